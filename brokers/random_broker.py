@@ -1,0 +1,34 @@
+"""``random``: a broker sends each newly submitted job to a uniformly random site.
+
+The draw includes the submitting site itself (then the job stays, with no message).
+A job that arrived by transfer is never brokered again.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from brokers.base import Agent, GridInfo
+from scenarios.workload import site_rng
+
+PURPOSE_BROKER = 4
+
+
+class RandomBrokerAgent(Agent):
+    name = "random"
+    intercepts_arrivals = True
+
+    def __init__(self, site, grid: GridInfo, params: dict[str, Any]):
+        super().__init__(site, grid, params)
+        self.rng = site_rng(grid.seed, site.site_id, PURPOSE_BROKER)
+
+    def on_arrival(self, now: float, slot: int) -> bool:
+        dst = int(self.rng.integers(self.grid.n_sites))
+        if dst == self.site.site_id:
+            return False
+        self.site.transfer(now, slot, dst)
+        return True
+
+    def send_bound(self) -> float:
+        # Only a local arrival makes this agent send.
+        site = self.site
+        return site.c_release[site.cursor] if site.cursor < site.n_local else float("inf")

@@ -1,0 +1,8 @@
+"""Protocol name -> agent class."""
+from __future__ import annotations
+
+from brokers.averaging import AveragingAgent
+from brokers.base import Agent, LocalAgent
+from brokers.random_broker import RandomBrokerAgent
+
+AGENTS: dict[str, type[Agent]] = {cls.name: cls for cls in (LocalAgent, RandomBrokerAgent, AveragingAgent)}

@@ -1,0 +1,23 @@
+"""Errors a user can act on. The CLI prints them as one line and exits with code 2."""
+from __future__ import annotations
+
+
+class GridemuError(Exception):
+    """Base class: anything raised as a GridemuError is the user's to fix, not a bug."""
+
+
+class ScenarioError(GridemuError):
+    """A scenario key is missing, malformed or out of range; the message names the key."""
+
+    def __init__(self, key: str, problem: str):
+        self.key = key
+        self.problem = problem
+        super().__init__(f"{key}: {problem}")
+
+
+class WorkloadError(GridemuError):
+    """A workload file (SWF trace, CSV job list) is broken; the message names file and line."""
+
+
+class InvariantError(GridemuError):
+    """A run broke conservation or causality; the message names the job or message."""

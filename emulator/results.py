@@ -1,0 +1,193 @@
+"""Result tables and files of a run (DESIGN.md, "Scenarios, CLI and results").
+
+``jobs.parquet``: one row per job: job_id, owner, group, release, size, procs,
+submit_site, exec_site, start, end, migrations, state (see ``sites.jobs.STATES``).
+``sites.parquet``: one row per site: site_id, name, owner, procs, speed_mean, events,
+jobs_executed, busy, utilization, sent_<type> message counts.
+``timeseries.parquet``: what the protocol records (averaging: one row per site and round).
+``summary.json``: ``organizations`` (per organization) and ``global`` figures.
+``scenario.toml``: the resolved scenario, every default filled in.
+"""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from emulator.engine import RawRun
+from emulator.messages import MESSAGE_TYPES
+from emulator.scenario import to_toml
+from sites.jobs import JOB_DTYPE, STATE_CODE, STATES
+
+JOB_COLUMNS = [
+    "job_id", "owner", "group", "release", "size", "procs", "submit_site", "exec_site", "start", "end", "migrations", "state",
+]
+
+
+@dataclass
+class RunResult:
+    """What ``emulator.run`` returns: the three tables as DataFrames and the summary dict."""
+
+    jobs: pd.DataFrame
+    sites: pd.DataFrame
+    timeseries: pd.DataFrame
+    summary: dict[str, Any]
+    scenario: dict[str, Any]
+
+    def write(self, out: str | Path) -> Path:
+        """Write the result files into ``out`` (created if needed)."""
+        out = Path(out)
+        out.mkdir(parents=True, exist_ok=True)
+        self.jobs.to_parquet(out / "jobs.parquet", index=False)
+        self.sites.to_parquet(out / "sites.parquet", index=False)
+        if len(self.timeseries):
+            self.timeseries.to_parquet(out / "timeseries.parquet", index=False)
+        (out / "summary.json").write_text(json.dumps(self.summary, indent=2, default=_json_default) + "\n")
+        (out / "scenario.toml").write_text(to_toml(self.scenario))
+        return out
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, (np.integer,)):
+        return int(value)
+    if isinstance(value, (np.floating,)):
+        return float(value)
+    raise TypeError(type(value).__name__)
+
+
+def job_table(raw: RawRun) -> pd.DataFrame:
+    """The job table with numeric codes (owner, group, state as integers), sorted by job id."""
+    parts = [r["jobs"] for r in raw.shard_results if r["jobs"]]
+    cols = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]} if parts else {}
+    flight = [b for b in raw.in_flight if len(b)]
+    if flight:
+        # Jobs inside transfer messages still travelling at the horizon.
+        batch = np.concatenate(flight)
+        batch = batch[batch["mtype"] == 0]
+        extra = {name: batch[f"job_{name}"] for name in JOB_DTYPE.names}
+        extra.update(
+            exec_site=batch["dst"].astype(np.int32),
+            start=np.full(len(batch), np.nan),
+            end=np.full(len(batch), np.nan),
+            state=np.full(len(batch), STATE_CODE["transferred"], dtype=np.int8),
+        )
+        cols = {k: np.concatenate([cols[k], extra[k]]) for k in cols} if cols else extra
+    df = pd.DataFrame({k: cols[k] for k in JOB_COLUMNS if k in cols})
+    return df.sort_values("job_id", kind="stable").reset_index(drop=True)
+
+
+def labelled(table: pd.DataFrame, orgs: list[str], groups: list[str]) -> pd.DataFrame:
+    """Replace owner, group and state codes by their names (categoricals) for the files."""
+    out = table.copy()
+    out["owner"] = pd.Categorical.from_codes(table["owner"].to_numpy(), categories=orgs)
+    out["group"] = pd.Categorical.from_codes(table["group"].to_numpy(), categories=_unique(groups))
+    out["state"] = pd.Categorical.from_codes(table["state"].to_numpy().astype(int), categories=list(STATES))
+    return out[JOB_COLUMNS]
+
+
+def _unique(names: list[str]) -> list[str]:
+    if len(set(names)) != len(names):
+        raise ValueError("group names must be unique")
+    return names
+
+
+def site_table(raw: RawRun, table: pd.DataFrame) -> pd.DataFrame:
+    rows = [row for r in raw.shard_results for row in r["sites"]]
+    sites = pd.DataFrame(rows).sort_values("site_id").reset_index(drop=True)
+    sites["owner"] = [raw.scenario.orgs[o] for o in sites["owner"]]
+    started = table[table["start"].notna()]
+    stop = np.where(started["end"].notna(), started["end"], _end_time(raw, table))
+    busy = pd.Series((stop - started["start"].to_numpy()) * started["procs"].to_numpy()).groupby(started["exec_site"].to_numpy()).sum()
+    done = table[table["state"] == STATE_CODE["done"]].groupby("exec_site").size()
+    sites["jobs_executed"] = sites["site_id"].map(done).fillna(0).astype(int)
+    sites["busy"] = sites["site_id"].map(busy).fillna(0.0)
+    span = _end_time(raw, table)
+    sites["utilization"] = sites["busy"] / (sites["procs"] * span) if span > 0 else 0.0
+    return sites
+
+
+def _end_time(raw: RawRun, table: pd.DataFrame) -> float:
+    """The time the run covers: the horizon, or the last completion when it ran dry."""
+    if math.isfinite(raw.scenario.horizon):
+        return raw.scenario.horizon
+    return float(table["end"].max()) if table["end"].notna().any() else 0.0
+
+
+def timeseries_table(raw: RawRun) -> pd.DataFrame:
+    parts = [pd.DataFrame(r["timeseries"]) for r in raw.shard_results if r["timeseries"]]
+    if not parts:
+        return pd.DataFrame()
+    df = pd.concat(parts, ignore_index=True)
+    return df.sort_values([c for c in ("time", "site") if c in df]).reset_index(drop=True)
+
+
+def flow_by_org(table: pd.DataFrame, n_orgs: int) -> np.ndarray:
+    """Sum of flow times (end - release) of each organization's finished jobs."""
+    done = table[table["state"] == STATE_CODE["done"]]
+    flow = (done["end"] - done["release"]).groupby(done["owner"]).sum()
+    return flow.reindex(range(n_orgs), fill_value=0.0).to_numpy()
+
+
+def score(flow: float, flow_local: float) -> float:
+    """S_k of thesis section 4.5.2: F~/F - 1 when the protocol helped, -(F/F~ - 1) otherwise."""
+    if flow <= 0 or flow_local <= 0:
+        return 0.0
+    if flow < flow_local:
+        return flow_local / flow - 1.0
+    return -(flow / flow_local - 1.0)
+
+
+def summarize(raw: RawRun, table: pd.DataFrame, sites: pd.DataFrame, local_table: pd.DataFrame | None) -> dict[str, Any]:
+    orgs = raw.scenario.orgs
+    done_mask = table["state"] == STATE_CODE["done"]
+    flows = flow_by_org(table, len(orgs))
+    local_flows = flow_by_org(local_table, len(orgs)) if local_table is not None else None
+    per_org = {}
+    for k, org in enumerate(orgs):
+        mine = table[table["owner"] == k]
+        mine_done = mine[mine["state"] == STATE_CODE["done"]]
+        n_done = len(mine_done)
+        entry: dict[str, Any] = {
+            "jobs": int(len(mine)),
+            "jobs_done": int(n_done),
+            "sum_flow_time": float(flows[k]),
+            "mean_flow_time": float(flows[k] / n_done) if n_done else None,
+            "makespan": float(mine_done["end"].max()) if n_done else None,
+            "jobs_migrated": int((mine["migrations"] > 0).sum()),
+        }
+        if local_flows is not None:
+            entry["sum_flow_time_local"] = float(local_flows[k])
+            entry["score"] = score(float(flows[k]), float(local_flows[k]))
+        per_org[org] = entry
+    messages = {name: int(sites[f"sent_{name}"].sum()) for name in MESSAGE_TYPES if sites[f"sent_{name}"].sum() > 0}
+    states = table["state"].value_counts()
+    glob = {
+        "jobs": int(len(table)),
+        "jobs_by_state": {STATES[int(c)]: int(n) for c, n in states.items()},
+        "makespan": float(table.loc[done_mask, "end"].max()) if done_mask.any() else None,
+        "mean_flow_time": float(flows.sum() / done_mask.sum()) if done_mask.any() else None,
+        "events": int(raw.events),
+        "messages": messages,
+        "messages_total": int(sum(messages.values())),
+        "windows": int(raw.windows),
+        "wall_seconds": round(raw.wall_seconds, 6),
+        "events_per_second": round(raw.events / raw.wall_seconds, 1) if raw.wall_seconds > 0 else None,
+        "jobs_per_second": round(len(table) / raw.wall_seconds, 1) if raw.wall_seconds > 0 else None,
+        "backend": raw.backend,
+        "shards": raw.shards,
+        "sites": len(raw.scenario.sites),
+        "organizations": len(orgs),
+        "seed": raw.scenario.seed,
+        "protocol": raw.scenario.protocol["name"],
+    }
+    if "swf_skipped" in raw.scenario.extra:
+        glob["trace_jobs_skipped"] = raw.scenario.extra["swf_skipped"]
+    return {"global": glob, "organizations": per_org}
+
+
+__all__ = ["RunResult", "job_table", "labelled", "site_table", "timeseries_table", "summarize", "score"]

@@ -1,0 +1,406 @@
+"""Scenario files: load TOML, apply ``--set`` overrides, validate, fill defaults.
+
+A scenario is plain nested data. ``load_scenario`` returns a :class:`Scenario` whose
+``data`` is the fully resolved dict (every default filled in), which is what a run
+writes back as ``scenario.toml``; the typed fields are views of it the engine reads.
+Every problem is a :class:`ScenarioError` naming the dotted key.
+"""
+from __future__ import annotations
+
+import copy
+import math
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from emulator.errors import ScenarioError
+
+SHIPPED_DIR = Path(__file__).resolve().parent.parent / "scenarios" / "data"
+
+PROTOCOLS = ("local", "random", "averaging")
+SCHEDULERS = ("fcfs", "spt", "list")
+BACKENDS = ("inprocess", "ray")
+WORKLOAD_KINDS = ("poisson", "jobs", "csv", "swf")
+
+# Keys each section may hold; anything else is a typo the user should hear about.
+_KNOWN = {
+    "run": {"seed", "horizon", "backend", "shards", "lookahead", "name", "description"},
+    "network": {"latency", "latency_matrix"},
+    "scheduler": {"name"},
+    "protocol": {"name", "period", "start"},
+    "metrics": {"counterfactual", "sample_interval"},
+    "workload": {
+        "kind", "rate", "alpha", "beta", "jobs", "until", "procs", "path", "orgs",
+        "user_map", "split_parallel", "t_start", "t_end", "list",
+    },
+    "sites": {"count", "procs", "speed", "scheduler", "orgs", "zipf_a", "low", "high"},
+    "site": {"name", "org", "procs", "speed", "speeds", "scheduler"},
+}
+
+
+@dataclass(frozen=True)
+class SiteSpec:
+    site_id: int
+    name: str
+    org: str
+    speeds: tuple[float, ...]
+    scheduler: str
+
+    @property
+    def procs(self) -> int:
+        return len(self.speeds)
+
+
+@dataclass
+class Scenario:
+    data: dict[str, Any]
+    sites: list[SiteSpec]
+    orgs: list[str]
+    latency: np.ndarray  # (n_sites, n_sites) link latency
+    lookahead: float
+    source: str = "<dict>"
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def seed(self) -> int:
+        return int(self.data["run"]["seed"])
+
+    @property
+    def protocol(self) -> dict[str, Any]:
+        return self.data["protocol"]
+
+    @property
+    def workload(self) -> dict[str, Any]:
+        return self.data["workload"]
+
+    @property
+    def horizon(self) -> float:
+        return float(self.data["run"]["horizon"])
+
+
+# --------------------------------------------------------------------------- input
+
+
+def shipped_scenarios() -> dict[str, Path]:
+    """Name -> path of every scenario shipped with the package."""
+    return {p.stem: p for p in sorted(SHIPPED_DIR.glob("*.toml"))}
+
+
+def read_scenario_file(ref: str | Path) -> tuple[dict[str, Any], str]:
+    """Read a scenario by path or shipped name; returns (raw dict, source label)."""
+    path = Path(ref)
+    if not path.exists():
+        shipped = shipped_scenarios()
+        if str(ref) in shipped:
+            path = shipped[str(ref)]
+        else:
+            names = ", ".join(shipped) or "none"
+            raise ScenarioError("scenario", f"no file or shipped scenario named {str(ref)!r} (shipped: {names})")
+    try:
+        with path.open("rb") as fh:
+            return tomllib.load(fh), str(path)
+    except tomllib.TOMLDecodeError as exc:
+        raise ScenarioError("scenario", f"{path} is not valid TOML: {exc}") from None
+
+
+def parse_override(text: str) -> tuple[str, Any]:
+    """``key.path=value`` -> (key path, value); the value is read as TOML, else as a string."""
+    if "=" not in text:
+        raise ScenarioError(text, "an override must look like key.path=value")
+    key, raw = text.split("=", 1)
+    key = key.strip()
+    if not key or any(not part for part in key.split(".")):
+        raise ScenarioError(text, "an override must look like key.path=value")
+    try:
+        value = tomllib.loads(f"v = {raw.strip()}")["v"]
+    except tomllib.TOMLDecodeError:
+        value = raw.strip()
+    return key, value
+
+
+def apply_overrides(data: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
+    """Set each dotted key in a deep copy of ``data`` (tables are created as needed)."""
+    out = copy.deepcopy(data)
+    for key, value in overrides.items():
+        node = out
+        parts = key.split(".")
+        for part in parts[:-1]:
+            nxt = node.setdefault(part, {})
+            if not isinstance(nxt, dict):
+                raise ScenarioError(key, f"{part!r} is not a table, cannot set a key inside it")
+            node = nxt
+        node[parts[-1]] = value
+    return out
+
+
+def load_scenario(
+    ref: str | Path | dict[str, Any],
+    overrides: dict[str, Any] | None = None,
+    **run_settings: Any,
+) -> Scenario:
+    """Load, override and validate a scenario.
+
+    ``ref`` is a path, a shipped scenario name or a dict. ``run_settings`` (seed, backend,
+    shards, horizon) are shortcuts for ``run.*`` overrides; ``None`` values are ignored.
+    """
+    if isinstance(ref, dict):
+        raw, source = copy.deepcopy(ref), "<dict>"
+    else:
+        raw, source = read_scenario_file(ref)
+    sets = dict(overrides or {})
+    for key, value in run_settings.items():
+        if value is not None:
+            sets[f"run.{key}"] = value
+    raw = apply_overrides(raw, sets)
+    return validate(raw, source)
+
+
+# --------------------------------------------------------------------------- checks
+
+
+def _table(data: dict[str, Any], key: str) -> dict[str, Any]:
+    value = data.get(key, {})
+    if not isinstance(value, dict):
+        raise ScenarioError(key, f"must be a table, got {type(value).__name__}")
+    return value
+
+
+def _unknown(section: str, table: dict[str, Any], allowed: set[str]) -> None:
+    for key in table:
+        if key not in allowed:
+            raise ScenarioError(f"{section}.{key}", f"unknown key (allowed: {', '.join(sorted(allowed))})")
+
+
+def _number(key: str, value: Any, *, positive: bool = False, nonneg: bool = False, integer: bool = False) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ScenarioError(key, f"must be a number, got {value!r}")
+    if integer and (not float(value).is_integer() or math.isinf(value)):
+        raise ScenarioError(key, f"must be an integer, got {value!r}")
+    if math.isnan(value):
+        raise ScenarioError(key, "must be a number, got nan")
+    if positive and not value > 0:
+        raise ScenarioError(key, f"must be > 0, got {value!r}")
+    if nonneg and value < 0:
+        raise ScenarioError(key, f"must be >= 0, got {value!r}")
+    return value
+
+
+def _choice(key: str, value: Any, allowed: tuple[str, ...]) -> str:
+    if value not in allowed:
+        raise ScenarioError(key, f"unknown value {value!r} (allowed: {', '.join(allowed)})")
+    return value
+
+
+def _per_site(key: str, value: Any, n: int, **checks: bool) -> list[float]:
+    """A scalar for every site, or a list with one value per site."""
+    if isinstance(value, list):
+        if len(value) != n:
+            raise ScenarioError(key, f"has {len(value)} values but there are {n} sites")
+        return [_number(f"{key}[{i}]", v, **checks) for i, v in enumerate(value)]
+    return [_number(key, value, **checks)] * n
+
+
+def _draw_procs(key: str, spec: Any, n: int, seed: int) -> list[int]:
+    """Processor counts: an int, a list, or {dist = "uniform"|"zipf", ...}."""
+    if isinstance(spec, dict):
+        dist = _choice(f"{key}.dist", spec.get("dist"), ("uniform", "zipf"))
+        rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(0x50524F43,)))
+        if dist == "uniform":
+            low = int(_number(f"{key}.low", spec.get("low", 1), positive=True, integer=True))
+            high = int(_number(f"{key}.high", spec.get("high", low), positive=True, integer=True))
+            if high < low:
+                raise ScenarioError(f"{key}.high", f"must be >= low ({low}), got {high}")
+            return rng.integers(low, high + 1, size=n).tolist()
+        a = _number(f"{key}.a", spec.get("a", 1.4267), positive=True)
+        if a <= 1:
+            raise ScenarioError(f"{key}.a", f"a Zipf exponent must be > 1, got {a}")
+        cap = int(_number(f"{key}.max", spec.get("max", 1024), positive=True, integer=True))
+        return np.minimum(rng.zipf(a, size=n), cap).tolist()
+    return [int(v) for v in _per_site(key, spec, n, positive=True, integer=True)]
+
+
+def _build_sites(data: dict[str, Any], default_scheduler: str, seed: int) -> list[SiteSpec]:
+    raw = data.get("sites")
+    if raw is None:
+        raise ScenarioError("sites", "missing: give [[sites]] entries or a [sites] table with count")
+    specs: list[SiteSpec] = []
+    if isinstance(raw, list):
+        if not raw:
+            raise ScenarioError("sites", "the list of sites is empty")
+        for i, entry in enumerate(raw):
+            key = f"sites[{i}]"
+            if not isinstance(entry, dict):
+                raise ScenarioError(key, "must be a table")
+            _unknown(key, entry, _KNOWN["site"])
+            name = str(entry.get("name", f"site{i}"))
+            if "speeds" in entry:
+                speeds = entry["speeds"]
+                if not isinstance(speeds, list) or not speeds:
+                    raise ScenarioError(f"{key}.speeds", "must be a non-empty list of speeds")
+                speeds = [_number(f"{key}.speeds[{j}]", s, positive=True) for j, s in enumerate(speeds)]
+            else:
+                procs = int(_number(f"{key}.procs", entry.get("procs", 1), positive=True, integer=True))
+                speed = _number(f"{key}.speed", entry.get("speed", 1.0), positive=True)
+                speeds = [speed] * procs
+            scheduler = _choice(f"{key}.scheduler", entry.get("scheduler", default_scheduler), SCHEDULERS)
+            specs.append(SiteSpec(i, name, str(entry.get("org", name)), tuple(float(s) for s in speeds), scheduler))
+        names = [s.name for s in specs]
+        dup = {n for n in names if names.count(n) > 1}
+        if dup:
+            raise ScenarioError("sites", f"duplicate site names: {', '.join(sorted(dup))}")
+        return specs
+    if not isinstance(raw, dict):
+        raise ScenarioError("sites", "must be a list of [[sites]] tables or a [sites] table")
+    _unknown("sites", raw, _KNOWN["sites"])
+    count = int(_number("sites.count", raw.get("count", 0), positive=True, integer=True))
+    procs = _draw_procs("sites.procs", raw.get("procs", 1), count, seed)
+    speeds = _per_site("sites.speed", raw.get("speed", 1.0), count, positive=True)
+    scheduler = _choice("sites.scheduler", raw.get("scheduler", default_scheduler), SCHEDULERS)
+    width = len(str(count - 1))
+    return [
+        SiteSpec(i, f"site{i:0{width}d}", f"org{i:0{width}d}", (float(speeds[i]),) * procs[i], scheduler)
+        for i in range(count)
+    ]
+
+
+def _latency(data: dict[str, Any], n: int) -> np.ndarray:
+    net = _table(data, "network")
+    _unknown("network", net, _KNOWN["network"])
+    if "latency_matrix" in net:
+        mat = net["latency_matrix"]
+        try:
+            arr = np.asarray(mat, dtype=float)
+        except (TypeError, ValueError):
+            raise ScenarioError("network.latency_matrix", "must be a square list of lists of numbers") from None
+        if arr.shape != (n, n):
+            raise ScenarioError("network.latency_matrix", f"must be {n}x{n} (one row per site), got shape {arr.shape}")
+        off = arr[~np.eye(n, dtype=bool)]
+        if n > 1 and not (off > 0).all():
+            raise ScenarioError("network.latency_matrix", "every latency between two sites must be > 0")
+        return arr
+    lat = _number("network.latency", net.get("latency", 1.0), positive=True)
+    return np.full((n, n), float(lat))
+
+
+def validate(raw: dict[str, Any], source: str = "<dict>") -> Scenario:
+    """Check every key of a raw scenario dict and fill defaults; see module doc."""
+    if not isinstance(raw, dict):
+        raise ScenarioError("scenario", "must be a table")
+    allowed_top = set(_KNOWN) - {"site"} | {"policy"}
+    for key in raw:
+        if key not in allowed_top:
+            raise ScenarioError(key, f"unknown section (allowed: {', '.join(sorted(allowed_top))})")
+    data = copy.deepcopy(raw)
+
+    run = _table(data, "run")
+    _unknown("run", run, _KNOWN["run"])
+    run["seed"] = int(_number("run.seed", run.get("seed", 0), nonneg=True, integer=True))
+    run["horizon"] = float(_number("run.horizon", run.get("horizon", math.inf), positive=True))
+    run["backend"] = _choice("run.backend", run.get("backend", "inprocess"), BACKENDS)
+    run["shards"] = int(_number("run.shards", run.get("shards", 0), nonneg=True, integer=True))
+    data["run"] = run
+
+    sched = _table(data, "scheduler")
+    _unknown("scheduler", sched, _KNOWN["scheduler"])
+    sched["name"] = _choice("scheduler.name", sched.get("name", "fcfs"), SCHEDULERS)
+    data["scheduler"] = sched
+
+    sites = _build_sites(data, sched["name"], run["seed"])
+    if run["shards"] > len(sites):
+        raise ScenarioError("run.shards", f"{run['shards']} shards for {len(sites)} sites: at most one shard per site")
+
+    latency = _latency(data, len(sites))
+    min_latency = float(latency[~np.eye(len(sites), dtype=bool)].min()) if len(sites) > 1 else float(latency[0, 0])
+    if "lookahead" in run:
+        look = _number("run.lookahead", run["lookahead"])
+        if not look > 0:
+            raise ScenarioError("run.lookahead", f"must be > 0, got {look!r}")
+        if look > min_latency:
+            raise ScenarioError("run.lookahead", f"must be <= the smallest link latency {min_latency}, got {look}")
+        lookahead = float(look)
+    else:
+        lookahead = min_latency
+    run["lookahead"] = lookahead
+
+    proto = _table(data, "protocol")
+    _unknown("protocol", proto, _KNOWN["protocol"])
+    proto["name"] = _choice("protocol.name", proto.get("name", "local"), PROTOCOLS)
+    if proto["name"] == "averaging":
+        proto["period"] = float(_number("protocol.period", proto.get("period", 100.0), positive=True))
+        proto["start"] = float(_number("protocol.start", proto.get("start", proto["period"]), nonneg=True))
+    data["protocol"] = proto
+
+    metrics = _table(data, "metrics")
+    _unknown("metrics", metrics, _KNOWN["metrics"])
+    if "counterfactual" in metrics:
+        _choice("metrics.counterfactual", metrics["counterfactual"], ("local", "none"))
+    data["metrics"] = metrics
+
+    wl = _table(data, "workload")
+    _unknown("workload", wl, _KNOWN["workload"])
+    wl["kind"] = _choice("workload.kind", wl.get("kind", "poisson"), WORKLOAD_KINDS)
+    data["workload"] = wl
+    # Deferred import: the workload module imports this one for SiteSpec.
+    from scenarios.workload import check_workload
+
+    check_workload(wl, sites)
+
+    data["sites"] = [
+        {"name": s.name, "org": s.org, "speeds": list(s.speeds), "scheduler": s.scheduler} for s in sites
+    ]
+    orgs = list(dict.fromkeys(s.org for s in sites))
+    return Scenario(data=data, sites=sites, orgs=orgs, latency=latency, lookahead=lookahead, source=source)
+
+
+# --------------------------------------------------------------------------- output
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, np.integer)):
+        return str(int(value))
+    if isinstance(value, (float, np.floating)):
+        v = float(value)
+        if math.isinf(v):
+            return "inf" if v > 0 else "-inf"
+        if math.isnan(v):
+            return "nan"
+        return repr(v)
+    if isinstance(value, str):
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{_toml_key(k)} = {_toml_value(v)}" for k, v in value.items()) + "}"
+    raise TypeError(f"cannot write {type(value).__name__} to TOML")
+
+
+def _toml_key(key: str) -> str:
+    return key if key.replace("_", "").replace("-", "").isalnum() else _toml_value(str(key))
+
+
+def to_toml(data: dict[str, Any]) -> str:
+    """Write a resolved scenario dict as TOML (tables and arrays of tables, one level)."""
+    lines: list[str] = []
+    scalars = {k: v for k, v in data.items() if not isinstance(v, dict) and not _is_table_list(v)}
+    for key, value in scalars.items():
+        lines.append(f"{_toml_key(key)} = {_toml_value(value)}")
+    for key, value in data.items():
+        if isinstance(value, dict):
+            lines.append(f"\n[{_toml_key(key)}]")
+            for k, v in value.items():
+                lines.append(f"{_toml_key(k)} = {_toml_value(v)}")
+        elif _is_table_list(value):
+            for item in value:
+                lines.append(f"\n[[{_toml_key(key)}]]")
+                for k, v in item.items():
+                    lines.append(f"{_toml_key(k)} = {_toml_value(v)}")
+    return "\n".join(lines).lstrip("\n") + "\n"
+
+
+def _is_table_list(value: Any) -> bool:
+    return isinstance(value, list) and bool(value) and all(isinstance(v, dict) for v in value)

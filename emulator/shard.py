@@ -1,0 +1,141 @@
+"""A shard hosts many sites and advances them, window by window.
+
+The same class runs in the in-process backend (a plain object) and in the Ray
+backend (wrapped as an actor). Its whole state is plain data (sites, queues, heaps,
+generator states), so it can be pickled at a barrier.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from brokers.base import GridInfo, LocalAgent
+from brokers.registry import AGENTS
+from emulator.errors import InvariantError
+from emulator.messages import MESSAGE_TYPES, empty_batch, to_batch
+from emulator.scenario import SiteSpec
+from sites.site import Site
+
+
+@dataclass
+class ShardSpec:
+    shard_id: int
+    n_shards: int
+    sites: list[SiteSpec]
+    jobs: list[np.ndarray]  # one JOB_DTYPE array per hosted site
+    latency: np.ndarray  # rows: hosted sites, columns: all sites
+    owners: list[int]  # organization index of each hosted site
+    site_to_shard: np.ndarray
+    protocol: dict[str, Any]
+    grid: GridInfo
+    recurrence: bool = True  # allow the FCFS recurrence where no agent can act
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class StepInfo:
+    """What a shard tells the coordinator at a barrier (small; batches travel apart)."""
+
+    next_time: float
+    bound: float
+    out_min: dict[int, float]  # destination shard -> earliest delivery in its batch
+    events: int
+    done: int
+
+
+class Shard:
+    def __init__(self, spec: ShardSpec):
+        self.shard_id = spec.shard_id
+        self.n_shards = spec.n_shards
+        self.site_to_shard = spec.site_to_shard
+        agent_cls = AGENTS[spec.protocol["name"]]
+        params = dict(spec.protocol)
+        params.update(spec.extra)
+        self.sites: list[Site] = []
+        self.index: dict[int, int] = {}
+        for i, (s, jobs) in enumerate(zip(spec.sites, spec.jobs)):
+            site = Site(s, jobs, spec.latency[i], spec.owners[i])
+            site.agent = agent_cls(site, spec.grid, params)
+            self.index[s.site_id] = i
+            self.sites.append(site)
+        for site in self.sites:
+            site.agent.on_start(0.0)
+            if spec.recurrence and type(site.agent) is LocalAgent and site.scheduler.name == "fcfs" and site.uniform:
+                site.enable_recurrence()
+        self.clock = -math.inf  # every event before this time has been handled
+
+    def status(self) -> StepInfo:
+        return StepInfo(self._next_time(), self._bound(), {}, self._events(), self._done())
+
+    def step(self, until: float, *batches: np.ndarray) -> tuple:
+        """Deliver ``batches``, handle every event with time < until, return outgoing batches.
+
+        Returns ``(info, batch_for_shard_0, ..., batch_for_shard_{S-1})``.
+        """
+        for batch in batches:
+            for row in batch.tolist():
+                if row[0] < self.clock:
+                    raise InvariantError(
+                        f"causality: message {MESSAGE_TYPES[row[5]]!r} from site {row[1]} (seq {row[2]}) to site {row[3]} "
+                        f"due at t={row[0]} arrived after the window that ended at t={self.clock}"
+                    )
+                self.sites[self.index[row[3]]].deliver(row)
+        for site in self.sites:
+            site.bound = site.agent.send_bound()
+        rows: list[tuple] = []
+        for site in self.sites:
+            site.advance(until)
+            if site.outbox:
+                rows.extend(site.outbox)
+                site.outbox = []
+        self.clock = until
+        out = [empty_batch()] * self.n_shards
+        out_min: dict[int, float] = {}
+        if rows:
+            batch = to_batch(rows)
+            dest = self.site_to_shard[batch["dst"]]
+            for d in np.unique(dest):
+                part = batch[dest == d]
+                out[int(d)] = part
+                out_min[int(d)] = float(part["deliver"].min())
+        info = StepInfo(self._next_time(), self._bound(), out_min, self._events(), self._done())
+        return (info, *out)
+
+    def _next_time(self) -> float:
+        return min((s.next_event_time() for s in self.sites), default=math.inf)
+
+    def _bound(self) -> float:
+        return min((s.agent.send_bound() for s in self.sites), default=math.inf)
+
+    def _events(self) -> int:
+        return sum(s.events for s in self.sites)
+
+    def _done(self) -> int:
+        return sum(s.done if not s.fast else s.cursor for s in self.sites)
+
+    def results(self, horizon: float) -> dict[str, Any]:
+        """Job columns, per-site rows and agent time series, once the run is over."""
+        jobs, sites, series = [], [], []
+        for site in self.sites:
+            site.finish(horizon)
+            jobs.append(site.results(horizon))
+            sites.append(
+                {
+                    "site_id": site.site_id,
+                    "name": site.name,
+                    "owner": site.owner,
+                    "procs": site.m,
+                    "speed_mean": float(np.mean(site.speeds)),
+                    "events": site.events,
+                    **{f"sent_{name}": n for name, n in zip(MESSAGE_TYPES, site.sent)},
+                }
+            )
+            ts = site.agent.timeseries()
+            if ts:
+                series.append(ts)
+        cols = {k: np.concatenate([j[k] for j in jobs]) for k in jobs[0]} if jobs else {}
+        ts_cols = {k: np.concatenate([t[k] for t in series]) for k in series[0]} if series else {}
+        return {"jobs": cols, "sites": sites, "timeseries": ts_cols}

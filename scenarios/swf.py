@@ -1,0 +1,428 @@
+"""Reading Standard Workload Format (SWF) traces and turning them into gridemu jobs.
+
+SWF is the plain-text job-log format of the Parallel Workloads Archive (PWA,
+https://www.cs.huji.ac.il/labs/parallel/workload/), maintained by Dror Feitelson's
+group: one job per line, 18 whitespace-separated numeric fields, ``-1`` meaning
+"unknown", and header comments starting with ``;`` such as ``; MaxProcs: 128``.
+The fields, in order, are listed in :data:`SWF_FIELDS`.
+
+The real traces used by the tests and benchmarks (``shared/traces/*.swf.gz``) are
+PWA logs. Anyone publishing results obtained with them must cite the archive and
+Feitelson, Tsafrir and Krakov, "Experience with using the Parallel Workloads
+Archive", JPDC 74(10):2967-2982, 2014, and acknowledge each log's provider (the
+``Acknowledge`` header line); ``shared/traces/SOURCES.txt`` has the details.
+
+Choices made here:
+
+* Parsing streams the file (plain or gzip, recognised by its magic bytes) in
+  chunks of at most ``chunk_lines`` jobs, each converted by numpy's C parser in one
+  go; a million-line trace never exists as a million Python objects. Any line
+  without exactly 18 finite numbers (integer fields may be written ``3.0`` but not
+  ``3.5``) is a :class:`WorkloadError` naming file and line.
+* Header comments are the ``;`` lines before the first job. ``; Key: value`` lines
+  become dict entries; a repeated key or an unkeyed continuation line (an indented
+  second URL, the text of a copyright notice) is appended to the key's value after
+  a newline. Every comment line is also kept verbatim.
+* :func:`swf_to_jobs` maps SWF records to ``JOB_DTYPE`` rows: release = submit
+  time, size = run time, procs = allocated (else requested) processors, walltime =
+  requested time. Jobs that cannot be emulated (no run time, no processor count,
+  no submit time, outside the chosen window) are skipped and counted by reason,
+  never dropped silently.
+* Users are spread over ``n_orgs`` organizations uniformly at random with a seeded
+  generator of its own, so the map depends only on the seed and the set of users;
+  an explicit ``user_map`` replaces it. ``split_parallel`` turns a q-processor job
+  into q sequential jobs, as in the Shapley-value scheduling papers.
+"""
+from __future__ import annotations
+
+import gzip
+import os
+import re
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import NoReturn, TextIO
+
+import numpy as np
+
+from emulator.errors import ScenarioError, WorkloadError
+from sites.jobs import empty_jobs
+
+SWF_FIELDS: tuple[str, ...] = (
+    "job_number",
+    "submit_time",
+    "wait_time",
+    "run_time",
+    "allocated_procs",
+    "avg_cpu_time",
+    "used_memory",
+    "requested_procs",
+    "requested_time",
+    "requested_memory",
+    "status",
+    "user_id",
+    "group_id",
+    "executable",
+    "queue",
+    "partition",
+    "preceding_job",
+    "think_time",
+)
+
+_INT_FIELDS = frozenset(
+    {
+        "job_number",
+        "allocated_procs",
+        "requested_procs",
+        "status",
+        "user_id",
+        "group_id",
+        "executable",
+        "queue",
+        "partition",
+        "preceding_job",
+    }
+)
+
+SWF_DTYPE = np.dtype([(name, "i8" if name in _INT_FIELDS else "f8") for name in SWF_FIELDS])
+
+_N_FIELDS = len(SWF_FIELDS)
+_INT_COLUMNS = np.array([i for i, name in enumerate(SWF_FIELDS) if name in _INT_FIELDS])
+# Beyond 2**53 a float64 no longer holds every integer, so the i8 cast could lie.
+_INT_LIMIT = 2.0**53
+# What counts as "numeric" when hunting for the broken line; it rejects nan, inf,
+# hex and digit separators, which the bulk path rejects too (or catches as non-finite).
+_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?\Z")
+_HEADER_KEY = re.compile(r";\s*([A-Za-z][A-Za-z0-9_]*)\s*:(.*)\Z")
+_LEADING_INT = re.compile(r"\s*(\d+)")
+_GZIP_MAGIC = b"\x1f\x8b"
+
+#: Seed-sequence spawn key of the user -> organization draw ("SW" in ASCII), so the
+#: draw never shares a stream with another consumer of the same scenario seed.
+_ORG_SPAWN_KEY = 0x5357
+
+
+# --------------------------------------------------------------------------- parsing
+
+
+def _open_text(path: str | os.PathLike[str]) -> TextIO:
+    try:
+        with open(path, "rb") as probe:
+            magic = probe.read(2)
+        # Archive copies are often renamed or decompressed without fixing the
+        # suffix, so the bytes decide, not the name.
+        if magic == _GZIP_MAGIC:
+            return gzip.open(path, "rt", encoding="utf-8", errors="replace")
+        return open(path, encoding="utf-8", errors="replace")
+    except OSError as exc:
+        raise WorkloadError(f"{path}: cannot open SWF trace: {exc.strerror or exc}") from exc
+
+
+def _scan(
+    path: str | os.PathLike[str],
+    chunk_lines: int,
+    on_comment: Callable[[str, bool], None] | None,
+) -> Iterator[np.ndarray]:
+    """Yield parsed chunks; report each comment line and whether it precedes the first job."""
+    if chunk_lines < 1:
+        raise ValueError(f"chunk_lines must be >= 1, got {chunk_lines}")
+    lines: list[str] = []
+    linenos: list[int] = []
+    seen_job = False
+    lineno = 0
+    with _open_text(path) as fh:
+        try:
+            for lineno, raw in enumerate(fh, 1):
+                text = raw.strip()
+                if not text:
+                    continue
+                if text[0] == ";":
+                    if on_comment is not None:
+                        on_comment(raw.rstrip("\r\n"), not seen_job)
+                    continue
+                seen_job = True
+                lines.append(text)
+                linenos.append(lineno)
+                if len(lines) >= chunk_lines:
+                    yield _parse_chunk(path, lines, linenos)
+                    lines, linenos = [], []
+        except (OSError, EOFError) as exc:
+            # A truncated or corrupt gzip stream surfaces here, mid-file.
+            raise WorkloadError(f"{path}:{lineno + 1}: cannot read SWF trace: {exc}") from exc
+    if lines:
+        yield _parse_chunk(path, lines, linenos)
+
+
+def _parse_chunk(path: str | os.PathLike[str], lines: list[str], linenos: list[int]) -> np.ndarray:
+    try:
+        # loadtxt's C tokenizer is ~5x faster than float() over split tokens and
+        # already refuses ragged rows and non-numbers; comments=None because '#'
+        # has no meaning in SWF and must not hide half a line.
+        values = np.loadtxt(lines, dtype=np.float64, comments=None, ndmin=2)
+    except ValueError as exc:
+        _raise_first_bad_line(path, lines, linenos, str(exc))
+    if values.shape[1] != _N_FIELDS:
+        _raise_first_bad_line(path, lines, linenos, f"{values.shape[1]} columns")
+    ints = values[:, _INT_COLUMNS]
+    if not (
+        np.isfinite(values).all()
+        and (np.abs(ints) < _INT_LIMIT).all()
+        and (ints == np.trunc(ints)).all()
+    ):
+        _raise_first_bad_line(path, lines, linenos, "non-finite or non-integer value")
+    records = np.empty(len(lines), dtype=SWF_DTYPE)
+    for col, name in enumerate(SWF_FIELDS):
+        records[name] = values[:, col]
+    return records
+
+
+def _line_problem(text: str) -> str | None:
+    tokens = text.split()
+    if len(tokens) != _N_FIELDS:
+        return f"{len(tokens)} fields"
+    for col, (token, name) in enumerate(zip(tokens, SWF_FIELDS), 1):
+        if not _NUMBER.match(token):
+            return f"non-numeric token {token!r} in field {col} ({name})"
+        if name in _INT_FIELDS:
+            value = float(token)
+            if value != int(value) or abs(value) >= _INT_LIMIT:
+                return f"non-integer {token!r} in integer field {col} ({name})"
+    return None
+
+
+def _raise_first_bad_line(
+    path: str | os.PathLike[str], lines: list[str], linenos: list[int], bulk_problem: str
+) -> NoReturn:
+    # Only reached on failure, so a slow per-line pass is fine and gives the user
+    # an exact line number instead of numpy's chunk-relative row.
+    for text, lineno in zip(lines, linenos):
+        problem = _line_problem(text)
+        if problem is not None:
+            raise WorkloadError(f"{path}:{lineno}: expected {_N_FIELDS} numeric SWF fields, got {problem}")
+    raise WorkloadError(
+        f"{path}:{linenos[0]}: expected {_N_FIELDS} numeric SWF fields, got {bulk_problem} "
+        f"somewhere in lines {linenos[0]}-{linenos[-1]}"
+    )
+
+
+def iter_swf_chunks(path: str | os.PathLike[str], chunk_lines: int = 200_000) -> Iterator[np.ndarray]:
+    """Stream an SWF file (plain or gzip) as ``SWF_DTYPE`` arrays of at most ``chunk_lines`` jobs."""
+    return _scan(path, chunk_lines, None)
+
+
+def _parse_header(comment_lines: list[str]) -> dict[str, str]:
+    header: dict[str, str] = {}
+    current: str | None = None
+    for line in comment_lines:
+        stripped = line.strip()
+        match = _HEADER_KEY.match(stripped)
+        # "; Information: http://a/" is a key, but ";    http://b/" on the next
+        # line is a continuation whose "http" must not become a key.
+        if match and not match.group(2).startswith("//"):
+            key, value = match.group(1), match.group(2).strip()
+            header[key] = f"{header[key]}\n{value}" if key in header else value
+            current = key
+            continue
+        text = stripped[1:].strip()
+        if not text:
+            current = None  # a bare ';' closes a multi-line value
+        elif current is not None:
+            header[current] = f"{header[current]}\n{text}"
+    return header
+
+
+def read_swf_header(path: str | os.PathLike[str]) -> dict[str, str]:
+    """The ``; Key: value`` header comments before the first job, in file order.
+
+    Reads only up to the first job line, so it is cheap even on huge traces.
+    """
+    leading: list[str] = []
+    with _open_text(path) as fh:
+        for raw in fh:
+            text = raw.strip()
+            if not text:
+                continue
+            if text[0] != ";":
+                break
+            leading.append(raw.rstrip("\r\n"))
+    return _parse_header(leading)
+
+
+def _max_procs(header: Mapping[str, str]) -> int | None:
+    # MaxProcs counts processors, which is what a job's procs field uses; MaxNodes
+    # is only a fallback for logs that give nothing else (values like "70  (dual)").
+    for key in ("MaxProcs", "MaxNodes"):
+        match = _LEADING_INT.match(header.get(key, ""))
+        if match and int(match.group(1)) > 0:
+            return int(match.group(1))
+    return None
+
+
+@dataclass
+class SwfTrace:
+    """A whole SWF file in memory: header, verbatim comments and one record array."""
+
+    header: dict[str, str]
+    comments: list[str]
+    records: np.ndarray
+    max_procs: int | None
+
+
+def read_swf(path: str | os.PathLike[str], chunk_lines: int = 200_000) -> SwfTrace:
+    """Read a whole SWF file (plain or gzip) into an :class:`SwfTrace`."""
+    comments: list[str] = []
+    leading: list[str] = []
+
+    def keep(line: str, before_first_job: bool) -> None:
+        comments.append(line)
+        if before_first_job:
+            leading.append(line)
+
+    chunks = list(_scan(path, chunk_lines, keep))
+    records = np.concatenate(chunks) if chunks else np.empty(0, dtype=SWF_DTYPE)
+    header = _parse_header(leading)
+    return SwfTrace(header=header, comments=comments, records=records, max_procs=_max_procs(header))
+
+
+# --------------------------------------------------------------------- conversion
+
+
+@dataclass
+class SwfJobs:
+    """Jobs converted from SWF records, with the tables needed to interpret them."""
+
+    jobs: np.ndarray
+    group_names: list[str]
+    org_of_user: dict[int, int]
+    skipped: dict[str, int] = field(default_factory=dict)
+
+
+def _draw_orgs(users: np.ndarray, n_orgs: int, seed: int) -> dict[int, int]:
+    rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(_ORG_SPAWN_KEY,)))
+    orgs = rng.integers(0, n_orgs, size=len(users))
+    return {int(u): int(k) for u, k in zip(users, orgs)}
+
+
+def swf_to_jobs(
+    records: np.ndarray,
+    *,
+    n_orgs: int,
+    seed: int,
+    user_map: Mapping[int, int] | None = None,
+    split_parallel: bool = False,
+    t_start: float | None = None,
+    t_end: float | None = None,
+) -> SwfJobs:
+    """Convert ``SWF_DTYPE`` records to ``JOB_DTYPE`` jobs owned by ``n_orgs`` organizations."""
+    if isinstance(n_orgs, bool) or not isinstance(n_orgs, (int, np.integer)) or n_orgs <= 0:
+        raise ScenarioError("workload.orgs", f"must be a positive integer, got {n_orgs!r}")
+    if t_start is not None and t_end is not None and not t_end > t_start:
+        raise ScenarioError("workload.t_end", f"must be greater than t_start ({t_start}), got {t_end}")
+    missing_fields = set(SWF_FIELDS) - set(records.dtype.names or ())
+    if missing_fields:
+        raise TypeError(f"records lack SWF fields {sorted(missing_fields)}")
+
+    submit = records["submit_time"]
+    run_time = records["run_time"]
+    allocated = records["allocated_procs"]
+    requested = records["requested_procs"]
+    # procs = allocated processors, or the request when the allocation is unknown;
+    # a zero allocation (e.g. a job cancelled before start) also falls back.
+    procs = np.where(allocated > 0, allocated, requested)
+
+    # Each job is counted under the first reason that applies, so the counts plus
+    # the kept jobs add up to the number of records: nothing vanishes silently.
+    keep = np.ones(len(records), dtype=bool)
+    skipped: dict[str, int] = {}
+
+    def drop(reason: str, bad: np.ndarray) -> None:
+        nonlocal keep
+        hit = keep & bad
+        if hit.any():
+            skipped[reason] = int(hit.sum())
+        keep &= ~bad
+
+    # A job with no submit time cannot be released at any defined moment.
+    drop("no_submit_time", submit < 0)
+    # Window: keep t_start <= submit < t_end (half-open, so adjacent windows tile a trace).
+    if t_start is not None:
+        drop("before_window", submit < t_start)
+    if t_end is not None:
+        drop("after_window", submit >= t_end)
+    # size = run time; unknown (-1) or zero run time gives nothing to emulate.
+    drop("no_run_time", run_time < 0)
+    drop("zero_run_time", run_time == 0)
+    # Neither the allocated nor the requested processor count is usable.
+    drop("no_procs", procs <= 0)
+
+    # Organizations: drawn over every distinct user in the records, not just the
+    # kept ones, so changing the window or skip rules never reshuffles the map.
+    all_users = np.unique(records["user_id"])
+    kept_users = np.unique(records["user_id"][keep])
+    if user_map is None:
+        org_of_user = _draw_orgs(all_users, int(n_orgs), seed)
+    else:
+        for user in kept_users:
+            if int(user) not in user_map:
+                raise WorkloadError(f"user id {int(user)} has jobs in the trace but is missing from user_map")
+        org_of_user = {}
+        for user in all_users:
+            if int(user) in user_map:
+                org = int(user_map[int(user)])
+                if not 0 <= org < n_orgs:
+                    raise WorkloadError(
+                        f"user_map sends user id {int(user)} to organization {org}, "
+                        f"outside 0..{n_orgs - 1}"
+                    )
+                org_of_user[int(user)] = org
+
+    # job_id order = (release, original line order): a stable sort on release
+    # keeps the trace's own order among jobs submitted in the same second.
+    kept_index = np.flatnonzero(keep)
+    kept_index = kept_index[np.argsort(submit[kept_index], kind="stable")]
+    kept = records[kept_index]
+    kept_procs = procs[kept_index]
+
+    shift = 0.0 if t_start is None else float(t_start)  # t_start becomes time 0
+    # owner = the user's organization; one group per user, path "org{k}/u{user}"
+    # (user -1 -> "org{k}/unknown"), interned in order of first appearance so group
+    # indices are stable for a given trace, window and seed.
+    users, first_seen, user_of_job = np.unique(kept["user_id"], return_index=True, return_inverse=True)
+    by_appearance = np.argsort(first_seen, kind="stable")
+    group_of_user = np.empty(len(users), dtype=np.int64)
+    group_of_user[by_appearance] = np.arange(len(users))
+    org_of_distinct = np.array([org_of_user[int(u)] for u in users], dtype=np.int64)
+    owner = org_of_distinct[user_of_job]
+    group = group_of_user[user_of_job]
+    group_names = [
+        f"org{org_of_user[int(u)]}/unknown" if u == -1 else f"org{org_of_user[int(u)]}/u{int(u)}"
+        for u in users[by_appearance]
+    ]
+
+    # split_parallel: a q-processor job becomes q one-processor jobs with the same
+    # release and size, the preparation used in the Shapley-value scheduling papers.
+    if split_parallel:
+        repeat = kept_procs
+        out_procs = np.ones(int(repeat.sum()), dtype=np.int64)
+    else:
+        repeat = np.ones(len(kept), dtype=np.int64)
+        out_procs = kept_procs
+    if np.any(out_procs > np.iinfo(np.int32).max):
+        raise WorkloadError("a job asks for more processors than JOB_DTYPE can hold")
+
+    jobs = empty_jobs(int(repeat.sum()))
+    jobs["job_id"] = np.arange(len(jobs))
+    jobs["owner"] = np.repeat(owner, repeat)
+    jobs["group"] = np.repeat(group, repeat)
+    # release = submit time (shifted so t_start is 0 when a window is given).
+    jobs["release"] = np.repeat(kept["submit_time"] - shift, repeat)
+    jobs["size"] = np.repeat(kept["run_time"], repeat)
+    jobs["procs"] = out_procs
+    # walltime = requested time; -1 (or any non-positive limit, which no scheduler
+    # could honour) means unknown and becomes NaN.
+    requested_time = kept["requested_time"]
+    jobs["walltime"] = np.repeat(np.where(requested_time > 0, requested_time, np.nan), repeat)
+    jobs["priority"] = 0.0
+    # Each job enters the grid at its own organization's site and has not moved yet.
+    jobs["submit_site"] = jobs["owner"]
+    jobs["migrations"] = 0
+    return SwfJobs(jobs=jobs, group_names=group_names, org_of_user=org_of_user, skipped=skipped)

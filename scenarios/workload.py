@@ -1,0 +1,294 @@
+"""Workload sources: Poisson/gamma generators, explicit job lists (TOML or CSV), SWF traces.
+
+``generate_jobs`` turns a scenario's ``[workload]`` into one JOB_DTYPE array plus the
+table of group paths. Every random stream is spawned from the run seed by a stable key
+(site id, purpose), so a workload never depends on shard layout.
+
+Job ids are assigned 0..n-1 in order of (release, submit site, order within the site).
+"""
+from __future__ import annotations
+
+import csv
+import math
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from emulator.errors import ScenarioError, WorkloadError
+from sites.jobs import JOB_DTYPE, empty_jobs
+
+if TYPE_CHECKING:  # pragma: no cover
+    from emulator.scenario import Scenario, SiteSpec
+
+# Spawn-key purposes; part of the determinism contract, never renumber.
+PURPOSE_ARRIVALS = 1
+PURPOSE_SIZES = 2
+PURPOSE_PROCS = 3
+
+
+def site_rng(seed: int, site_id: int, purpose: int) -> np.random.Generator:
+    """The random stream of one (site, purpose): independent of shards and reply order."""
+    return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(site_id, purpose)))
+
+
+def _num(key: str, value: Any, *, positive: bool = False, nonneg: bool = False) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
+        raise ScenarioError(key, f"must be a number, got {value!r}")
+    if positive and not value > 0:
+        raise ScenarioError(key, f"must be > 0, got {value!r}")
+    if nonneg and value < 0:
+        raise ScenarioError(key, f"must be >= 0, got {value!r}")
+    return float(value)
+
+
+def _per_site(key: str, value: Any, n: int, **checks: bool) -> np.ndarray:
+    if isinstance(value, list):
+        if len(value) != n:
+            raise ScenarioError(key, f"has {len(value)} values but there are {n} sites")
+        return np.array([_num(f"{key}[{i}]", v, **checks) for i, v in enumerate(value)])
+    return np.full(n, _num(key, value, **checks))
+
+
+def check_workload(wl: dict[str, Any], sites: list["SiteSpec"]) -> None:
+    """Validate ``[workload]`` without generating it (``gridemu validate``)."""
+    kind = wl["kind"]
+    n = len(sites)
+    if kind == "poisson":
+        _per_site("workload.rate", wl.get("rate", 1.0), n, positive=True)
+        _per_site("workload.alpha", wl.get("alpha", 2.0), n, positive=True)
+        _per_site("workload.beta", wl.get("beta", 2.0), n, positive=True)
+        if "jobs" not in wl and "until" not in wl:
+            raise ScenarioError("workload.jobs", "give the total number of jobs (jobs) or the end of arrivals (until)")
+        if "jobs" in wl:
+            jobs = _num("workload.jobs", wl["jobs"], positive=True)
+            if not jobs.is_integer():
+                raise ScenarioError("workload.jobs", f"must be an integer, got {wl['jobs']!r}")
+        if "until" in wl:
+            _num("workload.until", wl["until"], positive=True)
+        _check_procs(wl.get("procs", 1), sites)
+    elif kind == "jobs":
+        entries = wl.get("list")
+        if not isinstance(entries, list) or not entries:
+            raise ScenarioError("workload.list", "give the jobs as [[workload.list]] tables")
+        _rows_to_jobs(entries, sites, "workload.list")
+    elif kind in ("csv", "swf"):
+        path = wl.get("path")
+        if not isinstance(path, str):
+            raise ScenarioError("workload.path", f"give the {kind} file's path")
+        if not Path(path).exists():
+            raise ScenarioError("workload.path", f"no such file: {path}")
+        if kind == "swf" and "orgs" in wl:
+            orgs = _num("workload.orgs", wl["orgs"])
+            if orgs <= 0 or not orgs.is_integer():
+                raise ScenarioError("workload.orgs", f"must be a positive integer, got {wl['orgs']!r}")
+
+
+def _check_procs(spec: Any, sites: list["SiteSpec"]) -> None:
+    smallest = min(s.procs for s in sites)
+    if isinstance(spec, dict):
+        low = _num("workload.procs.low", spec.get("low", 1), positive=True)
+        high = _num("workload.procs.high", spec.get("high", low), positive=True)
+        if high < low:
+            raise ScenarioError("workload.procs.high", f"must be >= low ({low}), got {high}")
+        top = high
+    else:
+        top = _num("workload.procs", spec, positive=True)
+    if top > smallest:
+        raise ScenarioError("workload.procs", f"jobs may need {int(top)} processors but a site has only {smallest}")
+
+
+def generate_jobs(scenario: "Scenario") -> tuple[np.ndarray, list[str]]:
+    """All jobs of the run, sorted by job id, and the group path table."""
+    wl = scenario.workload
+    kind = wl["kind"]
+    if kind == "poisson":
+        jobs, groups = _poisson(scenario)
+    elif kind == "jobs":
+        jobs, groups = _rows_to_jobs(wl["list"], scenario.sites, "workload.list")
+    elif kind == "csv":
+        jobs, groups = _csv_jobs(Path(wl["path"]), scenario.sites)
+    else:
+        jobs, groups = _swf_jobs(scenario)
+    return _number_jobs(jobs), groups
+
+
+def _number_jobs(jobs: np.ndarray) -> np.ndarray:
+    order = np.lexsort((np.arange(len(jobs)), jobs["submit_site"], jobs["release"]))
+    jobs = jobs[order]
+    jobs["job_id"] = np.arange(len(jobs))
+    return jobs
+
+
+def _poisson(scenario: "Scenario") -> tuple[np.ndarray, list[str]]:
+    """Per-site Poisson arrivals (rate λ), gamma(α shape, β scale) sizes: thesis ch. 4 settings."""
+    wl, sites, seed = scenario.workload, scenario.sites, scenario.seed
+    n = len(sites)
+    rate = _per_site("workload.rate", wl.get("rate", 1.0), n, positive=True)
+    alpha = _per_site("workload.alpha", wl.get("alpha", 2.0), n, positive=True)
+    beta = _per_site("workload.beta", wl.get("beta", 2.0), n, positive=True)
+    until = float(wl.get("until", math.inf))
+    counts = None
+    if "jobs" in wl:
+        # Split the total over sites in proportion to their rates (largest remainder).
+        total = int(wl["jobs"])
+        share = rate / rate.sum() * total
+        counts = np.floor(share).astype(np.int64)
+        rest = total - counts.sum()
+        counts[np.argsort(-(share - counts), kind="stable")[:rest]] += 1
+    org_index = {org: k for k, org in enumerate(scenario.orgs)}
+    parts = []
+    for s in sites:
+        arr_rng = site_rng(seed, s.site_id, PURPOSE_ARRIVALS)
+        if counts is not None:
+            gaps = arr_rng.exponential(1.0 / rate[s.site_id], size=int(counts[s.site_id]))
+            release = np.cumsum(gaps)
+            release = release[release < until]
+        else:
+            # Draw in blocks until the stream passes `until`.
+            chunks, t = [], 0.0
+            block = max(16, int(rate[s.site_id] * until * 1.1) + 16)
+            while t < until:
+                r = t + np.cumsum(arr_rng.exponential(1.0 / rate[s.site_id], size=block))
+                chunks.append(r[r < until])
+                t = r[-1]
+            release = np.concatenate(chunks)
+        k = len(release)
+        part = empty_jobs(k)
+        part["release"] = release
+        part["size"] = site_rng(seed, s.site_id, PURPOSE_SIZES).gamma(alpha[s.site_id], beta[s.site_id], size=k)
+        part["procs"] = _draw_job_procs(wl.get("procs", 1), seed, s.site_id, k)
+        part["submit_site"] = s.site_id
+        part["owner"] = org_index[s.org]
+        part["group"] = org_index[s.org]
+        parts.append(part)
+    jobs = np.concatenate(parts) if parts else empty_jobs(0)
+    return jobs, list(scenario.orgs)
+
+
+def _draw_job_procs(spec: Any, seed: int, site_id: int, k: int) -> np.ndarray | int:
+    if isinstance(spec, dict):
+        rng = site_rng(seed, site_id, PURPOSE_PROCS)
+        return rng.integers(int(spec.get("low", 1)), int(spec.get("high", spec.get("low", 1))) + 1, size=k)
+    return int(spec)
+
+
+_ROW_KEYS = {"release", "size", "procs", "site", "group", "walltime", "priority"}
+
+
+def _rows_to_jobs(rows: list[dict[str, Any]], sites: list["SiteSpec"], where: str) -> tuple[np.ndarray, list[str]]:
+    """Explicit jobs (TOML tables or CSV rows). ``where`` prefixes errors (key or file:line)."""
+    by_name = {s.name: s for s in sites}
+    orgs = list(dict.fromkeys(s.org for s in sites))
+    org_index = {org: k for k, org in enumerate(orgs)}
+    groups: list[str] = list(orgs)
+    group_index = {g: k for k, g in enumerate(groups)}
+    jobs = empty_jobs(len(rows))
+    for i, row in enumerate(rows):
+        label = f"{where}[{i}]" if not where.endswith(":") else f"{where}{i + 2}"
+        if not isinstance(row, dict):
+            raise ScenarioError(label, "must be a table")
+        extra = set(row) - _ROW_KEYS
+        if extra:
+            raise ScenarioError(f"{label}.{sorted(extra)[0]}", f"unknown job field (allowed: {', '.join(sorted(_ROW_KEYS))})")
+        for req in ("release", "size", "site"):
+            if req not in row or row[req] in ("", None):
+                raise ScenarioError(f"{label}.{req}", "missing")
+        release = _num(f"{label}.release", _as_number(row["release"], f"{label}.release"), nonneg=True)
+        size = _num(f"{label}.size", _as_number(row["size"], f"{label}.size"), positive=True)
+        procs = _num(f"{label}.procs", _as_number(row.get("procs", 1), f"{label}.procs"), positive=True)
+        if not procs.is_integer():
+            raise ScenarioError(f"{label}.procs", f"must be an integer, got {row.get('procs')!r}")
+        site_ref = row["site"]
+        if isinstance(site_ref, str) and site_ref in by_name:
+            site = by_name[site_ref]
+        elif isinstance(site_ref, int) and not isinstance(site_ref, bool) and 0 <= site_ref < len(sites):
+            site = sites[site_ref]
+        elif isinstance(site_ref, str) and site_ref.isdigit() and int(site_ref) < len(sites):
+            site = sites[int(site_ref)]
+        else:
+            raise ScenarioError(f"{label}.site", f"unknown site {site_ref!r} (sites: {', '.join(list(by_name)[:10])}...)")
+        if procs > site.procs:
+            raise ScenarioError(f"{label}.procs", f"needs {int(procs)} processors but site {site.name} has {site.procs}")
+        group = str(row.get("group", "") or site.org)
+        if group not in group_index:
+            group_index[group] = len(groups)
+            groups.append(group)
+        jobs[i]["release"] = release
+        jobs[i]["size"] = size
+        jobs[i]["procs"] = int(procs)
+        jobs[i]["submit_site"] = site.site_id
+        jobs[i]["owner"] = org_index[site.org]
+        jobs[i]["group"] = group_index[group]
+        if row.get("walltime") not in (None, ""):
+            jobs[i]["walltime"] = _num(f"{label}.walltime", _as_number(row["walltime"], f"{label}.walltime"), positive=True)
+        if row.get("priority") not in (None, ""):
+            jobs[i]["priority"] = _num(f"{label}.priority", _as_number(row["priority"], f"{label}.priority"), nonneg=True)
+    return jobs, groups
+
+
+def _as_number(value: Any, key: str) -> Any:
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            raise ScenarioError(key, f"must be a number, got {value!r}") from None
+    return value
+
+
+def _csv_jobs(path: Path, sites: list["SiteSpec"]) -> tuple[np.ndarray, list[str]]:
+    """A CSV job list with a header naming columns release,size,site[,procs,group,walltime,priority]."""
+    with path.open(newline="") as fh:
+        reader = csv.DictReader(fh)
+        if reader.fieldnames is None:
+            raise WorkloadError(f"{path}:1: empty CSV file; expected a header line")
+        rows = [dict(r) for r in reader]
+        for i, r in enumerate(rows):
+            if None in r or None in r.values():
+                raise WorkloadError(f"{path}:{i + 2}: wrong number of columns (header has {len(reader.fieldnames)})")
+    try:
+        return _rows_to_jobs(rows, sites, f"{path}:")
+    except ScenarioError as exc:
+        # Re-raise as a workload error: the "key" is file:line.field here.
+        raise WorkloadError(str(exc)) from None
+
+
+def _swf_jobs(scenario: "Scenario") -> tuple[np.ndarray, list[str]]:
+    """An SWF trace: users mapped to organizations; each organization submits to its first site."""
+    from scenarios.swf import read_swf, swf_to_jobs
+
+    wl = scenario.workload
+    n_orgs = int(wl.get("orgs", len(scenario.orgs)))
+    if n_orgs != len(scenario.orgs):
+        raise ScenarioError("workload.orgs", f"the trace is split over {n_orgs} organizations but the sites belong to {len(scenario.orgs)}")
+    user_map = wl.get("user_map")
+    if user_map is not None:
+        user_map = {int(k): int(v) for k, v in user_map.items()}
+    trace = read_swf(wl["path"])
+    out = swf_to_jobs(
+        trace.records,
+        n_orgs=n_orgs,
+        seed=scenario.seed,
+        user_map=user_map,
+        split_parallel=bool(wl.get("split_parallel", False)),
+        t_start=wl.get("t_start"),
+        t_end=wl.get("t_end"),
+    )
+    first_site = {}
+    for s in scenario.sites:
+        first_site.setdefault(scenario.orgs.index(s.org), s.site_id)
+    jobs = out.jobs
+    jobs["submit_site"] = np.array([first_site[o] for o in range(n_orgs)])[jobs["owner"]]
+    too_big = jobs["procs"] > np.array([s.procs for s in scenario.sites])[jobs["submit_site"]]
+    if too_big.any():
+        j = int(np.flatnonzero(too_big)[0])
+        raise WorkloadError(
+            f"{wl['path']}: job {int(jobs['job_id'][j])} needs {int(jobs['procs'][j])} processors, more than its site "
+            f"{scenario.sites[int(jobs['submit_site'][j])].name} has ({int(too_big.sum())} such jobs); "
+            "give the sites more processors or set workload.split_parallel = true"
+        )
+    scenario.extra["swf_skipped"] = dict(out.skipped)
+    return jobs, list(out.group_names)
+
+
+__all__ = ["generate_jobs", "check_workload", "site_rng", "JOB_DTYPE"]

@@ -1,0 +1,40 @@
+"""The job record shared by every part of gridemu.
+
+Jobs travel as rows of numpy structured arrays (``JOB_DTYPE``), never as Python
+objects per job: workloads produce them, shards keep them, transfers carry them.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+#: One job. ``size`` is processing time on a speed-1 processor; ``procs`` is the
+#: rigid processor count q; ``walltime`` is NaN when unknown; ``group`` indexes the
+#: run's table of group paths (e.g. ``VO-A/P-A1/U-A11``); ``owner`` indexes organizations.
+JOB_DTYPE = np.dtype(
+    [
+        ("job_id", "i8"),
+        ("owner", "i4"),
+        ("group", "i4"),
+        ("release", "f8"),
+        ("size", "f8"),
+        ("procs", "i4"),
+        ("walltime", "f8"),
+        ("priority", "f8"),
+        ("submit_site", "i4"),
+        ("migrations", "i4"),
+    ]
+)
+
+#: Job states in ``jobs.parquet``. At the end of a run every job is in exactly one:
+#: pending (not released before the horizon), queued, running, done, rejected, or
+#: transferred (in a message still in flight when the horizon cut the run).
+STATES = ("pending", "queued", "running", "done", "rejected", "transferred")
+STATE_CODE = {name: code for code, name in enumerate(STATES)}
+
+
+def empty_jobs(n: int = 0) -> np.ndarray:
+    """A zeroed job array of length ``n`` (walltime NaN, procs 1)."""
+    jobs = np.zeros(n, dtype=JOB_DTYPE)
+    jobs["walltime"] = np.nan
+    jobs["procs"] = 1
+    return jobs

@@ -1,0 +1,117 @@
+"""Local schedulers: which queued jobs a site starts when processors are free.
+
+One small interface: ``push(slot)`` queues a job, ``remove(slot)`` takes a queued job
+back (for a transfer), ``queued()`` lists the queue in scheduling order, and
+``dispatch(site, now)`` starts every job the policy allows right now.
+Slots index the site's job columns (``site.c_size``, ``site.c_procs``, ...).
+"""
+from __future__ import annotations
+
+import heapq
+from collections import deque
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pragma: no cover
+    from sites.site import Site
+
+
+class FCFS:
+    """First come, first served with head-of-line blocking: no job overtakes an earlier one."""
+
+    name = "fcfs"
+
+    def __init__(self, site: "Site") -> None:
+        self.queue: deque[int] = deque()
+
+    def push(self, slot: int) -> None:
+        self.queue.append(slot)
+
+    def remove(self, slot: int) -> None:
+        self.queue.remove(slot)
+
+    def queued(self) -> list[int]:
+        return list(self.queue)
+
+    def __len__(self) -> int:
+        return len(self.queue)
+
+    def dispatch(self, site: "Site", now: float) -> None:
+        queue, procs = self.queue, site.c_procs
+        while queue and procs[queue[0]] <= site.free_count:
+            site.start(queue.popleft(), now)
+
+
+class SPT:
+    """Shortest processing time first (ties by job id), head-of-line blocking in that order."""
+
+    name = "spt"
+
+    def __init__(self, site: "Site") -> None:
+        self.heap: list[tuple[float, int, int]] = []
+        # Removed slots are skipped lazily when they reach the top of the heap.
+        self.gone: set[int] = set()
+        self.site = site
+
+    def push(self, slot: int) -> None:
+        heapq.heappush(self.heap, (self.site.c_size[slot], self.site.c_id[slot], slot))
+
+    def remove(self, slot: int) -> None:
+        self.gone.add(slot)
+
+    def queued(self) -> list[int]:
+        return [s for _, _, s in sorted(self.heap) if s not in self.gone]
+
+    def __len__(self) -> int:
+        return len(self.heap) - len(self.gone)
+
+    def dispatch(self, site: "Site", now: float) -> None:
+        heap, procs, gone = self.heap, site.c_procs, self.gone
+        while heap:
+            slot = heap[0][2]
+            if slot in gone:
+                heapq.heappop(heap)
+                gone.discard(slot)
+                continue
+            if procs[slot] > site.free_count:
+                return
+            heapq.heappop(heap)
+            site.start(slot, now)
+
+
+class ListScheduling:
+    """Graham's list scheduling for rigid jobs: in queue order, start every job that fits."""
+
+    name = "list"
+
+    def __init__(self, site: "Site") -> None:
+        self.queue: list[int] = []
+
+    def push(self, slot: int) -> None:
+        self.queue.append(slot)
+
+    def remove(self, slot: int) -> None:
+        self.queue.remove(slot)
+
+    def queued(self) -> list[int]:
+        return list(self.queue)
+
+    def __len__(self) -> int:
+        return len(self.queue)
+
+    def dispatch(self, site: "Site", now: float) -> None:
+        if not self.queue or site.free_count == 0:
+            return
+        procs, keep = site.c_procs, []
+        for slot in self.queue:
+            if procs[slot] <= site.free_count:
+                site.start(slot, now)
+            else:
+                keep.append(slot)
+        self.queue = keep
+
+
+SCHEDULERS = {cls.name: cls for cls in (FCFS, SPT, ListScheduling)}
+
+
+def make_scheduler(name: str, site: "Site") -> FCFS | SPT | ListScheduling:
+    return SCHEDULERS[name](site)

@@ -1,0 +1,327 @@
+"""A site: one organization's cluster, its queue, its running jobs and its own events.
+
+Within a window a site is a logical process that touches nothing but itself: it runs
+its own events in order (time, kind rank, key) until the window's end and collects the
+messages its agent sends. Jobs live in per-site columns (plain lists, indexed by
+*slot*): local jobs first, in release order, then jobs received from other sites.
+
+Heterogeneous processors: a job takes the ``q`` fastest free processors and runs at the
+speed of the slowest of them (a rigid job advances in lockstep).
+"""
+from __future__ import annotations
+
+import bisect
+import heapq
+import math
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from emulator.errors import InvariantError
+from emulator.messages import MESSAGE_TYPES, MTYPE, N_ROUTING, NO_JOB
+from sites.jobs import JOB_DTYPE, STATE_CODE
+from sites.schedulers import FCFS, make_scheduler
+
+if TYPE_CHECKING:  # pragma: no cover
+    from brokers.base import Agent
+    from emulator.scenario import SiteSpec
+
+INF = math.inf
+# Event kinds in the order they are handled at equal times (DESIGN: kind rank):
+# completions free processors before anything at the same instant looks at them.
+COMPLETE, MESSAGE, TIMER, ARRIVAL = 0, 1, 2, 3
+
+PENDING, QUEUED, RUNNING, DONE, TRANSFERRED = (
+    STATE_CODE["pending"], STATE_CODE["queued"], STATE_CODE["running"], STATE_CODE["done"], STATE_CODE["transferred"]
+)
+# A slot whose job left this site; it is reported by the site that has it now.
+GONE = -1
+
+JOB_FIELDS = JOB_DTYPE.names
+
+
+class Site:
+    """State and event loop of one site. Agents act on it through the public methods."""
+
+    def __init__(self, spec: "SiteSpec", jobs: np.ndarray, latency_row: np.ndarray, owner: int):
+        self.site_id = spec.site_id
+        self.name = spec.name
+        self.owner = owner
+        self.speeds = list(spec.speeds)
+        self.m = len(self.speeds)
+        self.uniform = len(set(self.speeds)) == 1
+        self.speed = self.speeds[0]
+        self.free_count = self.m
+        # Free processors, fastest first; only consulted when speeds differ.
+        self.free_procs = sorted(range(self.m), key=lambda p: (-self.speeds[p], p))
+        self.alloc: dict[int, list[int]] = {}
+        self.latency_row = [float(x) for x in latency_row]
+
+        jobs = np.sort(jobs, order=("release", "job_id"))
+        # Job columns, one list per field: c_id, c_owner, c_group, c_release, ...
+        for name in JOB_FIELDS:
+            setattr(self, "c_" + _short(name), jobs[name].tolist())
+        self.n_local = len(jobs)
+        self.cursor = 0
+        n = self.n_local
+        self.r_start = [math.nan] * n
+        self.r_end = [math.nan] * n
+        self.r_state = [PENDING] * n
+
+        self.scheduler = make_scheduler(spec.scheduler, self)
+        self.heap: list[tuple] = []
+        # Times of pending timers and messages: what an agent that only reacts to
+        # those needs for its send bound.
+        self.agent_times: list[float] = []
+        self.seq = 0
+        self.msg_seq = 0
+        self.outbox: list[tuple] = []
+        self.bound = -INF
+        self.events = 0
+        self.done = 0
+        self.busy = 0.0  # processor-time used, for utilization
+        self.sent = [0] * len(MESSAGE_TYPES)
+        self.agent: "Agent | None" = None
+        self.fast = False
+        self._fp_free: list[float] = []
+        self._fp_prev = -INF
+
+    # ------------------------------------------------------------------ queries
+
+    def next_event_time(self) -> float:
+        t = self.heap[0][0] if self.heap else INF
+        if self.cursor < self.n_local and self.c_release[self.cursor] < t:
+            t = self.c_release[self.cursor]
+        return t
+
+    def next_agent_event_time(self) -> float:
+        return self.agent_times[0] if self.agent_times else INF
+
+    def queued(self) -> list[int]:
+        return self.scheduler.queued()
+
+    def backlog(self, now: float) -> float:
+        """Work known to the site and not yet done, in processor-time at speed 1."""
+        work = sum(self.c_size[s] for s in self.scheduler.queued())
+        for slot in self.running_slots():
+            work += (self.r_end[slot] - now) * self._job_speed(slot) if self.r_end[slot] > now else 0.0
+        return work
+
+    def load(self, now: float) -> float:
+        """L_k of the thesis: the time at which the site would finish all known work."""
+        return now + self.backlog(now) / sum(self.speeds)
+
+    def running_slots(self) -> list[int]:
+        return [e[4] for e in self.heap if e[1] == COMPLETE]
+
+    def _job_speed(self, slot: int) -> float:
+        if self.uniform:
+            return self.speed
+        return min(self.speeds[p] for p in self.alloc[slot])
+
+    # ------------------------------------------------------------------ agent actions
+
+    def send(self, now: float, dst: int, mtype: str, value: float = 0.0, value2: float = 0.0, job: tuple = ()) -> None:
+        """Send a message; it is delivered after the link latency, never inside this window."""
+        if now < self.bound:
+            raise InvariantError(
+                f"causality: site {self.name} sent a {mtype!r} message at t={now} before its declared send bound {self.bound}"
+            )
+        code = MTYPE[mtype]
+        self.msg_seq += 1
+        if not job:
+            job = NO_JOB
+        self.outbox.append((now + self.latency_row[dst], self.site_id, self.msg_seq, dst, now, code, value, value2) + job)
+        self.sent[code] += 1
+
+    def job_record(self, slot: int) -> tuple:
+        return (
+            self.c_id[slot], self.c_owner[slot], self.c_group[slot], self.c_release[slot], self.c_size[slot],
+            self.c_procs[slot], self.c_walltime[slot], self.c_priority[slot], self.c_submit[slot], self.c_migrations[slot],
+        )
+
+    def transfer(self, now: float, slot: int, dst: int) -> None:
+        """Send a queued (or just arrived) job to another site; it leaves this site's books."""
+        if self.r_state[slot] == QUEUED:
+            self.scheduler.remove(slot)
+        elif self.r_state[slot] != PENDING:
+            raise InvariantError(f"site {self.name} tried to transfer job {self.c_id[slot]} which is not queued")
+        self.r_state[slot] = GONE
+        rec = list(self.job_record(slot))
+        rec[-1] += 1
+        self.send(now, dst, "job", job=tuple(rec))
+
+    def set_timer(self, when: float, tag: Any = None) -> None:
+        self.seq += 1
+        heapq.heappush(self.heap, (when, TIMER, self.seq, 0, tag))
+        heapq.heappush(self.agent_times, when)
+
+    def enqueue(self, slot: int, now: float) -> None:
+        self.r_state[slot] = QUEUED
+        self.scheduler.push(slot)
+        self.scheduler.dispatch(self, now)
+
+    def receive_job(self, now: float, row: tuple) -> int:
+        """Take a job that arrived in a message; returns its new slot, queued here."""
+        slot = len(self.c_id)
+        for name, value in zip(JOB_FIELDS, row[N_ROUTING:]):
+            getattr(self, "c_" + _short(name)).append(value)
+        self.r_start.append(math.nan)
+        self.r_end.append(math.nan)
+        self.r_state.append(QUEUED)
+        self.enqueue(slot, now)
+        return slot
+
+    # ------------------------------------------------------------------ kernel side
+
+    def start(self, slot: int, now: float) -> None:
+        """Start a queued job now (called by the scheduler)."""
+        q = self.c_procs[slot]
+        if q > self.free_count:
+            raise InvariantError(f"site {self.name} started job {self.c_id[slot]} on {q} processors with {self.free_count} free")
+        self.free_count -= q
+        if self.uniform:
+            speed = self.speed
+        else:
+            procs = self.free_procs[:q]
+            del self.free_procs[:q]
+            self.alloc[slot] = procs
+            speed = min(self.speeds[p] for p in procs)
+        end = now + self.c_size[slot] / speed
+        self.r_start[slot] = now
+        self.r_end[slot] = end
+        self.r_state[slot] = RUNNING
+        self.busy += (end - now) * q
+        self.seq += 1
+        heapq.heappush(self.heap, (end, COMPLETE, self.seq, 0, slot))
+
+    def deliver(self, row: tuple) -> None:
+        """Queue a received message (a full message tuple) as an event at its delivery time."""
+        heapq.heappush(self.heap, (row[0], MESSAGE, row[1], row[2], row))
+        heapq.heappush(self.agent_times, row[0])
+
+    def advance(self, until: float) -> None:
+        """Handle every event of this site with time < until, in order."""
+        if self.fast:
+            self._advance_fcfs_recurrence(until)
+            return
+        heap, rel, agent, sched = self.heap, self.c_release, self.agent, self.scheduler
+        intercept = agent.intercepts_arrivals
+        while True:
+            if self.cursor < self.n_local and (not heap or rel[self.cursor] < heap[0][0]):
+                now = rel[self.cursor]
+                if now >= until:
+                    return
+                slot = self.cursor
+                self.cursor += 1
+                self.events += 1
+                if intercept and agent.on_arrival(now, slot):
+                    continue
+                self.r_state[slot] = QUEUED
+                sched.push(slot)
+                sched.dispatch(self, now)
+                continue
+            if not heap or heap[0][0] >= until:
+                return
+            now, kind, _, _, payload = heapq.heappop(heap)
+            self.events += 1
+            if kind == COMPLETE:
+                q = self.c_procs[payload]
+                self.free_count += q
+                if not self.uniform:
+                    for p in self.alloc.pop(payload):
+                        bisect.insort(self.free_procs, p, key=self._proc_key)
+                self.r_state[payload] = DONE
+                self.done += 1
+                agent.on_complete(now, payload)
+                sched.dispatch(self, now)
+            elif kind == MESSAGE:
+                heapq.heappop(self.agent_times)
+                agent.on_message(now, payload)
+            else:
+                heapq.heappop(self.agent_times)
+                agent.on_timer(now, payload)
+
+    def _proc_key(self, p: int) -> tuple[float, int]:
+        return (-self.speeds[p], p)
+
+    def enable_recurrence(self) -> None:
+        """Use the vectorized FCFS recurrence: allowed only where no agent hook can act.
+
+        Strict FCFS on m identical processors: job i starts at
+        max(r_i, start_{i-1}, the q_i-th earliest processor free time). It gives the job
+        table the event loop gives (tests/test_kernel.py checks it) at a fraction of the cost.
+        """
+        if not (isinstance(self.scheduler, FCFS) and self.uniform and not self.heap):
+            raise ValueError("the FCFS recurrence needs an FCFS site with identical processors and no pending events")
+        self.fast = True
+        self._fp_free = [-INF] * self.m
+
+    def _advance_fcfs_recurrence(self, until: float) -> None:
+        rel, size, procs = self.c_release, self.c_size, self.c_procs
+        start, end, state = self.r_start, self.r_end, self.r_state
+        free, prev, speed = self._fp_free, self._fp_prev, self.speed
+        i, n = self.cursor, self.n_local
+        busy = 0.0
+        while i < n:
+            r = rel[i]
+            if r >= until:
+                break
+            q = procs[i]
+            s = free[q - 1]
+            if s < r:
+                s = r
+            if s < prev:
+                s = prev
+            e = s + size[i] / speed
+            if q == 1:
+                del free[0]
+                bisect.insort(free, e)
+            else:
+                del free[:q]
+                pos = bisect.bisect_right(free, e)
+                free[pos:pos] = [e] * q
+            start[i] = s
+            end[i] = e
+            state[i] = RUNNING
+            busy += (e - s) * q
+            prev = s
+            i += 1
+        self.events += i - self.cursor
+        self.cursor = i
+        self._fp_prev = prev
+        self.busy += busy
+
+    def finish(self, horizon: float) -> None:
+        """Close the books at the end of the run: count completions the recurrence skipped."""
+        if self.fast:
+            ends = np.asarray(self.r_end[: self.cursor])
+            done = int((ends < horizon).sum())
+            self.events += done
+            self.done = done
+
+    def results(self, horizon: float) -> dict[str, np.ndarray]:
+        """Columns for jobs.parquet of every job this site holds (not those it sent away)."""
+        state = np.asarray(self.r_state, dtype=np.int8)
+        keep = state != GONE
+        cols = {name: np.asarray(getattr(self, "c_" + _short(name)), dtype=JOB_DTYPE[name])[keep] for name in JOB_FIELDS}
+        start = np.asarray(self.r_start)[keep]
+        end = np.asarray(self.r_end)[keep]
+        state = state[keep]
+        # States follow from times and the horizon: the same rule for the event loop and
+        # the recurrence, which computes schedules past the horizon.
+        started = start < horizon
+        finished = end < horizon
+        state = np.where(state == PENDING, PENDING, np.where(finished, DONE, np.where(started, RUNNING, QUEUED)))
+        start = np.where(started, start, np.nan)
+        end = np.where(finished, end, np.nan)
+        cols.update(exec_site=np.full(len(state), self.site_id, dtype=np.int32), start=start, end=end, state=state.astype(np.int8))
+        return cols
+
+
+_SHORT = {"job_id": "id", "submit_site": "submit"}
+
+
+def _short(name: str) -> str:
+    return _SHORT.get(name, name)
+

@@ -1,0 +1,364 @@
+"""Tests for scenarios/swf.py: SWF parsing and conversion to gridemu jobs."""
+from __future__ import annotations
+
+import gzip
+import math
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from emulator.errors import ScenarioError, WorkloadError
+from scenarios.swf import (
+    SWF_DTYPE,
+    SWF_FIELDS,
+    iter_swf_chunks,
+    read_swf,
+    read_swf_header,
+    swf_to_jobs,
+)
+from sites.jobs import JOB_DTYPE
+
+ROOT = Path(__file__).resolve().parents[1]
+TINY = ROOT / "scenarios" / "data" / "tiny.swf"
+TRACES = Path("/work/shared/traces")
+KTH = TRACES / "KTH-SP2-1996-2.1-cln.swf.gz"
+
+# Facts about tiny.swf, counted independently of the parser (by awk over the file).
+TINY_JOBS = 40
+TINY_KEPT = 37  # job 6 (run time -1), job 13 (run time 0), job 26 (procs -1/-1) skipped
+TINY_KEPT_PROCS = 708
+TINY_USERS = {-1, 3, 5, 7, 12, 20}
+
+
+def record(**fields: float) -> np.ndarray:
+    """One SWF record: a plausible 1-processor job, with the given fields overridden."""
+    rec = np.zeros(1, dtype=SWF_DTYPE)
+    for name in SWF_FIELDS:
+        rec[name] = -1
+    base = dict(job_number=1, submit_time=0, run_time=10, allocated_procs=1, requested_procs=1, user_id=1)
+    base.update(fields)
+    for name, value in base.items():
+        rec[name] = value
+    return rec
+
+
+def records(*rows: dict[str, float]) -> np.ndarray:
+    out = np.concatenate([record(**row) for row in rows])
+    out["job_number"] = np.arange(1, len(out) + 1)
+    return out
+
+
+def write_lines(path: Path, lines: list[str]) -> Path:
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+GOOD = "  1  0  5  100  4  -1  -1  4  200  -1  1  3  1  -1  1  -1  -1  -1"
+
+
+# ------------------------------------------------------------------------- parsing
+
+
+def test_tiny_trace_parses() -> None:
+    trace = read_swf(TINY)
+    recs = trace.records
+    assert recs.dtype == SWF_DTYPE
+    assert len(recs) == TINY_JOBS
+    assert recs["job_number"].tolist() == list(range(1, TINY_JOBS + 1))
+    assert trace.max_procs == 64  # MaxProcs wins over MaxNodes (32)
+    assert trace.header["Version"] == "2.2"
+    assert trace.header["UnixStartTime"] == "1262304000"
+    assert trace.header["MaxNodes"] == "32"
+    # The unkeyed second line continues the Information value.
+    assert trace.header["Information"] == "scenarios/swf.py\ntests/test_swf.py"
+    assert list(trace.header)[:3] == ["Version", "Computer", "Installation"]
+    assert trace.comments[0] == "; Version: 2.2"
+    assert trace.comments[-1] == ";"
+    assert len(trace.comments) == 20
+    assert read_swf_header(TINY) == trace.header
+    # -1 fields are kept as -1, not turned into NaN or dropped.
+    job6 = recs[recs["job_number"] == 6][0]
+    assert job6["run_time"] == -1 and job6["avg_cpu_time"] == -1
+    job19 = recs[recs["job_number"] == 19][0]
+    assert job19["allocated_procs"] == -1 and job19["requested_procs"] == 8
+    # "1.0" in an integer field is accepted.
+    assert recs[recs["job_number"] == 22][0]["allocated_procs"] == 1
+    assert set(np.unique(recs["user_id"]).tolist()) == TINY_USERS
+    assert recs["submit_time"][0] == 850 and recs["submit_time"][-1] == 19179
+
+
+def test_gzip_and_plain_give_same_records(tmp_path: Path) -> None:
+    gz = tmp_path / "tiny_copy.swf.gz"
+    with open(TINY, "rb") as src, gzip.open(gz, "wb") as dst:
+        shutil.copyfileobj(src, dst)
+    # Detection is by magic bytes: a gzip file with a plain-looking name still works.
+    disguised = tmp_path / "looks_plain.swf"
+    shutil.copy(gz, disguised)
+    plain = read_swf(TINY)
+    for path in (gz, disguised):
+        other = read_swf(path)
+        np.testing.assert_array_equal(other.records, plain.records)
+        assert other.header == plain.header
+        assert other.max_procs == 64
+
+
+def test_chunking_matches_one_chunk() -> None:
+    whole = list(iter_swf_chunks(TINY))
+    assert len(whole) == 1
+    chunks = list(iter_swf_chunks(TINY, chunk_lines=7))
+    assert [len(c) for c in chunks] == [7, 7, 7, 7, 7, 5]
+    assert all(c.dtype == SWF_DTYPE for c in chunks)
+    np.testing.assert_array_equal(np.concatenate(chunks), whole[0])
+    np.testing.assert_array_equal(read_swf(TINY, chunk_lines=7).records, whole[0])
+
+
+def test_short_line_names_file_and_line(tmp_path: Path) -> None:
+    short = " ".join(GOOD.split()[:17])
+    # Line 5 is the broken one: 2 comments, 1 good job, 1 blank line, then it.
+    path = write_lines(tmp_path / "short.swf", ["; Version: 2.2", "; MaxProcs: 8", GOOD, "", short, GOOD])
+    with pytest.raises(WorkloadError) as info:
+        read_swf(path)
+    message = str(info.value)
+    assert message.startswith(f"{path}:5: expected 18 numeric SWF fields, got 17 fields")
+
+
+def test_bad_token_names_line_and_field(tmp_path: Path) -> None:
+    tokens = GOOD.split()
+    tokens[3] = "abc"
+    lines = ["; Version: 2.2"] + [GOOD] * 9 + [" ".join(tokens)] + [GOOD] * 3
+    path = write_lines(tmp_path / "token.swf", lines)
+    # The broken line sits in the second chunk, so line numbers must not restart per chunk.
+    with pytest.raises(WorkloadError, match=r"token\.swf:11: .*'abc' in field 4 \(run_time\)"):
+        list(iter_swf_chunks(path, chunk_lines=4))
+
+
+@pytest.mark.parametrize(
+    ("token", "column", "problem"),
+    [("nan", 3, "non-numeric"), ("2.5", 4, "non-integer"), ("0x10", 1, "non-numeric")],
+)
+def test_other_bad_values_rejected(tmp_path: Path, token: str, column: int, problem: str) -> None:
+    tokens = GOOD.split()
+    tokens[column] = token
+    path = write_lines(tmp_path / "bad.swf", [GOOD, " ".join(tokens)])
+    with pytest.raises(WorkloadError, match=rf"bad\.swf:2: expected 18 numeric SWF fields, got {problem}"):
+        read_swf(path)
+
+
+def test_consistently_wrong_width_rejected(tmp_path: Path) -> None:
+    # Every line has 19 fields: numpy alone would happily parse that.
+    path = write_lines(tmp_path / "wide.swf", [GOOD + " 0"] * 3)
+    with pytest.raises(WorkloadError, match=r"wide\.swf:1: .*got 19 fields"):
+        read_swf(path)
+
+
+def test_missing_file_is_workload_error(tmp_path: Path) -> None:
+    with pytest.raises(WorkloadError, match="cannot open"):
+        read_swf(tmp_path / "nope.swf")
+
+
+def test_header_only_and_header_stops_at_first_job(tmp_path: Path) -> None:
+    path = write_lines(tmp_path / "h.swf", ["; MaxNodes: 70  (dual)", "", GOOD, "; Late: comment"])
+    assert read_swf_header(path) == {"MaxNodes": "70  (dual)"}
+    trace = read_swf(path)
+    assert trace.max_procs == 70  # falls back to MaxNodes, leading integer only
+    assert trace.comments == ["; MaxNodes: 70  (dual)", "; Late: comment"]
+    assert "Late" not in trace.header
+    empty = read_swf(write_lines(tmp_path / "e.swf", [";", "; Note: nothing here"]))
+    assert len(empty.records) == 0 and empty.records.dtype == SWF_DTYPE
+    assert empty.max_procs is None
+
+
+# ---------------------------------------------------------------------- conversion
+
+
+def test_tiny_conversion_and_skips() -> None:
+    recs = read_swf(TINY).records
+    out = swf_to_jobs(recs, n_orgs=3, seed=1)
+    jobs = out.jobs
+    assert jobs.dtype == JOB_DTYPE
+    assert out.skipped == {"no_run_time": 1, "zero_run_time": 1, "no_procs": 1}
+    assert len(jobs) + sum(out.skipped.values()) == TINY_JOBS
+    assert len(jobs) == TINY_KEPT
+    assert int(jobs["procs"].sum()) == TINY_KEPT_PROCS
+    assert jobs["job_id"].tolist() == list(range(TINY_KEPT))
+    assert np.all(np.diff(jobs["release"]) >= 0)
+    assert np.all(jobs["size"] > 0) and np.all(jobs["procs"] >= 1)
+    assert np.all(jobs["priority"] == 0) and np.all(jobs["migrations"] == 0)
+    np.testing.assert_array_equal(jobs["submit_site"], jobs["owner"])
+    # Job 19: allocated unknown, requested 8 -> procs 8; job 9: requested time -1 -> NaN.
+    release = recs["submit_time"]
+    assert jobs[jobs["release"] == release[18]]["procs"].tolist() == [8]
+    assert np.isnan(jobs[jobs["release"] == release[8]]["walltime"]).all()
+    assert int(np.isnan(jobs["walltime"]).sum()) == 1
+    # Jobs 10 and 11 share a submit time: line order decides (64 procs, then 1).
+    tie = jobs[jobs["release"] == 4645]
+    assert tie["procs"].tolist() == [64, 1] and tie["job_id"][0] + 1 == tie["job_id"][1]
+    # Groups: one per user, "org{k}/u{user}", user -1 -> "org{k}/unknown".
+    assert set(out.org_of_user) == TINY_USERS
+    assert len(out.group_names) == len(TINY_USERS)
+    for user, org in out.org_of_user.items():
+        expected = f"org{org}/unknown" if user == -1 else f"org{org}/u{user}"
+        assert expected in out.group_names
+    for job in jobs:
+        name = out.group_names[job["group"]]
+        assert name.startswith(f"org{job['owner']}/")
+    first = jobs[0]
+    assert out.group_names[first["group"]] == f"org{out.org_of_user[7]}/u7"  # job 1's user
+
+
+def test_procs_fallback_and_skip_reasons() -> None:
+    recs = records(
+        dict(allocated_procs=-1, requested_procs=6),  # requested used
+        dict(allocated_procs=0, requested_procs=2),  # zero allocation falls back too
+        dict(allocated_procs=-1, requested_procs=-1),  # no_procs
+        dict(allocated_procs=0, requested_procs=0),  # no_procs
+        dict(run_time=-1),  # no_run_time
+        dict(run_time=-1, allocated_procs=-1, requested_procs=-1),  # counted once, first reason
+        dict(run_time=0),  # zero_run_time
+        dict(submit_time=-1),  # no_submit_time
+        dict(requested_time=0),  # kept, walltime NaN
+        dict(requested_time=50.0),
+    )
+    out = swf_to_jobs(recs, n_orgs=2, seed=0)
+    assert out.skipped == {"no_submit_time": 1, "no_run_time": 2, "zero_run_time": 1, "no_procs": 2}
+    assert out.jobs["procs"].tolist() == [6, 2, 1, 1]
+    assert np.isnan(out.jobs["walltime"][2]) and out.jobs["walltime"][3] == 50.0
+
+
+def test_release_sorted_with_stable_ties() -> None:
+    recs = records(
+        dict(submit_time=30, run_time=1),
+        dict(submit_time=10, run_time=2),
+        dict(submit_time=30, run_time=3),
+        dict(submit_time=10, run_time=4),
+    )
+    jobs = swf_to_jobs(recs, n_orgs=1, seed=0).jobs
+    assert jobs["release"].tolist() == [10, 10, 30, 30]
+    assert jobs["size"].tolist() == [2, 4, 1, 3]
+    assert jobs["job_id"].tolist() == [0, 1, 2, 3]
+    # Big enough that an unstable sort would really reorder ties (tiny inputs hide it).
+    rng = np.random.default_rng(0)
+    many = records(*[dict(submit_time=float(rng.integers(0, 5)), run_time=i + 1) for i in range(300)])
+    jobs = swf_to_jobs(many, n_orgs=1, seed=0).jobs
+    expected = np.lexsort((np.arange(300), many["submit_time"]))
+    np.testing.assert_array_equal(jobs["size"], many["run_time"][expected])
+
+
+def test_split_parallel() -> None:
+    recs = read_swf(TINY).records
+    plain = swf_to_jobs(recs, n_orgs=3, seed=5)
+    split = swf_to_jobs(recs, n_orgs=3, seed=5, split_parallel=True)
+    assert len(split.jobs) == int(plain.jobs["procs"].sum()) == TINY_KEPT_PROCS
+    assert np.all(split.jobs["procs"] == 1)
+    assert split.jobs["job_id"].tolist() == list(range(TINY_KEPT_PROCS))
+    assert split.skipped == plain.skipped
+    # Each original job becomes procs consecutive copies with the same release, size, owner.
+    repeated = np.repeat(plain.jobs, plain.jobs["procs"])
+    for name in ("release", "size", "owner", "group", "walltime", "submit_site"):
+        np.testing.assert_array_equal(split.jobs[name], repeated[name])
+    assert float(split.jobs["size"].sum()) == float((plain.jobs["size"] * plain.jobs["procs"]).sum())
+
+
+def test_org_map_deterministic_and_seed_dependent() -> None:
+    recs = read_swf(TINY).records
+    a = swf_to_jobs(recs, n_orgs=4, seed=11)
+    b = swf_to_jobs(recs, n_orgs=4, seed=11)
+    assert a.org_of_user == b.org_of_user
+    for name in JOB_DTYPE.names:  # field by field: NaN walltimes compare equal this way
+        np.testing.assert_array_equal(a.jobs[name], b.jobs[name])
+    assert a.group_names == b.group_names
+    assert all(0 <= k < 4 for k in a.org_of_user.values())
+    # The draw follows the documented recipe over the sorted distinct users.
+    users = sorted(TINY_USERS)
+    rng = np.random.default_rng(np.random.SeedSequence(11, spawn_key=(0x5357,)))
+    assert a.org_of_user == dict(zip(users, rng.integers(0, 4, size=len(users)).tolist()))
+    # Some other seed must give another map (6 users over 4 orgs: ties are rare).
+    others = [swf_to_jobs(recs, n_orgs=4, seed=s).org_of_user for s in range(12, 16)]
+    assert any(m != a.org_of_user for m in others)
+    # The map depends on the set of users only, not on the window or the order of lines.
+    windowed = swf_to_jobs(recs, n_orgs=4, seed=11, t_start=5000, t_end=9000)
+    assert windowed.org_of_user == a.org_of_user
+    reversed_ = swf_to_jobs(recs[::-1].copy(), n_orgs=4, seed=11)
+    assert reversed_.org_of_user == a.org_of_user
+
+
+def test_user_map_override_and_missing_user() -> None:
+    recs = read_swf(TINY).records
+    user_map = {-1: 0, 3: 1, 5: 2, 7: 0, 12: 1, 20: 2}
+    out = swf_to_jobs(recs, n_orgs=3, seed=99, user_map=user_map)
+    assert out.org_of_user == user_map
+    assert sorted(out.group_names) == sorted(
+        ["org0/unknown", "org1/u3", "org2/u5", "org0/u7", "org1/u12", "org2/u20"]
+    )
+    # Every job's owner is the org its user was mapped to (the user is in the group path).
+    for job in out.jobs:
+        org_part, user_part = out.group_names[job["group"]].split("/")
+        user = -1 if user_part == "unknown" else int(user_part[1:])
+        assert job["owner"] == user_map[user] and org_part == f"org{job['owner']}"
+
+    partial = {u: k for u, k in user_map.items() if u != 12}
+    with pytest.raises(WorkloadError, match=r"user id 12\b"):
+        swf_to_jobs(recs, n_orgs=3, seed=99, user_map=partial)
+    with pytest.raises(WorkloadError, match=r"user id 5 .*organization 7"):
+        swf_to_jobs(recs, n_orgs=3, seed=99, user_map={**user_map, 5: 7})
+    # A user whose only jobs are skipped needs no entry.
+    only_skipped = records(dict(user_id=1), dict(user_id=2, run_time=-1))
+    assert swf_to_jobs(only_skipped, n_orgs=2, seed=0, user_map={1: 1}).org_of_user == {1: 1}
+
+
+def test_time_window() -> None:
+    recs = read_swf(TINY).records
+    out = swf_to_jobs(recs, n_orgs=2, seed=3, t_start=4645, t_end=9376)
+    in_window = (recs["submit_time"] >= 4645) & (recs["submit_time"] < 9376)
+    assert int(in_window.sum()) == 11  # jobs 10..20 (job 21 at 9376 is excluded: half-open)
+    assert out.skipped["before_window"] == 9
+    assert out.skipped["after_window"] == 20
+    assert out.skipped["zero_run_time"] == 1  # job 13 lies inside the window
+    assert len(out.jobs) == 10
+    assert out.jobs["release"][0] == 0.0  # t_start becomes time 0
+    assert out.jobs["release"].max() == 9161 - 4645
+    assert len(out.jobs) + sum(out.skipped.values()) == TINY_JOBS
+    only_start = swf_to_jobs(recs, n_orgs=2, seed=3, t_start=15000)
+    assert only_start.jobs["release"].min() == 15072 - 15000
+    only_end = swf_to_jobs(recs, n_orgs=2, seed=3, t_end=1227)
+    assert only_end.jobs["release"].tolist() == [850, 1120]  # no shift without t_start
+    with pytest.raises(ScenarioError):
+        swf_to_jobs(recs, n_orgs=2, seed=3, t_start=10, t_end=10)
+
+
+@pytest.mark.parametrize("n_orgs", [0, -3])
+def test_bad_org_count(n_orgs: int) -> None:
+    with pytest.raises(ScenarioError) as info:
+        swf_to_jobs(read_swf(TINY).records, n_orgs=n_orgs, seed=0)
+    assert info.value.key == "workload.orgs"
+
+
+def test_empty_records() -> None:
+    out = swf_to_jobs(np.empty(0, dtype=SWF_DTYPE), n_orgs=2, seed=0, split_parallel=True)
+    assert len(out.jobs) == 0 and out.jobs.dtype == JOB_DTYPE
+    assert out.group_names == [] and out.org_of_user == {} and out.skipped == {}
+
+
+# ---------------------------------------------------------------------- real trace
+
+
+def test_kth_first_chunk_sanity() -> None:
+    if not KTH.exists():
+        pytest.skip(f"{KTH} not available")
+    header = read_swf_header(KTH)
+    assert header["MaxProcs"] == "100"
+    assert header["Installation"].startswith("Swedish Royal Institute of Technology")
+    chunk = next(iter_swf_chunks(KTH, chunk_lines=5000))
+    assert len(chunk) == 5000 and chunk.dtype == SWF_DTYPE
+    assert chunk["job_number"][0] == 15  # the cleaned log starts after job 14
+    assert np.all(np.diff(chunk["submit_time"]) >= 0)
+    assert np.all(np.diff(chunk["job_number"]) > 0)
+    procs = chunk["allocated_procs"]
+    assert procs.max() <= 100 and procs.min() >= 1
+    assert np.all((chunk["run_time"] >= 0) | (chunk["run_time"] == -1))
+    assert np.all((chunk["wait_time"] >= 0) | (chunk["wait_time"] == -1))
+    out = swf_to_jobs(chunk, n_orgs=5, seed=0)
+    assert len(out.jobs) + sum(out.skipped.values()) == len(chunk)
+    assert not math.isnan(float(out.jobs["size"].sum()))
