@@ -1,0 +1,195 @@
+"""``gridemu``: list, validate, run, report and sweep scenarios (a thin layer over the API).
+
+Every user error prints one line ``gridemu: error: ...`` naming the key, file or value,
+and exits with code 2; no traceback.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import Any, Sequence
+
+from emulator.errors import GridemuError, InvariantError
+from emulator.scenario import load_scenario, parse_override, read_scenario_file, shipped_scenarios
+
+EXIT_USAGE = 2
+EXIT_INVARIANT = 3
+
+
+def _overrides(pairs: Sequence[str] | None) -> dict[str, Any]:
+    return dict(parse_override(p) for p in pairs or [])
+
+
+def _console(quiet: bool = False):
+    from rich.console import Console
+
+    return Console(stderr=True, quiet=quiet)
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="shipped scenarios")
+    table.add_column("name")
+    table.add_column("description")
+    for name, path in shipped_scenarios().items():
+        raw, _ = read_scenario_file(path)
+        table.add_row(name, str(raw.get("run", {}).get("description", "")))
+    Console().print(table)
+    return 0
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    sc = load_scenario(args.scenario, _overrides(args.set))
+    print(
+        f"{sc.source}: ok: {len(sc.sites)} sites, {len(sc.orgs)} organizations, protocol {sc.protocol['name']}, "
+        f"workload {sc.workload['kind']}, lookahead {sc.lookahead}"
+    )
+    return 0
+
+
+class _ProgressBar:
+    """Shows virtual time, jobs finished and events/s once a run has lasted a couple of seconds."""
+
+    def __init__(self, quiet: bool, delay: float = 2.0):
+        self.quiet = quiet
+        self.delay = delay
+        self.bar = None
+        self.task = None
+
+    def __call__(self, p) -> None:
+        if self.quiet or p.wall < self.delay:
+            return
+        if self.bar is None:
+            from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+            self.bar = Progress(
+                TextColumn("t={task.fields[vt]:>12.1f}"),
+                BarColumn(),
+                TextColumn("{task.fields[done]:>10,} / {task.fields[njobs]:,} jobs"),
+                TextColumn("{task.fields[eps]:>10,.0f} events/s"),
+                TimeElapsedColumn(),
+                console=_console(),
+                transient=True,
+            )
+            self.bar.start()
+            self.task = self.bar.add_task("run", total=p.end_time, vt=0.0, done=0, njobs=p.jobs_total, eps=0.0)
+        self.bar.update(
+            self.task, completed=min(p.virtual_time, p.end_time), vt=p.virtual_time, done=p.jobs_done, eps=p.events / max(p.wall, 1e-9)
+        )
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from emulator.api import run
+    from emulator.report import print_summary
+
+    overrides = _overrides(args.set)
+    backend = args.backend or ("ray" if args.address else None)
+    scenario = load_scenario(args.scenario, overrides, seed=args.seed, backend=backend, shards=args.shards)
+    out = Path(args.out) if args.out else Path("runs") / f"{Path(str(args.scenario)).stem}-{time.strftime('%Y%m%d-%H%M%S')}"
+    bar = _ProgressBar(args.quiet)
+    try:
+        result = run(scenario, address=args.address, on_progress=bar)
+    finally:
+        bar.close()
+    result.write(out)
+    if not args.quiet:
+        print_summary(result.summary)
+        print(f"results written to {out}/")
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from emulator.report import report
+
+    report(Path(args.dir), plot=not args.no_plot)
+    return 0
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    from emulator.sweep import parse_grid, sweep
+
+    grid = parse_grid(args.grid or [])
+    out = Path(args.out) if args.out else Path("runs") / f"sweep-{Path(str(args.scenario)).stem}-{time.strftime('%Y%m%d-%H%M%S')}"
+    sweep(
+        args.scenario,
+        grid,
+        repeat=args.repeat,
+        overrides=_overrides(args.set),
+        out=out,
+        address=args.address,
+        quiet=args.quiet,
+        workers=args.workers,
+    )
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="gridemu", description="Emulate multi-organization computational grids.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    sub.add_parser("list", help="list shipped scenarios").set_defaults(func=cmd_list)
+
+    p = sub.add_parser("validate", help="check a scenario; errors name the key")
+    p.add_argument("scenario")
+    p.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a scenario key (repeatable)")
+    p.set_defaults(func=cmd_validate)
+
+    p = sub.add_parser("run", help="run a scenario and write its results")
+    p.add_argument("scenario", help="a scenario file or the name of a shipped scenario")
+    p.add_argument("--seed", type=int)
+    p.add_argument("--out", help="result folder (default runs/<scenario>-<time>)")
+    p.add_argument("--backend", choices=["inprocess", "ray"])
+    p.add_argument("--shards", type=int, help="number of shards (default: Ray's CPUs, or 1 in-process)")
+    p.add_argument("--address", help="join a Ray cluster: auto, or ray://host:port (implies --backend ray)")
+    p.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a scenario key (repeatable)")
+    p.add_argument("--quiet", action="store_true", help="no progress and no summary table")
+    p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("report", help="tables and plots of a finished run")
+    p.add_argument("dir")
+    p.add_argument("--no-plot", action="store_true")
+    p.set_defaults(func=cmd_report)
+
+    p = sub.add_parser("sweep", help="run the cartesian product of settings and seeds in parallel (Ray tasks)")
+    p.add_argument("scenario")
+    p.add_argument("--grid", action="append", metavar="KEY=V1,V2,...", help="a swept key and its values (repeatable)")
+    p.add_argument("--repeat", type=int, default=1, help="seeds per setting: run.seed, run.seed+1, ...")
+    p.add_argument("--out", help="result folder (default runs/sweep-<scenario>-<time>)")
+    p.add_argument("--address", help="join a Ray cluster: auto, or ray://host:port")
+    p.add_argument("--workers", type=int, help="parallel tasks (default: Ray's CPUs)")
+    p.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a scenario key (repeatable)")
+    p.add_argument("--quiet", action="store_true")
+    p.set_defaults(func=cmd_sweep)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if getattr(args, "shards", None) is not None and args.shards <= 0:
+        parser.exit(EXIT_USAGE, f"gridemu: error: --shards: must be >= 1, got {args.shards}\n")
+    if getattr(args, "repeat", None) is not None and args.repeat <= 0:
+        parser.exit(EXIT_USAGE, f"gridemu: error: --repeat: must be >= 1, got {args.repeat}\n")
+    try:
+        return args.func(args)
+    except InvariantError as exc:
+        print(f"gridemu: invariant violated: {exc}", file=sys.stderr)
+        return EXIT_INVARIANT
+    except GridemuError as exc:
+        print(f"gridemu: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("gridemu: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,159 @@
+"""``gridemu report DIR``: summary tables and a plot of a finished run.
+
+The plot (``DIR/report.png``) shows, over virtual time, the utilization of each
+organization's processors and the number of its jobs waiting (released, not started),
+both computed from ``jobs.parquet``; when the protocol recorded a time series with a
+``load`` column (averaging load balancing), a third panel shows each site's reported load.
+"""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from emulator.errors import GridemuError
+
+MAX_LINES = 12
+
+
+def print_summary(summary: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    # Piped output gets a readable width instead of the 80-column default.
+    console = Console() if sys.stdout.isatty() else Console(width=120)
+    orgs = summary["organizations"]
+    with_score = any("score" in v for v in orgs.values())
+    table = Table(title="organizations")
+    for col in ["organization", "jobs", "done", "mean flow", "sum flow", "makespan", "migrated"] + (["score S_k"] if with_score else []):
+        table.add_column(col, justify="right" if col != "organization" else "left")
+    rows = list(orgs.items())
+    shown = rows if len(rows) <= 40 else rows[:20] + rows[-20:]
+    for name, v in shown:
+        cells = [
+            name, f"{v['jobs']:,}", f"{v['jobs_done']:,}", _fmt(v["mean_flow_time"]), _fmt(v["sum_flow_time"]), _fmt(v["makespan"]),
+            f"{v['jobs_migrated']:,}",
+        ]
+        if with_score:
+            cells.append(_fmt(v.get("score"), 3))
+        table.add_row(*cells)
+    if len(rows) > len(shown):
+        table.caption = f"{len(rows) - len(shown)} organizations not shown; all are in summary.json"
+    console.print(table)
+    g = summary["global"]
+    gt = Table(title="run")
+    gt.add_column("figure")
+    gt.add_column("value", justify="right")
+    for key in ("protocol", "backend", "shards", "sites", "jobs", "makespan", "mean_flow_time", "events", "messages_total", "windows",
+                "wall_seconds", "events_per_second"):
+        gt.add_row(key, _fmt(g.get(key)) if isinstance(g.get(key), float) else f"{g.get(key)}")
+    gt.add_row("jobs by state", ", ".join(f"{k} {v:,}" for k, v in g["jobs_by_state"].items()))
+    if g.get("messages"):
+        gt.add_row("messages by type", ", ".join(f"{k} {v:,}" for k, v in g["messages"].items()))
+    console.print(gt)
+
+
+def _fmt(value: Any, digits: int = 2) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:,.{digits}f}"
+    return str(value)
+
+
+def load_run(run_dir: Path) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame | None, dict[str, Any]]:
+    if not (run_dir / "summary.json").exists() or not (run_dir / "jobs.parquet").exists():
+        raise GridemuError(f"{run_dir}: not a gridemu run folder (summary.json and jobs.parquet are missing)")
+    summary = json.loads((run_dir / "summary.json").read_text())
+    jobs = pd.read_parquet(run_dir / "jobs.parquet")
+    sites = pd.read_parquet(run_dir / "sites.parquet")
+    ts_path = run_dir / "timeseries.parquet"
+    ts = pd.read_parquet(ts_path) if ts_path.exists() else None
+    return jobs, sites, ts, summary
+
+
+def curves(jobs: pd.DataFrame, sites: pd.DataFrame, bins: int = 200, per_bin: int = 20) -> tuple[np.ndarray, dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """Utilization and waiting-job count per organization, averaged over ``bins`` time bins.
+
+    Both are sampled ``per_bin`` times in each bin and averaged, so a plot shows the
+    level rather than every start and end.
+    """
+    end = float(np.nanmax(jobs["end"].to_numpy())) if jobs["end"].notna().any() else float(jobs["release"].max())
+    edges = np.linspace(0.0, max(end, 1e-9), bins + 1)
+    t = np.linspace(0.0, edges[-1], bins * per_bin, endpoint=False) + edges[-1] / (2 * bins * per_bin)
+    procs_by_org = sites.groupby("owner")["procs"].sum()
+    org_of_site = dict(zip(sites["site_id"], sites["owner"]))
+    util, waiting = {}, {}
+    exec_org = jobs["exec_site"].map(org_of_site)
+    for org in procs_by_org.index:
+        mine = jobs[exec_org == org]
+        started = mine.dropna(subset=["start"]).sort_values("start")
+        ended = mine.dropna(subset=["end"]).sort_values("end")
+        busy = _cum_at(started["start"].to_numpy(), started["procs"].to_numpy(), t) - _cum_at(
+            ended["end"].to_numpy(), ended["procs"].to_numpy(), t
+        )
+        util[org] = (busy / procs_by_org[org]).reshape(bins, per_bin).mean(axis=1)
+        own = jobs[jobs["owner"] == org]
+        rel = np.sort(own["release"].to_numpy())
+        st = np.sort(own["start"].fillna(np.inf).to_numpy())
+        wait = np.searchsorted(rel, t, side="right") - np.searchsorted(st, t, side="right")
+        waiting[org] = wait.reshape(bins, per_bin).mean(axis=1)
+    return (edges[:-1] + edges[1:]) / 2, util, waiting
+
+
+def _cum_at(times: np.ndarray, weights: np.ndarray, t: np.ndarray) -> np.ndarray:
+    cum = np.concatenate([[0], np.cumsum(weights)])
+    return cum[np.searchsorted(times, t, side="right")]
+
+
+def plot_run(run_dir: Path, jobs: pd.DataFrame, sites: pd.DataFrame, ts: pd.DataFrame | None, summary: dict[str, Any]) -> Path:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    t, util, waiting = curves(jobs, sites)
+    with_load = ts is not None and "load" in ts.columns
+    fig, axes = plt.subplots(3 if with_load else 2, 1, figsize=(10, 9 if with_load else 6.5), sharex=True)
+    orgs = list(util)
+    many = len(orgs) > MAX_LINES
+    if many:
+        axes[0].plot(t, np.mean([util[o] for o in orgs], axis=0), label=f"mean of {len(orgs)} organizations")
+        axes[0].fill_between(t, np.min([util[o] for o in orgs], axis=0), np.max([util[o] for o in orgs], axis=0), alpha=0.3, label="min-max")
+        axes[1].plot(t, np.sum([waiting[o] for o in orgs], axis=0), label="all organizations")
+    else:
+        for org in orgs:
+            axes[0].plot(t, util[org], label=org, lw=1)
+            axes[1].plot(t, waiting[org], label=org, lw=1)
+    axes[0].set_ylabel("utilization (bin mean)")
+    axes[0].set_ylim(0, 1.05)
+    axes[1].set_ylabel("jobs waiting (bin mean)")
+    axes[0].legend(fontsize=7, ncol=4, loc="lower right")
+    if with_load:
+        for site_id, part in ts.groupby("site"):
+            if not many or site_id < MAX_LINES:
+                axes[2].plot(part["time"], part["load"] - part["time"], lw=1, label=f"site {site_id}")
+        axes[2].set_ylabel("reported backlog L_k - t")
+        axes[2].legend(fontsize=7, ncol=4)
+    axes[-1].set_xlabel("virtual time")
+    g = summary["global"]
+    fig.suptitle(f"{g['protocol']} protocol, {g['sites']} sites, {g['jobs']:,} jobs, seed {g['seed']}")
+    fig.tight_layout()
+    path = run_dir / "report.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def report(run_dir: Path, plot: bool = True) -> Path | None:
+    jobs, sites, ts, summary = load_run(run_dir)
+    print_summary(summary)
+    if not plot:
+        return None
+    path = plot_run(run_dir, jobs, sites, ts, summary)
+    print(f"plot written to {path}")
+    return path

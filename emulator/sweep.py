@@ -1,0 +1,170 @@
+"""``gridemu sweep``: the cartesian product of settings and seeds, one Ray task per run.
+
+Each task runs one emulation with the in-process backend. Results, in ``OUT``:
+``runs.parquet`` (and ``runs.csv``): one row per run: the swept settings, the seed, and
+the run's global figures; ``orgs.parquet``: one row per run and organization with its
+figures (jobs, flow times, makespan, score); ``table.csv``: mean and standard deviation
+of every figure per setting (over seeds), the table the paper reproductions quote.
+"""
+from __future__ import annotations
+
+import itertools
+import time
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from emulator.errors import GridemuError, ScenarioError
+from emulator.scenario import load_scenario, parse_override, read_scenario_file
+
+GLOBAL_FIGURES = ("jobs", "makespan", "mean_flow_time", "events", "messages_total", "windows", "wall_seconds")
+ORG_FIGURES = ("jobs", "jobs_done", "sum_flow_time", "mean_flow_time", "makespan", "jobs_migrated", "sum_flow_time_local", "score")
+
+
+def parse_grid(items: list[str]) -> list[tuple[str, list[Any]]]:
+    """``["key=v1,v2", ...]`` -> [(key, [v1, v2]), ...]; values are read as TOML scalars."""
+    grid = []
+    for item in items:
+        key, raw = parse_override(item)[0], item.split("=", 1)[1]
+        values = [parse_override(f"{key}={v}")[1] for v in raw.split(",") if v.strip()]
+        if not values:
+            raise ScenarioError(key, f"--grid {item!r} lists no values")
+        grid.append((key, values))
+    keys = [k for k, _ in grid]
+    if len(set(keys)) != len(keys):
+        raise ScenarioError("--grid", "a key is swept twice")
+    return grid
+
+
+def run_one(data: dict[str, Any], settings: dict[str, Any], seed: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """One sweep point: (row for runs.parquet, rows for orgs.parquet)."""
+    from emulator.api import run
+
+    sets = dict(settings)
+    sets.update({"run.backend": "inprocess", "run.shards": 1})
+    result = run(data, seed=seed, overrides=sets)
+    g = result.summary["global"]
+    row = {**settings, "seed": seed, **{f: g.get(f) for f in GLOBAL_FIGURES}}
+    scores = [o["score"] for o in result.summary["organizations"].values() if "score" in o]
+    if scores:
+        row["score_mean"] = sum(scores) / len(scores)
+        row["score_min"] = min(scores)
+        row["score_max"] = max(scores)
+    orgs = [
+        {**settings, "seed": seed, "organization": name, **{f: o.get(f) for f in ORG_FIGURES if f in o}}
+        for name, o in result.summary["organizations"].items()
+    ]
+    return row, orgs
+
+
+def sweep(
+    scenario: str | Path | dict[str, Any],
+    grid: list[tuple[str, list[Any]]],
+    *,
+    repeat: int = 1,
+    overrides: dict[str, Any] | None = None,
+    out: str | Path | None = None,
+    address: str | None = None,
+    quiet: bool = False,
+    workers: int | None = None,
+) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """Run every setting of ``grid`` with seeds run.seed .. run.seed+repeat-1; see module doc."""
+    from emulator.backends import ensure_ray
+
+    if repeat < 1:
+        raise ScenarioError("--repeat", f"must be >= 1, got {repeat}")
+    data = scenario if isinstance(scenario, dict) else read_scenario_file(scenario)[0]
+    base = load_scenario(data, overrides)
+    keys = [k for k, _ in grid]
+    points = [dict(zip(keys, combo)) for combo in itertools.product(*[v for _, v in grid])] or [{}]
+    for point in points:  # fail before launching anything
+        load_scenario(data, {**(overrides or {}), **point})
+    tasks = [(point, base.seed + r) for point in points for r in range(repeat)]
+
+    ray = ensure_ray(address)
+    # The base overrides travel inside the scenario data, so each task starts from one dict.
+    from emulator.scenario import apply_overrides
+
+    payload = ray.put(apply_overrides(data, overrides or {}))
+    remote = ray.remote(num_cpus=1)(run_one)
+    limit = workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
+    rows, org_rows = [], []
+    pending: dict[Any, int] = {}
+    queue = list(enumerate(tasks))
+    progress = None
+    if not quiet:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        from emulator.cli import _console
+
+        progress = Progress(TextColumn("sweep"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=_console())
+        progress.start()
+        bar = progress.add_task("runs", total=len(tasks))
+    t0 = time.perf_counter()
+    try:
+        while queue or pending:
+            while queue and len(pending) < limit:
+                i, (point, seed) = queue.pop(0)
+                pending[remote.remote(payload, point, seed)] = i
+            done, _ = ray.wait(list(pending), num_returns=1)
+            for ref in done:
+                pending.pop(ref)
+                try:
+                    row, orgs = ray.get(ref)
+                except ray.exceptions.RayTaskError as exc:
+                    cause = exc.cause if isinstance(getattr(exc, "cause", None), Exception) else exc
+                    if isinstance(cause, GridemuError):
+                        raise cause from None
+                    raise
+                rows.append(row)
+                org_rows.extend(orgs)
+                if progress is not None:
+                    progress.advance(bar)
+    finally:
+        if progress is not None:
+            progress.stop()
+    order = keys + ["seed"]
+    runs = pd.DataFrame(rows).sort_values(order).reset_index(drop=True)
+    orgs_df = pd.DataFrame(org_rows).sort_values(order + ["organization"]).reset_index(drop=True)
+    table = aggregate(runs, keys)
+    if out is not None:
+        out = Path(out)
+        out.mkdir(parents=True, exist_ok=True)
+        runs.to_parquet(out / "runs.parquet", index=False)
+        runs.to_csv(out / "runs.csv", index=False)
+        orgs_df.to_parquet(out / "orgs.parquet", index=False)
+        table.to_csv(out / "table.csv")
+    if not quiet:
+        _print_table(table, len(tasks), time.perf_counter() - t0, out)
+    return runs, orgs_df, table
+
+
+def aggregate(runs: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """Mean and standard deviation of every numeric figure per setting."""
+    figures = [c for c in runs.columns if c not in keys and c != "seed" and pd.api.types.is_numeric_dtype(runs[c])]
+    if not keys:
+        stats = runs[figures].agg(["mean", "std"]).T
+        return pd.DataFrame({f"{f}_{s}": [stats.loc[f, s]] for f in figures for s in ("mean", "std")})
+    grouped = runs.groupby(keys, sort=True)[figures].agg(["mean", "std"])
+    grouped.columns = [f"{f}_{s}" for f, s in grouped.columns]
+    grouped.insert(0, "runs", runs.groupby(keys, sort=True).size())
+    return grouped
+
+
+def _print_table(table: pd.DataFrame, n: int, wall: float, out: Path | None) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    show = [c for c in table.columns if c.split("_")[0] in ("runs", "makespan", "mean", "score", "messages")][:8]
+    t = Table(title=f"sweep: {n} runs in {wall:.1f} s")
+    index_names = [n for n in (table.index.names or []) if n]
+    for name in index_names + show:
+        t.add_column(str(name), justify="right")
+    for idx, row in table.iterrows():
+        idx = idx if isinstance(idx, tuple) else (idx,)
+        cells = [str(v) for v in idx][: len(index_names)] + [f"{row[c]:.4g}" if pd.notna(row[c]) else "-" for c in show]
+        t.add_row(*cells)
+    Console(width=140).print(t)
+    if out is not None:
+        print(f"sweep results written to {out}/ (runs.parquet, orgs.parquet, table.csv)")
