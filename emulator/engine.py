@@ -77,7 +77,7 @@ def build_shard_specs(scenario: Scenario, jobs: np.ndarray, n_shards: int, recur
                 n_shards=n_shards,
                 sites=[sites[i] for i in ids],
                 jobs=[per_site[i] for i in ids],
-                latency=scenario.latency[ids],
+                latency=scenario.latency[ids] if isinstance(scenario.latency, np.ndarray) else scenario.latency,
                 owners=[owners[i] for i in ids],
                 site_to_shard=site_to_shard,
                 protocol=scenario.protocol,

@@ -59,7 +59,7 @@ class Scenario:
     data: dict[str, Any]
     sites: list[SiteSpec]
     orgs: list[str]
-    latency: np.ndarray  # (n_sites, n_sites) link latency
+    latency: float | np.ndarray  # one latency for every link, or an (n_sites, n_sites) matrix
     lookahead: float
     source: str = "<dict>"
     extra: dict[str, Any] = field(default_factory=dict)
@@ -266,7 +266,9 @@ def _build_sites(data: dict[str, Any], default_scheduler: str, seed: int) -> lis
     ]
 
 
-def _latency(data: dict[str, Any], n: int) -> np.ndarray:
+def _latency(data: dict[str, Any], n: int) -> tuple[float | np.ndarray, float]:
+    """(latency, smallest link latency). A uniform latency stays a number: a 10,000-site
+    matrix would take 800 MB for nothing."""
     net = _table(data, "network")
     _unknown("network", net, _KNOWN["network"])
     if "latency_matrix" in net:
@@ -280,9 +282,9 @@ def _latency(data: dict[str, Any], n: int) -> np.ndarray:
         off = arr[~np.eye(n, dtype=bool)]
         if n > 1 and not (off > 0).all():
             raise ScenarioError("network.latency_matrix", "every latency between two sites must be > 0")
-        return arr
-    lat = _number("network.latency", net.get("latency", 1.0), positive=True)
-    return np.full((n, n), float(lat))
+        return arr, (float(off.min()) if n > 1 else float(arr[0, 0]))
+    lat = float(_number("network.latency", net.get("latency", 1.0), positive=True))
+    return lat, lat
 
 
 def validate(raw: dict[str, Any], source: str = "<dict>") -> Scenario:
@@ -312,8 +314,7 @@ def validate(raw: dict[str, Any], source: str = "<dict>") -> Scenario:
     if run["shards"] > len(sites):
         raise ScenarioError("run.shards", f"{run['shards']} shards for {len(sites)} sites: at most one shard per site")
 
-    latency = _latency(data, len(sites))
-    min_latency = float(latency[~np.eye(len(sites), dtype=bool)].min()) if len(sites) > 1 else float(latency[0, 0])
+    latency, min_latency = _latency(data, len(sites))
     if "lookahead" in run:
         look = _number("run.lookahead", run["lookahead"])
         if not look > 0:

@@ -26,7 +26,7 @@ class ShardSpec:
     n_shards: int
     sites: list[SiteSpec]
     jobs: list[np.ndarray]  # one JOB_DTYPE array per hosted site
-    latency: np.ndarray  # rows: hosted sites, columns: all sites
+    latency: float | np.ndarray  # one for every link, or rows: hosted sites, columns: all sites
     owners: list[int]  # organization index of each hosted site
     site_to_shard: np.ndarray
     protocol: dict[str, Any]
@@ -57,7 +57,7 @@ class Shard:
         self.sites: list[Site] = []
         self.index: dict[int, int] = {}
         for i, (s, jobs) in enumerate(zip(spec.sites, spec.jobs)):
-            site = Site(s, jobs, spec.latency[i], spec.owners[i])
+            site = Site(s, jobs, spec.latency if isinstance(spec.latency, float) else spec.latency[i], spec.owners[i])
             site.agent = agent_cls(site, spec.grid, params)
             self.index[s.site_id] = i
             self.sites.append(site)

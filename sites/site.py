@@ -43,7 +43,7 @@ JOB_FIELDS = JOB_DTYPE.names
 class Site:
     """State and event loop of one site. Agents act on it through the public methods."""
 
-    def __init__(self, spec: "SiteSpec", jobs: np.ndarray, latency_row: np.ndarray, owner: int):
+    def __init__(self, spec: "SiteSpec", jobs: np.ndarray, latency: "float | np.ndarray", owner: int):
         self.site_id = spec.site_id
         self.name = spec.name
         self.owner = owner
@@ -55,7 +55,8 @@ class Site:
         # Free processors, fastest first; only consulted when speeds differ.
         self.free_procs = sorted(range(self.m), key=lambda p: (-self.speeds[p], p))
         self.alloc: dict[int, list[int]] = {}
-        self.latency_row = [float(x) for x in latency_row]
+        # One latency for all links, or this site's row of the latency matrix.
+        self.latency = latency if isinstance(latency, float) else [float(x) for x in latency]
 
         jobs = np.sort(jobs, order=("release", "job_id"))
         # Job columns, one list per field: c_id, c_owner, c_group, c_release, ...
@@ -131,7 +132,8 @@ class Site:
         self.msg_seq += 1
         if not job:
             job = NO_JOB
-        self.outbox.append((now + self.latency_row[dst], self.site_id, self.msg_seq, dst, now, code, value, value2) + job)
+        lat = self.latency if isinstance(self.latency, float) else self.latency[dst]
+        self.outbox.append((now + lat, self.site_id, self.msg_seq, dst, now, code, value, value2) + job)
         self.sent[code] += 1
 
     def job_record(self, slot: int) -> tuple:

@@ -1,0 +1,165 @@
+"""Sites and local schedulers on hand-made instances; workloads; averaging plan; score."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import emulator
+from brokers.averaging import averaging_plan
+from emulator.results import score
+
+
+def explicit(jobs, procs=2, scheduler="fcfs", speeds=None, protocol="local"):
+    site = {"name": "a", "procs": procs, "scheduler": scheduler}
+    if speeds:
+        site = {"name": "a", "speeds": speeds, "scheduler": scheduler}
+    return {
+        "sites": [site, {"name": "b", "procs": procs}],
+        "workload": {"kind": "jobs", "list": [dict(site="a", **j) for j in jobs]},
+        "protocol": {"name": protocol},
+    }
+
+
+RIGID = [
+    {"release": 0.0, "size": 4.0, "procs": 1},
+    {"release": 0.0, "size": 2.0, "procs": 2},  # waits for the first
+    {"release": 1.0, "size": 1.0, "procs": 1},  # fits beside job 0
+]
+
+
+@pytest.mark.parametrize("recurrence", [True, False])
+def test_fcfs_job_waits_for_the_earlier_wide_job(recurrence):
+    jobs = emulator.run(explicit(RIGID), recurrence=recurrence).jobs.set_index("job_id")
+    assert jobs.loc[0, "start"] == 0.0 and jobs.loc[0, "end"] == 4.0
+    assert jobs.loc[1, "start"] == 4.0  # needs both processors
+    # FCFS: job 2 fits beside job 0 at t=1 but may not overtake job 1; it starts when job 1 ends
+    assert jobs.loc[2, "start"] == 6.0
+
+
+def test_list_scheduling_lets_a_job_that_fits_go_first():
+    jobs = emulator.run(explicit(RIGID, scheduler="list")).jobs.set_index("job_id")
+    assert jobs.loc[2, "start"] == 1.0 and jobs.loc[2, "end"] == 2.0
+    assert jobs.loc[1, "start"] == 4.0
+
+
+def test_spt_runs_shortest_first():
+    jobs = [{"release": 0.0, "size": 5.0}, {"release": 0.5, "size": 3.0}, {"release": 0.6, "size": 1.0}, {"release": 0.7, "size": 2.0}]
+    out = emulator.run(explicit(jobs, procs=1, scheduler="spt")).jobs.set_index("job_id")
+    assert out["start"].tolist() == [0.0, 8.0, 5.0, 6.0]
+
+
+def test_heterogeneous_speeds_use_fastest_free_processor_and_slowest_sets_the_pace():
+    jobs = [{"release": 0.0, "size": 4.0}, {"release": 0.0, "size": 4.0}, {"release": 1.0, "size": 6.0, "procs": 2}]
+    out = emulator.run(explicit(jobs, speeds=[1.0, 4.0])).jobs.set_index("job_id")
+    assert out.loc[0, "end"] == 1.0  # fast processor
+    assert out.loc[1, "end"] == 4.0  # slow one
+    assert out.loc[2, "start"] == 4.0 and out.loc[2, "end"] == 10.0  # runs at speed 1 on both
+
+
+def test_poisson_workload_splits_jobs_by_rate_and_draws_gamma_sizes():
+    data = {
+        "sites": {"count": 4, "procs": 8},
+        "workload": {"kind": "poisson", "rate": [3.0, 1.0, 1.0, 1.0], "alpha": 2.0, "beta": 3.0, "jobs": 6000},
+    }
+    jobs = emulator.run(data).jobs
+    counts = jobs.groupby("submit_site").size().tolist()
+    assert counts == [3000, 1000, 1000, 1000]
+    assert jobs["size"].mean() == pytest.approx(6.0, rel=0.05)  # gamma mean α·β
+    gaps = jobs[jobs.submit_site == 0]["release"].diff().dropna()
+    assert gaps.mean() == pytest.approx(1 / 3.0, rel=0.08)
+    assert jobs["job_id"].tolist() == list(range(6000))
+    assert jobs["release"].is_monotonic_increasing
+
+
+def test_poisson_until_generates_arrivals_up_to_that_time():
+    data = {"sites": {"count": 2, "procs": 2}, "workload": {"kind": "poisson", "rate": 0.5, "alpha": 1.0, "beta": 1.0, "until": 400.0}}
+    jobs = emulator.run(data).jobs
+    assert jobs["release"].max() < 400 and len(jobs) == pytest.approx(400, rel=0.2)
+
+
+def test_site_processor_counts_drawn_uniform_and_zipf():
+    uni = emulator.load_scenario({"sites": {"count": 200, "procs": {"dist": "uniform", "low": 2, "high": 5}},
+                                  "workload": {"jobs": 1}})
+    counts = [s.procs for s in uni.sites]
+    assert set(counts) == {2, 3, 4, 5}
+    zipf = emulator.load_scenario({"sites": {"count": 300, "procs": {"dist": "zipf", "a": 1.4267, "max": 64}},
+                                   "workload": {"jobs": 1}})
+    counts = np.array([s.procs for s in zipf.sites])
+    assert counts.min() >= 1 and counts.max() <= 64 and (counts == 1).mean() > 0.3
+
+
+def test_csv_job_list(tmp_path):
+    path = tmp_path / "jobs.csv"
+    path.write_text("release,size,site,procs,group\n0,2,a,1,VO-A/P1\n1,3,b,2,\n")
+    data = explicit([])
+    data["workload"] = {"kind": "csv", "path": str(path)}
+    jobs = emulator.run(data).jobs
+    assert jobs["group"].astype(str).tolist() == ["VO-A/P1", "b"]
+    assert jobs["procs"].tolist() == [1, 2] and jobs["end"].tolist() == [2.0, 4.0]
+
+
+def test_swf_trace_as_workload(tmp_path):
+    from pathlib import Path
+
+    tiny = Path(__file__).resolve().parent.parent / "scenarios" / "data" / "tiny.swf"
+    data = {
+        "sites": {"count": 3, "procs": 64},
+        "workload": {"kind": "swf", "path": str(tiny)},
+        "protocol": {"name": "random"},
+    }
+    res = emulator.run(data, seed=3)
+    assert len(res.jobs) > 30 and (res.jobs["state"] == "done").all()
+    assert sum(res.summary["global"]["trace_jobs_skipped"].values()) > 0
+    assert res.jobs["group"].astype(str).str.startswith("org").all()
+
+
+# ------------------------------------------------------------------ Algorithm 4.1
+
+
+def test_averaging_plan_by_hand():
+    # mean 4: site 0 sends 4 (3 to site 1, 1 to site 2); site 3 sends 2 to site 2.
+    assert averaging_plan([8.0, 1.0, 1.0, 6.0]) == [(0, 1, 3.0), (0, 2, 1.0), (3, 2, 2.0)]
+    assert averaging_plan([2.0, 2.0]) == []
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.floats(0, 1000, allow_nan=False), min_size=1, max_size=30))
+def test_averaging_plan_reaches_the_mean_and_conserves_load(loads):
+    plan = averaging_plan(loads)
+    after = list(loads)
+    for k, l, amount in plan:
+        assert amount > 0 and loads[k] > loads[l]
+        after[k] -= amount
+        after[l] += amount
+    mean = sum(loads) / len(loads)
+    assert sum(after) == pytest.approx(sum(loads), abs=1e-6)
+    assert max(after) == pytest.approx(mean, abs=1e-6) or not plan and max(loads) - min(loads) < 1e-9
+    assert all(x <= mean + 1e-6 for x in after)
+
+
+def test_score_of_thesis_section_4_5_2():
+    assert score(50.0, 100.0) == pytest.approx(1.0)  # flow halved: S = 1
+    assert score(200.0, 100.0) == pytest.approx(-1.0)  # flow doubled: S = -1
+    assert score(100.0, 100.0) == 0.0
+
+
+def test_score_computed_by_hand_on_a_two_site_instance():
+    # Site a (1 processor) gets three jobs of size 2 at t=0; site b is empty. Reports go
+    # out at t=1: L_a = 1 + 5 = 6, L_b = 1, mean 3.5, so a owes b 2.5 time units. a has
+    # both reports at t=1.5 and sends its latest queued job (size 2 fits in 2.5; job 1
+    # would not fit in the 0.5 left). Job 2 reaches b at 2.0 and ends at 4.0.
+    three = [{"release": 0.0, "size": 2.0}] * 3
+    data = explicit(three, procs=1, protocol="averaging")
+    data["protocol"]["period"] = 1.0
+    data["network"] = {"latency": 0.5}
+    data["metrics"] = {"counterfactual": "local"}
+    res = emulator.run(data)
+    jobs = res.jobs.set_index("job_id")
+    assert jobs.loc[2, "exec_site"] == 1 and jobs.loc[2, "start"] == 2.0 and jobs.loc[2, "end"] == 4.0
+    assert jobs.loc[1, "exec_site"] == 0 and jobs.loc[1, "end"] == 4.0
+    org = res.summary["organizations"]["a"]
+    # F = 2 + 4 + 4 = 10 against the local F~ = 2 + 4 + 6 = 12: S = 12/10 - 1
+    assert org["sum_flow_time"] == 10.0 and org["sum_flow_time_local"] == 12.0
+    assert org["score"] == pytest.approx(0.2)
