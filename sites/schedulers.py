@@ -21,7 +21,7 @@ class FCFS:
     name = "fcfs"
 
     def __init__(self, site: "Site") -> None:
-        self.queue: deque[int] = deque()
+        self.queue: deque[int] | list[int] = deque()
 
     def push(self, slot: int) -> None:
         self.queue.append(slot)
@@ -78,25 +78,13 @@ class SPT:
             site.start(slot, now)
 
 
-class ListScheduling:
+class ListScheduling(FCFS):
     """Graham's list scheduling for rigid jobs: in queue order, start every job that fits."""
 
     name = "list"
 
     def __init__(self, site: "Site") -> None:
-        self.queue: list[int] = []
-
-    def push(self, slot: int) -> None:
-        self.queue.append(slot)
-
-    def remove(self, slot: int) -> None:
-        self.queue.remove(slot)
-
-    def queued(self) -> list[int]:
-        return list(self.queue)
-
-    def __len__(self) -> int:
-        return len(self.queue)
+        self.queue = []
 
     def dispatch(self, site: "Site", now: float) -> None:
         if not self.queue or site.free_count == 0:

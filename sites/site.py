@@ -254,7 +254,7 @@ class Site:
         max(r_i, start_{i-1}, the q_i-th earliest processor free time). It gives the job
         table the event loop gives (tests/test_kernel.py checks it) at a fraction of the cost.
         """
-        if not (isinstance(self.scheduler, FCFS) and self.uniform and not self.heap):
+        if not (type(self.scheduler) is FCFS and self.uniform and not self.heap):
             raise ValueError("the FCFS recurrence needs an FCFS site with identical processors and no pending events")
         self.fast = True
         self._fp_free = [-INF] * self.m
