@@ -120,6 +120,7 @@ def run_windows(
     backend = BACKENDS[backend_name](build_shard_specs(scenario, jobs, n_shards, recurrence))
     try:
         infos: list[StepInfo] = backend.status()
+        setup = time.perf_counter() - t0  # building shards (Ray: starting actors)
         inboxes: list[list[Any]] = [[] for _ in range(n_shards)]
         in_min = [math.inf] * n_shards
         windows = 0
@@ -151,7 +152,7 @@ def run_windows(
         backend.close()
     wall = time.perf_counter() - t0
     events = sum(int(s["events"]) for r in results for s in r["sites"])
-    return RawRun(scenario, jobs, groups, results, in_flight, windows, events, wall, backend_name, n_shards)
+    return RawRun(scenario, jobs, groups, results, in_flight, windows, events, wall, backend_name, n_shards, {"setup_seconds": setup})
 
 
 def _fetch(inboxes: list[list[Any]], backend: str) -> list[np.ndarray]:
