@@ -9,6 +9,8 @@ the coordinator.
 from __future__ import annotations
 
 import os
+import socket
+import warnings
 from typing import Any
 
 from emulator.errors import GridemuError
@@ -66,13 +68,31 @@ def ensure_ray(address: str | None = None, num_cpus: int | None = None) -> Any:
     project_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     kwargs["runtime_env"] = {"env_vars": {"PYTHONPATH": os.pathsep.join(filter(None, [project_root, os.environ.get("PYTHONPATH")]))}}
     if address:
+        _check_reachable(address)
         try:
-            ray.init(address=address, **kwargs)
+            with warnings.catch_warnings():
+                # Ray also warns about a failed client connection; the error below says it once.
+                warnings.simplefilter("ignore")
+                ray.init(address=address, **kwargs)
         except Exception as exc:  # Ray raises ConnectionError, RuntimeError or its own types
             raise GridemuError(f"--address: cannot reach a Ray cluster at {address!r}: {str(exc).splitlines()[0]}") from None
     else:
         ray.init(num_cpus=num_cpus, **kwargs)
     return ray
+
+
+def _check_reachable(address: str, timeout: float = 5.0) -> None:
+    """Fail fast on a host:port nobody listens on (Ray itself retries for minutes)."""
+    if address == "auto":
+        return
+    hostport = address.split("://", 1)[-1]
+    host, _, port = hostport.rpartition(":")
+    if not host or not port.isdigit():
+        raise GridemuError(f"--address: expected auto, host:port or ray://host:port, got {address!r}")
+    try:
+        socket.create_connection((host, int(port)), timeout=timeout).close()
+    except OSError as exc:
+        raise GridemuError(f"--address: cannot reach a Ray cluster at {address!r}: {exc.strerror or exc}") from None
 
 
 def ray_cpus() -> int:

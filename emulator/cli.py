@@ -43,10 +43,14 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
+    from scenarios.workload import generate_jobs
+
     sc = load_scenario(args.scenario, _overrides(args.set))
+    # Generating the workload reads job lists and traces whole, so their errors show here too.
+    jobs, _ = generate_jobs(sc)
     print(
-        f"{sc.source}: ok: {len(sc.sites)} sites, {len(sc.orgs)} organizations, protocol {sc.protocol['name']}, "
-        f"workload {sc.workload['kind']}, lookahead {sc.lookahead}"
+        f"{sc.source}: ok: {len(sc.sites)} sites, {len(sc.orgs)} organizations, {len(jobs):,} jobs, "
+        f"protocol {sc.protocol['name']}, workload {sc.workload['kind']}, lookahead {sc.lookahead}"
     )
     return 0
 
@@ -94,6 +98,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     backend = args.backend or ("ray" if args.address else None)
     scenario = load_scenario(args.scenario, overrides, seed=args.seed, backend=backend, shards=args.shards)
     out = Path(args.out) if args.out else Path("runs") / f"{Path(str(args.scenario)).stem}-{time.strftime('%Y%m%d-%H%M%S')}"
+    if out.exists() and not out.is_dir():  # fail before the run, not after it
+        raise GridemuError(f"--out: {out} exists and is not a folder")
     bar = _ProgressBar(args.quiet)
     try:
         result = run(scenario, address=args.address, on_progress=bar)

@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from emulator.engine import RawRun
+from emulator.errors import GridemuError
 from emulator.messages import MESSAGE_TYPES
 from emulator.scenario import to_toml
 from sites.jobs import JOB_DTYPE, STATE_CODE, STATES
@@ -41,8 +42,7 @@ class RunResult:
 
     def write(self, out: str | Path) -> Path:
         """Write the result files into ``out`` (created if needed)."""
-        out = Path(out)
-        out.mkdir(parents=True, exist_ok=True)
+        out = prepare_out(out)
         self.jobs.to_parquet(out / "jobs.parquet", index=False)
         self.sites.to_parquet(out / "sites.parquet", index=False)
         if len(self.timeseries):
@@ -50,6 +50,18 @@ class RunResult:
         (out / "summary.json").write_text(json.dumps(self.summary, indent=2, default=_json_default) + "\n")
         (out / "scenario.toml").write_text(to_toml(self.scenario))
         return out
+
+
+def prepare_out(out: str | Path) -> Path:
+    """Create the result folder, or say clearly why it cannot be."""
+    out = Path(out)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        raise GridemuError(f"--out: {out} exists and is not a folder") from None
+    except OSError as exc:
+        raise GridemuError(f"--out: cannot create {out}: {exc.strerror or exc}") from None
+    return out
 
 
 def _json_default(value: Any) -> Any:

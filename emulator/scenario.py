@@ -8,6 +8,7 @@ Every problem is a :class:`ScenarioError` naming the dotted key.
 from __future__ import annotations
 
 import copy
+import json
 import math
 import tomllib
 from dataclasses import dataclass, field
@@ -104,6 +105,10 @@ def read_scenario_file(ref: str | Path) -> tuple[dict[str, Any], str]:
             return tomllib.load(fh), str(path)
     except tomllib.TOMLDecodeError as exc:
         raise ScenarioError("scenario", f"{path} is not valid TOML: {exc}") from None
+    except UnicodeDecodeError:
+        raise ScenarioError("scenario", f"{path} is not UTF-8 text (TOML files must be UTF-8)") from None
+    except OSError as exc:
+        raise ScenarioError("scenario", f"cannot read {path}: {exc.strerror or exc}") from None
 
 
 def parse_override(text: str) -> tuple[str, Any]:
@@ -372,7 +377,9 @@ def _toml_value(value: Any) -> str:
             return "nan"
         return repr(v)
     if isinstance(value, str):
-        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+        # A JSON string is a valid TOML basic string: quotes, backslashes and control
+        # characters all come out escaped.
+        return json.dumps(value, ensure_ascii=False)
     if isinstance(value, (list, tuple)):
         return "[" + ", ".join(_toml_value(v) for v in value) + "]"
     if isinstance(value, dict):

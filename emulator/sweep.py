@@ -16,6 +16,7 @@ from typing import Any
 import pandas as pd
 
 from emulator.errors import GridemuError, ScenarioError
+from emulator.results import prepare_out
 from emulator.scenario import load_scenario, parse_override, read_scenario_file
 
 GLOBAL_FIGURES = ("jobs", "makespan", "mean_flow_time", "events", "messages_total", "windows", "wall_seconds")
@@ -80,7 +81,8 @@ def sweep(
     points = [dict(zip(keys, combo)) for combo in itertools.product(*[v for _, v in grid])] or [{}]
     for point in points:  # fail before launching anything
         load_scenario(data, {**(overrides or {}), **point})
-    tasks = [(point, base.seed + r) for point in points for r in range(repeat)]
+    # A swept run.seed is the first seed of that point's repeats.
+    tasks = [(point, int(point.get("run.seed", base.seed)) + r) for point in points for r in range(repeat)]
 
     ray = ensure_ray(address)
     # The base overrides travel inside the scenario data, so each task starts from one dict.
@@ -129,8 +131,7 @@ def sweep(
     orgs_df = pd.DataFrame(org_rows).sort_values(order + ["organization"]).reset_index(drop=True)
     table = aggregate(runs, keys)
     if out is not None:
-        out = Path(out)
-        out.mkdir(parents=True, exist_ok=True)
+        out = prepare_out(out)
         runs.to_parquet(out / "runs.parquet", index=False)
         runs.to_csv(out / "runs.csv", index=False)
         orgs_df.to_parquet(out / "orgs.parquet", index=False)

@@ -1,0 +1,687 @@
+"""Throughput benchmark: gridemu against a bare heapq event loop and a SimPy model.
+
+The workload (the "throughput" issue): 100 sites of 10 identical processors, FCFS,
+Poisson arrivals at rate 2.0 per site (200 jobs per time unit in all), gamma(shape 2,
+scale 2) sizes, single-processor jobs; 20,000 / 200,000 / 1,000,000 jobs; seed 1.
+Every engine simulates the very same jobs: the arrays come from gridemu's own
+generator (``scenarios.workload.generate_jobs``), and the start/end times each engine
+computes are compared with gridemu's job table ("same schedule").
+
+Engines (each (size, engine) runs in a fresh subprocess, so peak memory is its own):
+
+* ``heapq``  a bare event loop: one global ``heapq`` of (time, kind, site, seq, job)
+  events, a ``deque`` FCFS queue and a free-processor count per site; completions rank
+  before arrivals at equal times, as in gridemu. Arrivals are pushed lazily: each site
+  has one pending arrival in the heap, the next one is pushed when it is handled.
+* ``simpy``  SimPy 4: one ``simpy.Resource(capacity=10)`` per site and one process per
+  job, all created at t=0; a job process waits until its release, requests a processor
+  and holds it for its size.
+* ``rec`` / ``loop``  ``emulator.run(backend="inprocess", shards=1)`` with the vectorized
+  FCFS recurrence (the default) or with ``recurrence=False`` (the event loop).
+* ``ray1`` / ``ray2``  ``emulator.run(backend="ray", shards=1|2)`` after
+  ``ensure_ray(num_cpus=2)``.
+
+Times: for gridemu, "wall s" is ``summary["global"]["wall_seconds"]`` (shard building,
+actor start-up, the window loop, result gathering); "startup s" and "loop s" split it
+(shards built and answering their first status call / the window loop), "call s" is the
+whole ``emulator.run`` call (also workload generation, result tables and checks). For
+the heapq loop and SimPy, "wall s" covers building their structures from the job array,
+the simulation and the start/end arrays; workload generation is excluded everywhere.
+
+Memory: "peak MiB" is the peak resident set of everything the run involves. In-process
+engines: ``ru_maxrss`` of the fresh subprocess (exact). Ray: the subprocess (driver) and
+all its descendants (GCS, raylet, agents, worker and actor processes), RSS summed and
+sampled every 50 ms by a thread of the parent, maximum of the sum; RSS counts shared
+pages (libraries, the object store) once per process, so it overstates the total.
+
+    python bench/throughput.py [--sizes 20000,200000,1000000] [--quick] [--json PATH]
+
+Figures are informational: the exit status is 0 whatever the targets say.
+"""
+from __future__ import annotations
+
+import argparse
+import heapq
+import json
+import math
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import deque
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+N_SITES, PROCS, RATE, ALPHA, BETA, SEED = 100, 10, 2.0, 2.0, 2.0, 1
+DEFAULT_SIZES = (20_000, 200_000, 1_000_000)
+VERIFY_SIZE = 20_000
+
+ENGINES: dict[str, str] = {
+    "heapq": "bare heapq loop",
+    "simpy": "SimPy model",
+    "rec": "gridemu inprocess 1 shard (recurrence)",
+    "loop": "gridemu inprocess 1 shard (event loop)",
+    "ray1": "gridemu ray 1 shard",
+    "ray2": "gridemu ray 2 shards",
+    # Not in the default list (--engines simpy_lazy): SimPy with lazily created job processes.
+    "simpy_lazy": "SimPy model, lazy arrivals",
+}
+DEFAULT_ENGINES = ("heapq", "simpy", "rec", "loop", "ray1", "ray2")
+RAY_ENGINES = ("ray1", "ray2")
+GRIDEMU_ENGINES = ("rec", "loop", "ray1", "ray2")
+
+# Targets (DESIGN.md "Performance rules" and the issue).
+TARGET_VS_HEAPQ = 0.5
+TARGET_VS_SIMPY = 2.0
+TARGET_RAY_MEM_MIB = 4 * 1024
+
+
+def scenario_dict(n_jobs: int) -> dict[str, Any]:
+    return {
+        "run": {"seed": SEED},
+        "sites": {"count": N_SITES, "procs": PROCS},
+        "scheduler": {"name": "fcfs"},
+        "workload": {"kind": "poisson", "rate": RATE, "alpha": ALPHA, "beta": BETA, "jobs": n_jobs},
+        "protocol": {"name": "local"},
+    }
+
+
+# ---------------------------------------------------------------------------- reference engines
+
+COMPLETE, ARRIVAL = 0, 1  # completions first at equal times, as gridemu's kind rank
+
+
+def bare_heapq(release: np.ndarray, size: np.ndarray, site: np.ndarray, n_sites: int, m: int) -> tuple[np.ndarray, np.ndarray, int]:
+    """FCFS on ``n_sites`` sites of ``m`` speed-1 processors, single-processor jobs.
+
+    One global heap of (time, kind, site, seq, job); arrivals pushed lazily (one pending
+    arrival per site). Returns start and end per job (indexed like the inputs) and the
+    number of events handled (arrivals + completions).
+    """
+    n = len(release)
+    order = np.argsort(site, kind="stable")  # per site, in job order = release order
+    bounds = np.searchsorted(site[order], np.arange(n_sites + 1)).tolist()
+    order_l = order.tolist()
+    per_site = [order_l[bounds[s] : bounds[s + 1]] for s in range(n_sites)]
+    rel = release.tolist()
+    sz = size.tolist()
+    start = [math.nan] * n
+    end = [math.nan] * n
+    free = [m] * n_sites
+    queues = [deque() for _ in range(n_sites)]
+    nxt = [0] * n_sites
+    heap: list[tuple] = []
+    seq = 0
+    for s in range(n_sites):
+        if per_site[s]:
+            j = per_site[s][0]
+            heap.append((rel[j], ARRIVAL, s, seq, j))
+            seq += 1
+    heapq.heapify(heap)
+    push, pop = heapq.heappush, heapq.heappop
+    events = 0
+    while heap:
+        t, kind, s, _, j = pop(heap)
+        events += 1
+        if kind == ARRIVAL:
+            jobs_s = per_site[s]
+            k = nxt[s] + 1
+            nxt[s] = k
+            if k < len(jobs_s):
+                j2 = jobs_s[k]
+                push(heap, (rel[j2], ARRIVAL, s, seq, j2))
+                seq += 1
+            if free[s] and not queues[s]:
+                free[s] -= 1
+                e = t + sz[j]
+                start[j] = t
+                end[j] = e
+                push(heap, (e, COMPLETE, s, seq, j))
+                seq += 1
+            else:
+                queues[s].append(j)
+        else:
+            q = queues[s]
+            if q:
+                j2 = q.popleft()
+                e = t + sz[j2]
+                start[j2] = t
+                end[j2] = e
+                push(heap, (e, COMPLETE, s, seq, j2))
+                seq += 1
+            else:
+                free[s] += 1
+    return np.array(start), np.array(end), events
+
+
+def simpy_model(release: np.ndarray, size: np.ndarray, site: np.ndarray, n_sites: int, m: int) -> tuple[np.ndarray, np.ndarray, int]:
+    """The same model in SimPy: a Resource(capacity=m) per site, one process per job."""
+    import simpy
+
+    n = len(release)
+    env = simpy.Environment()
+    resources = [simpy.Resource(env, capacity=m) for _ in range(n_sites)]
+    start = [math.nan] * n
+    end = [math.nan] * n
+
+    def job(j: int, r: float, s: float, res: Any):
+        yield env.timeout(r)
+        with res.request() as req:
+            yield req
+            start[j] = env.now
+            yield env.timeout(s)
+            end[j] = env.now
+
+    for j, (r, s, k) in enumerate(zip(release.tolist(), size.tolist(), site.tolist())):
+        env.process(job(j, r, s, resources[k]))
+    env.run()
+    # Model events (arrivals + completions), not SimPy's internal events.
+    return np.array(start), np.array(end), 2 * n
+
+
+def simpy_lazy_model(release: np.ndarray, size: np.ndarray, site: np.ndarray, n_sites: int, m: int) -> tuple[np.ndarray, np.ndarray, int]:
+    """Variant: one source process per site creates each job's process at its release.
+
+    The event queue then holds at most one pending arrival per site, as in the heapq loop.
+    SimPy only takes relative delays, so the arrival lands on ``now + (r - now)``: exactly ``r``
+    when r <= 2 now (Sterbenz) or now = 0, and otherwise off by at most an ulp in principle
+    (the "same sched." column shows whether that ever happened).
+    """
+    import simpy
+
+    n = len(release)
+    env = simpy.Environment()
+    start = [math.nan] * n
+    end = [math.nan] * n
+    rel = release.tolist()
+    sz = size.tolist()
+
+    def job(j: int, res: Any):
+        with res.request() as req:
+            yield req
+            start[j] = env.now
+            yield env.timeout(sz[j])
+            end[j] = env.now
+
+    def source(ids: list[int], res: Any):
+        for j in ids:
+            yield env.timeout(rel[j] - env.now)
+            env.process(job(j, res))
+
+    order = np.argsort(site, kind="stable")
+    bounds = np.searchsorted(site[order], np.arange(n_sites + 1)).tolist()
+    order_l = order.tolist()
+    for s in range(n_sites):
+        env.process(source(order_l[bounds[s] : bounds[s + 1]], simpy.Resource(env, capacity=m)))
+    env.run()
+    return np.array(start), np.array(end), 2 * n
+
+
+# ---------------------------------------------------------------------------- worker side
+
+
+def _tree_rss() -> int:
+    import psutil
+
+    me = psutil.Process()
+    total = me.memory_info().rss
+    for p in me.children(recursive=True):
+        try:
+            total += p.memory_info().rss
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            pass
+    return total
+
+
+def _instrument(marks: dict[str, Any], backend_name: str) -> None:
+    """Time the phases of run_windows by wrapping the backend class (this process only)."""
+    try:
+        import emulator.engine as engine
+
+        cls = engine.BACKENDS[backend_name]
+        orig_specs = engine.build_shard_specs
+
+        def build_shard_specs(*a, **k):
+            marks["specs_start"] = time.perf_counter()
+            return orig_specs(*a, **k)
+
+        engine.build_shard_specs = build_shard_specs
+
+        def wrap(name: str, before: str | None, after: str | None, count: bool = False) -> None:
+            orig = getattr(cls, name)
+
+            def wrapper(self, *a, **k):
+                if before and before not in marks:
+                    marks[before] = time.perf_counter()
+                out = orig(self, *a, **k)
+                if after and (after not in marks or count):
+                    marks[after] = time.perf_counter()
+                if count:
+                    marks["steps"] = marks.get("steps", 0) + 1
+                return out
+
+            setattr(cls, name, wrapper)
+
+        wrap("status", None, "ready")
+        wrap("step", None, None, count=True)
+        wrap("results", "results_start", "results_end")
+    except Exception as exc:  # the kernel changed shape: report without the split
+        marks["instrument_error"] = repr(exc)
+
+
+def worker(engine: str, n_jobs: int, out_dir: Path) -> None:
+    import resource
+
+    from emulator.scenario import load_scenario
+    from scenarios.workload import generate_jobs
+
+    rec: dict[str, Any] = {"engine": engine, "label": ENGINES[engine], "jobs": n_jobs}
+    if engine in ("heapq", "simpy", "simpy_lazy"):
+        jobs, _ = generate_jobs(load_scenario(scenario_dict(n_jobs)))
+        args = (jobs["release"], jobs["size"], jobs["submit_site"].astype(np.int64), N_SITES, PROCS)
+        rec["rss_before_mib"] = _tree_rss() / 2**20
+        t = time.perf_counter()
+        model = {"heapq": bare_heapq, "simpy": simpy_model, "simpy_lazy": simpy_lazy_model}[engine]
+        start, end, events = model(*args)
+        rec["wall_s"] = time.perf_counter() - t
+        rec["events"] = events
+        job_ids = jobs["job_id"]
+    else:
+        import emulator
+
+        backend = "ray" if engine in RAY_ENGINES else "inprocess"
+        shards = 2 if engine == "ray2" else 1
+        if backend == "ray":
+            from emulator.backends import ensure_ray
+
+            t = time.perf_counter()
+            ensure_ray(num_cpus=2)
+            rec["ray_init_s"] = time.perf_counter() - t
+        marks: dict[str, Any] = {}
+        _instrument(marks, backend)
+        rec["rss_before_mib"] = _tree_rss() / 2**20
+        t = time.perf_counter()
+        result = emulator.run(scenario_dict(n_jobs), backend=backend, shards=shards, seed=SEED, recurrence=engine != "loop")
+        rec["call_s"] = time.perf_counter() - t
+        g = result.summary["global"]
+        rec.update(wall_s=float(g["wall_seconds"]), events=int(g["events"]), windows=int(g["windows"]))
+        if "setup_seconds" in g:  # the kernel's own split (newer gridemu); ours below agrees with it
+            rec["setup_s_summary"] = float(g["setup_seconds"])
+        if "instrument_error" in marks:
+            rec["instrument_error"] = marks["instrument_error"]
+        elif all(k in marks for k in ("specs_start", "ready", "results_start")):
+            rec["startup_s"] = marks["ready"] - marks["specs_start"]
+            rec["loop_s"] = marks["results_start"] - marks["ready"]
+        table = result.jobs
+        job_ids = table["job_id"].to_numpy()
+        start = table["start"].to_numpy(dtype=float)
+        end = table["end"].to_numpy(dtype=float)
+        if backend == "ray":
+            import ray
+
+            ray.shutdown()
+    rec["maxrss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+    np.savez(out_dir / f"{engine}-{n_jobs}.npz", job_id=np.asarray(job_ids), start=start, end=end)
+    (out_dir / f"{engine}-{n_jobs}.json").write_text(json.dumps(rec))
+
+
+# ---------------------------------------------------------------------------- parent side
+
+
+class TreeSampler(threading.Thread):
+    """Peak of the summed RSS of a process and all its descendants, sampled periodically."""
+
+    def __init__(self, pid: int, interval: float):
+        super().__init__(daemon=True)
+        self.pid, self.interval = pid, interval
+        self.stop = threading.Event()
+        self.peak = 0
+        self.peak_parts: dict[str, int] = {}
+        self.samples = 0
+
+    def run(self) -> None:
+        import psutil
+
+        try:
+            root = psutil.Process(self.pid)
+        except psutil.NoSuchProcess:
+            return
+        while not self.stop.is_set():
+            try:
+                procs = [root] + root.children(recursive=True)
+            except psutil.NoSuchProcess:
+                return
+            parts = {"driver": 0, "workers": 0, "ray_system": 0}
+            for p in procs:
+                try:
+                    rss = p.memory_info().rss
+                    name = p.name()
+                except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+                    continue
+                if p.pid == self.pid:
+                    parts["driver"] += rss
+                elif name.startswith("ray::") and not name.endswith("Agent"):
+                    parts["workers"] += rss
+                else:
+                    parts["ray_system"] += rss
+            total = sum(parts.values())
+            self.samples += 1
+            if total > self.peak:
+                self.peak, self.peak_parts = total, parts
+            self.stop.wait(self.interval)
+
+
+def run_one(engine: str, n_jobs: int, out_dir: Path, timeout: float) -> dict[str, Any]:
+    cmd = [sys.executable, os.path.abspath(__file__), "--_worker", engine, "--_jobs", str(n_jobs), "--_out", str(out_dir)]
+    t = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    sampler = TreeSampler(proc.pid, 0.05 if engine in RAY_ENGINES else 0.2)
+    sampler.start()
+    try:
+        _, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _kill_tree(proc)
+        sampler.stop.set()
+        return {"engine": engine, "label": ENGINES[engine], "jobs": n_jobs, "error": f"timed out after {timeout:.0f} s (--timeout)"}
+    finally:
+        sampler.stop.set()
+        sampler.join()
+    elapsed = time.perf_counter() - t
+    path = out_dir / f"{engine}-{n_jobs}.json"
+    if proc.returncode != 0 or not path.exists():
+        tail = " | ".join(err.strip().splitlines()[-3:])
+        return {"engine": engine, "label": ENGINES[engine], "jobs": n_jobs, "error": f"exit {proc.returncode}: {tail}"}
+    rec = json.loads(path.read_text())
+    rec["process_s"] = elapsed
+    rec["tree_peak_mib"] = sampler.peak / 2**20
+    rec["tree_peak_parts_mib"] = {k: v / 2**20 for k, v in sampler.peak_parts.items()}
+    if engine in RAY_ENGINES:
+        rec["peak_mib"], rec["mem_method"] = rec["tree_peak_mib"], "tree"
+    else:
+        rec["peak_mib"], rec["mem_method"] = rec["maxrss_mib"], "maxrss"
+    rec["jobs_per_s"] = n_jobs / rec["wall_s"]
+    rec["events_per_s"] = rec["events"] / rec["wall_s"]
+    return rec
+
+
+def _kill_tree(proc: subprocess.Popen) -> None:
+    import psutil
+
+    try:
+        kids = psutil.Process(proc.pid).children(recursive=True)
+    except psutil.NoSuchProcess:
+        kids = []
+    for p in [psutil.Process(proc.pid)] + kids if proc.poll() is None else kids:
+        try:
+            p.kill()
+        except psutil.NoSuchProcess:
+            pass
+    proc.wait()
+
+
+def compare_schedules(rows: list[dict[str, Any]], out_dir: Path) -> None:
+    """Set row["same_schedule"]: start/end arrays equal to gridemu's (recurrence) job table."""
+    by_size: dict[int, list[dict[str, Any]]] = {}
+    for r in rows:
+        by_size.setdefault(r["jobs"], []).append(r)
+    for n, group in by_size.items():
+        ok = [r for r in group if "error" not in r and "skipped" not in r]
+        ref_row = next((r for e in GRIDEMU_ENGINES for r in ok if r["engine"] == e), None)
+        if ref_row is None:
+            continue
+        ref = np.load(out_dir / f"{ref_row['engine']}-{n}.npz")
+        ref_ids = ref["job_id"]
+        for r in ok:
+            d = np.load(out_dir / f"{r['engine']}-{n}.npz")
+            r["schedule_ref"] = ref_row["engine"]
+            if not np.array_equal(d["job_id"], ref_ids):
+                r["same_schedule"] = False
+                r["schedule_diff"] = "different job ids"
+                continue
+            same_start = np.array_equal(d["start"], ref["start"], equal_nan=True)
+            same_end = np.array_equal(d["end"], ref["end"], equal_nan=True)
+            r["same_schedule"] = bool(same_start and same_end)
+            if not r["same_schedule"]:
+                diff = np.abs(np.concatenate([d["start"] - ref["start"], d["end"] - ref["end"]]))
+                r["schedule_diff"] = f"{int((diff != 0).sum())} values differ, max |diff| {np.nanmax(diff):.3g}"
+
+
+def _fmt(x: Any, spec: str) -> str:
+    return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else format(x, spec)
+
+
+COLUMNS = ["jobs", "engine", "wall s", "jobs/s", "events/s", "startup s", "loop s", "call s", "peak MiB", "mem", "windows", "same sched."]
+
+
+def table_rows(rows: list[dict[str, Any]]) -> list[list[str]]:
+    out = []
+    for r in rows:
+        if "error" in r or "skipped" in r:
+            note = r.get("error") or r.get("skipped")
+            out.append([f"{r['jobs']:,}", r["label"], note] + [""] * (len(COLUMNS) - 3))
+            continue
+        same = {True: "yes", False: "NO"}.get(r.get("same_schedule"), "-")
+        out.append(
+            [
+                f"{r['jobs']:,}",
+                r["label"],
+                _fmt(r["wall_s"], ".3f"),
+                _fmt(r["jobs_per_s"], ",.0f"),
+                _fmt(r["events_per_s"], ",.0f"),
+                _fmt(r.get("startup_s"), ".3f"),
+                _fmt(r.get("loop_s"), ".3f"),
+                _fmt(r.get("call_s"), ".3f"),
+                _fmt(r["peak_mib"], ",.0f"),
+                r["mem_method"],
+                _fmt(r.get("windows"), "d"),
+                same,
+            ]
+        )
+    return out
+
+
+def print_table(rows: list[dict[str, Any]], title: str) -> None:
+    body = table_rows(rows)
+    try:
+        from rich.console import Console
+        from rich.table import Table
+    except ImportError:
+        widths = [max(len(c), *(len(b[i]) for b in body)) for i, c in enumerate(COLUMNS)]
+        print(title)
+        print("  ".join(c.ljust(w) for c, w in zip(COLUMNS, widths)))
+        print("  ".join("-" * w for w in widths))
+        for b in body:
+            print("  ".join(v.ljust(w) if i < 2 else v.rjust(w) for i, (v, w) in enumerate(zip(b, widths))))
+        return
+    table = Table(title=title, show_lines=False)
+    for i, c in enumerate(COLUMNS):
+        table.add_column(c, justify="left" if i in (1, 9) else "right", no_wrap=i != 1)
+    last = None
+    for r, b in zip(rows, body):
+        if last is not None and r["jobs"] != last:
+            table.add_section()
+        last = r["jobs"]
+        table.add_row(*b)
+    Console(width=max(160, _term_width())).print(table)
+
+
+def _term_width() -> int:
+    import shutil
+
+    return shutil.get_terminal_size((160, 40)).columns
+
+
+def find(rows: list[dict[str, Any]], engine: str, n: int) -> dict[str, Any] | None:
+    for r in rows:
+        if r["engine"] == engine and r["jobs"] == n and "error" not in r and "skipped" not in r:
+            return r
+    return None
+
+
+def ratios(rows: list[dict[str, Any]], sizes: list[int]) -> list[dict[str, Any]]:
+    """The figures the targets are stated in, with PASS/MISS (informational)."""
+    out: list[dict[str, Any]] = []
+    mid = 200_000 if 200_000 in sizes else max(sizes)
+    big = 1_000_000 if 1_000_000 in sizes else max(sizes)
+
+    def add(name: str, value: float | None, target: str, ok: bool | None, note: str = "") -> None:
+        out.append({"ratio": name, "value": value, "target": target, "verdict": None if ok is None else ("PASS" if ok else "MISS"), "note": note})
+
+    rec, bare, simpy = find(rows, "rec", mid), find(rows, "heapq", mid), find(rows, "simpy", mid)
+    loop = find(rows, "loop", mid)
+    at = f"at {mid:,} jobs"
+    for g, gname in ((rec, "recurrence"), (loop, "event loop")):
+        primary = gname == "recurrence"
+        if g and bare:
+            v = g["jobs_per_s"] / bare["jobs_per_s"]
+            add(f"in-process 1 shard ({gname}) / bare heapq, jobs/s {at}", v, f">= {TARGET_VS_HEAPQ:.0%}", v >= TARGET_VS_HEAPQ if primary else None,
+                f"whole emulator.run call: {mid / g['call_s'] / bare['jobs_per_s']:.0%}" if g.get("call_s") else "")
+        if g and simpy:
+            v = g["jobs_per_s"] / simpy["jobs_per_s"]
+            add(f"in-process 1 shard ({gname}) / SimPy, jobs/s {at}", v, f">= {TARGET_VS_SIMPY:.0f}x", v >= TARGET_VS_SIMPY if primary else None,
+                f"whole emulator.run call: {mid / g['call_s'] / simpy['jobs_per_s']:.2f}x" if g.get("call_s") else "")
+    ray2, rec_big = find(rows, "ray2", big), find(rows, "rec", big)
+    at = f"at {big:,} jobs"
+    if ray2 and rec_big:
+        v = ray2["jobs_per_s"] / rec_big["jobs_per_s"]
+        note = ""
+        if ray2.get("loop_s") and rec_big.get("loop_s"):
+            note = (f"window loop only: ray 2 shards {ray2['loop_s']:.2f} s vs in-process {rec_big['loop_s']:.2f} s; "
+                    f"actor start-up {ray2.get('startup_s', float('nan')):.2f} s")
+        add(f"ray 2 shards / in-process 1 shard (recurrence), jobs/s {at}", v, "> 1 (faster)", v > 1.0, note)
+    ray1 = find(rows, "ray1", big)
+    if ray2 and ray1:
+        add(f"ray 2 shards / ray 1 shard, jobs/s {at}", ray2["jobs_per_s"] / ray1["jobs_per_s"], "(scaling, no target)", None)
+    ray_rows = [r for r in (ray1, ray2) if r]
+    for r in ray_rows:
+        parts = r.get("tree_peak_parts_mib", {})
+        note = ", ".join(f"{k} {v:,.0f}" for k, v in parts.items())
+        add(f"{r['label']} peak memory (MiB, driver + Ray processes) {at}", r["peak_mib"], f"< {TARGET_RAY_MEM_MIB:,} MiB", r["peak_mib"] < TARGET_RAY_MEM_MIB, note)
+    return out
+
+
+def print_ratios(rs: list[dict[str, Any]]) -> None:
+    print("\nTargets (informational; the exit status is 0 either way):")
+    for r in rs:
+        v = r["value"]
+        val = "-" if v is None else (f"{v:,.0f}" if "MiB" in r["ratio"] else (f"{v:.0%}" if "%" in r["target"] else f"{v:.2f}x"))
+        verdict = r["verdict"] or "info"
+        print(f"  [{verdict:>4}] {r['ratio']}: {val}  (target {r['target']})")
+        if r["note"]:
+            print(f"         {r['note']}")
+
+
+def projected_too_slow(rows: list[dict[str, Any]], engine: str, n: int, timeout: float) -> str | None:
+    """Skip a run whose time, extrapolated linearly from a smaller size, exceeds the timeout."""
+    done = [r for r in rows if r["engine"] == engine and "process_s" in r and r["jobs"] < n]
+    if not done:
+        return None
+    last = max(done, key=lambda r: r["jobs"])
+    projected = last["process_s"] * n / last["jobs"]
+    if projected > timeout:
+        return f"not run: ~{projected:.0f} s projected from {last['jobs']:,} jobs > --timeout {timeout:.0f} s"
+    return None
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sizes", default=",".join(str(s) for s in DEFAULT_SIZES), help="job counts, comma-separated")
+    ap.add_argument("--quick", action="store_true", help=f"only {DEFAULT_SIZES[0]:,} jobs (smoke test)")
+    ap.add_argument("--engines", default=",".join(DEFAULT_ENGINES), help=f"comma-separated, from {','.join(ENGINES)} (default: all but simpy_lazy)")
+    ap.add_argument("--json", metavar="PATH", help="write the rows and ratios as JSON")
+    ap.add_argument("--timeout", type=float, default=420.0, help="seconds allowed per (size, engine) run (default 420)")
+    ap.add_argument("--_worker", help=argparse.SUPPRESS)
+    ap.add_argument("--_jobs", type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--_out", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+
+    if args._worker:
+        worker(args._worker, args._jobs, Path(args._out))
+        return 0
+
+    sizes = [DEFAULT_SIZES[0]] if args.quick else sorted({int(s.replace("_", "")) for s in args.sizes.split(",") if s.strip()})
+    engines = [e.strip() for e in args.engines.split(",") if e.strip()]
+    unknown = [e for e in engines if e not in ENGINES]
+    if unknown:
+        ap.error(f"unknown engine(s) {unknown}; choose from {', '.join(ENGINES)}")
+    env = _environment()
+    print(
+        f"gridemu throughput: {N_SITES} sites x {PROCS} processors, FCFS, Poisson rate {RATE}/site, gamma({ALPHA:g}, {BETA:g}) sizes, "
+        f"1-processor jobs, seed {SEED}\n{env['summary']}"
+    )
+    rows: list[dict[str, Any]] = []
+    t_all = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="gridemu-bench-") as tmp:
+        out_dir = Path(tmp)
+        for n in sizes:
+            for e in engines:
+                skip = projected_too_slow(rows, e, n, args.timeout)
+                if skip:
+                    rows.append({"engine": e, "label": ENGINES[e], "jobs": n, "skipped": skip})
+                    print(f"  {n:>9,} {ENGINES[e]:<40} {skip}", flush=True)
+                    continue
+                r = run_one(e, n, out_dir, args.timeout)
+                rows.append(r)
+                msg = r.get("error") or f"wall {r['wall_s']:.3f} s, {r['jobs_per_s']:,.0f} jobs/s, peak {r['peak_mib']:,.0f} MiB"
+                print(f"  {n:>9,} {ENGINES[e]:<40} {msg}", flush=True)
+        compare_schedules(rows, out_dir)
+    total = time.perf_counter() - t_all
+    env["load_after"] = os.getloadavg()
+    print()
+    print_table(rows, f"Throughput on {env['cpus']} CPUs (benchmark took {total:.0f} s)")
+    print(
+        "wall s: gridemu summary wall_seconds (shards built -> results gathered); heapq/SimPy: simulation from the job arrays.\n"
+        "startup s: shards built and answering (Ray: actors started); loop s: window loop; call s: whole emulator.run call.\n"
+        "peak MiB: maxrss = ru_maxrss of the fresh subprocess; tree = driver + every Ray process (GCS, raylet, agents, workers),\n"
+        "RSS summed, sampled every 50 ms, max of the sum. events = arrivals + completions."
+    )
+    for n in sizes:
+        group = [r for r in rows if r["jobs"] == n and "same_schedule" in r]
+        if group:
+            same = all(r["same_schedule"] for r in group)
+            ref = ENGINES[group[0]["schedule_ref"]]
+            details = "; ".join(f"{r['label']}: {r['schedule_diff']}" for r in group if not r["same_schedule"])
+            print(f"schedules identical ({n:,} jobs, {len(group)} engines vs {ref}): {'yes' if same else 'no'}" + (f" ({details})" if details else ""))
+    rs = ratios(rows, sizes)
+    print_ratios(rs)
+    if args.json:
+        Path(args.json).write_text(json.dumps({"environment": env, "sizes": sizes, "rows": rows, "ratios": rs, "total_s": total}, indent=2) + "\n")
+        print(f"\nwrote {args.json}")
+    return 0
+
+
+def _environment() -> dict[str, Any]:
+    info: dict[str, Any] = {"cpus": os.cpu_count(), "python": platform.python_version(), "numpy": np.__version__, "load_before": os.getloadavg()}
+    from importlib import metadata
+
+    for mod in ("ray", "simpy", "pandas"):
+        try:
+            info[mod] = metadata.version(mod)
+        except metadata.PackageNotFoundError:
+            info[mod] = None
+    try:
+        import psutil
+
+        info["memory_gib"] = round(psutil.virtual_memory().total / 2**30, 1)
+    except ImportError:
+        info["memory_gib"] = None
+    try:
+        rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=os.path.dirname(os.path.abspath(__file__)))
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True, cwd=os.path.dirname(os.path.abspath(__file__)))
+        info["git"] = rev.stdout.strip() + (" (uncommitted changes)" if dirty.stdout.strip() else "")
+    except OSError:
+        info["git"] = None
+    info["summary"] = (
+        f"{info['cpus']} CPUs, {info['memory_gib']} GiB, Python {info['python']}, numpy {info['numpy']}, ray {info['ray']}, "
+        f"simpy {info['simpy']}, gridemu at {info['git']}, load average {info['load_before'][0]:.2f}"
+    )
+    return info
+
+
+if __name__ == "__main__":
+    sys.exit(main())

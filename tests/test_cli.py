@@ -1,0 +1,424 @@
+"""The ``gridemu`` command line end to end: list, validate, run, report, sweep.
+
+Almost everything goes through ``emulator.cli.main(argv)`` in this process (cheap); one
+test starts a real subprocess to prove the entry point works. Workloads are a few
+hundred jobs so the whole file stays fast on two cores.
+"""
+from __future__ import annotations
+
+import json
+import math
+import shutil
+import subprocess
+import sys
+import tomllib
+from importlib import metadata
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from emulator.cli import main
+
+JOB_COLUMNS = [
+    "job_id", "owner", "group", "release", "size", "procs",
+    "submit_site", "exec_site", "start", "end", "migrations", "state",
+]
+ORG_KEYS = {"jobs", "sum_flow_time", "mean_flow_time", "makespan"}
+GLOBAL_KEYS = {"makespan", "events", "messages", "windows", "wall_seconds", "events_per_second"}
+QUICK = ["--backend", "inprocess", "--quiet", "--set", "workload.jobs=300"]
+
+# Three organizations, one overloaded: averaging has jobs to move, so scores are not all 0.
+SMALL_TOML = """\
+[run]
+seed = 11
+
+[network]
+latency = 0.5
+
+[sites]
+count = 3
+procs = 2
+
+[workload]
+kind = "poisson"
+rate = [1.8, 0.3, 0.3]
+alpha = 2.0
+beta = 2.0
+jobs = 240
+
+[protocol]
+name = "averaging"
+period = 10.0
+
+[metrics]
+counterfactual = "local"
+"""
+
+
+def run_cli(*argv: object) -> int:
+    return main([str(a) for a in argv])
+
+
+def read_jobs(folder: Path) -> pd.DataFrame:
+    return pd.read_parquet(folder / "jobs.parquet")
+
+
+def read_summary(folder: Path) -> dict:
+    return json.loads((folder / "summary.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def base_run(tmp_path_factory) -> Path:
+    """quickstart (averaging, 8 organizations) with 300 jobs, in-process, default seed."""
+    out = tmp_path_factory.mktemp("base") / "run"
+    assert run_cli("run", "quickstart", "--out", out, *QUICK) == 0
+    return out
+
+
+@pytest.fixture(scope="module")
+def local_run(tmp_path_factory) -> Path:
+    """The same workload as base_run under the local protocol (no cooperation)."""
+    out = tmp_path_factory.mktemp("local") / "run"
+    assert run_cli("run", "quickstart", "--out", out, *QUICK, "--set", "protocol.name=local") == 0
+    return out
+
+
+# --------------------------------------------------------------------------- list, validate
+
+
+def test_list_shows_shipped_scenarios(capsys):
+    assert run_cli("list") == 0
+    out = capsys.readouterr().out
+    assert "quickstart" in out
+    assert "averaging" in out  # its description is shown next to its name
+
+
+def test_validate_shipped_scenario(capsys):
+    assert run_cli("validate", "quickstart") == 0
+    out = capsys.readouterr().out
+    assert "ok" in out
+    assert "8 sites" in out and "8 organizations" in out and "protocol averaging" in out
+
+
+def test_validate_scenario_file_and_overrides(tmp_path, capsys):
+    path = tmp_path / "small.toml"
+    path.write_text(SMALL_TOML)
+    assert run_cli("validate", path) == 0
+    out = capsys.readouterr().out
+    assert str(path) in out
+    assert "3 sites" in out and "protocol averaging" in out and "lookahead 0.5" in out
+
+    assert run_cli("validate", path, "--set", "protocol.name=random", "--set", "run.lookahead=0.25") == 0
+    out = capsys.readouterr().out
+    assert "protocol random" in out and "lookahead 0.25" in out
+
+
+# --------------------------------------------------------------------------- run
+
+
+def test_run_writes_every_result_file(base_run):
+    for name in ("jobs.parquet", "sites.parquet", "summary.json", "scenario.toml", "timeseries.parquet"):
+        assert (base_run / name).is_file(), name
+        assert (base_run / name).stat().st_size > 0, name
+    ts = pd.read_parquet(base_run / "timeseries.parquet")
+    assert len(ts) > 0
+    sites = pd.read_parquet(base_run / "sites.parquet")
+    assert len(sites) == 8
+
+
+def test_jobs_parquet_has_exactly_the_documented_columns(base_run):
+    jobs = read_jobs(base_run)
+    assert list(jobs.columns) == JOB_COLUMNS
+    assert len(jobs) == 300
+    assert jobs["job_id"].tolist() == list(range(300))
+    assert set(jobs["owner"].astype(str)) <= {f"org{k}" for k in range(8)}
+    # No horizon: every job finishes, after its release, on some site.
+    assert (jobs["state"].astype(str) == "done").all()
+    assert (jobs["start"] >= jobs["release"]).all()
+    assert (jobs["end"] > jobs["start"]).all()
+    assert jobs["exec_site"].between(0, 7).all()
+    # Averaging moved some jobs off the overloaded site 0, and only moved jobs changed site.
+    moved = jobs["migrations"] > 0
+    assert moved.any()
+    assert (jobs.loc[~moved, "exec_site"] == jobs.loc[~moved, "submit_site"]).all()
+
+
+def test_summary_json_matches_the_job_table(base_run):
+    summary = read_summary(base_run)
+    jobs = read_jobs(base_run)
+    orgs, glob = summary["organizations"], summary["global"]
+
+    assert set(orgs) == {f"org{k}" for k in range(8)}
+    for name, entry in orgs.items():
+        assert ORG_KEYS <= set(entry), name
+        mine = jobs[jobs["owner"].astype(str) == name]
+        flow = (mine["end"] - mine["release"]).sum()
+        assert entry["jobs"] == len(mine)
+        assert entry["sum_flow_time"] == pytest.approx(flow, rel=1e-9)
+        assert entry["mean_flow_time"] == pytest.approx(flow / len(mine), rel=1e-9)
+        assert entry["makespan"] == pytest.approx(mine["end"].max(), rel=1e-12)
+    assert sum(e["jobs"] for e in orgs.values()) == 300
+
+    assert GLOBAL_KEYS <= set(glob)
+    assert glob["makespan"] == pytest.approx(jobs["end"].max(), rel=1e-12)
+    assert glob["events"] > 0 and glob["windows"] > 0
+    assert glob["wall_seconds"] > 0
+    assert glob["events_per_second"] == pytest.approx(glob["events"] / glob["wall_seconds"], rel=0.05)
+    assert isinstance(glob["messages"], dict) and sum(glob["messages"].values()) > 0  # averaging talks
+    assert glob["backend"] == "inprocess" and glob["shards"] == 1 and glob["seed"] == 1
+
+
+def test_resolved_scenario_toml_reruns_to_the_same_job_table(base_run, tmp_path):
+    resolved = tomllib.loads((base_run / "scenario.toml").read_text())
+    assert resolved["workload"]["jobs"] == 300  # the --set override is recorded
+    assert resolved["run"]["backend"] == "inprocess"
+    assert resolved["run"]["seed"] == 1
+    again = tmp_path / "again"
+    assert run_cli("run", base_run / "scenario.toml", "--out", again, "--quiet") == 0
+    pd.testing.assert_frame_equal(read_jobs(base_run), read_jobs(again))
+    assert read_summary(again)["organizations"] == read_summary(base_run)["organizations"]
+    # Resolving an already resolved scenario changes nothing.
+    assert tomllib.loads((again / "scenario.toml").read_text()) == resolved
+
+
+@pytest.mark.parametrize(
+    "description",
+    [
+        pytest.param('say "hi"', id="quotes"),
+        pytest.param("C:\\grid\\runs", id="backslashes"),
+        pytest.param("tab\tseparated", id="tab"),
+        pytest.param("first line\nsecond line", id="newline"),
+    ],
+)
+def test_resolved_scenario_toml_keeps_any_description(tmp_path, description):
+    """Whatever string a scenario holds, its resolved scenario.toml is valid TOML that runs again."""
+    escaped = description.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\t", "\\t")
+    path = tmp_path / "described.toml"
+    path.write_text(SMALL_TOML.replace("seed = 11", f'seed = 11\ndescription = "{escaped}"').replace("jobs = 240", "jobs = 40"))
+    first, second = tmp_path / "first", tmp_path / "second"
+    assert run_cli("run", path, "--backend", "inprocess", "--out", first, "--quiet") == 0
+    text = (first / "scenario.toml").read_text()
+    try:
+        resolved = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        pytest.fail(f"scenario.toml written by the run is not valid TOML ({exc}):\n{text[:200]}")
+    assert resolved["run"]["description"] == description
+    assert run_cli("run", first / "scenario.toml", "--out", second, "--quiet") == 0
+    pd.testing.assert_frame_equal(read_jobs(first), read_jobs(second))
+
+
+def test_run_without_quiet_prints_the_summary(tmp_path, capsys):
+    out = tmp_path / "loud"
+    assert run_cli("run", "quickstart", "--backend", "inprocess", "--out", out, "--set", "workload.jobs=100") == 0
+    printed = capsys.readouterr().out
+    assert "organizations" in printed and "org0" in printed
+    assert "results written to" in printed and str(out) in printed
+    assert (out / "jobs.parquet").is_file()
+
+
+def test_seed_changes_the_jobs_and_reproduces_them(base_run, tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    assert run_cli("run", "quickstart", "--seed", 5, "--out", a, *QUICK) == 0
+    assert run_cli("run", "quickstart", "--seed", 5, "--out", b, *QUICK) == 0
+    pd.testing.assert_frame_equal(read_jobs(a), read_jobs(b))
+    assert read_summary(a)["global"]["seed"] == 5
+
+    base = read_jobs(base_run)  # seed 1, from the scenario file
+    other = read_jobs(a)
+    assert len(other) == len(base)
+    assert not (other["release"].to_numpy() == base["release"].to_numpy()).all()
+    assert not (other["size"].to_numpy() == base["size"].to_numpy()).all()
+
+
+def test_set_protocol_local_sends_no_messages(local_run, base_run):
+    summary = read_summary(local_run)
+    jobs = read_jobs(local_run)
+    assert summary["global"]["protocol"] == "local"
+    assert summary["global"]["messages"] == {}
+    assert summary["global"].get("messages_total", 0) == 0
+    assert (jobs["migrations"] == 0).all()
+    assert (jobs["exec_site"] == jobs["submit_site"]).all()
+    assert not (local_run / "timeseries.parquet").exists()  # only averaging records one
+    assert tomllib.loads((local_run / "scenario.toml").read_text())["protocol"]["name"] == "local"
+    # Same seed and workload size: the same jobs were submitted as in the averaging run.
+    base = read_jobs(base_run)
+    for col in ("release", "size", "procs", "submit_site", "owner"):
+        pd.testing.assert_series_equal(jobs[col], base[col])
+
+
+def test_shards_two_in_process_gives_the_same_job_table(base_run, tmp_path):
+    out = tmp_path / "two"
+    assert run_cli("run", "quickstart", "--shards", 2, "--out", out, *QUICK) == 0
+    assert read_summary(out)["global"]["shards"] == 2
+    pd.testing.assert_frame_equal(read_jobs(base_run), read_jobs(out))
+    one = tmp_path / "one"
+    assert run_cli("run", "quickstart", "--shards", 1, "--out", one, *QUICK) == 0
+    pd.testing.assert_frame_equal(read_jobs(one), read_jobs(out))
+
+
+def test_ray_backend_gives_the_same_job_table(ray_session, base_run, tmp_path):
+    out = tmp_path / "ray"
+    argv = ["run", "quickstart", "--backend", "ray", "--shards", 2, "--out", out, "--quiet", "--set", "workload.jobs=300"]
+    assert run_cli(*argv) == 0
+    glob = read_summary(out)["global"]
+    assert glob["backend"] == "ray" and glob["shards"] == 2
+    pd.testing.assert_frame_equal(read_jobs(base_run), read_jobs(out))
+    assert read_summary(out)["organizations"] == read_summary(base_run)["organizations"]
+
+
+# --------------------------------------------------------------------------- counterfactual score
+
+
+def _expected_score(flow: float, flow_local: float) -> float:
+    """S_k (thesis 4.5.2): positive when cooperating shortened the organization's flow time."""
+    if flow < flow_local:
+        return flow_local / flow - 1.0
+    return -(flow / flow_local - 1.0)
+
+
+def test_counterfactual_local_scores_every_organization(tmp_path):
+    path = tmp_path / "small.toml"
+    path.write_text(SMALL_TOML)
+    coop, alone = tmp_path / "coop", tmp_path / "alone"
+    assert run_cli("run", path, "--out", coop, "--quiet") == 0
+    assert run_cli("run", path, "--out", alone, "--quiet", "--set", "protocol.name=local") == 0
+
+    coop_orgs = read_summary(coop)["organizations"]
+    alone_orgs = read_summary(alone)["organizations"]
+    assert set(coop_orgs) == set(alone_orgs) == {"org0", "org1", "org2"}
+    assert (read_jobs(coop)["migrations"] > 0).any()  # the protocol really moved jobs
+    for name, entry in coop_orgs.items():
+        assert "score" in entry, name
+        # The counterfactual is exactly what the local protocol gives on the same workload.
+        assert entry["sum_flow_time_local"] == pytest.approx(alone_orgs[name]["sum_flow_time"], rel=1e-12)
+        assert entry["score"] == pytest.approx(_expected_score(entry["sum_flow_time"], entry["sum_flow_time_local"]))
+    # The overloaded organization gains from sending work away.
+    assert coop_orgs["org0"]["score"] > 0
+    assert any(e["score"] != 0 for e in coop_orgs.values())
+
+    # Under the local protocol itself every organization scores exactly 0.
+    for name, entry in alone_orgs.items():
+        assert entry["score"] == 0, name
+        assert entry["sum_flow_time_local"] == entry["sum_flow_time"]
+
+
+def test_no_counterfactual_no_score(tmp_path):
+    path = tmp_path / "small.toml"
+    path.write_text(SMALL_TOML.replace('counterfactual = "local"', 'counterfactual = "none"'))
+    out = tmp_path / "run"
+    assert run_cli("run", path, "--out", out, "--quiet") == 0
+    for entry in read_summary(out)["organizations"].values():
+        assert "score" not in entry and "sum_flow_time_local" not in entry
+
+
+# --------------------------------------------------------------------------- report
+
+
+def test_report_prints_tables_and_writes_a_png(base_run, tmp_path, capsys):
+    folder = tmp_path / "r"
+    shutil.copytree(base_run, folder)
+    assert run_cli("report", folder) == 0
+    out = capsys.readouterr().out
+    assert "organizations" in out and "org0" in out and "org7" in out
+    assert "averaging" in out  # the run table names the protocol
+    png = folder / "report.png"
+    assert png.is_file() and png.stat().st_size > 1000
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_report_no_plot_writes_no_png(base_run, tmp_path, capsys):
+    folder = tmp_path / "r"
+    shutil.copytree(base_run, folder)
+    assert run_cli("report", folder, "--no-plot") == 0
+    out = capsys.readouterr().out
+    assert "organizations" in out and "org0" in out
+    assert not (folder / "report.png").exists()
+
+
+# --------------------------------------------------------------------------- sweep
+
+
+def test_sweep_grid_and_repeat(ray_session, tmp_path, capsys):
+    out = tmp_path / "sweep"
+    argv = ["sweep", "quickstart", "--grid", "protocol.name=local,averaging", "--repeat", 2,
+            "--set", "workload.jobs=200", "--out", out, "--quiet"]
+    assert run_cli(*argv) == 0
+
+    runs = pd.read_parquet(out / "runs.parquet")
+    assert len(runs) == 4
+    assert sorted(zip(runs["protocol.name"], runs["seed"])) == [
+        ("averaging", 1), ("averaging", 2), ("local", 1), ("local", 2),
+    ]
+    assert (runs["jobs"] == 200).all()
+    assert (runs.loc[runs["protocol.name"] == "local", "messages_total"] == 0).all()
+    assert (runs.loc[runs["protocol.name"] == "averaging", "messages_total"] > 0).all()
+    # The two seeds give different workloads, hence different figures.
+    for _, part in runs.groupby("protocol.name"):
+        assert part["mean_flow_time"].nunique() == 2
+        assert part["events"].nunique() == 2 or part["makespan"].nunique() == 2
+
+    orgs = pd.read_parquet(out / "orgs.parquet")
+    assert len(orgs) == 4 * 8
+    assert set(orgs["organization"]) == {f"org{k}" for k in range(8)}
+    assert {"score", "sum_flow_time", "makespan"} <= set(orgs.columns)
+    assert (orgs.loc[orgs["protocol.name"] == "local", "score"] == 0).all()
+
+    table = pd.read_csv(out / "table.csv", index_col=0)
+    assert sorted(table.index) == ["averaging", "local"]
+    assert (table["runs"] == 2).all()
+    for figure in ("makespan", "mean_flow_time", "messages_total"):
+        assert f"{figure}_mean" in table.columns and f"{figure}_std" in table.columns
+    for proto, part in runs.groupby("protocol.name"):
+        assert table.loc[proto, "mean_flow_time_mean"] == pytest.approx(part["mean_flow_time"].mean())
+        assert table.loc[proto, "mean_flow_time_std"] == pytest.approx(part["mean_flow_time"].std())
+        assert table.loc[proto, "mean_flow_time_std"] > 0
+
+    # A sweep point is the same run as the single-run command with that seed and setting.
+    single = tmp_path / "single"
+    assert run_cli("run", "quickstart", "--backend", "inprocess", "--seed", 2, "--set", "workload.jobs=200",
+                   "--set", "protocol.name=averaging", "--out", single, "--quiet") == 0
+    row = runs[(runs["protocol.name"] == "averaging") & (runs["seed"] == 2)].iloc[0]
+    glob = read_summary(single)["global"]
+    assert row["makespan"] == pytest.approx(glob["makespan"], rel=1e-12)
+    assert row["mean_flow_time"] == pytest.approx(glob["mean_flow_time"], rel=1e-12)
+    assert row["events"] == glob["events"]
+
+
+def test_sweep_over_run_seed_uses_the_swept_seeds(ray_session, tmp_path, capsys):
+    """Sweeping run.seed must run those seeds (or refuse the key); never silently run another."""
+    out = tmp_path / "seeds"
+    code = run_cli("sweep", "quickstart", "--grid", "run.seed=5,9", "--set", "workload.jobs=100",
+                   "--set", "protocol.name=local", "--out", out, "--quiet")
+    if code == 2:  # refusing the key is acceptable, with one line naming it
+        err = capsys.readouterr().err.strip()
+        assert err.startswith("gridemu: error:") and "run.seed" in err
+        return
+    assert code == 0
+    runs = pd.read_parquet(out / "runs.parquet").sort_values("run.seed")
+    assert runs["run.seed"].tolist() == [5, 9]
+    assert runs["seed"].tolist() == [5, 9], "the runs did not use the swept seeds"
+    assert runs["mean_flow_time"].nunique() == 2
+
+
+# --------------------------------------------------------------------------- entry point
+
+
+def test_console_script_points_at_main():
+    scripts = {ep.name: ep.value for ep in metadata.entry_points(group="console_scripts")}
+    assert scripts.get("gridemu") == "emulator.cli:main"
+
+
+def test_real_subprocess_runs_a_scenario(tmp_path):
+    out = tmp_path / "sub"
+    proc = subprocess.run(
+        [sys.executable, "-m", "emulator.cli", "run", "quickstart", "--backend", "inprocess",
+         "--out", str(out), "--quiet", "--set", "workload.jobs=100", "--seed", "4"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr
+    summary = read_summary(out)
+    assert summary["global"]["jobs"] == 100 and summary["global"]["seed"] == 4
+    assert len(read_jobs(out)) == 100
+    assert math.isfinite(summary["global"]["makespan"])

@@ -1,0 +1,307 @@
+"""Every user error of the CLI: one line ``gridemu: error: ...`` naming the key, file or value,
+exit code 2, no traceback.
+
+Errors go through ``emulator.cli.main(argv)``; the unreachable ``--address`` runs in a
+subprocess because a Ray instance already started in this process would skip the
+address path.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from emulator.cli import main
+
+# A valid little scenario the file-based cases start from.
+TINY = """\
+[run]
+seed = 3
+
+[network]
+latency = 0.5
+
+[sites]
+count = 2
+procs = 2
+
+[workload]
+kind = "poisson"
+rate = 1.0
+jobs = 50
+
+[protocol]
+name = "local"
+"""
+
+JOB_LIST = """\
+[sites]
+count = 2
+procs = 2
+
+[workload]
+kind = "jobs"
+
+[[workload.list]]
+release = 0.0
+size = 1.0
+site = 0
+
+[[workload.list]]
+release = 1.0
+{second}
+"""
+
+SWF_LINE = "{n:>6} {submit:>6} 0 {run:>5} 1 -1 -1 1 -1 -1 1 {user} 1 -1 1 -1 -1 -1\n"
+
+
+def call(argv: list[object]) -> int:
+    """main's exit code: returned, or raised by argparse as SystemExit. Any other exception fails."""
+    try:
+        return main([str(a) for a in argv])
+    except SystemExit as exc:
+        return exc.code
+    except Exception as exc:  # a user error must never escape as an exception
+        pytest.fail(f"main({argv}) raised {type(exc).__name__}: {exc} instead of exiting with code 2")
+
+
+def expect_error(capsys, argv: list[object], *needles: str) -> str:
+    """Run argv; check exit 2 and one stderr line ``gridemu: error: ...`` holding every needle."""
+    code = call(argv)
+    captured = capsys.readouterr()
+    assert "Traceback" not in captured.err and "Traceback" not in captured.out
+    assert code == 2, f"exit code {code}, stderr: {captured.err!r}"
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1, f"expected one line on stderr, got {captured.err!r}"
+    line = lines[0]
+    assert line.startswith("gridemu: error:"), line
+    for needle in needles:
+        assert needle in line, f"{needle!r} not in {line!r}"
+    return line
+
+
+def write(tmp_path: Path, name: str, text: str) -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+# --------------------------------------------------------------------------- scenario files
+
+
+def test_malformed_toml_names_the_file(tmp_path, capsys):
+    path = write(tmp_path, "broken.toml", "[run\nseed = 1\n")
+    line = expect_error(capsys, ["validate", path], str(path))
+    assert "TOML" in line and "line 1" in line
+
+
+def test_unknown_section(tmp_path, capsys):
+    path = write(tmp_path, "s.toml", TINY + "\n[bogus]\nx = 1\n")
+    line = expect_error(capsys, ["validate", path], "bogus", "unknown section")
+    assert "workload" in line  # the allowed sections are listed
+
+
+def test_unknown_section_through_set(capsys):
+    expect_error(capsys, ["validate", "quickstart", "--set", "bogus.x=1"], "bogus")
+
+
+def test_nonexistent_scenario_name(capsys):
+    line = expect_error(capsys, ["run", "no-such-scenario", "--backend", "inprocess"], "no-such-scenario")
+    assert "quickstart" in line  # the shipped names are offered
+
+
+def test_scenario_path_is_a_directory(tmp_path, capsys):
+    """A folder given where a scenario file is expected (e.g. a result folder)."""
+    expect_error(capsys, ["validate", tmp_path], str(tmp_path))
+
+
+def test_scenario_file_not_utf8(tmp_path, capsys):
+    path = tmp_path / "latin1.toml"
+    path.write_bytes('[run]\ndescription = "caf\u00e9"\n'.encode("latin-1"))
+    expect_error(capsys, ["validate", path], str(path))
+
+
+# --------------------------------------------------------------------------- keys and values
+
+SET_CASES = [
+    # (override, text the message must hold)
+    pytest.param("run.sed=3", ["run.sed", "unknown key", "seed"], id="unknown-key-run.sed"),
+    pytest.param("protocol.name=bogus", ["protocol.name", "bogus", "local", "random", "averaging"], id="unknown-protocol"),
+    pytest.param("scheduler.name=bogus", ["scheduler.name", "bogus", "fcfs"], id="unknown-scheduler"),
+    pytest.param("sites.procs=0", ["sites.procs", "0"], id="zero-processors"),
+    pytest.param("workload.procs=5", ["workload.procs", "5", "4"], id="job-wider-than-site"),
+    pytest.param("run.lookahead=0", ["run.lookahead"], id="lookahead-zero"),
+    pytest.param("run.lookahead=-0.5", ["run.lookahead", "-0.5"], id="lookahead-negative"),
+    pytest.param("run.lookahead=0.75", ["run.lookahead", "0.75", "0.5"], id="lookahead-above-latency"),
+    pytest.param("network.latency=0", ["network.latency"], id="latency-zero"),
+    pytest.param("network.latency=-1.5", ["network.latency", "-1.5"], id="latency-negative"),
+    pytest.param("workload.rate=-1.0", ["workload.rate", "-1.0"], id="rate-negative"),
+    pytest.param("workload.rate=[1.6, 0.6, -0.6, 0.6, 0.6, 0.6, 0.6, 0.6]", ["workload.rate[2]"], id="rate-negative-per-site"),
+    pytest.param("workload.alpha=-2.0", ["workload.alpha", "-2.0"], id="alpha-negative"),
+    pytest.param("workload.beta=-0.5", ["workload.beta", "-0.5"], id="beta-negative"),
+    pytest.param("workload.jobs=1.5", ["workload.jobs", "1.5"], id="jobs-fractional"),
+    pytest.param("workload.jobs=many", ["workload.jobs", "many"], id="jobs-not-a-number"),
+]
+
+
+@pytest.mark.parametrize("override, needles", SET_CASES)
+def test_bad_key_or_value_is_named(capsys, override, needles):
+    expect_error(capsys, ["validate", "quickstart", "--set", override], *needles)
+
+
+def test_run_refuses_bad_protocol_before_writing_anything(tmp_path, capsys):
+    out = tmp_path / "out"
+    expect_error(
+        capsys, ["run", "quickstart", "--backend", "inprocess", "--out", out, "--quiet", "--set", "protocol.name=bogus"],
+        "protocol.name", "averaging",
+    )
+    assert not out.exists()
+
+
+def test_unknown_key_in_a_scenario_file(tmp_path, capsys):
+    path = write(tmp_path, "s.toml", TINY.replace("seed = 3", "seed = 3\nsed = 4"))
+    expect_error(capsys, ["validate", path], "run.sed")
+
+
+@pytest.mark.parametrize(
+    "second, needles",
+    [
+        pytest.param("size = -2.0\nsite = 0", ["workload.list[1].size", "-2.0"], id="negative-size"),
+        pytest.param("site = 0", ["workload.list[1].size", "missing"], id="missing-size"),
+        pytest.param("size = 1.0\nprocs = 3\nsite = 1", ["workload.list[1].procs", "3", "2"], id="wider-than-site"),
+    ],
+)
+def test_bad_explicit_job(tmp_path, capsys, second, needles):
+    path = write(tmp_path, "jobs.toml", JOB_LIST.format(second=second))
+    expect_error(capsys, ["validate", path], *needles)
+
+
+def test_sanity_explicit_job_list_is_valid(tmp_path, capsys):
+    """The base of the cases above is itself valid, so each case fails for its own reason."""
+    path = write(tmp_path, "jobs.toml", JOB_LIST.format(second="size = 2.0\nsite = 1"))
+    assert call(["validate", path]) == 0
+    path = write(tmp_path, "tiny.toml", TINY)
+    assert call(["validate", path]) == 0
+
+
+# --------------------------------------------------------------------------- workload files
+
+
+def test_csv_row_with_wrong_column_count(tmp_path, capsys):
+    csv_path = write(tmp_path, "jobs.csv", "release,size,site\n0,1.0,0\n1,2.0,1\n2,3.0\n4,1.0,0\n")
+    scenario = write(
+        tmp_path, "csv.toml",
+        f'[sites]\ncount = 2\nprocs = 2\n\n[workload]\nkind = "csv"\npath = "{csv_path}"\n',
+    )
+    out = tmp_path / "out"
+    expect_error(capsys, ["run", scenario, "--backend", "inprocess", "--out", out, "--quiet"], f"{csv_path}:4")
+    assert not out.exists()
+
+
+def test_swf_trace_with_broken_line(tmp_path, capsys):
+    lines = ["; Version: 2.2\n", "; MaxProcs: 2\n"]
+    lines += [SWF_LINE.format(n=i, submit=10 * i, run=5 + i, user=i % 3 + 1) for i in range(1, 6)]
+    lines.append("     6     60 0 5 1 -1 -1 1 -1 -1 1\n")  # line 8: 11 fields instead of 18
+    lines += [SWF_LINE.format(n=i, submit=10 * i, run=5, user=1) for i in range(7, 9)]
+    trace = write(tmp_path, "broken.swf", "".join(lines))
+    scenario = write(
+        tmp_path, "swf.toml",
+        f'[sites]\ncount = 2\nprocs = 2\n\n[workload]\nkind = "swf"\npath = "{trace}"\n',
+    )
+    expect_error(capsys, ["run", scenario, "--backend", "inprocess", "--out", tmp_path / "out", "--quiet"], f"{trace}:8")
+
+
+def test_swf_trace_without_the_broken_line_runs(tmp_path):
+    """Control for the case above: the same trace minus its broken line is accepted."""
+    lines = ["; Version: 2.2\n"] + [SWF_LINE.format(n=i, submit=10 * i, run=5 + i, user=i % 3 + 1) for i in range(1, 9)]
+    trace = write(tmp_path, "ok.swf", "".join(lines))
+    scenario = write(
+        tmp_path, "swf.toml",
+        f'[sites]\ncount = 2\nprocs = 2\n\n[workload]\nkind = "swf"\npath = "{trace}"\n',
+    )
+    assert call(["run", scenario, "--backend", "inprocess", "--out", tmp_path / "out", "--quiet"]) == 0
+
+
+# --------------------------------------------------------------------------- command-line flags
+
+
+@pytest.mark.parametrize(
+    "pair, needle",
+    [
+        pytest.param("protocol.name", "protocol.name", id="no-equals"),
+        pytest.param("=local", "=local", id="no-key"),
+        pytest.param("protocol..name=local", "protocol..name", id="empty-part"),
+    ],
+)
+def test_malformed_set(capsys, pair, needle):
+    expect_error(capsys, ["run", "quickstart", "--backend", "inprocess", "--set", pair], needle)
+
+
+def test_shards_zero(capsys, tmp_path):
+    expect_error(capsys, ["run", "quickstart", "--backend", "inprocess", "--shards", 0, "--out", tmp_path / "o"], "--shards")
+    assert not (tmp_path / "o").exists()
+
+
+def test_sweep_repeat_zero(capsys, tmp_path):
+    expect_error(capsys, ["sweep", "quickstart", "--grid", "protocol.name=local", "--repeat", 0, "--out", tmp_path / "o"],
+                 "--repeat")
+
+
+def test_sweep_bad_grid_value_fails_before_running(capsys, tmp_path):
+    expect_error(capsys, ["sweep", "quickstart", "--grid", "protocol.name=local,bogus", "--quiet", "--out", tmp_path / "o"],
+                 "protocol.name", "bogus")
+    assert not (tmp_path / "o").exists()
+
+
+def test_sweep_malformed_grid(capsys, tmp_path):
+    expect_error(capsys, ["sweep", "quickstart", "--grid", "protocol.name", "--quiet", "--out", tmp_path / "o"],
+                 "protocol.name")
+
+
+def test_out_is_an_existing_file(tmp_path, capsys):
+    target = write(tmp_path, "taken", "not a folder\n")
+    expect_error(capsys, ["run", "quickstart", "--backend", "inprocess", "--quiet", "--set", "workload.jobs=50",
+                          "--out", target], str(target))
+
+
+# --------------------------------------------------------------------------- report
+
+
+def test_report_on_a_folder_that_is_not_a_run(tmp_path, capsys):
+    (tmp_path / "notes.txt").write_text("hello\n")
+    expect_error(capsys, ["report", tmp_path], str(tmp_path), "not a gridemu run")
+    assert not (tmp_path / "report.png").exists()
+
+
+def test_report_on_a_missing_folder(tmp_path, capsys):
+    expect_error(capsys, ["report", tmp_path / "nope"], str(tmp_path / "nope"))
+
+
+# --------------------------------------------------------------------------- Ray address
+
+
+def test_unreachable_address_fails_fast(tmp_path):
+    """A loopback port nobody listens on: exit 2 with one line, in well under a minute.
+
+    Ray's client retries with back-off (5 s, 10 s, ... by default); the environment
+    shortens its per-attempt timeouts so the test stays quick. The product's part, turning
+    the failure into one line and exit 2 without hanging, is what is checked.
+    """
+    env = dict(os.environ, RAY_CLIENT_INITIAL_CONNECTION_TIMEOUT_S="1", RAY_CLIENT_MAX_CONNECTION_TIMEOUT_S="2")
+    env.pop("RAY_ADDRESS", None)
+    proc = subprocess.run(
+        [sys.executable, "-m", "emulator.cli", "run", "quickstart", "--address", "ray://127.0.0.1:1",
+         "--quiet", "--set", "workload.jobs=50", "--out", str(tmp_path / "out")],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60,
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+    errors = [ln for ln in lines if ln.startswith("gridemu: error:")]
+    assert len(errors) == 1, proc.stderr
+    assert "--address" in errors[0] and "ray://127.0.0.1:1" in errors[0]
+    assert not (tmp_path / "out").exists()
+    assert lines == errors, f"stderr holds more than the one error line: {proc.stderr!r}"
