@@ -10,7 +10,7 @@ from typing import Any, Callable
 from emulator.checks import check_causality, check_conservation
 from emulator.engine import Progress, RawRun, run_windows
 from emulator.scenario import Scenario, load_scenario
-from emulator.results import RunResult, job_table, labelled, site_table, summarize, timeseries_table
+from emulator.results import RunResult, job_table, labelled, site_table, summarize, timeseries_table, usage_table
 
 import numpy as np
 
@@ -64,6 +64,7 @@ def _finish(raw: RawRun) -> RunResult:
         jobs=labelled(table, scenario.orgs, raw.groups),
         sites=sites,
         timeseries=timeseries_table(raw),
+        usage=usage_table(raw),
         summary=summary,
         scenario=scenario.data,
     )

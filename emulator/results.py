@@ -5,6 +5,7 @@ submit_site, exec_site, start, end, migrations, state (see ``sites.jobs.STATES``
 ``sites.parquet``: one row per site: site_id, name, owner, procs, speed_mean, events,
 jobs_executed, busy, utilization, sent_<type> message counts.
 ``timeseries.parquet``: what the protocol records (averaging: one row per site and round).
+``usage.parquet``: each site's usage ledger: processor-time of finished jobs per group.
 ``summary.json``: ``organizations`` (per organization) and ``global`` figures.
 ``scenario.toml``: the resolved scenario, every default filled in.
 """
@@ -37,6 +38,7 @@ class RunResult:
     jobs: pd.DataFrame
     sites: pd.DataFrame
     timeseries: pd.DataFrame
+    usage: pd.DataFrame
     summary: dict[str, Any]
     scenario: dict[str, Any]
 
@@ -47,6 +49,7 @@ class RunResult:
         self.sites.to_parquet(out / "sites.parquet", index=False)
         if len(self.timeseries):
             self.timeseries.to_parquet(out / "timeseries.parquet", index=False)
+        self.usage.to_parquet(out / "usage.parquet", index=False)
         (out / "summary.json").write_text(json.dumps(self.summary, indent=2, default=_json_default) + "\n")
         (out / "scenario.toml").write_text(to_toml(self.scenario))
         return out
@@ -136,6 +139,14 @@ def timeseries_table(raw: RawRun) -> pd.DataFrame:
         return pd.DataFrame()
     df = pd.concat(parts, ignore_index=True)
     return df.sort_values([c for c in ("time", "site") if c in df]).reset_index(drop=True)
+
+
+def usage_table(raw: RawRun) -> pd.DataFrame:
+    """The sites' usage ledgers: processor-time of finished jobs per site and group."""
+    rows = [row for r in raw.shard_results for row in r["usage"]]
+    df = pd.DataFrame(rows, columns=["site_id", "group", "usage"])
+    df["group"] = pd.Categorical.from_codes(df["group"].to_numpy(dtype=int), categories=raw.groups)
+    return df.sort_values(["site_id", "group"]).reset_index(drop=True)
 
 
 def flow_by_org(table: pd.DataFrame, n_orgs: int) -> np.ndarray:

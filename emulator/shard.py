@@ -118,7 +118,7 @@ class Shard:
 
     def results(self, horizon: float) -> dict[str, Any]:
         """Job columns, per-site rows and agent time series, once the run is over."""
-        jobs, sites, series = [], [], []
+        jobs, sites, series, usage = [], [], [], []
         for site in self.sites:
             site.finish(horizon)
             jobs.append(site.results(horizon))
@@ -133,9 +133,10 @@ class Shard:
                     **{f"sent_{name}": n for name, n in zip(MESSAGE_TYPES, site.sent)},
                 }
             )
+            usage.extend((site.site_id, g, u) for g, u in sorted(site.usage_group.items()))
             ts = site.agent.timeseries()
             if ts:
                 series.append(ts)
         cols = {k: np.concatenate([j[k] for j in jobs]) for k in jobs[0]} if jobs else {}
         ts_cols = {k: np.concatenate([t[k] for t in series]) for k in series[0]} if series else {}
-        return {"jobs": cols, "sites": sites, "timeseries": ts_cols}
+        return {"jobs": cols, "sites": sites, "timeseries": ts_cols, "usage": usage}

@@ -81,6 +81,10 @@ class Site:
         self.events = 0
         self.done = 0
         self.busy = 0.0  # processor-time used, for utilization
+        # Usage ledger: processor-time (at this site's speeds) of finished jobs, per
+        # organization and per group path; what fairshare policies read.
+        self.usage_owner: dict[int, float] = {}
+        self.usage_group: dict[int, float] = {}
         self.sent = [0] * len(MESSAGE_TYPES)
         self.agent: "Agent | None" = None
         self.fast = False
@@ -235,6 +239,7 @@ class Site:
                         bisect.insort(self.free_procs, p, key=self._proc_key)
                 self.r_state[payload] = DONE
                 self.done += 1
+                self._charge(payload, q)
                 agent.on_complete(now, payload)
                 sched.dispatch(self, now)
             elif kind == MESSAGE:
@@ -243,6 +248,12 @@ class Site:
             else:
                 heapq.heappop(self.agent_times)
                 agent.on_timer(now, payload)
+
+    def _charge(self, slot: int, q: int) -> None:
+        used = (self.r_end[slot] - self.r_start[slot]) * q
+        owner, group = self.c_owner[slot], self.c_group[slot]
+        self.usage_owner[owner] = self.usage_owner.get(owner, 0.0) + used
+        self.usage_group[group] = self.usage_group.get(group, 0.0) + used
 
     def _proc_key(self, p: int) -> tuple[float, int]:
         return (-self.speeds[p], p)
@@ -298,9 +309,11 @@ class Site:
         """Close the books at the end of the run: count completions the recurrence skipped."""
         if self.fast:
             ends = np.asarray(self.r_end[: self.cursor])
-            done = int((ends < horizon).sum())
-            self.events += done
-            self.done = done
+            finished = np.flatnonzero(ends < horizon)
+            self.events += len(finished)
+            self.done = len(finished)
+            for slot in finished.tolist():
+                self._charge(slot, self.c_procs[slot])
 
     def results(self, horizon: float) -> dict[str, np.ndarray]:
         """Columns for jobs.parquet of every job this site holds (not those it sent away)."""

@@ -163,3 +163,18 @@ def test_score_computed_by_hand_on_a_two_site_instance():
     # F = 2 + 4 + 4 = 10 against the local F~ = 2 + 4 + 6 = 12: S = 12/10 - 1
     assert org["sum_flow_time"] == 10.0 and org["sum_flow_time_local"] == 12.0
     assert org["score"] == pytest.approx(0.2)
+
+
+@pytest.mark.parametrize("recurrence", [True, False])
+def test_usage_ledger_charges_processor_time_of_finished_jobs(recurrence):
+    data = {
+        "sites": {"count": 3, "procs": 4},
+        "workload": {"kind": "poisson", "rate": [1.0, 0.5, 0.5], "alpha": 2.0, "beta": 2.0, "jobs": 600, "procs": {"low": 1, "high": 3}},
+        "run": {"horizon": 150.0},
+    }
+    res = emulator.run(data, recurrence=recurrence)
+    done = res.jobs[res.jobs.state == "done"]
+    want = ((done["end"] - done["start"]) * done["procs"]).groupby([done["exec_site"], done["group"].astype(str)]).sum()
+    got = res.usage.assign(group=res.usage["group"].astype(str)).set_index(["site_id", "group"])["usage"]
+    assert len(got) == 3
+    np.testing.assert_allclose(got.sort_index().to_numpy(), want.sort_index().to_numpy())
