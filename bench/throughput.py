@@ -72,6 +72,15 @@ ENGINES: dict[str, str] = {
     "simpy_lazy": "SimPy model, lazy arrivals",
 }
 DEFAULT_ENGINES = ("heapq", "simpy", "rec", "loop", "ray1", "ray2")
+SHORT = {
+    "heapq": "bare heapq loop",
+    "simpy": "SimPy model",
+    "rec": "in-process, recurrence",
+    "loop": "in-process, event loop",
+    "ray1": "ray, 1 shard",
+    "ray2": "ray, 2 shards",
+    "simpy_lazy": "SimPy, lazy arrivals",
+}
 RAY_ENGINES = ("ray1", "ray2")
 GRIDEMU_ENGINES = ("rec", "loop", "ray1", "ray2")
 
@@ -274,7 +283,7 @@ def _instrument(marks: dict[str, Any], backend_name: str) -> None:
         marks["instrument_error"] = repr(exc)
 
 
-def worker(engine: str, n_jobs: int, out_dir: Path) -> None:
+def worker(engine: str, n_jobs: int, out_dir: Path, tag: str) -> None:
     import resource
 
     from emulator.scenario import load_scenario
@@ -326,8 +335,8 @@ def worker(engine: str, n_jobs: int, out_dir: Path) -> None:
 
             ray.shutdown()
     rec["maxrss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
-    np.savez(out_dir / f"{engine}-{n_jobs}.npz", job_id=np.asarray(job_ids), start=start, end=end)
-    (out_dir / f"{engine}-{n_jobs}.json").write_text(json.dumps(rec))
+    np.save(out_dir / f"{tag}.npy", np.stack([np.asarray(job_ids, dtype=float), start, end]))
+    (out_dir / f"{tag}.json").write_text(json.dumps(rec))
 
 
 # ---------------------------------------------------------------------------- parent side
@@ -376,10 +385,14 @@ class TreeSampler(threading.Thread):
             self.stop.wait(self.interval)
 
 
-def run_one(engine: str, n_jobs: int, out_dir: Path, timeout: float) -> dict[str, Any]:
-    cmd = [sys.executable, os.path.abspath(__file__), "--_worker", engine, "--_jobs", str(n_jobs), "--_out", str(out_dir)]
+def run_one(engine: str, n_jobs: int, out_dir: Path, timeout: float, tag: str) -> dict[str, Any]:
+    """One run in a fresh subprocess; its start/end arrays are left in ``out_dir/tag.npy``."""
+    cmd = [sys.executable, os.path.abspath(__file__), "--_worker", engine, "--_jobs", str(n_jobs), "--_out", str(out_dir), "--_tag", tag]
+    # A private Ray instance even when another one runs on this machine (`ray start`):
+    # without an address, ray.init() would join it and reject num_cpus.
+    env = dict(os.environ, RAY_ADDRESS="local")
     t = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     sampler = TreeSampler(proc.pid, 0.05 if engine in RAY_ENGINES else 0.2)
     sampler.start()
     try:
@@ -387,17 +400,18 @@ def run_one(engine: str, n_jobs: int, out_dir: Path, timeout: float) -> dict[str
     except subprocess.TimeoutExpired:
         _kill_tree(proc)
         sampler.stop.set()
-        return {"engine": engine, "label": ENGINES[engine], "jobs": n_jobs, "error": f"timed out after {timeout:.0f} s (--timeout)"}
+        return {"engine": engine, "label": ENGINES[engine], "jobs": n_jobs, "error": f"timed out after {timeout:.0f} s (--timeout)", "timed_out": True}
     finally:
         sampler.stop.set()
         sampler.join()
     elapsed = time.perf_counter() - t
-    path = out_dir / f"{engine}-{n_jobs}.json"
+    path = out_dir / f"{tag}.json"
     if proc.returncode != 0 or not path.exists():
         tail = " | ".join(err.strip().splitlines()[-3:])
         return {"engine": engine, "label": ENGINES[engine], "jobs": n_jobs, "error": f"exit {proc.returncode}: {tail}"}
     rec = json.loads(path.read_text())
     rec["process_s"] = elapsed
+    rec["tag"] = tag
     rec["tree_peak_mib"] = sampler.peak / 2**20
     rec["tree_peak_parts_mib"] = {k: v / 2**20 for k, v in sampler.peak_parts.items()}
     if engine in RAY_ENGINES:
@@ -424,53 +438,73 @@ def _kill_tree(proc: subprocess.Popen) -> None:
     proc.wait()
 
 
-def compare_schedules(rows: list[dict[str, Any]], out_dir: Path) -> None:
-    """Set row["same_schedule"]: start/end arrays equal to gridemu's (recurrence) job table."""
-    by_size: dict[int, list[dict[str, Any]]] = {}
-    for r in rows:
-        by_size.setdefault(r["jobs"], []).append(r)
-    for n, group in by_size.items():
-        ok = [r for r in group if "error" not in r and "skipped" not in r]
-        ref_row = next((r for e in GRIDEMU_ENGINES for r in ok if r["engine"] == e), None)
-        if ref_row is None:
-            continue
-        ref = np.load(out_dir / f"{ref_row['engine']}-{n}.npz")
-        ref_ids = ref["job_id"]
-        for r in ok:
-            d = np.load(out_dir / f"{r['engine']}-{n}.npz")
-            r["schedule_ref"] = ref_row["engine"]
-            if not np.array_equal(d["job_id"], ref_ids):
-                r["same_schedule"] = False
-                r["schedule_diff"] = "different job ids"
+def compare_schedules(group: list[dict[str, Any]], out_dir: Path) -> None:
+    """For one size: set row["same_schedule"], every repeat's start/end arrays against gridemu's.
+
+    The reference is the first gridemu engine of the group (normally the in-process
+    recurrence); arrays must be equal bit for bit (NaN where a job never ran).
+    """
+    ok = [r for r in group if "tags" in r]
+    ref_row = next((r for e in GRIDEMU_ENGINES for r in ok if r["engine"] == e), None)
+    if ref_row is None:
+        return
+    ref = np.load(out_dir / f"{ref_row['tags'][0]}.npy")
+    for r in ok:
+        r["schedule_ref"] = ref_row["engine"]
+        problems = []
+        for tag in r["tags"]:
+            d = np.load(out_dir / f"{tag}.npy")
+            if d.shape != ref.shape or not np.array_equal(d[0], ref[0]):
+                problems.append("different job ids")
                 continue
-            same_start = np.array_equal(d["start"], ref["start"], equal_nan=True)
-            same_end = np.array_equal(d["end"], ref["end"], equal_nan=True)
-            r["same_schedule"] = bool(same_start and same_end)
-            if not r["same_schedule"]:
-                diff = np.abs(np.concatenate([d["start"] - ref["start"], d["end"] - ref["end"]]))
-                r["schedule_diff"] = f"{int((diff != 0).sum())} values differ, max |diff| {np.nanmax(diff):.3g}"
+            if not np.array_equal(d[1:], ref[1:], equal_nan=True):
+                diff = np.abs(d[1:] - ref[1:])
+                problems.append(f"{int((diff != 0).sum())} start/end values differ, max |diff| {np.nanmax(diff):.3g}")
+        r["same_schedule"] = not problems
+        if problems:
+            r["schedule_diff"] = problems[0]
+
+
+def aggregate(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Repeats of one (size, engine): the run with the median wall time stands for them."""
+    ok = [r for r in runs if "error" not in r]
+    if not ok:
+        return runs[-1]
+    by_wall = sorted(ok, key=lambda r: r["wall_s"])
+    row = dict(by_wall[(len(by_wall) - 1) // 2])  # lower median
+    row["wall_all"] = [r["wall_s"] for r in ok]
+    row["wall_min"], row["wall_max"] = by_wall[0]["wall_s"], by_wall[-1]["wall_s"]
+    row["peak_mib"] = max(r["peak_mib"] for r in ok)
+    row["peak_all_mib"] = [r["peak_mib"] for r in ok]
+    row["process_s"] = max(r["process_s"] for r in ok)
+    row["repeats"] = len(ok)
+    row["tags"] = [r["tag"] for r in ok]
+    if len(ok) < len(runs):
+        row["failed_repeats"] = [r["error"] for r in runs if "error" in r]
+    return row
 
 
 def _fmt(x: Any, spec: str) -> str:
     return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else format(x, spec)
 
 
-COLUMNS = ["jobs", "engine", "wall s", "jobs/s", "events/s", "startup s", "loop s", "call s", "peak MiB", "mem", "windows", "same sched."]
+COLUMNS = ["jobs", "engine", "wall s", "min-max", "jobs/s", "events/s", "startup s", "loop s", "call s", "peak MiB", "mem", "windows", "same sched."]
 
 
 def table_rows(rows: list[dict[str, Any]]) -> list[list[str]]:
     out = []
     for r in rows:
         if "error" in r or "skipped" in r:
-            note = r.get("error") or r.get("skipped")
-            out.append([f"{r['jobs']:,}", r["label"], note] + [""] * (len(COLUMNS) - 3))
+            note = "FAILED (below)" if "error" in r else "not run (below)"
+            out.append([f"{r['jobs']:,}", SHORT[r["engine"]], note] + ["-"] * (len(COLUMNS) - 3))
             continue
         same = {True: "yes", False: "NO"}.get(r.get("same_schedule"), "-")
         out.append(
             [
                 f"{r['jobs']:,}",
-                r["label"],
+                SHORT[r["engine"]],
                 _fmt(r["wall_s"], ".3f"),
+                f"{r['wall_min']:.2f}-{r['wall_max']:.2f}" if r.get("repeats", 1) > 1 else "-",
                 _fmt(r["jobs_per_s"], ",.0f"),
                 _fmt(r["events_per_s"], ",.0f"),
                 _fmt(r.get("startup_s"), ".3f"),
@@ -500,14 +534,14 @@ def print_table(rows: list[dict[str, Any]], title: str) -> None:
         return
     table = Table(title=title, show_lines=False)
     for i, c in enumerate(COLUMNS):
-        table.add_column(c, justify="left" if i in (1, 9) else "right", no_wrap=i != 1)
+        table.add_column(c, justify="left" if c in ("engine", "mem") else "right", no_wrap=c != "engine")
     last = None
     for r, b in zip(rows, body):
         if last is not None and r["jobs"] != last:
             table.add_section()
         last = r["jobs"]
         table.add_row(*b)
-    Console(width=max(160, _term_width())).print(table)
+    Console(width=max(170, _term_width())).print(table)
 
 
 def _term_width() -> int:
@@ -582,7 +616,8 @@ def projected_too_slow(rows: list[dict[str, Any]], engine: str, n: int, timeout:
     if not done:
         return None
     last = max(done, key=lambda r: r["jobs"])
-    projected = last["process_s"] * n / last["jobs"]
+    # The simulation scales with the jobs; imports and Ray start-up do not.
+    projected = (last["process_s"] - last["wall_s"]) + last["wall_s"] * n / last["jobs"]
     if projected > timeout:
         return f"not run: ~{projected:.0f} s projected from {last['jobs']:,} jobs > --timeout {timeout:.0f} s"
     return None
@@ -594,52 +629,77 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help=f"only {DEFAULT_SIZES[0]:,} jobs (smoke test)")
     ap.add_argument("--engines", default=",".join(DEFAULT_ENGINES), help=f"comma-separated, from {','.join(ENGINES)} (default: all but simpy_lazy)")
     ap.add_argument("--json", metavar="PATH", help="write the rows and ratios as JSON")
-    ap.add_argument("--timeout", type=float, default=420.0, help="seconds allowed per (size, engine) run (default 420)")
+    ap.add_argument("--repeat", type=int, help="runs per (size, engine), each in a fresh process; the median is shown (default 3, --quick 1)")
+    ap.add_argument("--timeout", type=float, default=300.0, help="seconds allowed per run (default 300)")
     ap.add_argument("--_worker", help=argparse.SUPPRESS)
     ap.add_argument("--_jobs", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--_out", help=argparse.SUPPRESS)
+    ap.add_argument("--_tag", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
 
     if args._worker:
-        worker(args._worker, args._jobs, Path(args._out))
+        worker(args._worker, args._jobs, Path(args._out), args._tag)
         return 0
 
     sizes = [DEFAULT_SIZES[0]] if args.quick else sorted({int(s.replace("_", "")) for s in args.sizes.split(",") if s.strip()})
     engines = [e.strip() for e in args.engines.split(",") if e.strip()]
+    repeat = max(1, args.repeat if args.repeat is not None else (1 if args.quick else 3))
     unknown = [e for e in engines if e not in ENGINES]
     if unknown:
         ap.error(f"unknown engine(s) {unknown}; choose from {', '.join(ENGINES)}")
     env = _environment()
     print(
         f"gridemu throughput: {N_SITES} sites x {PROCS} processors, FCFS, Poisson rate {RATE}/site, gamma({ALPHA:g}, {BETA:g}) sizes, "
-        f"1-processor jobs, seed {SEED}\n{env['summary']}"
+        f"1-processor jobs, seed {SEED}; {repeat} run(s) per engine and size, each in a fresh process\n{env['summary']}"
     )
     rows: list[dict[str, Any]] = []
     t_all = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="gridemu-bench-") as tmp:
         out_dir = Path(tmp)
         for n in sizes:
+            group = []
             for e in engines:
                 skip = projected_too_slow(rows, e, n, args.timeout)
                 if skip:
-                    rows.append({"engine": e, "label": ENGINES[e], "jobs": n, "skipped": skip})
+                    group.append({"engine": e, "label": ENGINES[e], "jobs": n, "skipped": skip})
                     print(f"  {n:>9,} {ENGINES[e]:<40} {skip}", flush=True)
                     continue
-                r = run_one(e, n, out_dir, args.timeout)
-                rows.append(r)
-                msg = r.get("error") or f"wall {r['wall_s']:.3f} s, {r['jobs_per_s']:,.0f} jobs/s, peak {r['peak_mib']:,.0f} MiB"
-                print(f"  {n:>9,} {ENGINES[e]:<40} {msg}", flush=True)
-        compare_schedules(rows, out_dir)
+                runs: list[dict[str, Any]] = []
+                retries = 1  # one more try after a crash (e.g. Ray failing to start on a busy machine)
+                k = 0
+                while k < repeat:
+                    r = run_one(e, n, out_dir, args.timeout, f"{e}-{n}-{k}")
+                    msg = r.get("error") or f"wall {r['wall_s']:.3f} s, {r['jobs_per_s']:,.0f} jobs/s, peak {r['peak_mib']:,.0f} MiB"
+                    print(f"  {n:>9,} {ENGINES[e]:<40} run {k + 1}/{repeat}: {msg}", flush=True)
+                    if "error" in r:
+                        if retries and not r.get("timed_out"):
+                            retries -= 1
+                            continue
+                        runs.append(r)
+                        break
+                    runs.append(r)
+                    k += 1
+                group.append(aggregate(runs))
+            compare_schedules(group, out_dir)
+            for f in out_dir.glob("*.npy"):
+                f.unlink()
+            rows.extend(group)
     total = time.perf_counter() - t_all
     env["load_after"] = os.getloadavg()
     print()
     print_table(rows, f"Throughput on {env['cpus']} CPUs (benchmark took {total:.0f} s)")
     print(
-        "wall s: gridemu summary wall_seconds (shards built -> results gathered); heapq/SimPy: simulation from the job arrays.\n"
+        "in-process / ray = gridemu emulator.run(backend=...), 1 or 2 shards; in-process with the FCFS recurrence or recurrence=False.\n"
+        "wall s: median of the runs; gridemu summary wall_seconds (shards built -> results gathered); heapq/SimPy: simulation from the job arrays.\n"
         "startup s: shards built and answering (Ray: actors started); loop s: window loop; call s: whole emulator.run call.\n"
         "peak MiB: maxrss = ru_maxrss of the fresh subprocess; tree = driver + every Ray process (GCS, raylet, agents, workers),\n"
         "RSS summed, sampled every 50 ms, max of the sum. events = arrivals + completions."
     )
+    for r in rows:
+        if "error" in r or "skipped" in r:
+            print(f"{r['label']}, {r['jobs']:,} jobs: {r.get('error') or r.get('skipped')}")
+        elif r.get("failed_repeats"):
+            print(f"{r['label']}, {r['jobs']:,} jobs: {len(r['failed_repeats'])} run(s) failed: {r['failed_repeats'][0]}")
     for n in sizes:
         group = [r for r in rows if r["jobs"] == n and "same_schedule" in r]
         if group:

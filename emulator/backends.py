@@ -77,7 +77,8 @@ def ensure_ray(address: str | None = None, num_cpus: int | None = None) -> Any:
         except Exception as exc:  # Ray raises ConnectionError, RuntimeError or its own types
             raise GridemuError(f"--address: cannot reach a Ray cluster at {address!r}: {str(exc).splitlines()[0]}") from None
     else:
-        ray.init(num_cpus=num_cpus, **kwargs)
+        # "local" starts a private instance even when a cluster from `ray start` runs here.
+        ray.init(address="local", num_cpus=num_cpus, **kwargs)
     return ray
 
 

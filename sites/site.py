@@ -330,6 +330,14 @@ class Site:
         state = np.where(state == PENDING, PENDING, np.where(finished, DONE, np.where(started, RUNNING, QUEUED)))
         start = np.where(started, start, np.nan)
         end = np.where(finished, end, np.nan)
+        # Jobs delivered to this site but due after the horizon are still travelling.
+        arriving = [e[4][N_ROUTING:] for e in self.heap if e[1] == MESSAGE and e[4][5] == MTYPE["job"]]
+        if arriving:
+            extra = np.array(arriving, dtype=JOB_DTYPE)
+            cols = {name: np.concatenate([cols[name], extra[name]]) for name in JOB_FIELDS}
+            state = np.concatenate([state, np.full(len(extra), TRANSFERRED)])
+            start = np.concatenate([start, np.full(len(extra), np.nan)])
+            end = np.concatenate([end, np.full(len(extra), np.nan)])
         cols.update(exec_site=np.full(len(state), self.site_id, dtype=np.int32), start=start, end=end, state=state.astype(np.int8))
         return cols
 

@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import emulator
@@ -117,8 +117,21 @@ def random_scenarios(draw):
     return data, draw(st.integers(1, n_sites))
 
 
+_IN_FLIGHT_AT_HORIZON = (
+    {
+        "run": {"seed": 0, "horizon": 5.0},
+        "network": {"latency": 3.0},
+        "sites": {"count": 2, "procs": 1},
+        "workload": {"kind": "poisson", "rate": [1.0, 1.0], "alpha": 1.0, "beta": 1.0, "jobs": 5},
+        "protocol": {"name": "random"},
+    },
+    1,
+)
+
+
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(random_scenarios())
+@example(_IN_FLIGHT_AT_HORIZON)  # a transfer delivered into a site's queue of events after the horizon
 def test_conservation_and_causality_on_random_scenarios(case):
     data, shards = case
     one = emulator.run(data, shards=1)
@@ -130,6 +143,8 @@ def test_conservation_and_causality_on_random_scenarios(case):
     assert (jobs.loc[started, "start"] >= jobs.loc[started, "release"]).all()
     if "horizon" not in data["run"]:
         assert (jobs["state"] == "done").all()
+    moving = jobs["state"] == "transferred"
+    assert jobs.loc[moving, "start"].isna().all() and (jobs.loc[moving, "migrations"] > 0).all()
     pd.testing.assert_frame_equal(jobs, many.jobs)
 
 
