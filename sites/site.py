@@ -106,10 +106,12 @@ class Site:
         return self.scheduler.queued()
 
     def backlog(self, now: float) -> float:
-        """Work known to the site and not yet done, in processor-time at speed 1."""
-        work = sum(self.c_size[s] for s in self.scheduler.queued())
+        """Work known to the site and not yet done, in processor-time at speed 1 (size × q)."""
+        size, procs = self.c_size, self.c_procs
+        work = sum(size[s] * procs[s] for s in self.scheduler.queued())
         for slot in self.running_slots():
-            work += (self.r_end[slot] - now) * self._job_speed(slot) if self.r_end[slot] > now else 0.0
+            if self.r_end[slot] > now:
+                work += (self.r_end[slot] - now) * self._job_speed(slot) * procs[slot]
         return work
 
     def load(self, now: float) -> float:

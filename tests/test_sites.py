@@ -178,3 +178,21 @@ def test_usage_ledger_charges_processor_time_of_finished_jobs(recurrence):
     got = res.usage.assign(group=res.usage["group"].astype(str)).set_index(["site_id", "group"])["usage"]
     assert len(got) == 3
     np.testing.assert_allclose(got.sort_index().to_numpy(), want.sort_index().to_numpy())
+
+
+def test_load_counts_queued_and_remaining_work_of_rigid_jobs():
+    from emulator.scenario import load_scenario
+    from emulator.engine import build_shard_specs
+    from emulator.shard import Shard
+    from scenarios.workload import generate_jobs
+
+    data = explicit([{"release": 0.0, "size": 4.0, "procs": 2}, {"release": 0.0, "size": 3.0, "procs": 2},
+                     {"release": 0.5, "size": 1.0, "procs": 1}], procs=2, speeds=None, scheduler="fcfs")
+    sc = load_scenario(data)
+    jobs, _ = generate_jobs(sc)
+    shard = Shard(build_shard_specs(sc, jobs, 1, recurrence=False)[0])
+    shard.step(1.0)
+    site = shard.sites[0]
+    # at t=1: job 0 has 3 time units left on 2 processors; jobs 1 (2 procs) and 2 (1 proc) wait
+    assert site.backlog(1.0) == pytest.approx(3 * 2 + 3 * 2 + 1 * 1)
+    assert site.load(1.0) == pytest.approx(1.0 + 13 / 2)
