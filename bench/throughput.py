@@ -5,9 +5,10 @@ Poisson arrivals at rate 2.0 per site (200 jobs per time unit in all), gamma(sha
 scale 2) sizes, single-processor jobs; 20,000 / 200,000 / 1,000,000 jobs; seed 1.
 Every engine simulates the very same jobs: the arrays come from gridemu's own
 generator (``scenarios.workload.generate_jobs``), and the start/end times each engine
-computes are compared with gridemu's job table ("same schedule").
+computes are compared, bit for bit, with gridemu's job table at every size ("same sched.").
 
-Engines (each (size, engine) runs in a fresh subprocess, so peak memory is its own):
+Engines (every run is a fresh subprocess, so peak memory is its own; each (size, engine)
+runs ``--repeat`` times, 3 by default, and the run with the median wall time is shown):
 
 * ``heapq``  a bare event loop: one global ``heapq`` of (time, kind, site, seq, job)
   events, a ``deque`` FCFS queue and a free-processor count per site; completions rank
@@ -15,11 +16,12 @@ Engines (each (size, engine) runs in a fresh subprocess, so peak memory is its o
   has one pending arrival in the heap, the next one is pushed when it is handled.
 * ``simpy``  SimPy 4: one ``simpy.Resource(capacity=10)`` per site and one process per
   job, all created at t=0; a job process waits until its release, requests a processor
-  and holds it for its size.
+  and holds it for its size. (``simpy_lazy``, only on request: a source process per site
+  creates each job's process at its release instead.)
 * ``rec`` / ``loop``  ``emulator.run(backend="inprocess", shards=1)`` with the vectorized
   FCFS recurrence (the default) or with ``recurrence=False`` (the event loop).
 * ``ray1`` / ``ray2``  ``emulator.run(backend="ray", shards=1|2)`` after
-  ``ensure_ray(num_cpus=2)``.
+  ``ensure_ray(num_cpus=2)``, on a private local Ray instance (``RAY_ADDRESS=local``).
 
 Times: for gridemu, "wall s" is ``summary["global"]["wall_seconds"]`` (shard building,
 actor start-up, the window loop, result gathering); "startup s" and "loop s" split it
@@ -34,7 +36,13 @@ all its descendants (GCS, raylet, agents, worker and actor processes), RSS summe
 sampled every 50 ms by a thread of the parent, maximum of the sum; RSS counts shared
 pages (libraries, the object store) once per process, so it overstates the total.
 
+"other CPU": the cores that processes outside the benchmark kept busy while a run's
+process was alive (machine busy time minus the run's process tree and the parent). On a
+shared 2-core machine this is what makes figures noisy; ``--quiet-wait S`` waits up to S
+seconds before each run for the machine to calm down.
+
     python bench/throughput.py [--sizes 20000,200000,1000000] [--quick] [--json PATH]
+                               [--repeat N] [--quiet-wait S] [--engines heapq,simpy,...]
 
 Figures are informational: the exit status is 0 whatever the targets say.
 """
@@ -59,7 +67,6 @@ import numpy as np
 
 N_SITES, PROCS, RATE, ALPHA, BETA, SEED = 100, 10, 2.0, 2.0, 2.0, 1
 DEFAULT_SIZES = (20_000, 200_000, 1_000_000)
-VERIFY_SIZE = 20_000
 
 ENGINES: dict[str, str] = {
     "heapq": "bare heapq loop",
@@ -334,7 +341,9 @@ def worker(engine: str, n_jobs: int, out_dir: Path, tag: str) -> None:
             import ray
 
             ray.shutdown()
-    rec["maxrss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    rec["maxrss_mib"] = usage.ru_maxrss / 1024  # KiB on Linux
+    rec["self_cpu_s"] = usage.ru_utime + usage.ru_stime
     np.save(out_dir / f"{tag}.npy", np.stack([np.asarray(job_ids, dtype=float), start, end]))
     (out_dir / f"{tag}.json").write_text(json.dumps(rec))
 
@@ -342,8 +351,18 @@ def worker(engine: str, n_jobs: int, out_dir: Path, tag: str) -> None:
 # ---------------------------------------------------------------------------- parent side
 
 
+def _busy(ct: Any) -> float:
+    """Busy CPU seconds of a psutil.cpu_times() record (all cores), steal excluded."""
+    return ct.user + ct.nice + ct.system + getattr(ct, "irq", 0.0) + getattr(ct, "softirq", 0.0)
+
+
 class TreeSampler(threading.Thread):
-    """Peak of the summed RSS of a process and all its descendants, sampled periodically."""
+    """Peak of the summed RSS of a process and all its descendants, sampled periodically.
+
+    It also accounts CPU: the machine's busy time during the run minus what the process
+    tree and this parent used is "other CPU", the load of processes that are not ours
+    (a shared 2-core machine makes timings noisy; the table shows it per run).
+    """
 
     def __init__(self, pid: int, interval: float):
         super().__init__(daemon=True)
@@ -352,10 +371,15 @@ class TreeSampler(threading.Thread):
         self.peak = 0
         self.peak_parts: dict[str, int] = {}
         self.samples = 0
+        self.tree_cpu: dict[tuple[int, float], float] = {}  # (pid, create time) -> CPU seconds seen
 
     def run(self) -> None:
         import psutil
 
+        self.t0 = time.perf_counter()
+        cpu0 = psutil.cpu_times()
+        self.sys_busy0, self.steal0 = _busy(cpu0), getattr(cpu0, "steal", 0.0)
+        self.parent_cpu0 = time.process_time()
         try:
             root = psutil.Process(self.pid)
         except psutil.NoSuchProcess:
@@ -368,10 +392,14 @@ class TreeSampler(threading.Thread):
             parts = {"driver": 0, "workers": 0, "ray_system": 0}
             for p in procs:
                 try:
-                    rss = p.memory_info().rss
-                    name = p.name()
+                    with p.oneshot():
+                        rss = p.memory_info().rss
+                        name = p.name()
+                        ct = p.cpu_times()
+                        born = p.create_time()
                 except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
                     continue
+                self.tree_cpu[(p.pid, born)] = ct.user + ct.system
                 if p.pid == self.pid:
                     parts["driver"] += rss
                 elif name.startswith("ray::") and not name.endswith("Agent"):
@@ -383,6 +411,35 @@ class TreeSampler(threading.Thread):
             if total > self.peak:
                 self.peak, self.peak_parts = total, parts
             self.stop.wait(self.interval)
+
+    def cpu_report(self, root_cpu: float | None) -> dict[str, float]:
+        """After the run: CPU seconds of the tree, of other processes, and steal, over the run."""
+        import psutil
+
+        elapsed = time.perf_counter() - self.t0
+        cpu1 = psutil.cpu_times()
+        busy = _busy(cpu1) - self.sys_busy0
+        steal = getattr(cpu1, "steal", 0.0) - self.steal0
+        tree = dict(self.tree_cpu)
+        if root_cpu is not None:  # the worker's own final figure beats the last sample
+            for key in [k for k in tree if k[0] == self.pid]:
+                tree[key] = max(tree[key], root_cpu)
+        ours = sum(tree.values()) + (time.process_time() - self.parent_cpu0)
+        other = max(0.0, busy - ours)
+        return {"elapsed_s": elapsed, "tree_cpu_s": sum(tree.values()), "other_cpu_s": other, "other_cores": other / elapsed if elapsed > 0 else 0.0,
+                "steal_cores": steal / elapsed if elapsed > 0 else 0.0}
+
+
+def wait_quiet(max_wait: float, threshold: float = 0.25) -> float:
+    """Wait (at most ``max_wait`` s) until other processes use < ``threshold`` cores; returns the last reading."""
+    import psutil
+
+    deadline = time.perf_counter() + max_wait
+    while True:
+        cores = psutil.cpu_percent(interval=1.0) / 100 * (os.cpu_count() or 1)
+        if cores < threshold or time.perf_counter() >= deadline:
+            return cores
+        time.sleep(2.0)
 
 
 def run_one(engine: str, n_jobs: int, out_dir: Path, timeout: float, tag: str) -> dict[str, Any]:
@@ -410,6 +467,7 @@ def run_one(engine: str, n_jobs: int, out_dir: Path, timeout: float, tag: str) -
         tail = " | ".join(err.strip().splitlines()[-3:])
         return {"engine": engine, "label": ENGINES[engine], "jobs": n_jobs, "error": f"exit {proc.returncode}: {tail}"}
     rec = json.loads(path.read_text())
+    rec.update(sampler.cpu_report(rec.get("self_cpu_s")))
     rec["process_s"] = elapsed
     rec["tag"] = tag
     rec["tree_peak_mib"] = sampler.peak / 2**20
@@ -424,13 +482,15 @@ def run_one(engine: str, n_jobs: int, out_dir: Path, timeout: float, tag: str) -
 
 
 def _kill_tree(proc: subprocess.Popen) -> None:
+    """Kill a timed-out run: its process and every descendant (Ray's included)."""
     import psutil
 
     try:
         kids = psutil.Process(proc.pid).children(recursive=True)
     except psutil.NoSuchProcess:
         kids = []
-    for p in [psutil.Process(proc.pid)] + kids if proc.poll() is None else kids:
+    proc.kill()
+    for p in kids:
         try:
             p.kill()
         except psutil.NoSuchProcess:
@@ -442,10 +502,11 @@ def compare_schedules(group: list[dict[str, Any]], out_dir: Path) -> None:
     """For one size: set row["same_schedule"], every repeat's start/end arrays against gridemu's.
 
     The reference is the first gridemu engine of the group (normally the in-process
-    recurrence); arrays must be equal bit for bit (NaN where a job never ran).
+    recurrence; the heapq loop when no gridemu engine ran); arrays must be equal bit for
+    bit (NaN where a job never ran).
     """
     ok = [r for r in group if "tags" in r]
-    ref_row = next((r for e in GRIDEMU_ENGINES for r in ok if r["engine"] == e), None)
+    ref_row = next((r for e in (*GRIDEMU_ENGINES, "heapq") for r in ok if r["engine"] == e), None)
     if ref_row is None:
         return
     ref = np.load(out_dir / f"{ref_row['tags'][0]}.npy")
@@ -488,7 +549,7 @@ def _fmt(x: Any, spec: str) -> str:
     return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else format(x, spec)
 
 
-COLUMNS = ["jobs", "engine", "wall s", "min-max", "jobs/s", "events/s", "startup s", "loop s", "call s", "peak MiB", "mem", "windows", "same sched."]
+COLUMNS = ["jobs", "engine", "wall s", "min-max", "jobs/s", "events/s", "startup s", "loop s", "call s", "peak MiB", "mem", "windows", "same sched.", "other CPU"]
 
 
 def table_rows(rows: list[dict[str, Any]]) -> list[list[str]]:
@@ -514,6 +575,7 @@ def table_rows(rows: list[dict[str, Any]]) -> list[list[str]]:
                 r["mem_method"],
                 _fmt(r.get("windows"), "d"),
                 same,
+                _fmt(r.get("other_cores"), ".2f"),
             ]
         )
     return out
@@ -566,27 +628,37 @@ def ratios(rows: list[dict[str, Any]], sizes: list[int]) -> list[dict[str, Any]]
     def add(name: str, value: float | None, target: str, ok: bool | None, note: str = "") -> None:
         out.append({"ratio": name, "value": value, "target": target, "verdict": None if ok is None else ("PASS" if ok else "MISS"), "note": note})
 
+    def best(a: dict[str, Any], b: dict[str, Any]) -> float:
+        """jobs/s of a over jobs/s of b, each at its fastest run (noise only ever adds time)."""
+        return b.get("wall_min", b["wall_s"]) / a.get("wall_min", a["wall_s"])
+
     rec, bare, simpy = find(rows, "rec", mid), find(rows, "heapq", mid), find(rows, "simpy", mid)
     loop = find(rows, "loop", mid)
     at = f"at {mid:,} jobs"
     for g, gname in ((rec, "recurrence"), (loop, "event loop")):
         primary = gname == "recurrence"
-        if g and bare:
-            v = g["jobs_per_s"] / bare["jobs_per_s"]
-            add(f"in-process 1 shard ({gname}) / bare heapq, jobs/s {at}", v, f">= {TARGET_VS_HEAPQ:.0%}", v >= TARGET_VS_HEAPQ if primary else None,
-                f"whole emulator.run call: {mid / g['call_s'] / bare['jobs_per_s']:.0%}" if g.get("call_s") else "")
-        if g and simpy:
-            v = g["jobs_per_s"] / simpy["jobs_per_s"]
-            add(f"in-process 1 shard ({gname}) / SimPy, jobs/s {at}", v, f">= {TARGET_VS_SIMPY:.0f}x", v >= TARGET_VS_SIMPY if primary else None,
-                f"whole emulator.run call: {mid / g['call_s'] / simpy['jobs_per_s']:.2f}x" if g.get("call_s") else "")
+        for ref, rname, target, fmt in ((bare, "bare heapq", TARGET_VS_HEAPQ, ".0%"), (simpy, "SimPy", TARGET_VS_SIMPY, ".2f")):
+            if not (g and ref):
+                continue
+            v = g["jobs_per_s"] / ref["jobs_per_s"]
+            unit = "" if fmt.endswith("%") else "x"
+            note = f"fastest runs: {best(g, ref):{fmt}}{unit}"
+            if g.get("call_s"):
+                note += f"; whole emulator.run call (median run): {mid / g['call_s'] / ref['jobs_per_s']:{fmt}}{unit}"
+            tgt = f">= {target:.0%}" if fmt.endswith("%") else f">= {target:g}x"
+            add(f"in-process 1 shard ({gname}) / {rname}, jobs/s {at}", v, tgt, v >= target if primary else None, note)
     ray2, rec_big = find(rows, "ray2", big), find(rows, "rec", big)
     at = f"at {big:,} jobs"
     if ray2 and rec_big:
         v = ray2["jobs_per_s"] / rec_big["jobs_per_s"]
-        note = ""
+        note = f"fastest runs: {best(ray2, rec_big):.2f}x"
         if ray2.get("loop_s") and rec_big.get("loop_s"):
-            note = (f"window loop only: ray 2 shards {ray2['loop_s']:.2f} s vs in-process {rec_big['loop_s']:.2f} s; "
-                    f"actor start-up {ray2.get('startup_s', float('nan')):.2f} s")
+            ray_after = ray2["wall_s"] - ray2["startup_s"]
+            rec_after = rec_big["wall_s"] - rec_big["startup_s"]
+            note += (f"\n         start-up: ray 2 shards {ray2['startup_s']:.2f} s (actors, imports, shards built in them) vs in-process "
+                     f"{rec_big['startup_s']:.2f} s (shards built); after start-up: {ray_after:.2f} s vs {rec_after:.2f} s "
+                     f"({rec_after / ray_after:.2f}x); window loop alone: {ray2['loop_s']:.2f} s vs {rec_big['loop_s']:.2f} s "
+                     f"({ray2.get('windows', 0)} windows)")
         add(f"ray 2 shards / in-process 1 shard (recurrence), jobs/s {at}", v, "> 1 (faster)", v > 1.0, note)
     ray1 = find(rows, "ray1", big)
     if ray2 and ray1:
@@ -601,6 +673,8 @@ def ratios(rows: list[dict[str, Any]], sizes: list[int]) -> list[dict[str, Any]]
 
 def print_ratios(rs: list[dict[str, Any]]) -> None:
     print("\nTargets (informational; the exit status is 0 either way):")
+    if not rs:
+        print("  (no figures: the engines the targets compare did not run)")
     for r in rs:
         v = r["value"]
         val = "-" if v is None else (f"{v:,.0f}" if "MiB" in r["ratio"] else (f"{v:.0%}" if "%" in r["target"] else f"{v:.2f}x"))
@@ -630,6 +704,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--engines", default=",".join(DEFAULT_ENGINES), help=f"comma-separated, from {','.join(ENGINES)} (default: all but simpy_lazy)")
     ap.add_argument("--json", metavar="PATH", help="write the rows and ratios as JSON")
     ap.add_argument("--repeat", type=int, help="runs per (size, engine), each in a fresh process; the median is shown (default 3, --quick 1)")
+    ap.add_argument("--quiet-wait", type=float, default=0.0, metavar="S",
+                    help="before each run, wait up to S seconds for other processes to use < 0.25 cores (shared machines)")
     ap.add_argument("--timeout", type=float, default=300.0, help="seconds allowed per run (default 300)")
     ap.add_argument("--_worker", help=argparse.SUPPRESS)
     ap.add_argument("--_jobs", type=int, help=argparse.SUPPRESS)
@@ -657,29 +733,37 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="gridemu-bench-") as tmp:
         out_dir = Path(tmp)
         for n in sizes:
-            group = []
+            # Rounds: every engine once, then again, so a slow spell of the machine
+            # touches all engines rather than one engine's consecutive runs.
+            skipped: dict[str, dict[str, Any]] = {}
             for e in engines:
                 skip = projected_too_slow(rows, e, n, args.timeout)
                 if skip:
-                    group.append({"engine": e, "label": ENGINES[e], "jobs": n, "skipped": skip})
+                    skipped[e] = {"engine": e, "label": ENGINES[e], "jobs": n, "skipped": skip}
                     print(f"  {n:>9,} {ENGINES[e]:<40} {skip}", flush=True)
-                    continue
-                runs: list[dict[str, Any]] = []
-                retries = 1  # one more try after a crash (e.g. Ray failing to start on a busy machine)
-                k = 0
-                while k < repeat:
-                    r = run_one(e, n, out_dir, args.timeout, f"{e}-{n}-{k}")
-                    msg = r.get("error") or f"wall {r['wall_s']:.3f} s, {r['jobs_per_s']:,.0f} jobs/s, peak {r['peak_mib']:,.0f} MiB"
-                    print(f"  {n:>9,} {ENGINES[e]:<40} run {k + 1}/{repeat}: {msg}", flush=True)
-                    if "error" in r:
-                        if retries and not r.get("timed_out"):
-                            retries -= 1
+            active = [e for e in engines if e not in skipped]
+            runs: dict[str, list[dict[str, Any]]] = {e: [] for e in active}
+            failed: set[str] = set()
+            retries = {e: 1 for e in active}  # one more try after a crash (e.g. Ray not starting on a busy machine)
+            for k in range(repeat):
+                for e in active:
+                    while e not in failed:
+                        if args.quiet_wait > 0:
+                            busy = wait_quiet(args.quiet_wait)
+                            if busy >= 0.25:
+                                print(f"  (machine still busy after {args.quiet_wait:.0f} s: {busy:.2f} cores used by others)", flush=True)
+                        r = run_one(e, n, out_dir, args.timeout, f"{e}-{n}-{k}")
+                        msg = r.get("error") or f"wall {r['wall_s']:.3f} s, {r['jobs_per_s']:,.0f} jobs/s, peak {r['peak_mib']:,.0f} MiB"
+                        print(f"  {n:>9,} {ENGINES[e]:<40} run {k + 1}/{repeat}: {msg}", flush=True)
+                        if "error" not in r:
+                            runs[e].append(r)
+                            break
+                        if retries[e] and not r.get("timed_out"):
+                            retries[e] -= 1
                             continue
-                        runs.append(r)
-                        break
-                    runs.append(r)
-                    k += 1
-                group.append(aggregate(runs))
+                        runs[e].append(r)
+                        failed.add(e)
+            group = [skipped[e] if e in skipped else aggregate(runs[e]) for e in engines]
             compare_schedules(group, out_dir)
             for f in out_dir.glob("*.npy"):
                 f.unlink()
@@ -693,7 +777,8 @@ def main(argv: list[str] | None = None) -> int:
         "wall s: median of the runs; gridemu summary wall_seconds (shards built -> results gathered); heapq/SimPy: simulation from the job arrays.\n"
         "startup s: shards built and answering (Ray: actors started); loop s: window loop; call s: whole emulator.run call.\n"
         "peak MiB: maxrss = ru_maxrss of the fresh subprocess; tree = driver + every Ray process (GCS, raylet, agents, workers),\n"
-        "RSS summed, sampled every 50 ms, max of the sum. events = arrivals + completions."
+        "RSS summed, sampled every 50 ms, max of the sum. events = arrivals + completions.\n"
+        "other CPU: cores used by processes outside the benchmark while the run's process was alive (noise; 2 = the whole machine)."
     )
     for r in rows:
         if "error" in r or "skipped" in r:

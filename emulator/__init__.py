@@ -4,9 +4,16 @@
     >>> result = emulator.run("quickstart", seed=3, backend="inprocess")
     >>> result.jobs.head(); result.summary["global"]["makespan"]
 """
-from emulator.api import run
 from emulator.errors import GridemuError, InvariantError, ScenarioError, WorkloadError
-from emulator.results import RunResult
 from emulator.scenario import load_scenario, shipped_scenarios
+
+
+def __getattr__(name: str):
+    # run and RunResult pull in pandas; shard actors import emulator without needing it.
+    if name in ("run", "RunResult"):
+        from emulator import api, results
+
+        return api.run if name == "run" else results.RunResult
+    raise AttributeError(f"module 'emulator' has no attribute {name!r}")
 
 __all__ = ["run", "load_scenario", "shipped_scenarios", "RunResult", "GridemuError", "ScenarioError", "WorkloadError", "InvariantError"]

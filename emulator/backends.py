@@ -8,7 +8,6 @@ the coordinator.
 """
 from __future__ import annotations
 
-import os
 import socket
 import warnings
 from typing import Any
@@ -58,15 +57,16 @@ class _ShardActor:
 
 
 def ensure_ray(address: str | None = None, num_cpus: int | None = None) -> Any:
-    """Start a local Ray instance (the embedded default) or join ``address``; reuse one already up."""
+    """Start a local Ray instance (the embedded default) or join ``address``; reuse one already up.
+
+    Workers import gridemu as the driver does, so on a cluster every node needs it
+    installed (``pip install gridemu`` or the same checkout with ``pip install -e``).
+    """
     import ray
 
     if ray.is_initialized():
         return ray
     kwargs: dict[str, Any] = {"include_dashboard": False, "logging_level": "ERROR", "log_to_driver": False}
-    # Workers must import the project from wherever this process imports it.
-    project_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    kwargs["runtime_env"] = {"env_vars": {"PYTHONPATH": os.pathsep.join(filter(None, [project_root, os.environ.get("PYTHONPATH")]))}}
     if address:
         _check_reachable(address)
         try:

@@ -170,18 +170,21 @@ def summarize(raw: RawRun, table: pd.DataFrame, sites: pd.DataFrame, local_table
     done_mask = table["state"] == STATE_CODE["done"]
     flows = flow_by_org(table, len(orgs))
     local_flows = flow_by_org(local_table, len(orgs)) if local_table is not None else None
+    owner = table["owner"].to_numpy()
+    done = table[done_mask.to_numpy()]
+    n_jobs = np.bincount(owner, minlength=len(orgs))
+    n_done = np.bincount(done["owner"].to_numpy(), minlength=len(orgs))
+    makespan = done.groupby("owner")["end"].max().reindex(range(len(orgs))).to_numpy()
+    migrated = np.bincount(owner, weights=(table["migrations"].to_numpy() > 0), minlength=len(orgs))
     per_org = {}
     for k, org in enumerate(orgs):
-        mine = table[table["owner"] == k]
-        mine_done = mine[mine["state"] == STATE_CODE["done"]]
-        n_done = len(mine_done)
         entry: dict[str, Any] = {
-            "jobs": int(len(mine)),
-            "jobs_done": int(n_done),
+            "jobs": int(n_jobs[k]),
+            "jobs_done": int(n_done[k]),
             "sum_flow_time": float(flows[k]),
-            "mean_flow_time": float(flows[k] / n_done) if n_done else None,
-            "makespan": float(mine_done["end"].max()) if n_done else None,
-            "jobs_migrated": int((mine["migrations"] > 0).sum()),
+            "mean_flow_time": float(flows[k] / n_done[k]) if n_done[k] else None,
+            "makespan": float(makespan[k]) if n_done[k] else None,
+            "jobs_migrated": int(migrated[k]),
         }
         if local_flows is not None:
             entry["sum_flow_time_local"] = float(local_flows[k])

@@ -58,7 +58,8 @@ class Site:
         # One latency for all links, or this site's row of the latency matrix.
         self.latency = latency if isinstance(latency, float) else [float(x) for x in latency]
 
-        jobs = np.sort(jobs, order=("release", "job_id"))
+        if len(jobs) > 1 and not _sorted_by_release_and_id(jobs):
+            jobs = jobs[np.lexsort((jobs["job_id"], jobs["release"]))]
         # Job columns, one list per field: c_id, c_owner, c_group, c_release, ...
         for name in JOB_FIELDS:
             setattr(self, "c_" + _short(name), jobs[name].tolist())
@@ -314,8 +315,13 @@ class Site:
             finished = np.flatnonzero(ends < horizon)
             self.events += len(finished)
             self.done = len(finished)
-            for slot in finished.tolist():
-                self._charge(slot, self.c_procs[slot])
+            if len(finished):
+                used = (ends[finished] - np.asarray(self.r_start[: self.cursor])[finished]) * np.asarray(self.c_procs)[finished]
+                for ledger, key in ((self.usage_owner, self.c_owner), (self.usage_group, self.c_group)):
+                    keys = np.asarray(key)[finished]
+                    sums = np.bincount(keys, weights=used)
+                    for k in np.flatnonzero(np.bincount(keys)).tolist():
+                        ledger[k] = ledger.get(k, 0.0) + float(sums[k])
 
     def results(self, horizon: float) -> dict[str, np.ndarray]:
         """Columns for jobs.parquet of every job this site holds (not those it sent away)."""
@@ -342,6 +348,12 @@ class Site:
             end = np.concatenate([end, np.full(len(extra), np.nan)])
         cols.update(exec_site=np.full(len(state), self.site_id, dtype=np.int32), start=start, end=end, state=state.astype(np.int8))
         return cols
+
+
+def _sorted_by_release_and_id(jobs: np.ndarray) -> bool:
+    rel, ids = jobs["release"], jobs["job_id"]
+    step = np.diff(rel)
+    return bool((step > 0).all() or ((step >= 0).all() and (np.diff(ids)[step == 0] > 0).all()))
 
 
 _SHORT = {"job_id": "id", "submit_site": "submit"}
