@@ -64,6 +64,8 @@ class Site:
         for name in JOB_FIELDS:
             setattr(self, "c_" + _short(name), jobs[name].tolist())
         self.n_local = len(jobs)
+        # Local jobs' fields never change, so results read them from this array.
+        self.local_jobs = jobs
         self.cursor = 0
         n = self.n_local
         self.r_start = [math.nan] * n
@@ -327,7 +329,13 @@ class Site:
         """Columns for jobs.parquet of every job this site holds (not those it sent away)."""
         state = np.asarray(self.r_state, dtype=np.int8)
         keep = state != GONE
-        cols = {name: np.asarray(getattr(self, "c_" + _short(name)), dtype=JOB_DTYPE[name])[keep] for name in JOB_FIELDS}
+        n = self.n_local
+        cols = {
+            name: np.concatenate(
+                [self.local_jobs[name], np.asarray(getattr(self, "c_" + _short(name))[n:], dtype=JOB_DTYPE[name])]
+            )[keep]
+            for name in JOB_FIELDS
+        }
         start = np.asarray(self.r_start)[keep]
         end = np.asarray(self.r_end)[keep]
         state = state[keep]
