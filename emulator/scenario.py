@@ -179,7 +179,7 @@ def _unknown(section: str, table: dict[str, Any], allowed: set[str]) -> None:
             raise ScenarioError(f"{section}.{key}", f"unknown key (allowed: {', '.join(sorted(allowed))})")
 
 
-def _number(key: str, value: Any, *, positive: bool = False, nonneg: bool = False, integer: bool = False) -> float:
+def check_number(key: str, value: Any, *, positive: bool = False, nonneg: bool = False, integer: bool = False) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ScenarioError(key, f"must be a number, got {value!r}")
     if integer and (not float(value).is_integer() or math.isinf(value)):
@@ -190,7 +190,7 @@ def _number(key: str, value: Any, *, positive: bool = False, nonneg: bool = Fals
         raise ScenarioError(key, f"must be > 0, got {value!r}")
     if nonneg and value < 0:
         raise ScenarioError(key, f"must be >= 0, got {value!r}")
-    return value
+    return float(value)
 
 
 def _choice(key: str, value: Any, allowed: tuple[str, ...]) -> str:
@@ -199,13 +199,13 @@ def _choice(key: str, value: Any, allowed: tuple[str, ...]) -> str:
     return value
 
 
-def _per_site(key: str, value: Any, n: int, **checks: bool) -> list[float]:
+def per_site_values(key: str, value: Any, n: int, **checks: bool) -> list[float]:
     """A scalar for every site, or a list with one value per site."""
     if isinstance(value, list):
         if len(value) != n:
             raise ScenarioError(key, f"has {len(value)} values but there are {n} sites")
-        return [_number(f"{key}[{i}]", v, **checks) for i, v in enumerate(value)]
-    return [_number(key, value, **checks)] * n
+        return [check_number(f"{key}[{i}]", v, **checks) for i, v in enumerate(value)]
+    return [check_number(key, value, **checks)] * n
 
 
 def _draw_procs(key: str, spec: Any, n: int, seed: int) -> list[int]:
@@ -214,17 +214,17 @@ def _draw_procs(key: str, spec: Any, n: int, seed: int) -> list[int]:
         dist = _choice(f"{key}.dist", spec.get("dist"), ("uniform", "zipf"))
         rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(0x50524F43,)))
         if dist == "uniform":
-            low = int(_number(f"{key}.low", spec.get("low", 1), positive=True, integer=True))
-            high = int(_number(f"{key}.high", spec.get("high", low), positive=True, integer=True))
+            low = int(check_number(f"{key}.low", spec.get("low", 1), positive=True, integer=True))
+            high = int(check_number(f"{key}.high", spec.get("high", low), positive=True, integer=True))
             if high < low:
                 raise ScenarioError(f"{key}.high", f"must be >= low ({low}), got {high}")
             return rng.integers(low, high + 1, size=n).tolist()
-        a = _number(f"{key}.a", spec.get("a", 1.4267), positive=True)
+        a = check_number(f"{key}.a", spec.get("a", 1.4267), positive=True)
         if a <= 1:
             raise ScenarioError(f"{key}.a", f"a Zipf exponent must be > 1, got {a}")
-        cap = int(_number(f"{key}.max", spec.get("max", 1024), positive=True, integer=True))
+        cap = int(check_number(f"{key}.max", spec.get("max", 1024), positive=True, integer=True))
         return np.minimum(rng.zipf(a, size=n), cap).tolist()
-    return [int(v) for v in _per_site(key, spec, n, positive=True, integer=True)]
+    return [int(v) for v in per_site_values(key, spec, n, positive=True, integer=True)]
 
 
 def _build_sites(data: dict[str, Any], default_scheduler: str, seed: int) -> list[SiteSpec]:
@@ -245,10 +245,10 @@ def _build_sites(data: dict[str, Any], default_scheduler: str, seed: int) -> lis
                 speeds = entry["speeds"]
                 if not isinstance(speeds, list) or not speeds:
                     raise ScenarioError(f"{key}.speeds", "must be a non-empty list of speeds")
-                speeds = [_number(f"{key}.speeds[{j}]", s, positive=True) for j, s in enumerate(speeds)]
+                speeds = [check_number(f"{key}.speeds[{j}]", s, positive=True) for j, s in enumerate(speeds)]
             else:
-                procs = int(_number(f"{key}.procs", entry.get("procs", 1), positive=True, integer=True))
-                speed = _number(f"{key}.speed", entry.get("speed", 1.0), positive=True)
+                procs = int(check_number(f"{key}.procs", entry.get("procs", 1), positive=True, integer=True))
+                speed = check_number(f"{key}.speed", entry.get("speed", 1.0), positive=True)
                 speeds = [speed] * procs
             scheduler = _choice(f"{key}.scheduler", entry.get("scheduler", default_scheduler), SCHEDULERS)
             specs.append(SiteSpec(i, name, str(entry.get("org", name)), tuple(float(s) for s in speeds), scheduler))
@@ -260,9 +260,9 @@ def _build_sites(data: dict[str, Any], default_scheduler: str, seed: int) -> lis
     if not isinstance(raw, dict):
         raise ScenarioError("sites", "must be a list of [[sites]] tables or a [sites] table")
     _unknown("sites", raw, _KNOWN["sites"])
-    count = int(_number("sites.count", raw.get("count", 0), positive=True, integer=True))
+    count = int(check_number("sites.count", raw.get("count", 0), positive=True, integer=True))
     procs = _draw_procs("sites.procs", raw.get("procs", 1), count, seed)
-    speeds = _per_site("sites.speed", raw.get("speed", 1.0), count, positive=True)
+    speeds = per_site_values("sites.speed", raw.get("speed", 1.0), count, positive=True)
     scheduler = _choice("sites.scheduler", raw.get("scheduler", default_scheduler), SCHEDULERS)
     width = len(str(count - 1))
     return [
@@ -288,7 +288,7 @@ def _latency(data: dict[str, Any], n: int) -> tuple[float | np.ndarray, float]:
         if n > 1 and not (off > 0).all():
             raise ScenarioError("network.latency_matrix", "every latency between two sites must be > 0")
         return arr, (float(off.min()) if n > 1 else float(arr[0, 0]))
-    lat = float(_number("network.latency", net.get("latency", 1.0), positive=True))
+    lat = float(check_number("network.latency", net.get("latency", 1.0), positive=True))
     return lat, lat
 
 
@@ -304,10 +304,10 @@ def validate(raw: dict[str, Any], source: str = "<dict>") -> Scenario:
 
     run = _table(data, "run")
     _unknown("run", run, _KNOWN["run"])
-    run["seed"] = int(_number("run.seed", run.get("seed", 0), nonneg=True, integer=True))
-    run["horizon"] = float(_number("run.horizon", run.get("horizon", math.inf), positive=True))
+    run["seed"] = int(check_number("run.seed", run.get("seed", 0), nonneg=True, integer=True))
+    run["horizon"] = float(check_number("run.horizon", run.get("horizon", math.inf), positive=True))
     run["backend"] = _choice("run.backend", run.get("backend", "inprocess"), BACKENDS)
-    run["shards"] = int(_number("run.shards", run.get("shards", 0), nonneg=True, integer=True))
+    run["shards"] = int(check_number("run.shards", run.get("shards", 0), nonneg=True, integer=True))
     data["run"] = run
 
     sched = _table(data, "scheduler")
@@ -321,7 +321,7 @@ def validate(raw: dict[str, Any], source: str = "<dict>") -> Scenario:
 
     latency, min_latency = _latency(data, len(sites))
     if "lookahead" in run:
-        look = _number("run.lookahead", run["lookahead"])
+        look = check_number("run.lookahead", run["lookahead"])
         if not look > 0:
             raise ScenarioError("run.lookahead", f"must be > 0, got {look!r}")
         if look > min_latency:
@@ -335,8 +335,8 @@ def validate(raw: dict[str, Any], source: str = "<dict>") -> Scenario:
     _unknown("protocol", proto, _KNOWN["protocol"])
     proto["name"] = _choice("protocol.name", proto.get("name", "local"), PROTOCOLS)
     if proto["name"] == "averaging":
-        proto["period"] = float(_number("protocol.period", proto.get("period", 100.0), positive=True))
-        proto["start"] = float(_number("protocol.start", proto.get("start", proto["period"]), nonneg=True))
+        proto["period"] = float(check_number("protocol.period", proto.get("period", 100.0), positive=True))
+        proto["start"] = float(check_number("protocol.start", proto.get("start", proto["period"]), nonneg=True))
     data["protocol"] = proto
 
     metrics = _table(data, "metrics")

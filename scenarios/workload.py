@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from emulator.errors import ScenarioError, WorkloadError
+from emulator.scenario import check_number, per_site_values
 from sites.jobs import JOB_DTYPE, empty_jobs
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -32,22 +33,8 @@ def site_rng(seed: int, site_id: int, purpose: int) -> np.random.Generator:
     return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(site_id, purpose)))
 
 
-def _num(key: str, value: Any, *, positive: bool = False, nonneg: bool = False) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
-        raise ScenarioError(key, f"must be a number, got {value!r}")
-    if positive and not value > 0:
-        raise ScenarioError(key, f"must be > 0, got {value!r}")
-    if nonneg and value < 0:
-        raise ScenarioError(key, f"must be >= 0, got {value!r}")
-    return float(value)
-
-
 def _per_site(key: str, value: Any, n: int, **checks: bool) -> np.ndarray:
-    if isinstance(value, list):
-        if len(value) != n:
-            raise ScenarioError(key, f"has {len(value)} values but there are {n} sites")
-        return np.array([_num(f"{key}[{i}]", v, **checks) for i, v in enumerate(value)])
-    return np.full(n, _num(key, value, **checks))
+    return np.array(per_site_values(key, value, n, **checks))
 
 
 def check_workload(wl: dict[str, Any], sites: list["SiteSpec"]) -> None:
@@ -61,11 +48,11 @@ def check_workload(wl: dict[str, Any], sites: list["SiteSpec"]) -> None:
         if "jobs" not in wl and "until" not in wl:
             raise ScenarioError("workload.jobs", "give the total number of jobs (jobs) or the end of arrivals (until)")
         if "jobs" in wl:
-            jobs = _num("workload.jobs", wl["jobs"], positive=True)
+            jobs = check_number("workload.jobs", wl["jobs"], positive=True)
             if not jobs.is_integer():
                 raise ScenarioError("workload.jobs", f"must be an integer, got {wl['jobs']!r}")
         if "until" in wl:
-            _num("workload.until", wl["until"], positive=True)
+            check_number("workload.until", wl["until"], positive=True)
         _check_procs(wl.get("procs", 1), sites)
     elif kind == "jobs":
         entries = wl.get("list")
@@ -79,7 +66,7 @@ def check_workload(wl: dict[str, Any], sites: list["SiteSpec"]) -> None:
         if not Path(path).exists():
             raise ScenarioError("workload.path", f"no such file: {path}")
         if kind == "swf" and "orgs" in wl:
-            orgs = _num("workload.orgs", wl["orgs"])
+            orgs = check_number("workload.orgs", wl["orgs"])
             if orgs <= 0 or not orgs.is_integer():
                 raise ScenarioError("workload.orgs", f"must be a positive integer, got {wl['orgs']!r}")
 
@@ -87,13 +74,13 @@ def check_workload(wl: dict[str, Any], sites: list["SiteSpec"]) -> None:
 def _check_procs(spec: Any, sites: list["SiteSpec"]) -> None:
     smallest = min(s.procs for s in sites)
     if isinstance(spec, dict):
-        low = _num("workload.procs.low", spec.get("low", 1), positive=True)
-        high = _num("workload.procs.high", spec.get("high", low), positive=True)
+        low = check_number("workload.procs.low", spec.get("low", 1), positive=True)
+        high = check_number("workload.procs.high", spec.get("high", low), positive=True)
         if high < low:
             raise ScenarioError("workload.procs.high", f"must be >= low ({low}), got {high}")
         top = high
     else:
-        top = _num("workload.procs", spec, positive=True)
+        top = check_number("workload.procs", spec, positive=True)
     if top > smallest:
         raise ScenarioError("workload.procs", f"jobs may need {int(top)} processors but a site has only {smallest}")
 
@@ -194,9 +181,9 @@ def _rows_to_jobs(rows: list[dict[str, Any]], sites: list["SiteSpec"], where: st
         for req in ("release", "size", "site"):
             if req not in row or row[req] in ("", None):
                 raise ScenarioError(f"{label}.{req}", "missing")
-        release = _num(f"{label}.release", _as_number(row["release"], f"{label}.release"), nonneg=True)
-        size = _num(f"{label}.size", _as_number(row["size"], f"{label}.size"), positive=True)
-        procs = _num(f"{label}.procs", _as_number(row.get("procs", 1), f"{label}.procs"), positive=True)
+        release = check_number(f"{label}.release", _as_number(row["release"], f"{label}.release"), nonneg=True)
+        size = check_number(f"{label}.size", _as_number(row["size"], f"{label}.size"), positive=True)
+        procs = check_number(f"{label}.procs", _as_number(row.get("procs", 1), f"{label}.procs"), positive=True)
         if not procs.is_integer():
             raise ScenarioError(f"{label}.procs", f"must be an integer, got {row.get('procs')!r}")
         site_ref = row["site"]
@@ -221,9 +208,9 @@ def _rows_to_jobs(rows: list[dict[str, Any]], sites: list["SiteSpec"], where: st
         jobs[i]["owner"] = org_index[site.org]
         jobs[i]["group"] = group_index[group]
         if row.get("walltime") not in (None, ""):
-            jobs[i]["walltime"] = _num(f"{label}.walltime", _as_number(row["walltime"], f"{label}.walltime"), positive=True)
+            jobs[i]["walltime"] = check_number(f"{label}.walltime", _as_number(row["walltime"], f"{label}.walltime"), positive=True)
         if row.get("priority") not in (None, ""):
-            jobs[i]["priority"] = _num(f"{label}.priority", _as_number(row["priority"], f"{label}.priority"), nonneg=True)
+            jobs[i]["priority"] = check_number(f"{label}.priority", _as_number(row["priority"], f"{label}.priority"), nonneg=True)
     return jobs, groups
 
 
