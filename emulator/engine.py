@@ -53,14 +53,21 @@ class RawRun:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-def pack_sites(n_sites: int, n_shards: int) -> np.ndarray:
-    """Site -> shard: contiguous, even blocks (shard sizes differ by at most one)."""
+def pack_sites(n_sites: int, n_shards: int, packing: str = "block") -> np.ndarray:
+    """Site -> shard, shard sizes differing by at most one.
+
+    ``block``: contiguous runs of site ids (neighbours in a latency matrix ordered by
+    region stay together); ``round_robin``: site i on shard i mod S (spreads a run of
+    heavy sites, e.g. the first organizations of a Zipf draw, over all shards).
+    """
+    if packing == "round_robin":
+        return np.arange(n_sites) % n_shards
     return (np.arange(n_sites) * n_shards) // n_sites
 
 
 def build_shard_specs(scenario: Scenario, jobs: np.ndarray, n_shards: int, recurrence: bool = True) -> list[ShardSpec]:
     sites = scenario.sites
-    site_to_shard = pack_sites(len(sites), n_shards)
+    site_to_shard = pack_sites(len(sites), n_shards, scenario.data["run"]["packing"])
     org_index = {org: k for k, org in enumerate(scenario.orgs)}
     owners = [org_index[s.org] for s in sites]
     grid = GridInfo(len(sites), tuple(owners), scenario.seed, scenario.lookahead)

@@ -24,11 +24,12 @@ SHIPPED_DIR = Path(__file__).resolve().parent.parent / "scenarios" / "data"
 PROTOCOLS = ("local", "random", "averaging")
 SCHEDULERS = ("fcfs", "spt", "list")
 BACKENDS = ("inprocess", "ray")
+PACKINGS = ("block", "round_robin")
 WORKLOAD_KINDS = ("poisson", "jobs", "csv", "swf")
 
 # Keys each section may hold; anything else is a typo the user should hear about.
 _KNOWN = {
-    "run": {"seed", "horizon", "backend", "shards", "lookahead", "name", "description"},
+    "run": {"seed", "horizon", "backend", "shards", "packing", "lookahead", "name", "description"},
     "network": {"latency", "latency_matrix"},
     "scheduler": {"name"},
     "protocol": {"name", "period", "start"},
@@ -308,6 +309,7 @@ def validate(raw: dict[str, Any], source: str = "<dict>") -> Scenario:
     run["horizon"] = float(check_number("run.horizon", run.get("horizon", math.inf), positive=True))
     run["backend"] = _choice("run.backend", run.get("backend", "inprocess"), BACKENDS)
     run["shards"] = int(check_number("run.shards", run.get("shards", 0), nonneg=True, integer=True))
+    run["packing"] = _choice("run.packing", run.get("packing", "block"), PACKINGS)
     data["run"] = run
 
     sched = _table(data, "scheduler")

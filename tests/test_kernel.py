@@ -27,6 +27,7 @@ def test_pack_sites_is_even_and_contiguous():
     packing = pack_sites(10, 3)
     assert packing.tolist() == [0, 0, 0, 0, 1, 1, 1, 2, 2, 2]
     assert np.ptp(np.bincount(pack_sites(10_000, 7))) <= 1
+    assert pack_sites(5, 2, "round_robin").tolist() == [0, 1, 0, 1, 0]
 
 
 @pytest.mark.parametrize("protocol", ["averaging", "random"])
@@ -35,8 +36,8 @@ def test_same_job_table_for_any_backend_and_shard_count(ray_session, protocol):
     base = emulator.run(data, backend="inprocess", shards=1)
     assert base.summary["global"]["messages_total"] > 0  # the protocol really talks
     assert (base.jobs["migrations"] > 0).any()
-    for backend, shards in [("inprocess", 3), ("ray", 2)]:
-        other = emulator.run(data, backend=backend, shards=shards)
+    for backend, shards, packing in [("inprocess", 3, "block"), ("inprocess", 4, "round_robin"), ("ray", 2, "block")]:
+        other = emulator.run(data, backend=backend, shards=shards, overrides={"run.packing": packing})
         pd.testing.assert_frame_equal(base.jobs, other.jobs)
         assert other.summary["global"]["events"] == base.summary["global"]["events"]
         assert other.summary["global"]["messages"] == base.summary["global"]["messages"]
