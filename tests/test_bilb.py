@@ -1,0 +1,74 @@
+"""BILB's plan (Algorithm 4.3) and the cost model EG (section 4.2): the pure functions."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from brokers.bilb import bilb_plan, next_round_time
+from brokers.cost import expected_delay
+
+
+def delay(r: np.ndarray, load: float, foreign: float) -> np.ndarray:
+    """g(r, L, Φ) of section 4.2."""
+    return np.where(r < load, foreign, np.where(r < load + foreign, load + foreign - r, 0.0))
+
+
+@pytest.mark.parametrize("load,foreign,rate", [(0.0, 5.0, 0.2), (3.0, 2.0, 0.2), (10.0, 1.0, 0.5), (1.0, 40.0, 0.05)])
+def test_expected_delay_matches_numeric_integration_of_its_definition(load, foreign, rate):
+    r = np.linspace(0.0, 60.0 / rate, 600_001)
+    numeric = np.trapezoid(delay(r, load, foreign) * rate * np.exp(-rate * r), r)
+    assert expected_delay(load, foreign, rate) == pytest.approx(numeric, rel=1e-6, abs=1e-9)
+
+
+def test_expected_delay_is_below_the_senders_gain():
+    # Φ - EG(L, Φ) > 0 for all positive Φ and L (section 4.2)
+    for load in (0.0, 1.0, 10.0):
+        for foreign in (0.1, 1.0, 100.0):
+            assert 0 < expected_delay(load, foreign, 0.2) < foreign
+
+
+def test_bilb_by_hand():
+    # loads 0, 4, 8 with generous limits: site 1 balances with site 0 at mean 2 (sends 2),
+    # then site 2 with both at mean 4: spaces 4-2=2 for both, sends 4 split 2 and 2.
+    plan = bilb_plan([0.0, 4.0, 8.0], [100.0, 100.0, 100.0])
+    assert plan == [(1, 0, 2.0), (2, 0, 2.0), (2, 1, 2.0)]
+    assert next_round_time(10.0, [0.0, 4.0, 8.0], plan) == 14.0
+
+
+def test_bilb_limits_bound_sender_and_receiver():
+    # the heavy site may send only l=1; the light site may grow only to l=3
+    assert bilb_plan([0.0, 10.0], [3.0, 1.0]) == [(1, 0, 1.0)]
+    assert bilb_plan([0.0, 10.0], [3.0, 100.0]) == [(1, 0, 3.0)]
+    assert bilb_plan([0.0, 10.0], [0.0, 100.0]) == []
+
+
+loads_and_limits = st.integers(1, 25).flatmap(
+    lambda n: st.tuples(
+        st.lists(st.floats(0, 500, allow_nan=False), min_size=n, max_size=n),
+        st.lists(st.floats(0, 1000, allow_nan=False), min_size=n, max_size=n),
+    )
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(loads_and_limits)
+def test_bilb_guarantees(case):
+    loads, limits = case
+    plan = bilb_plan(loads, limits)
+    received = [0.0] * len(loads)
+    sent = [0.0] * len(loads)
+    for k, l, amount in plan:
+        assert amount > 0 and k != l
+        assert loads[l] <= loads[k]  # load only flows to less loaded sites
+        received[l] += amount
+        sent[k] += amount
+    eps = 1e-9 * (1 + max(loads))
+    for i in range(len(loads)):
+        assert sent[i] <= limits[i] + eps  # a sender never sends more than its l_k
+        if received[i] > 0:  # a receiver's queue never exceeds its l_k
+            assert loads[i] + received[i] - sent[i] <= limits[i] + eps
+    assert math.isclose(sum(sent), sum(received), rel_tol=1e-12, abs_tol=1e-9)  # nothing created or lost
