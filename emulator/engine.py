@@ -135,9 +135,10 @@ def run_windows(
             start = min(min(i.next_time for i in infos), min(in_min))
             if start >= horizon or math.isinf(start):
                 break
-            # Periodic protocols set timers forever: without a horizon the run ends once
-            # every job is finished and no message is in flight.
-            if math.isinf(horizon) and sum(i.done for i in infos) == len(jobs) and math.isinf(min(in_min)):
+            # Periodic protocols set timers (and reports) forever: without a horizon the run
+            # ends once every job is finished. A job inside a message is not finished, so
+            # what may still be in flight then is only reports.
+            if math.isinf(horizon) and sum(i.done for i in infos) == len(jobs):
                 break
             bound = min(min(i.bound for i in infos), min(in_min))
             # Cap windows where agents talk (periodic timers run until the barrier that sees

@@ -1,7 +1,16 @@
 """Shared fixtures: one local Ray instance for the whole session, with few CPUs."""
 from __future__ import annotations
 
+import os
+
 import pytest
+from hypothesis import settings
+
+# CI runs the same examples every time (a red CI is then reproducible); locally each run
+# explores new ones.
+settings.register_profile("ci", derandomize=True)
+if os.environ.get("CI"):
+    settings.load_profile("ci")
 
 
 @pytest.fixture(scope="session")

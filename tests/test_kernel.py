@@ -132,9 +132,22 @@ _IN_FLIGHT_AT_HORIZON = (
 )
 
 
+_REPORTS_ALWAYS_IN_FLIGHT = (
+    {
+        "run": {"seed": 183},
+        "network": {"latency": 3.0},
+        "sites": {"count": 2, "procs": 3, "scheduler": "spt"},
+        "workload": {"kind": "poisson", "rate": [1.69, 0.21], "alpha": 3.0, "beta": 1.0, "jobs": 122},
+        "protocol": {"name": "averaging", "period": 1.0},
+    },
+    1,
+)
+
+
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(random_scenarios())
 @example(_IN_FLIGHT_AT_HORIZON)  # a transfer delivered into a site's queue of events after the horizon
+@example(_REPORTS_ALWAYS_IN_FLIGHT)  # period < latency: a report is always in flight; the run must still end
 def test_conservation_and_causality_on_random_scenarios(case):
     data, shards = case
     one = emulator.run(data, shards=1)
