@@ -83,7 +83,6 @@ class Site:
         self.bound = -INF
         self.events = 0
         self.done = 0
-        self.busy = 0.0  # processor-time used, for utilization
         # Usage ledger: processor-time (at this site's speeds) of finished jobs, per
         # organization and per group path; what fairshare policies read.
         self.usage_owner: dict[int, float] = {}
@@ -202,7 +201,6 @@ class Site:
         self.r_start[slot] = now
         self.r_end[slot] = end
         self.r_state[slot] = RUNNING
-        self.busy += (end - now) * q
         self.seq += 1
         heapq.heappush(self.heap, (end, COMPLETE, self.seq, 0, slot))
 
@@ -280,7 +278,6 @@ class Site:
         start, end, state = self.r_start, self.r_end, self.r_state
         free, prev, speed = self._fp_free, self._fp_prev, self.speed
         i, n = self.cursor, self.n_local
-        busy = 0.0
         while i < n:
             r = rel[i]
             if r >= until:
@@ -302,13 +299,11 @@ class Site:
             start[i] = s
             end[i] = e
             state[i] = RUNNING
-            busy += (e - s) * q
             prev = s
             i += 1
         self.events += i - self.cursor
         self.cursor = i
         self._fp_prev = prev
-        self.busy += busy
 
     def finish(self, horizon: float) -> None:
         """Close the books at the end of the run: count completions the recurrence skipped."""
