@@ -22,10 +22,17 @@ def _overrides(pairs: Sequence[str] | None) -> dict[str, Any]:
     return dict(parse_override(p) for p in pairs or [])
 
 
-def _console(quiet: bool = False):
+def _out_dir(args: argparse.Namespace, prefix: str = "") -> Path:
+    """--out, or runs/<prefix><scenario>-<time>."""
+    if args.out:
+        return Path(args.out)
+    return Path("runs") / f"{prefix}{Path(str(args.scenario)).stem}-{time.strftime('%Y%m%d-%H%M%S')}"
+
+
+def _console():
     from rich.console import Console
 
-    return Console(stderr=True, quiet=quiet)
+    return Console(stderr=True)
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -58,14 +65,13 @@ def cmd_validate(args: argparse.Namespace) -> int:
 class _ProgressBar:
     """Shows virtual time, jobs finished and events/s once a run has lasted a couple of seconds."""
 
-    def __init__(self, quiet: bool, delay: float = 2.0):
-        self.quiet = quiet
+    def __init__(self, delay: float = 2.0):
         self.delay = delay
         self.bar = None
         self.task = None
 
     def __call__(self, p) -> None:
-        if self.quiet or p.wall < self.delay:
+        if p.wall < self.delay:
             return
         if self.bar is None:
             from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
@@ -97,14 +103,16 @@ def cmd_run(args: argparse.Namespace) -> int:
     overrides = _overrides(args.set)
     backend = args.backend or ("ray" if args.address else None)
     scenario = load_scenario(args.scenario, overrides, seed=args.seed, backend=backend, shards=args.shards)
-    out = Path(args.out) if args.out else Path("runs") / f"{Path(str(args.scenario)).stem}-{time.strftime('%Y%m%d-%H%M%S')}"
+    out = _out_dir(args)
     if out.exists() and not out.is_dir():  # fail before the run, not after it
         raise GridemuError(f"--out: {out} exists and is not a folder")
-    bar = _ProgressBar(args.quiet)
+    # --quiet passes no callback at all, so a run where no site talks keeps its single window.
+    bar = None if args.quiet else _ProgressBar()
     try:
         result = run(scenario, address=args.address, on_progress=bar)
     finally:
-        bar.close()
+        if bar is not None:
+            bar.close()
     result.write(out)
     if not args.quiet:
         print_summary(result.summary)
@@ -123,7 +131,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     from emulator.sweep import parse_grid, sweep
 
     grid = parse_grid(args.grid or [])
-    out = Path(args.out) if args.out else Path("runs") / f"sweep-{Path(str(args.scenario)).stem}-{time.strftime('%Y%m%d-%H%M%S')}"
+    out = _out_dir(args, prefix="sweep-")
     sweep(
         args.scenario,
         grid,
