@@ -7,10 +7,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable
 
-from emulator.checks import check_causality, check_conservation
+from emulator.checks import check_causality, check_conservation, check_guarantees
 from emulator.engine import Progress, RawRun, run_windows
 from emulator.scenario import Scenario, load_scenario
-from emulator.results import RunResult, job_table, labelled, site_table, summarize, timeseries_table, usage_table
+from emulator.results import (
+    PIECE_COLUMNS, RunResult, job_table, labelled, piece_table, site_table, summarize, timeseries_table, usage_table,
+)
 
 import numpy as np
 
@@ -50,15 +52,17 @@ def run(
 
 def _finish(raw: RawRun) -> RunResult:
     scenario = raw.scenario
-    table = job_table(raw)
-    check_conservation(table, raw.jobs)
-    check_causality(table, np.array([s.procs for s in scenario.sites]))
-    sites = site_table(raw, table)
+    pieces = piece_table(raw)
+    check_conservation(pieces, raw.jobs)
+    check_causality(pieces, np.array([s.procs for s in scenario.sites]))
+    table = job_table(pieces)
+    check_guarantees(table, scenario.horizon)
+    sites = site_table(raw, pieces)
     local = None
     if scenario.data["metrics"].get("counterfactual") == "local":
         # The same workload with no cooperation: what each organization would have had alone.
         local_scenario = load_scenario(scenario.data, {"protocol": {"name": "local"}, "run.backend": "inprocess", "run.shards": 1})
-        local = job_table(run_windows(local_scenario))
+        local = job_table(piece_table(run_windows(local_scenario)))
     summary = summarize(raw, table, sites, local)
     return RunResult(
         jobs=labelled(table, scenario.orgs, raw.groups),
@@ -67,4 +71,5 @@ def _finish(raw: RawRun) -> RunResult:
         usage=usage_table(raw),
         summary=summary,
         scenario=scenario.data,
+        pieces=labelled(pieces, scenario.orgs, raw.groups, PIECE_COLUMNS),
     )

@@ -1,9 +1,11 @@
 """Invariants every run checks at the end (DESIGN.md): conservation and causality.
 
-Each check is vectorized over the job table and raises :class:`InvariantError` naming
+Each check is vectorized over the job (or piece) table and raises :class:`InvariantError` naming
 the first offending job.
 """
 from __future__ import annotations
+
+import math
 
 import numpy as np
 import pandas as pd
@@ -11,12 +13,20 @@ import pandas as pd
 from emulator.errors import InvariantError
 
 
-def check_conservation(table: pd.DataFrame, submitted: np.ndarray) -> None:
-    """Every submitted job appears exactly once, unchanged, in one state."""
-    ids = table["job_id"].to_numpy()
-    uniq, counts = np.unique(ids, return_counts=True)
-    if (counts > 1).any():
-        raise InvariantError(f"conservation: job {int(uniq[counts > 1][0])} is held by {int(counts.max())} sites at the end")
+def check_conservation(pieces: pd.DataFrame, submitted: np.ndarray) -> None:
+    """Every submitted job is in the table once, unchanged, or as pieces that add up to it.
+
+    ``pieces`` has one row per piece a site holds (a whole job is one piece, fragment 0);
+    each (job, fragment) must appear once and the pieces of a job must sum to its size.
+    """
+    ids = pieces["job_id"].to_numpy()
+    frag = pieces["fragment"].to_numpy()
+    # Rows are sorted by (job, fragment): a repeat sits next to its twin.
+    twin = (ids[1:] == ids[:-1]) & (frag[1:] == frag[:-1])
+    if twin.any():
+        k = int(np.flatnonzero(twin)[0])
+        raise InvariantError(f"conservation: job {int(ids[k])} (fragment {int(frag[k])}) is held by two sites at the end")
+    uniq, first = np.unique(ids, return_index=True)
     want = np.sort(submitted["job_id"])
     if len(uniq) != len(want) or not np.array_equal(uniq, want):
         missing = np.setdiff1d(want, uniq)
@@ -24,11 +34,39 @@ def check_conservation(table: pd.DataFrame, submitted: np.ndarray) -> None:
         if len(missing):
             raise InvariantError(f"conservation: job {int(missing[0])} was lost ({len(missing)} jobs missing at the end)")
         raise InvariantError(f"conservation: job {int(extra[0])} appeared from nowhere")
-    by_id = table.set_index("job_id").loc[want]
-    for col in ("release", "size", "procs"):
-        bad = by_id[col].to_numpy() != submitted[np.argsort(submitted["job_id"])][col]
+    sub = submitted[np.argsort(submitted["job_id"], kind="stable")]
+    job = np.searchsorted(want, ids)
+    for col in ("release", "procs"):
+        bad = pieces[col].to_numpy() != sub[col][job]
         if bad.any():
-            raise InvariantError(f"conservation: job {int(want[bad][0])} changed its {col} on the way")
+            raise InvariantError(f"conservation: job {int(ids[bad][0])} changed its {col} on the way")
+    if len(uniq) == len(ids):
+        size = pieces["size"].to_numpy()
+        bad = size != sub["size"]
+    else:
+        size = np.bincount(job, weights=pieces["size"].to_numpy(), minlength=len(want))
+        bad = ~np.isclose(size, sub["size"], rtol=1e-9, atol=1e-9)
+    if bad.any():
+        k = int(np.flatnonzero(bad)[0])
+        raise InvariantError(f"conservation: job {int(want[k])} has size {sub['size'][k]} but its pieces add up to {size[k]}")
+
+
+def check_guarantees(jobs: pd.DataFrame, horizon: float) -> None:
+    """No job finishes after the latest finish time announced at its submission (thesis 4.1).
+
+    A job still unfinished at a horizon past its announced time is late too.
+    """
+    deadline = jobs["deadline"].to_numpy()
+    end = jobs["end"].to_numpy()
+    tol = 1e-9 * np.maximum(1.0, np.abs(deadline))
+    late = np.isfinite(deadline) & ((end > deadline + tol) | (np.isnan(end) & (deadline + tol < horizon)))
+    if late.any():
+        j = jobs.iloc[int(np.flatnonzero(late)[0])]
+        when = f"finished at t={j.end}" if not math.isnan(j.end) else f"was not finished at the horizon t={horizon}"
+        raise InvariantError(
+            f"guarantee: job {int(j.job_id)} {when}, after the latest finish time t={j.deadline} announced at its submission "
+            f"({int(late.sum())} late jobs)"
+        )
 
 
 def check_causality(table: pd.DataFrame, site_procs: np.ndarray) -> None:

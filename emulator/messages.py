@@ -12,7 +12,7 @@ import numpy as np
 from sites.jobs import JOB_DTYPE
 
 #: Message type names; the code is the index. Append only: codes are part of saved runs.
-MESSAGE_TYPES: tuple[str, ...] = ("job", "load", "offer", "usage", "request", "grant", "refuse")
+MESSAGE_TYPES: tuple[str, ...] = ("job", "load", "offer", "usage", "request", "grant", "refuse", "fragment")
 MTYPE = {name: code for code, name in enumerate(MESSAGE_TYPES)}
 
 _ROUTING = [
@@ -28,7 +28,7 @@ _ROUTING = [
 MSG_DTYPE = np.dtype(_ROUTING + [(f"job_{name}", JOB_DTYPE[name]) for name in JOB_DTYPE.names])
 N_ROUTING = len(_ROUTING)
 #: A message row without a job: routing fields then zeros for the job columns.
-NO_JOB: tuple = (-1, 0, 0, 0.0, 0.0, 0, float("nan"), 0.0, -1, 0)
+NO_JOB: tuple = (-1, 0, 0, 0.0, 0.0, 0, float("nan"), 0.0, -1, 0, 0, float("nan"))
 
 
 def empty_batch() -> np.ndarray:

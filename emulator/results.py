@@ -1,7 +1,9 @@
 """Result tables and files of a run (DESIGN.md, "Scenarios, CLI and results").
 
 ``jobs.parquet``: one row per job: job_id, owner, group, release, size, procs,
-submit_site, exec_site, start, end, migrations, state (see ``sites.jobs.STATES``).
+submit_site, exec_site, start, end, migrations, state (see ``sites.jobs.STATES``),
+deadline (announced latest finish, NaN if none), fragments (pieces it ran as).
+``fragments.parquet``: where some job was split (divisible load), one row per piece.
 ``sites.parquet``: one row per site: site_id, name, owner, procs, speed_mean, events,
 jobs_executed, busy, utilization, sent_<type> message counts.
 ``timeseries.parquet``: what the protocol records (averaging: one row per site and round).
@@ -13,7 +15,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +30,9 @@ from sites.jobs import JOB_DTYPE, STATE_CODE, STATES
 
 JOB_COLUMNS = [
     "job_id", "owner", "group", "release", "size", "procs", "submit_site", "exec_site", "start", "end", "migrations", "state",
+    "deadline", "fragments",
 ]
+PIECE_COLUMNS = ["job_id", "fragment", "owner", "submit_site", "exec_site", "size", "start", "end", "deadline", "state"]
 
 
 @dataclass
@@ -41,6 +45,8 @@ class RunResult:
     usage: pd.DataFrame
     summary: dict[str, Any]
     scenario: dict[str, Any]
+    #: One row per piece (``PIECE_COLUMNS``); the same rows as ``jobs`` unless some job was split.
+    pieces: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     def write(self, out: str | Path) -> Path:
         """Write the result files into ``out`` (created if needed)."""
@@ -50,6 +56,8 @@ class RunResult:
         if len(self.timeseries):
             self.timeseries.to_parquet(out / "timeseries.parquet", index=False)
         self.usage.to_parquet(out / "usage.parquet", index=False)
+        if len(self.pieces) != len(self.jobs):
+            self.pieces.to_parquet(out / "fragments.parquet", index=False)
         (out / "summary.json").write_text(json.dumps(self.summary, indent=2, default=_json_default) + "\n")
         (out / "scenario.toml").write_text(to_toml(self.scenario))
         return out
@@ -75,8 +83,11 @@ def _json_default(value: Any) -> Any:
     raise TypeError(type(value).__name__)
 
 
-def job_table(raw: RawRun) -> pd.DataFrame:
-    """The job table with numeric codes (owner, group, state as integers), sorted by job id."""
+def piece_table(raw: RawRun) -> pd.DataFrame:
+    """One row per piece of work a site holds at the end (a job, or a fragment of a divisible one).
+
+    Codes stay numeric (owner, group, state); sorted by job id and fragment id.
+    """
     parts = [r["jobs"] for r in raw.shard_results if r["jobs"]]
     cols = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]} if parts else {}
     flight = [b for b in raw.in_flight if len(b)]
@@ -90,19 +101,64 @@ def job_table(raw: RawRun) -> pd.DataFrame:
             start=np.full(len(batch), np.nan),
             end=np.full(len(batch), np.nan),
             state=np.full(len(batch), STATE_CODE["transferred"], dtype=np.int8),
+            offered=np.zeros(len(batch), dtype=bool),
         )
         cols = {k: np.concatenate([cols[k], extra[k]]) for k in cols} if cols else extra
-    df = pd.DataFrame({k: cols[k] for k in JOB_COLUMNS if k in cols})
-    return df.sort_values("job_id", kind="stable").reset_index(drop=True)
+    df = pd.DataFrame(cols)
+    if len(df) and df["offered"].any():
+        # A piece offered to another site is held by its sender until the answer comes; if
+        # the receiver took it and the grant was still travelling at the end, it is the receiver's.
+        dup = df.duplicated(["job_id", "fragment"], keep=False).to_numpy()
+        df = df[~(dup & df["offered"].to_numpy())]
+    df = df.drop(columns="offered", errors="ignore")
+    return df.sort_values(["job_id", "fragment"], kind="stable").reset_index(drop=True)
 
 
-def labelled(table: pd.DataFrame, orgs: list[str], groups: list[str]) -> pd.DataFrame:
+# A job's state from its pieces' states: the least advanced piece decides, except that a
+# job with a piece started (or done) and another waiting is running.
+_STATE_RANK = np.array([0, 2, 3, 4, 5, 1])  # pending, queued, running, done, rejected, transferred
+_RANK_STATE = np.argsort(_STATE_RANK)
+
+
+def job_table(pieces: pd.DataFrame) -> pd.DataFrame:
+    """One row per job: its pieces aggregated (start of the first, end of the last, size summed).
+
+    ``exec_site`` is the site that ran the largest share of the job; ``fragments`` counts
+    its pieces.
+    """
+    if pieces["job_id"].is_unique:
+        jobs = pieces.copy()
+        jobs["fragments"] = np.ones(len(jobs), dtype=np.int32)
+        return jobs
+    g = pieces.groupby("job_id", sort=True)
+    first = g.first()
+    jobs = first.reset_index()
+    jobs["size"] = g["size"].sum().to_numpy()
+    jobs["start"] = g["start"].min().to_numpy()
+    rank = pd.Series(_STATE_RANK[pieces["state"].to_numpy().astype(int)], index=pieces.index)
+    low = rank.groupby(pieces["job_id"]).min().to_numpy()
+    high = rank.groupby(pieces["job_id"]).max().to_numpy()
+    running = _STATE_RANK[STATE_CODE["running"]]
+    low = np.where((high >= running) & (low < running), running, low)
+    jobs["state"] = _RANK_STATE[low].astype(np.int8)
+    done = jobs["state"].to_numpy() == STATE_CODE["done"]
+    jobs["end"] = np.where(done, g["end"].max().to_numpy(), np.nan)
+    jobs["migrations"] = g["migrations"].max().to_numpy()
+    share = pieces.groupby(["job_id", "exec_site"], sort=True)["size"].sum().reset_index()
+    share = share.sort_values(["job_id", "size", "exec_site"], ascending=[True, False, True], kind="stable")
+    jobs["exec_site"] = share.drop_duplicates("job_id")["exec_site"].to_numpy()
+    jobs["fragments"] = g.size().to_numpy().astype(np.int32)
+    return jobs
+
+
+def labelled(table: pd.DataFrame, orgs: list[str], groups: list[str], columns: list[str] = JOB_COLUMNS) -> pd.DataFrame:
     """Replace owner, group and state codes by their names (categoricals) for the files."""
-    out = table.copy()
+    out = table[columns].copy()
     out["owner"] = pd.Categorical.from_codes(table["owner"].to_numpy(), categories=orgs)
-    out["group"] = pd.Categorical.from_codes(table["group"].to_numpy(), categories=_unique(groups))
+    if "group" in out:
+        out["group"] = pd.Categorical.from_codes(table["group"].to_numpy(), categories=_unique(groups))
     out["state"] = pd.Categorical.from_codes(table["state"].to_numpy().astype(int), categories=list(STATES))
-    return out[JOB_COLUMNS]
+    return out
 
 
 def _unique(names: list[str]) -> list[str]:
@@ -112,6 +168,7 @@ def _unique(names: list[str]) -> list[str]:
 
 
 def site_table(raw: RawRun, table: pd.DataFrame) -> pd.DataFrame:
+    """Per-site rows; ``table`` is the piece table (what each site actually ran)."""
     rows = [row for r in raw.shard_results for row in r["sites"]]
     sites = pd.DataFrame(rows).sort_values("site_id").reset_index(drop=True)
     sites["owner"] = [raw.scenario.orgs[o] for o in sites["owner"]]
@@ -217,4 +274,4 @@ def summarize(raw: RawRun, table: pd.DataFrame, sites: pd.DataFrame, local_table
     return {"global": glob, "organizations": per_org}
 
 
-__all__ = ["RunResult", "job_table", "labelled", "site_table", "timeseries_table", "summarize", "score"]
+__all__ = ["RunResult", "piece_table", "job_table", "labelled", "site_table", "timeseries_table", "summarize", "score"]

@@ -114,7 +114,8 @@ class Shard:
         return sum(s.events for s in self.sites)
 
     def _done(self) -> int:
-        return sum(s.done if not s.fast else s.cursor for s in self.sites)
+        # Finished pieces less the pieces split off jobs: equals the job count once all are done.
+        return sum(s.done - s.pieces if not s.fast else s.cursor for s in self.sites)
 
     def results(self, horizon: float) -> dict[str, Any]:
         """Job columns, per-site rows and agent time series, once the run is over."""

@@ -10,6 +10,10 @@ import numpy as np
 #: One job. ``size`` is processing time on a speed-1 processor; ``procs`` is the
 #: rigid processor count q; ``walltime`` is NaN when unknown; ``group`` indexes the
 #: run's table of group paths (e.g. ``VO-A/P-A1/U-A11``); ``owner`` indexes organizations.
+#: A divisible job may be cut into pieces (thesis ch. 4): a piece is a row with the job's id,
+#: its own ``fragment`` id (0 for the job as submitted) and its part of the size.
+#: ``deadline`` is the latest finish time announced at submission (NaN where the protocol
+#: announces none); every piece carries its job's.
 JOB_DTYPE = np.dtype(
     [
         ("job_id", "i8"),
@@ -22,6 +26,8 @@ JOB_DTYPE = np.dtype(
         ("priority", "f8"),
         ("submit_site", "i4"),
         ("migrations", "i4"),
+        ("fragment", "i8"),
+        ("deadline", "f8"),
     ]
 )
 
@@ -30,11 +36,16 @@ JOB_DTYPE = np.dtype(
 #: transferred (in a message still in flight when the horizon cut the run).
 STATES = ("pending", "queued", "running", "done", "rejected", "transferred")
 STATE_CODE = {name: code for code, name in enumerate(STATES)}
+#: Internal states of a site's slot, never written to a result file: the job left the
+#: site (GONE), or the piece is offered to another site and held here, unstartable,
+#: until the answer comes (OFFERED; it is reported as queued if the run ends first).
+GONE, OFFERED = -1, -2
 
 
 def empty_jobs(n: int = 0) -> np.ndarray:
-    """A zeroed job array of length ``n`` (walltime NaN, procs 1)."""
+    """A zeroed job array of length ``n`` (walltime and deadline NaN, procs 1)."""
     jobs = np.zeros(n, dtype=JOB_DTYPE)
     jobs["walltime"] = np.nan
+    jobs["deadline"] = np.nan
     jobs["procs"] = 1
     return jobs

@@ -11,6 +11,8 @@ import heapq
 from collections import deque
 from typing import TYPE_CHECKING
 
+from sites.jobs import OFFERED
+
 if TYPE_CHECKING:  # pragma: no cover
     from sites.site import Site
 
@@ -29,6 +31,15 @@ class FCFS:
     def remove(self, slot: int) -> None:
         self.queue.remove(slot)
 
+    def insert_after(self, slot: int, new: int) -> None:
+        """Queue ``new`` right behind ``slot`` (a piece split off a queued job keeps its place)."""
+        queue = self.queue
+        for i in range(len(queue) - 1, -1, -1):  # split pieces come from the tail
+            if queue[i] == slot:
+                queue.insert(i + 1, new)
+                return
+        raise ValueError(f"slot {slot} is not queued")
+
     def queued(self) -> list[int]:
         return list(self.queue)
 
@@ -36,8 +47,9 @@ class FCFS:
         return len(self.queue)
 
     def dispatch(self, site: "Site", now: float) -> None:
-        queue, procs = self.queue, site.c_procs
-        while queue and procs[queue[0]] <= site.free_count:
+        # An offered piece at the head holds the queue until its receiver answers.
+        queue, procs, state = self.queue, site.c_procs, site.r_state
+        while queue and procs[queue[0]] <= site.free_count and state[queue[0]] != OFFERED:
             site.start(queue.popleft(), now)
 
 

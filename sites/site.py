@@ -19,7 +19,7 @@ import numpy as np
 
 from emulator.errors import InvariantError
 from emulator.messages import MESSAGE_TYPES, MTYPE, N_ROUTING, NO_JOB
-from sites.jobs import JOB_DTYPE, STATE_CODE
+from sites.jobs import GONE, JOB_DTYPE, OFFERED, STATE_CODE
 from sites.schedulers import FCFS, make_scheduler
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -34,10 +34,9 @@ COMPLETE, MESSAGE, TIMER, ARRIVAL = 0, 1, 2, 3
 PENDING, QUEUED, RUNNING, DONE, TRANSFERRED = (
     STATE_CODE["pending"], STATE_CODE["queued"], STATE_CODE["running"], STATE_CODE["done"], STATE_CODE["transferred"]
 )
-# A slot whose job left this site; it is reported by the site that has it now.
-GONE = -1
 
 JOB_FIELDS = JOB_DTYPE.names
+MIGRATIONS, SIZE, FRAGMENT = (JOB_FIELDS.index(f) for f in ("migrations", "size", "fragment"))
 
 
 class Site:
@@ -88,6 +87,7 @@ class Site:
         self.usage_owner: dict[int, float] = {}
         self.usage_group: dict[int, float] = {}
         self.sent = [0] * len(MESSAGE_TYPES)
+        self.pieces = 0  # pieces split off jobs here; names their fragment ids
         self.agent: "Agent | None" = None
         self.fast = False
         self._fp_free: list[float] = []
@@ -148,6 +148,7 @@ class Site:
         return (
             self.c_id[slot], self.c_owner[slot], self.c_group[slot], self.c_release[slot], self.c_size[slot],
             self.c_procs[slot], self.c_walltime[slot], self.c_priority[slot], self.c_submit[slot], self.c_migrations[slot],
+            self.c_fragment[slot], self.c_deadline[slot],
         )
 
     def transfer(self, now: float, slot: int, dst: int) -> None:
@@ -158,8 +159,51 @@ class Site:
             raise InvariantError(f"site {self.name} tried to transfer job {self.c_id[slot]} which is not queued")
         self.r_state[slot] = GONE
         rec = list(self.job_record(slot))
-        rec[-1] += 1
+        rec[MIGRATIONS] += 1
         self.send(now, dst, "job", job=tuple(rec))
+
+    # divisible jobs (thesis ch. 4) ---------------------------------------------
+
+    def split(self, slot: int, amount: float) -> int:
+        """Cut the last ``amount`` of a queued piece off into a new piece queued right behind it.
+
+        The new piece has the job's fields, its own fragment id (unique in the run: this
+        site's id and a counter) and size ``amount``; returns its slot.
+        """
+        if self.r_state[slot] != QUEUED or not 0 < amount < self.c_size[slot]:
+            raise InvariantError(f"site {self.name} cannot cut {amount} off job {self.c_id[slot]} (size {self.c_size[slot]})")
+        self.pieces += 1
+        rec = list(self.job_record(slot))
+        rec[SIZE] = amount
+        rec[FRAGMENT] = ((self.site_id + 1) << 32) | self.pieces
+        self.c_size[slot] -= amount
+        new = self._add_slot(rec)
+        self.r_state[new] = QUEUED
+        self.scheduler.insert_after(slot, new)
+        return new
+
+    def offer(self, now: float, slot: int, dst: int) -> None:
+        """Send a copy of a queued piece to ``dst`` and hold it here until ``dst`` answers."""
+        if self.r_state[slot] != QUEUED:
+            raise InvariantError(f"site {self.name} offered job {self.c_id[slot]} which is not queued")
+        self.r_state[slot] = OFFERED
+        rec = list(self.job_record(slot))
+        rec[MIGRATIONS] += 1
+        self.send(now, dst, "fragment", value=float(slot), job=tuple(rec))
+
+    def withdraw(self, slot: int) -> None:
+        """The receiver took the offered piece: it leaves this site's books."""
+        if self.r_state[slot] != OFFERED:
+            raise InvariantError(f"site {self.name}: job {self.c_id[slot]} was granted but not offered")
+        self.scheduler.remove(slot)
+        self.r_state[slot] = GONE
+
+    def keep(self, slot: int, now: float) -> None:
+        """The receiver refused the offered piece: it runs here, where it always was."""
+        if self.r_state[slot] != OFFERED:
+            raise InvariantError(f"site {self.name}: job {self.c_id[slot]} was refused but not offered")
+        self.r_state[slot] = QUEUED
+        self.scheduler.dispatch(self, now)
 
     def set_timer(self, when: float, tag: Any = None) -> None:
         self.seq += 1
@@ -173,13 +217,17 @@ class Site:
 
     def receive_job(self, now: float, row: tuple) -> int:
         """Take a job that arrived in a message; returns its new slot, queued here."""
+        slot = self._add_slot(row[N_ROUTING:])
+        self.enqueue(slot, now)
+        return slot
+
+    def _add_slot(self, record: "tuple | list") -> int:
         slot = len(self.c_id)
-        for name, value in zip(JOB_FIELDS, row[N_ROUTING:]):
+        for name, value in zip(JOB_FIELDS, record):
             getattr(self, "c_" + _short(name)).append(value)
         self.r_start.append(math.nan)
         self.r_end.append(math.nan)
         self.r_state.append(QUEUED)
-        self.enqueue(slot, now)
         return slot
 
     # ------------------------------------------------------------------ kernel side
@@ -324,6 +372,7 @@ class Site:
         """Columns for jobs.parquet of every job this site holds (not those it sent away)."""
         state = np.asarray(self.r_state, dtype=np.int8)
         keep = state != GONE
+        offered = (state == OFFERED)[keep]
         n = self.n_local
         cols = {
             name: np.concatenate(
@@ -331,6 +380,8 @@ class Site:
             )[keep]
             for name in JOB_FIELDS
         }
+        if self.pieces:  # splitting shrank some local jobs: read sizes from the columns
+            cols["size"] = np.asarray(self.c_size, dtype=np.float64)[keep]
         start = np.asarray(self.r_start)[keep]
         end = np.asarray(self.r_end)[keep]
         state = state[keep]
@@ -349,7 +400,8 @@ class Site:
             state = np.concatenate([state, np.full(len(extra), TRANSFERRED)])
             start = np.concatenate([start, np.full(len(extra), np.nan)])
             end = np.concatenate([end, np.full(len(extra), np.nan)])
-        cols.update(exec_site=np.full(len(state), self.site_id, dtype=np.int32), start=start, end=end, state=state.astype(np.int8))
+            offered = np.concatenate([offered, np.zeros(len(extra), dtype=bool)])
+        cols.update(offered=offered, exec_site=np.full(len(state), self.site_id, dtype=np.int32), start=start, end=end, state=state.astype(np.int8))
         return cols
 
 

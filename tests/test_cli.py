@@ -22,7 +22,7 @@ from emulator.cli import main
 
 JOB_COLUMNS = [
     "job_id", "owner", "group", "release", "size", "procs",
-    "submit_site", "exec_site", "start", "end", "migrations", "state",
+    "submit_site", "exec_site", "start", "end", "migrations", "state", "deadline", "fragments",
 ]
 ORG_KEYS = {"jobs", "sum_flow_time", "mean_flow_time", "makespan"}
 GLOBAL_KEYS = {"makespan", "events", "messages", "windows", "wall_seconds", "events_per_second"}

@@ -13,7 +13,7 @@ import emulator
 from brokers import registry
 from brokers.base import Agent
 from emulator import scenario as scenario_mod
-from emulator.checks import check_causality, check_conservation
+from emulator.checks import check_causality, check_conservation, check_guarantees
 from emulator.engine import pack_sites
 from emulator.errors import InvariantError
 from tests.conftest import small_grid
@@ -187,11 +187,27 @@ def test_conservation_check_names_the_job():
     submitted["job_id"] = [0, 1, 2]
     submitted["size"] = 1.0
     submitted["procs"] = 1
-    table = pd.DataFrame({"job_id": [0, 1, 1], "release": 0.0, "size": 1.0, "procs": 1})
-    with pytest.raises(InvariantError, match="job 1 is held by 2 sites"):
+    table = pd.DataFrame({"job_id": [0, 1, 1], "fragment": 0, "release": 0.0, "size": 1.0, "procs": 1})
+    with pytest.raises(InvariantError, match=r"job 1 \(fragment 0\) is held by two sites"):
         check_conservation(table, submitted)
     with pytest.raises(InvariantError, match="job 2 was lost"):
         check_conservation(table.iloc[:2], submitted)
+    # Pieces of a divisible job must add up to it, each piece held once.
+    pieces = pd.DataFrame({"job_id": [0, 1, 1, 2], "fragment": [0, 0, 7, 0], "release": 0.0, "size": [1.0, 0.25, 0.75, 1.0], "procs": 1})
+    check_conservation(pieces, submitted)
+    pieces.loc[2, "size"] = 0.5
+    with pytest.raises(InvariantError, match="job 1 has size 1.0 but its pieces add up to 0.75"):
+        check_conservation(pieces, submitted)
+
+
+def test_guarantee_check_names_the_late_job():
+    jobs = pd.DataFrame({"job_id": [3, 4], "end": [5.0, np.nan], "deadline": [5.0, 9.0]})
+    check_guarantees(jobs, horizon=9.0)  # on time; job 4 unfinished but its time has not come
+    with pytest.raises(InvariantError, match="guarantee: job 4 was not finished at the horizon t=10.0"):
+        check_guarantees(jobs, horizon=10.0)
+    jobs.loc[0, "end"] = 5.5
+    with pytest.raises(InvariantError, match=r"guarantee: job 3 finished at t=5.5, after the latest finish time t=5.0"):
+        check_guarantees(jobs, horizon=9.0)
 
 
 class _RudeAgent(Agent):
