@@ -31,6 +31,7 @@ class GridInfo:
     site_owner: tuple[int, ...]
     seed: int
     lookahead: float
+    max_latency: float = 0.0  # the slowest link: how long a round's reports may take
 
 
 class Agent:

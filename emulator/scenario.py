@@ -21,7 +21,9 @@ from emulator.errors import ScenarioError
 
 SHIPPED_DIR = Path(__file__).resolve().parent.parent / "scenarios" / "data"
 
-PROTOCOLS = ("local", "random", "averaging")
+PROTOCOLS = ("local", "random", "averaging", "averaging_game", "bilb")
+#: Protocols that cut divisible jobs into pieces (thesis ch. 4): one processor per site.
+DIVISIBLE_PROTOCOLS = ("averaging_game", "bilb")
 SCHEDULERS = ("fcfs", "spt", "list")
 BACKENDS = ("inprocess", "ray")
 PACKINGS = ("block", "round_robin")
@@ -32,7 +34,7 @@ _KNOWN = {
     "run": {"seed", "horizon", "backend", "shards", "packing", "lookahead", "name", "description"},
     "network": {"latency", "latency_matrix"},
     "scheduler": {"name"},
-    "protocol": {"name", "period", "start"},
+    "protocol": {"name", "period", "start", "min_gap", "limit", "join", "learn", "eta", "window"},
     "metrics": {"counterfactual", "sample_interval"},
     "workload": {
         "kind", "rate", "alpha", "beta", "jobs", "until", "procs", "path", "orgs",
@@ -201,7 +203,20 @@ def _choice(key: str, value: Any, allowed: tuple[str, ...]) -> str:
 
 
 def per_site_values(key: str, value: Any, n: int, **checks: bool) -> list[float]:
-    """A scalar for every site, or a list with one value per site."""
+    """A scalar for every site, a list with one value per site, or a table
+    ``{default = x, 0 = y, ...}``: x for every site but those named by index (so a grid with
+    one overloaded site keeps its shape when ``sites.count`` is swept)."""
+    if isinstance(value, dict):
+        if "default" not in value:
+            raise ScenarioError(key, "a table of per-site values needs a default (e.g. {default = 2.0, 0 = 3.0})")
+        values = [check_number(f"{key}.default", value["default"], **checks)] * n
+        for site, v in value.items():
+            if site == "default":
+                continue
+            if not str(site).isdigit() or int(site) >= n:
+                raise ScenarioError(f"{key}.{site}", f"must name a site by its index, 0 to {n - 1}")
+            values[int(site)] = check_number(f"{key}.{site}", v, **checks)
+        return values
     if isinstance(value, list):
         if len(value) != n:
             raise ScenarioError(key, f"has {len(value)} values but there are {n} sites")
@@ -272,6 +287,56 @@ def _build_sites(data: dict[str, Any], default_scheduler: str, seed: int) -> lis
     ]
 
 
+def _divisible_protocol(proto: dict[str, Any], sites: list[SiteSpec], scheduler: str) -> None:
+    """Settings of the thesis ch. 4 protocols (averaging game, BILB), defaults filled in.
+
+    ``period`` is T, the time between strategy decisions; ``start`` the first round;
+    ``min_gap`` the least time between two rounds (the thesis simulator's time unit);
+    ``limit`` the declared participation level l_k (BILB; a number or one per site);
+    ``join`` the probability p_k of joining the coalition (averaging game; one per site or
+    one for all); ``learn`` turns on Algorithm 4.2 / section 4.7.3 with coefficient ``eta``;
+    ``window`` the part of a period whose jobs are evaluated (thesis: 0.2T to 0.8T).
+    """
+    name = proto["name"]
+    for site in sites:
+        if site.procs != 1:
+            raise ScenarioError("sites.procs", f"the {name} protocol needs one processor per site (thesis 4.1); site {site.name} has {site.procs}")
+    if len({s.speeds for s in sites}) > 1:
+        raise ScenarioError("sites.speed", f"the {name} protocol needs identical processors (thesis 4.1)")
+    if scheduler != "fcfs" or any(s.scheduler != "fcfs" for s in sites):
+        raise ScenarioError("scheduler.name", f"the {name} protocol needs FCFS local queues (thesis 4.1)")
+    n = len(sites)
+    proto["period"] = check_number("protocol.period", proto.get("period", 1000.0), positive=True)
+    proto["start"] = check_number("protocol.start", proto.get("start", 0.0), nonneg=True)
+    proto["min_gap"] = check_number("protocol.min_gap", proto.get("min_gap", 1.0), positive=True)
+    learn = proto.get("learn", False)
+    if not isinstance(learn, bool):
+        raise ScenarioError("protocol.learn", f"must be true or false, got {learn!r}")
+    proto["learn"] = learn
+    proto["eta"] = check_number("protocol.eta", proto.get("eta", 0.1), positive=True)
+    if proto["eta"] > 1:
+        raise ScenarioError("protocol.eta", f"the learning coefficient must be in (0, 1], got {proto['eta']}")
+    window = proto.get("window", [0.2, 0.8])
+    if not isinstance(window, list) or len(window) != 2:
+        raise ScenarioError("protocol.window", f"must be two fractions of the period [from, to], got {window!r}")
+    lo, hi = (check_number(f"protocol.window[{i}]", w, nonneg=True) for i, w in enumerate(window))
+    if not lo < hi <= 1:
+        raise ScenarioError("protocol.window", f"needs 0 <= from < to <= 1, got {window!r}")
+    proto["window"] = [lo, hi]
+    # Keys of the other protocol may stay (a sweep over protocol.name sets both); unused here.
+    if name == "bilb":
+        limit = proto.get("limit", 1000.0)
+        values = per_site_values("protocol.limit", limit, n, nonneg=True)
+        proto["limit"] = values if isinstance(limit, (list, dict)) else values[0]
+    else:
+        join = proto.get("join", 0.5 if learn else 1.0)
+        values = per_site_values("protocol.join", join, n, nonneg=True)
+        bad = [v for v in values if v > 1]
+        if bad:
+            raise ScenarioError("protocol.join", f"a probability must be in [0, 1], got {bad[0]}")
+        proto["join"] = values if isinstance(join, (list, dict)) else values[0]
+
+
 def _latency(data: dict[str, Any], n: int) -> tuple[float | np.ndarray, float]:
     """(latency, smallest link latency). A uniform latency stays a number: a 10,000-site
     matrix would take 800 MB for nothing."""
@@ -339,6 +404,8 @@ def validate(raw: dict[str, Any], source: str = "<dict>") -> Scenario:
     if proto["name"] == "averaging":
         proto["period"] = float(check_number("protocol.period", proto.get("period", 100.0), positive=True))
         proto["start"] = float(check_number("protocol.start", proto.get("start", proto["period"]), nonneg=True))
+    elif proto["name"] in DIVISIBLE_PROTOCOLS:
+        _divisible_protocol(proto, sites, data["scheduler"]["name"])
     data["protocol"] = proto
 
     metrics = _table(data, "metrics")

@@ -31,6 +31,10 @@ class FCFS:
     def remove(self, slot: int) -> None:
         self.queue.remove(slot)
 
+    def push_front(self, slot: int) -> None:
+        """Queue ``slot`` first (the rest of a running piece that was cut)."""
+        self.queue.appendleft(slot)
+
     def insert_after(self, slot: int, new: int) -> None:
         """Queue ``new`` right behind ``slot`` (a piece split off a queued job keeps its place)."""
         queue = self.queue

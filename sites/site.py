@@ -88,6 +88,7 @@ class Site:
         self.usage_group: dict[int, float] = {}
         self.sent = [0] * len(MESSAGE_TYPES)
         self.pieces = 0  # pieces split off jobs here; names their fragment ids
+        self.changed: set[str] = set()  # job fields changed after submission (size by splits, deadline)
         self.agent: "Agent | None" = None
         self.fast = False
         self._fp_free: list[float] = []
@@ -121,7 +122,9 @@ class Site:
         return now + self.backlog(now) / sum(self.speeds)
 
     def running_slots(self) -> list[int]:
-        return [e[4] for e in self.heap if e[1] == COMPLETE]
+        # A running piece cut shorter leaves its old completion in the heap, void.
+        end = self.r_end
+        return [e[4] for e in self.heap if e[1] == COMPLETE and e[0] == end[e[4]]]
 
     def _job_speed(self, slot: int) -> float:
         if self.uniform:
@@ -164,32 +167,52 @@ class Site:
 
     # divisible jobs (thesis ch. 4) ---------------------------------------------
 
-    def split(self, slot: int, amount: float) -> int:
-        """Cut the last ``amount`` of a queued piece off into a new piece queued right behind it.
+    def split(self, slot: int, amount: float, now: float) -> int:
+        """Cut the last ``amount`` of work off a piece into a new piece queued right behind it.
 
         The new piece has the job's fields, its own fragment id (unique in the run: this
-        site's id and a counter) and size ``amount``; returns its slot.
+        site's id and a counter) and size ``amount``; returns its slot. A running piece
+        can be cut too (divisible load: its unprocessed part is just work not done yet):
+        it then ends earlier and the new piece heads the queue.
         """
-        if self.r_state[slot] != QUEUED or not 0 < amount < self.c_size[slot]:
+        state = self.r_state[slot]
+        if state not in (QUEUED, RUNNING) or not 0 < amount < self.c_size[slot]:
             raise InvariantError(f"site {self.name} cannot cut {amount} off job {self.c_id[slot]} (size {self.c_size[slot]})")
         self.pieces += 1
         rec = list(self.job_record(slot))
         rec[SIZE] = amount
         rec[FRAGMENT] = ((self.site_id + 1) << 32) | self.pieces
         self.c_size[slot] -= amount
+        self.changed.add("size")
         new = self._add_slot(rec)
-        self.r_state[new] = QUEUED
-        self.scheduler.insert_after(slot, new)
+        if state == RUNNING:
+            end = self.r_end[slot] - amount / self._job_speed(slot)
+            if end <= now:
+                raise InvariantError(f"site {self.name} cut job {self.c_id[slot]} into work it has already done")
+            self.r_end[slot] = end
+            self.seq += 1
+            heapq.heappush(self.heap, (end, COMPLETE, self.seq, 0, slot))
+            self.scheduler.push_front(new)
+        else:
+            self.scheduler.insert_after(slot, new)
         return new
 
-    def offer(self, now: float, slot: int, dst: int) -> None:
-        """Send a copy of a queued piece to ``dst`` and hold it here until ``dst`` answers."""
+    def announce(self, slot: int, deadline: float) -> None:
+        """Record the latest finish time promised to the job's submitter (checked at the end)."""
+        self.c_deadline[slot] = deadline
+        self.changed.add("deadline")
+
+    def offer(self, now: float, slot: int, dst: int, tag: float = 0.0) -> None:
+        """Send a copy of a queued piece to ``dst`` and hold it here until ``dst`` answers.
+
+        The message names the slot (``value``) for the answer; ``tag`` is the agent's.
+        """
         if self.r_state[slot] != QUEUED:
             raise InvariantError(f"site {self.name} offered job {self.c_id[slot]} which is not queued")
         self.r_state[slot] = OFFERED
         rec = list(self.job_record(slot))
         rec[MIGRATIONS] += 1
-        self.send(now, dst, "fragment", value=float(slot), job=tuple(rec))
+        self.send(now, dst, "fragment", value=float(slot), value2=tag, job=tuple(rec))
 
     def withdraw(self, slot: int) -> None:
         """The receiver took the offered piece: it leaves this site's books."""
@@ -281,6 +304,8 @@ class Site:
             if not heap or heap[0][0] >= until:
                 return
             now, kind, _, _, payload = heapq.heappop(heap)
+            if kind == COMPLETE and now != self.r_end[payload]:
+                continue  # the piece was cut shorter and completed earlier
             self.events += 1
             if kind == COMPLETE:
                 q = self.c_procs[payload]
@@ -380,8 +405,8 @@ class Site:
             )[keep]
             for name in JOB_FIELDS
         }
-        if self.pieces:  # splitting shrank some local jobs: read sizes from the columns
-            cols["size"] = np.asarray(self.c_size, dtype=np.float64)[keep]
+        for name in self.changed:  # fields agents changed on local jobs: read them from the columns
+            cols[name] = np.asarray(getattr(self, "c_" + _short(name)), dtype=JOB_DTYPE[name])[keep]
         start = np.asarray(self.r_start)[keep]
         end = np.asarray(self.r_end)[keep]
         state = state[keep]

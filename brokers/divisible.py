@@ -1,0 +1,411 @@
+"""Divisible load balancing between organizations (thesis ch. 4), run by every site over messages.
+
+Two protocols share this agent: ``averaging_game`` (Algorithm 4.1 run by a coalition that
+each organization joins per period with probability p_k, learned by Algorithm 4.2) and
+``bilb`` (Algorithm 4.3, each organization declaring a participation level l_k, learned
+by section 4.7.3). Sites have one processor and an FCFS queue; jobs are divisible.
+
+A round, as every site runs it (no site ever reads another's state):
+  1. At the round time t every site broadcasts an ``offer``: its queue length L_k (time
+     to finish what it holds) and its strategy (l_k, or 1/0 for in/out of the coalition).
+  2. A site that holds all N offers computes the plan with the pure function
+     (``bilb_plan`` or ``averaging_plan``): every site gets the same offers, so every
+     site computes the same plan and the same next round time.
+  3. A sender cuts what it owes each receiver off the tail of its queue (splitting a
+     piece where needed), and sends each piece as a ``fragment`` while it keeps it queued
+     and unstartable (``OFFERED``): "the sender keeps what is refused". The last piece of
+     a transfer is marked; a transfer it could cut nothing for gets an empty marker.
+  4. A receiver waits for every transfer the plan sends it, then judges the pieces in the
+     plan's order (the thesis's iteration order: what an earlier, less loaded iteration
+     sends is queued first, as its deadlines are earlier). It accepts a piece only if its
+     queue, with the piece added, stays within its declared level and the piece still
+     finishes by the latest finish time announced to the job's submitter; it answers
+     ``grant`` (with the piece's finish time) or ``refuse``. A site that is itself waiting
+     for answers on its own pieces of the round judges after they come (the reference
+     removes a sender's pieces before it receives: plans only send to less loaded sites,
+     so these waits form chains that end at the least loaded site).
+  5. On ``grant`` the sender drops its copy; on ``refuse`` its copy runs where it was.
+
+Every local job is announced, at submission, the latest finish time max(L_k, r) + p:
+FCFS never lets a later piece overtake it, and the receivers' test above keeps what it
+sends away on time. ``emulator.checks.check_guarantees`` verifies it at the end.
+
+Choices the thesis leaves open (documented in ``docs/results/bilb.md`` too):
+  * The next round is at the plan's time (BILB: min_k(L_k + Φ_k - Ψ_k); averaging: at
+    L̄) but at least ``min_gap`` later (the thesis simulator's time unit; otherwise an
+    idle site would make the round repeat at once) and at least (2N + 3) × ``max_latency``
+    later: a round is settled by then (offers, pieces and answers take one latency each,
+    and each site of a chain of senders two more), so rounds never overlap.
+  * A sender cuts the unprocessed part of its running piece too, once its queue is used
+    up: with divisible load that part is only work not done yet, and the piece just ends
+    earlier (no job is stopped and resumed, so this is no preemption). Without it, a site
+    whose load is one long running piece could neither send nor, in its turn, receive on
+    time, and the thesis's "after LB all loads finish at L̄" would not hold.
+  * A sender never cuts a piece that arrived after the round time (it was not in the
+    offer), or the part of its queue it would start within ``(3 + 2 × chain depth) ×
+    max_latency``: the answer may take that long, and an offered piece at the head of the
+    queue holds the processor idle.
+  * A site learns its jobs' finish times from its own completions and from grants (the
+    finish time a receiver promised; a piece forwarded again only finishes earlier), and
+    uses the announced time for a piece it has no news of. Strategy updates happen at the
+    first round of a period, for every period since the last one.
+"""
+from __future__ import annotations
+
+import bisect
+import math
+from typing import Any
+
+from brokers.averaging import averaging_plan
+from brokers.base import Agent, GridInfo
+from brokers.bilb import bilb_plan, next_round_time
+from brokers.lb_reference import PURPOSE_COALITION
+from brokers.strategies import adjust_join, adjust_limit, flow_ratio, local_flow_time
+from emulator.errors import InvariantError
+from emulator.messages import MTYPE, N_ROUTING
+from scenarios.workload import site_rng
+from sites.jobs import JOB_DTYPE
+from sites.site import QUEUED, RUNNING
+
+OFFER, FRAGMENT, GRANT, REFUSE = (MTYPE[n] for n in ("offer", "fragment", "grant", "refuse"))
+#: ``value2`` of the last piece (or the empty marker) of a transfer.
+LAST = 1.0
+SIZE_COL, DEADLINE_COL = (N_ROUTING + JOB_DTYPE.names.index(f) for f in ("size", "deadline"))
+#: Amounts (time units) below this are not cut: float dust from the plan's sums.
+EPS = 1e-12
+#: Relative slack of a receiver's tests against float rounding.
+TOL = 1e-9
+
+Plan = list[tuple[int, int, float]]
+
+
+def chain_depth(plan: Plan) -> int:
+    """Longest chain of senders k → l → ... in a plan (0 when nobody sends).
+
+    A site that sends judges its incoming pieces only after its own were answered, so an
+    answer may wait for a whole chain of such sites.
+    """
+    targets: dict[int, list[int]] = {}
+    for k, l, _ in plan:
+        targets.setdefault(k, []).append(l)
+    depth: dict[int, int] = {}
+
+    def walk(k: int) -> int:
+        if k not in targets:
+            return 0
+        if k not in depth:
+            depth[k] = 1 + max(walk(l) for l in targets[k])
+        return depth[k]
+
+    return max((walk(k) for k in targets), default=0)
+
+
+class DivisibleAgent(Agent):
+    """Rounds of offers, a common plan, pieces offered and granted or refused (module doc)."""
+
+    name = "divisible"
+    intercepts_arrivals = True
+    record_columns = (
+        "time", "site", "period", "level", "member", "ratio", "flow", "flow_local", "rounds",
+        "work_sent", "work_received", "refused",
+    )
+
+    def __init__(self, site, grid: GridInfo, params: dict[str, Any]):
+        super().__init__(site, grid, params)
+        self.period = float(params["period"])
+        self.start = float(params["start"])
+        self.gap = max(float(params["min_gap"]), (2 * grid.n_sites + 3) * grid.max_latency)
+        self.learn = bool(params["learn"])
+        self.eta = float(params["eta"])
+        self.window = tuple(params["window"])
+        self.speed = site.speed
+        self.round_time = math.nan
+        self.offers: dict[int, tuple[float, float]] = {}
+        self.waiting: set[int] = set()  # own pieces offered this round, not answered yet
+        self.expect: list[int] | None = None  # senders of the round's transfers to this site, in plan order
+        self.inbox: dict[int, list[tuple]] = {}  # pieces received this round, by sender
+        self.complete: set[int] = set()  # senders whose transfer has fully arrived
+        self.queued_at: dict[int, float] = {}  # slot -> when it was queued here (slots past the local jobs)
+        n = site.n_local
+        self.local_slot: dict[int, int] | None = None  # job id -> slot of a local job, built when needed
+        self.known_end = [-math.inf] * n  # latest finish time heard of for each local job's pieces
+        self.open_pieces = [1] * n  # pieces of each local job with no finish time heard of yet
+        self.period_no = -1
+        self.member = True
+        self._counts = [0, 0.0, 0.0, 0]  # rounds, work sent, work received, pieces refused (this period)
+
+    # ---------------------------------------------------------------- strategy (subclasses)
+    def level(self) -> float:
+        """What the offer declares besides the load: l_k, or 1/0 for in/out of the coalition."""
+        raise NotImplementedError
+
+    def accept_limit(self) -> float:
+        """Longest queue (time units) this site accepts to reach with foreign pieces."""
+        return math.inf
+
+    def plan(self, loads: list[float], levels: list[float]) -> tuple[Plan, float]:
+        """The round's transfers (k, l, amount) and the delay to the next round (before ``min_gap``)."""
+        raise NotImplementedError
+
+    def adjust(self, ratio: float) -> None:
+        """Update the strategy from a period's bounded flow ratio R_k."""
+
+    def decide(self) -> None:
+        """Choose the strategy for the period that begins."""
+
+    # ---------------------------------------------------------------- hooks
+    def on_start(self, now: float) -> None:
+        if self.grid.n_sites > 1:
+            self.site.set_timer(self.start, "round")
+
+    def on_arrival(self, now: float, slot: int) -> bool:
+        site = self.site
+        site.announce(slot, site.load(now) + site.c_size[slot] / self.speed)
+        return False
+
+    def on_complete(self, now: float, slot: int) -> None:
+        j = self._local_job(slot)
+        if j >= 0:
+            self._heard(j, now)
+
+    def on_timer(self, now: float, tag: Any) -> None:
+        self._periods(now)
+        self.round_time = now
+        load = self.site.load(now) - now
+        level = self.level()
+        me = self.site.site_id
+        for dst in range(self.grid.n_sites):
+            if dst != me:
+                self.site.send(now, dst, "offer", value=load, value2=level)
+        self._offer(now, me, load, level)
+
+    def on_message(self, now: float, row: tuple) -> None:
+        mtype = row[5]
+        if mtype == OFFER:
+            self._offer(now, int(row[1]), float(row[6]), float(row[7]))
+        elif mtype == FRAGMENT:
+            src = int(row[1])
+            if row[N_ROUTING] >= 0:  # not an empty marker
+                self.inbox.setdefault(src, []).append(row)
+            if row[7] == LAST:
+                self.complete.add(src)
+            self._settle(now)
+        elif mtype == GRANT or mtype == REFUSE:
+            slot = int(row[6])
+            if mtype == GRANT:
+                self.site.withdraw(slot)
+                j = self._local_job(slot)
+                if j >= 0:
+                    self._heard(j, float(row[7]))
+            else:
+                self.site.keep(slot, now)
+                self._counts[3] += 1
+            self.waiting.discard(slot)
+            self._settle(now)
+        else:
+            super().on_message(now, row)
+
+    def send_bound(self) -> float:
+        # Offers go out on timers; pieces, grants and refusals answer messages.
+        return self.site.next_agent_event_time()
+
+    # ---------------------------------------------------------------- rounds
+    def _offer(self, now: float, src: int, load: float, level: float) -> None:
+        if src in self.offers or self.expect is not None:
+            raise InvariantError(
+                f"site {self.site.name}: an offer from site {src} came before the round of t={self.round_time} was settled"
+            )
+        self.offers[src] = (load, level)
+        if len(self.offers) == self.grid.n_sites:
+            self._round(now)
+
+    def _round(self, now: float) -> None:
+        n = self.grid.n_sites
+        loads = [self.offers[k][0] for k in range(n)]
+        levels = [self.offers[k][1] for k in range(n)]
+        self.offers = {}
+        plan, delay = self.plan(loads, levels)
+        self.site.set_timer(self.round_time + max(delay, self.gap), "round")
+        self._counts[0] += 1
+        me = self.site.site_id
+        mine = [(l, amount) for k, l, amount in plan if k == me]
+        if mine:
+            self._cut(now, mine, now + (3 + 2 * chain_depth(plan)) * self.grid.max_latency)
+        self.expect = [k for k, l, _ in plan if l == me]
+        self._settle(now)
+
+    def _settle(self, now: float) -> None:
+        """Judge the round's pieces once every transfer is in and the own pieces are answered."""
+        if self.expect is None or self.waiting or len(self.complete) < len(self.expect):
+            return
+        for k in self.expect:
+            for row in self.inbox.get(k, ()):
+                self._judge(now, row)
+        self.expect, self.inbox, self.complete = None, {}, set()
+
+    def _cut(self, now: float, transfers: list[tuple[int, float]], earliest: float) -> None:
+        """Offer pieces off the tail of the queue: ``amount`` (time units) to each receiver in turn.
+
+        Nothing that would start before ``earliest`` is cut (see the module doc).
+        """
+        site, speed = self.site, self.speed
+        queue = site.running_slots() + list(site.scheduler.queue)
+        i = len(queue) - 1
+        end = site.load(now)  # when the piece queue[i] ends
+        for dst, amount in transfers:
+            pieces = []
+            while amount > EPS and i >= 0:
+                slot = queue[i]
+                state = site.r_state[slot]
+                size = site.r_end[slot] - now if state == RUNNING else site.c_size[slot] / speed
+                begin = end - size
+                if state not in (QUEUED, RUNNING) or self._queued_at(slot) > self.round_time:
+                    end, i = begin, i - 1
+                    continue
+                room = end - max(begin, earliest)
+                if room <= EPS:
+                    i = -1
+                    break
+                take = min(amount, room)
+                if state == QUEUED and size <= take + EPS:
+                    piece = slot
+                    end, i = begin, i - 1
+                    amount -= size
+                else:
+                    piece = site.split(slot, take * speed, now)
+                    self.queued_at[piece] = self._queued_at(slot)
+                    j = self._local_job(slot)
+                    if j >= 0:
+                        self.open_pieces[j] += 1
+                    end -= take
+                    amount -= take
+                pieces.append(piece)
+            for piece in pieces:
+                site.offer(now, piece, dst, LAST if piece == pieces[-1] else 0.0)
+                self.waiting.add(piece)
+                self._counts[1] += site.c_size[piece] / speed
+            if not pieces:
+                site.send(now, dst, "fragment", value=-1.0, value2=LAST)
+
+    def _judge(self, now: float, row: tuple) -> None:
+        """Accept an offered piece if it fits the declared level and keeps its job's deadline."""
+        site = self.site
+        size = float(row[SIZE_COL]) / self.speed
+        deadline = float(row[DEADLINE_COL])
+        finish = site.load(now) + size
+        late = finish > deadline + TOL * max(1.0, abs(deadline))
+        if late or finish - now > self.accept_limit() + TOL * max(1.0, finish - now):
+            site.send(now, int(row[1]), "refuse", value=row[6])
+            return
+        slot = site.receive_job(now, row)
+        self.queued_at[slot] = now
+        self._counts[2] += size
+        site.send(now, int(row[1]), "grant", value=row[6], value2=finish)
+
+    def _queued_at(self, slot: int) -> float:
+        return self.site.c_release[slot] if slot < self.site.n_local else self.queued_at[slot]
+
+    # ---------------------------------------------------------------- what a site knows of its jobs
+    def _local_job(self, slot: int) -> int:
+        """Index of the local job a piece belongs to, or -1 for another organization's piece."""
+        site = self.site
+        if slot < site.n_local:
+            return slot
+        if site.c_submit[slot] != site.site_id:
+            return -1
+        if self.local_slot is None:
+            self.local_slot = {job: k for k, job in enumerate(site.c_id[: site.n_local])}
+        return self.local_slot[site.c_id[slot]]
+
+    def _heard(self, job: int, finish: float) -> None:
+        if finish > self.known_end[job]:
+            self.known_end[job] = finish
+        self.open_pieces[job] -= 1
+
+    # ---------------------------------------------------------------- periods and learning
+    def _periods(self, now: float) -> None:
+        current = math.floor((now - self.start) / self.period)
+        while self.period_no < current:
+            self.period_no += 1
+            if self.period_no > 0:
+                self._evaluate(self.period_no - 1)
+            self.decide()
+
+    def _evaluate(self, period_no: int) -> None:
+        """Algorithm 4.2 on the jobs submitted in the window of a finished period."""
+        site = self.site
+        begin = self.start + period_no * self.period
+        lo = bisect.bisect_left(site.c_release, begin + self.window[0] * self.period, 0, site.n_local)
+        hi = bisect.bisect_right(site.c_release, begin + self.window[1] * self.period, 0, site.n_local)
+        releases = site.c_release[lo:hi]
+        flow_local = local_flow_time(releases, [site.c_size[j] / self.speed for j in range(lo, hi)])
+        flow = 0.0
+        for j in range(lo, hi):
+            end = self.known_end[j] if self.open_pieces[j] <= 0 else site.c_deadline[j]
+            flow += end - site.c_release[j]
+        # c_size of a local slot shrinks when it is split: the local counterfactual needs whole jobs.
+        if "size" in site.changed:
+            flow_local = local_flow_time(releases, site.local_jobs["size"][lo:hi] / self.speed)
+        ratio = flow_ratio(flow, flow_local) if flow_local > 0 else math.nan
+        if self.learn and self.member and flow_local > 0:
+            self.adjust(ratio)
+        rounds, sent, received, refused = self._counts
+        self.records.append(
+            (begin + self.period, site.site_id, period_no, self.level(), self.member, ratio, flow, flow_local,
+             rounds, sent, received, refused)
+        )
+        self._counts = [0, 0.0, 0.0, 0]
+
+
+class BilbAgent(DivisibleAgent):
+    """``bilb``: Bounded, Iterative Load Balancing (thesis Algorithm 4.3) with declared levels l_k."""
+
+    name = "bilb"
+
+    def __init__(self, site, grid: GridInfo, params: dict[str, Any]):
+        super().__init__(site, grid, params)
+        limit = params["limit"]
+        self.limit = float(limit[site.site_id] if isinstance(limit, list) else limit)
+
+    def level(self) -> float:
+        return self.limit
+
+    def accept_limit(self) -> float:
+        return self.limit
+
+    def plan(self, loads: list[float], levels: list[float]) -> tuple[Plan, float]:
+        plan = bilb_plan(loads, levels)
+        return plan, next_round_time(0.0, loads, plan)
+
+    def adjust(self, ratio: float) -> None:
+        self.limit = adjust_limit(self.limit, ratio, self.eta)
+
+
+class AveragingGameAgent(DivisibleAgent):
+    """``averaging_game``: Algorithm 4.1 in a coalition joined per period with probability p_k (Alg. 4.2)."""
+
+    name = "averaging_game"
+
+    def __init__(self, site, grid: GridInfo, params: dict[str, Any]):
+        super().__init__(site, grid, params)
+        join = params["join"]
+        self.p = float(join[site.site_id] if isinstance(join, list) else join)
+        self.rng = site_rng(grid.seed, site.site_id, PURPOSE_COALITION)
+        self.member = False
+
+    def level(self) -> float:
+        return 1.0 if self.member else 0.0
+
+    def plan(self, loads: list[float], levels: list[float]) -> tuple[Plan, float]:
+        members = [k for k, level in enumerate(levels) if level > 0.5]
+        sub = [loads[k] for k in members]
+        mean = sum(sub) / len(sub) if sub else 0.0
+        if len(members) < 2:
+            return [], mean
+        return [(members[k], members[l], amount) for k, l, amount in averaging_plan(sub)], mean
+
+    def adjust(self, ratio: float) -> None:
+        self.p = adjust_join(self.p, ratio, self.eta)
+
+    def decide(self) -> None:
+        self.member = bool(self.rng.random() < self.p)
