@@ -1,9 +1,14 @@
-"""``gridemu report DIR``: summary tables and a plot of a finished run.
+"""``gridemu report DIR``: summary tables and a plot of a finished run, or the table of a sweep.
 
 The plot (``DIR/report.png``) shows, over virtual time, the utilization of each
-organization's processors and the number of its jobs waiting (released, not started),
-both computed from ``jobs.parquet``; when the protocol recorded a time series with a
-``load`` column (averaging load balancing), a third panel shows each site's reported load.
+organization's processors (from ``fragments.parquet`` where jobs were split) and the
+number of its jobs waiting (released, not started), from ``jobs.parquet``; when the
+protocol recorded a time series with a ``load`` column (averaging load balancing), a panel
+shows each site's reported load, and with a ``level`` column (averaging game: p_k; BILB:
+l_k) a panel shows each organization's strategy against the period (thesis Figs. 4.3-4.5).
+
+For a sweep folder (``runs.parquet``), it prints the scores per setting the way thesis
+Tables 4.2-4.5 aggregate them and writes ``DIR/scores.csv`` (see :func:`sweep_scores`).
 """
 from __future__ import annotations
 
@@ -70,6 +75,9 @@ def load_run(run_dir: Path) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame | 
         raise GridemuError(f"{run_dir}: not a gridemu run folder (summary.json and jobs.parquet are missing)")
     summary = json.loads((run_dir / "summary.json").read_text())
     jobs = pd.read_parquet(run_dir / "jobs.parquet")
+    if (run_dir / "fragments.parquet").exists():
+        # Where jobs were split, what each site ran is in the pieces; waiting is per job.
+        jobs.attrs["pieces"] = pd.read_parquet(run_dir / "fragments.parquet")
     sites = pd.read_parquet(run_dir / "sites.parquet")
     ts_path = run_dir / "timeseries.parquet"
     ts = pd.read_parquet(ts_path) if ts_path.exists() else None
@@ -88,9 +96,10 @@ def curves(jobs: pd.DataFrame, sites: pd.DataFrame, bins: int = 200, per_bin: in
     procs_by_org = sites.groupby("owner")["procs"].sum()
     org_of_site = dict(zip(sites["site_id"], sites["owner"]))
     util, waiting = {}, {}
-    exec_org = jobs["exec_site"].map(org_of_site)
+    ran = jobs.attrs.get("pieces", jobs)
+    exec_org = ran["exec_site"].map(org_of_site)
     for org in procs_by_org.index:
-        mine = jobs[exec_org == org]
+        mine = ran[exec_org == org]
         started = mine.dropna(subset=["start"]).sort_values("start")
         ended = mine.dropna(subset=["end"]).sort_values("end")
         busy = _cum_at(started["start"].to_numpy(), started["procs"].to_numpy(), t) - _cum_at(
@@ -118,7 +127,13 @@ def plot_run(run_dir: Path, jobs: pd.DataFrame, sites: pd.DataFrame, ts: pd.Data
 
     t, util, waiting = curves(jobs, sites)
     with_load = ts is not None and "load" in ts.columns
+    with_level = ts is not None and "level" in ts.columns and len(ts)
     fig, axes = plt.subplots(3 if with_load else 2, 1, figsize=(10, 9 if with_load else 6.5), sharex=True)
+    if with_level:
+        fig.set_size_inches(10, 9)
+        fig.subplots_adjust(hspace=0.45)
+        for ax in axes:
+            ax.set_position([0.08, ax.get_position().y0 * 0.62 + 0.36, 0.88, ax.get_position().height * 0.62])
     orgs = list(util)
     many = len(orgs) > MAX_LINES
     if many:
@@ -142,14 +157,91 @@ def plot_run(run_dir: Path, jobs: pd.DataFrame, sites: pd.DataFrame, ts: pd.Data
     axes[-1].set_xlabel("virtual time")
     g = summary["global"]
     fig.suptitle(f"{g['protocol']} protocol, {g['sites']} sites, {g['jobs']:,} jobs, seed {g['seed']}")
-    fig.tight_layout()
+    if with_level:
+        _plot_levels(fig.add_axes([0.08, 0.06, 0.88, 0.22]), ts, g["protocol"])
+    else:
+        fig.tight_layout()
     path = run_dir / "report.png"
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
 
 
+def _plot_levels(ax: Any, ts: pd.DataFrame, protocol: str) -> None:
+    """Each organization's strategy at the end of every period (thesis Figs. 4.3-4.5)."""
+    for site_id, part in ts.groupby("site"):
+        if site_id < MAX_LINES:
+            ax.plot(part["period"] + 1, part["level"], lw=2.2 if site_id == 0 else 1, color="black" if site_id == 0 else None,
+                    label=f"site {site_id}")
+    if protocol == "bilb":
+        ax.set_yscale("log")
+        ax.set_ylabel("declared level l_k")
+    else:
+        ax.set_ylim(-0.02, 1.02)
+        ax.set_ylabel("p_k (join coalition)")
+    ax.set_xlabel("round (period T)")
+    ax.legend(fontsize=7, ncol=6)
+
+
+def sweep_scores(orgs: pd.DataFrame, settings: list[str]) -> pd.DataFrame:
+    """Scores per setting, aggregated as thesis Tables 4.2-4.5 do.
+
+    Per organization, ``score_period_mean`` and ``score_period_std`` are the mean and the
+    standard deviation of its per-period scores. Per setting (and seed), the table gives
+    their mean over organizations with the range (min, max), for all organizations, for
+    the "typical" ones (all but organization 0) and for organization 0 (the overloaded
+    one in the heterogeneous scenarios).
+    """
+    rows = []
+    keys = settings + ["seed"]
+    for key, part in orgs.groupby(keys, sort=True):
+        key = key if isinstance(key, tuple) else (key,)
+        row = dict(zip(keys, key))
+        first = part["organization"] == sorted(part["organization"])[0]
+        for label, sel in (("all", part), ("typical", part[~first]), ("org0", part[first])):
+            for fig in ("score_period_mean", "score_period_std"):
+                col = sel[fig].astype(float)
+                name = f"{label}_{'score' if fig.endswith('mean') else 'std'}"
+                row[name] = col.mean()
+                if label != "org0":
+                    row[name + "_min"], row[name + "_max"] = col.min(), col.max()
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def report_sweep(sweep_dir: Path) -> Path:
+    from rich.console import Console
+    from rich.table import Table
+
+    orgs = pd.read_parquet(sweep_dir / "orgs.parquet")
+    if "score_period_mean" not in orgs:
+        raise GridemuError(f"{sweep_dir}: the sweep's protocol records no per-period scores (thesis ch. 4 protocols do)")
+    runs = pd.read_parquet(sweep_dir / "runs.parquet")
+    fixed = {"seed", "score_mean", "score_min", "score_max"}
+    settings = [c for c in orgs.columns if c in runs.columns and c not in fixed and c not in orgs.columns[orgs.columns.get_loc("seed"):]]
+    table = sweep_scores(orgs, settings)
+    path = sweep_dir / "scores.csv"
+    table.to_csv(path, index=False)
+    console = Console() if sys.stdout.isatty() else Console(width=160)
+    out = Table(title=f"scores per period (mean over organizations [min, max]), {sweep_dir}")
+    for col in settings + ["seed", "all: score", "all: std", "typical: score", "typical: std", "org 0: score", "org 0: std"]:
+        out.add_column(col, justify="right")
+    for _, r in table.iterrows():
+        cells = [str(r[c]) for c in settings + ["seed"]]
+        for label in ("all", "typical"):
+            for fig in ("score", "std"):
+                name = f"{label}_{fig}"
+                cells.append(f"{r[name]:.2f} [{r[name + '_min']:.2f}, {r[name + '_max']:.2f}]")
+        cells += [f"{r['org0_score']:.2f}", f"{r['org0_std']:.2f}"]
+        out.add_row(*cells)
+    console.print(out)
+    print(f"table written to {path}")
+    return path
+
+
 def report(run_dir: Path, plot: bool = True) -> Path | None:
+    if (run_dir / "runs.parquet").exists() and not (run_dir / "summary.json").exists():
+        return report_sweep(run_dir)
     jobs, sites, ts, summary = load_run(run_dir)
     print_summary(summary)
     if not plot:

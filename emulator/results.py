@@ -32,7 +32,7 @@ JOB_COLUMNS = [
     "job_id", "owner", "group", "release", "size", "procs", "submit_site", "exec_site", "start", "end", "migrations", "state",
     "deadline", "fragments",
 ]
-PIECE_COLUMNS = ["job_id", "fragment", "owner", "submit_site", "exec_site", "size", "start", "end", "deadline", "state"]
+PIECE_COLUMNS = ["job_id", "fragment", "owner", "submit_site", "exec_site", "size", "procs", "start", "end", "deadline", "state"]
 
 
 @dataclass
@@ -222,6 +222,33 @@ def score(flow: float, flow_local: float) -> float:
     return -(flow / flow_local - 1.0)
 
 
+def period_scores(table: pd.DataFrame, n_orgs: int, start: float, period: float, window: tuple[float, float]) -> np.ndarray:
+    """Scores S_k per organization and period, as thesis section 4.5.2 measures them.
+
+    For each period, the jobs an organization submitted between ``window[0]`` and
+    ``window[1]`` of it are compared with Algorithm 4.2's F̃ (the same jobs alone on the
+    organization's processor, from an empty queue). Returns an (organizations × periods)
+    array, NaN where a period had no such job or one of them was not finished.
+    """
+    from brokers.strategies import local_flow_time
+
+    rel = table["release"].to_numpy()
+    phase = (rel - start) / period
+    q = np.floor(phase).astype(np.int64)
+    inside = (phase - q >= window[0]) & (phase - q <= window[1]) & (q >= 0)
+    n_periods = int(q.max()) + 1 if len(q) else 0
+    out = np.full((n_orgs, n_periods), np.nan)
+    sub = table[inside].assign(period=q[inside]).sort_values(["owner", "period", "release", "job_id"], kind="stable")
+    done = STATE_CODE["done"]
+    for (org, k), jobs in sub.groupby(["owner", "period"], sort=False):
+        if (jobs["state"] != done).any():
+            continue
+        r = jobs["release"].to_numpy()
+        flow_local = local_flow_time(r.tolist(), jobs["size"].tolist())
+        out[int(org), int(k)] = score(float((jobs["end"].to_numpy() - r).sum()), flow_local)
+    return out
+
+
 def summarize(raw: RawRun, table: pd.DataFrame, sites: pd.DataFrame, local_table: pd.DataFrame | None) -> dict[str, Any]:
     orgs = raw.scenario.orgs
     done_mask = table["state"] == STATE_CODE["done"]
@@ -233,6 +260,10 @@ def summarize(raw: RawRun, table: pd.DataFrame, sites: pd.DataFrame, local_table
     n_done = np.bincount(done["owner"].to_numpy(), minlength=len(orgs))
     makespan = done.groupby("owner")["end"].max().reindex(range(len(orgs))).to_numpy()
     migrated = np.bincount(owner, weights=(table["migrations"].to_numpy() > 0), minlength=len(orgs))
+    proto = raw.scenario.protocol
+    per_period = None
+    if "window" in proto:  # protocols of thesis ch. 4 score each period (section 4.5.2)
+        per_period = period_scores(table, len(orgs), proto["start"], proto["period"], tuple(proto["window"]))
     per_org = {}
     for k, org in enumerate(orgs):
         entry: dict[str, Any] = {
@@ -246,6 +277,11 @@ def summarize(raw: RawRun, table: pd.DataFrame, sites: pd.DataFrame, local_table
         if local_flows is not None:
             entry["sum_flow_time_local"] = float(local_flows[k])
             entry["score"] = score(float(flows[k]), float(local_flows[k]))
+        if per_period is not None:
+            got = per_period[k][~np.isnan(per_period[k])]
+            entry["score_period_mean"] = float(got.mean()) if len(got) else None
+            entry["score_period_std"] = float(got.std()) if len(got) else None
+            entry["periods_scored"] = int(len(got))
         per_org[org] = entry
     messages = {name: int(sites[f"sent_{name}"].sum()) for name in MESSAGE_TYPES if sites[f"sent_{name}"].sum() > 0}
     states = table["state"].value_counts()

@@ -20,7 +20,10 @@ from emulator.results import prepare_out
 from emulator.scenario import load_scenario, parse_override, read_scenario_file
 
 GLOBAL_FIGURES = ("jobs", "makespan", "mean_flow_time", "events", "messages_total", "windows", "wall_seconds")
-ORG_FIGURES = ("jobs", "jobs_done", "sum_flow_time", "mean_flow_time", "makespan", "jobs_migrated", "sum_flow_time_local", "score")
+ORG_FIGURES = (
+    "jobs", "jobs_done", "sum_flow_time", "mean_flow_time", "makespan", "jobs_migrated", "sum_flow_time_local", "score",
+    "score_period_mean", "score_period_std", "periods_scored",
+)
 
 
 def parse_grid(items: list[str]) -> list[tuple[str, list[Any]]]:
