@@ -41,6 +41,8 @@ Choices the thesis leaves open (documented in ``docs/results/bilb.md`` too):
     earlier (no job is stopped and resumed, so this is no preemption). Without it, a site
     whose load is one long running piece could neither send nor, in its turn, receive on
     time, and the thesis's "after LB all loads finish at L̄" would not hold.
+    ``cut_running = false`` reads "no preemption" strictly instead (docs/results/bilb.md
+    compares both).
   * A sender never cuts a piece that arrived after the round time (it was not in the
     offer), or the part of its queue it would start within ``(3 + 2 × chain depth) ×
     max_latency``: the answer may take that long, and an offered piece at the head of the
@@ -118,6 +120,7 @@ class DivisibleAgent(Agent):
         self.learn = bool(params["learn"])
         self.eta = float(params["eta"])
         self.window = tuple(params["window"])
+        self.cut_running = bool(params["cut_running"])
         self.speed = site.speed
         self.round_time = math.nan
         self.offers: dict[int, tuple[float, float]] = {}
@@ -249,7 +252,7 @@ class DivisibleAgent(Agent):
         Nothing that would start before ``earliest`` is cut (see the module doc).
         """
         site, speed = self.site, self.speed
-        queue = site.running_slots() + list(site.scheduler.queue)
+        queue = (site.running_slots() if self.cut_running else []) + list(site.scheduler.queue)
         i = len(queue) - 1
         end = site.load(now)  # when the piece queue[i] ends
         for dst, amount in transfers:

@@ -145,15 +145,15 @@ def _start_next(site: Site, now: float, events: _Events) -> None:
         events.push(site.busy_until, _COMPLETION, site.site_id)
 
 
-def _cut_from_end(site: Site, amount: float, created: list[Piece], t: float, events: _Events) -> list[Piece]:
+def _cut_from_end(site: Site, amount: float, created: list[Piece], t: float, events: _Events, cut_running: bool) -> list[Piece]:
     """Phase 1 for one transfer: take ``amount`` from the end of the queue.
 
     Pieces already cut in this round are skipped (they belong to an earlier transfer of
     the same sender). The last piece needed is split: the queued part keeps its place and
     the cut part is inserted right after it, so a refused cut part falls back exactly
     where its work was. Taken pieces stay in the queue as placeholders until phase 2.
-    Once the queue is used up, the unprocessed part of the running piece is cut: the
-    running piece ends earlier and the cut part heads the queue.
+    Once the queue is used up, the unprocessed part of the running piece is cut (unless
+    ``cut_running`` is false): the running piece ends earlier and the cut part heads the queue.
     """
     taken: list[Piece] = []
     remaining = amount
@@ -173,7 +173,7 @@ def _cut_from_end(site: Site, amount: float, created: list[Piece], t: float, eve
                 taken.append(part)
                 remaining = 0.0
         i -= 1
-    if remaining > CUT_EPS and site.running is not None and site.busy_until - t > CUT_EPS:
+    if cut_running and remaining > CUT_EPS and site.running is not None and site.busy_until - t > CUT_EPS:
         run = site.running
         take = min(remaining, site.busy_until - t)
         part = Piece(run.job_id, take, run.deadline, site.site_id, cut=True)
@@ -194,12 +194,13 @@ def _carry_out(
     limits: list[float],
     events: _Events,
     created: list[Piece],
+    cut_running: bool = True,
 ) -> None:
     """Phases 1 and 2 of a round: cut what the plan says, then let receivers judge."""
     # Phase 1: transfers in plan order (a cut touches its sender's queue only).
     cuts: list[tuple[Piece, int, int]] = []  # (piece, sender, receiver), in plan then cut order
     for k, receiver, amount in plan:
-        cuts.extend((piece, k, receiver) for piece in _cut_from_end(sites[k], amount, created, t, events))
+        cuts.extend((piece, k, receiver) for piece in _cut_from_end(sites[k], amount, created, t, events, cut_running))
 
     # Phase 2: least loaded first. Both plans only send to less loaded sites (earlier in
     # this order), so a receiver's own outgoing pieces are settled before it judges what it
@@ -289,6 +290,7 @@ def reference_run(
     seed: int = 0,
     horizon: float = math.inf,
     on_round: RoundHook | None = None,
+    cut_running: bool = True,
 ) -> dict[str, np.ndarray]:
     """Run divisible-load balancing centrally; return every piece that existed.
 
@@ -305,7 +307,8 @@ def reference_run(
     (horizon) has ``start`` NaN and ``exec_site`` the site that held it; one that did not
     finish has ``end`` NaN. Jobs that never arrived have no piece.
 
-    ``on_round``, if given, is called after each round as
+    ``cut_running = False`` never cuts the running piece (a strict reading of "no
+    preemption"; see brokers/divisible.py). ``on_round``, if given, is called after each round as
     ``on_round(t, loads_before, plan, queue_lengths_after)`` (see :data:`RoundHook`).
     """
     limits_, p_ = _check_args(jobs, n_sites, protocol, limits, p, start, min_gap, period, horizon)
@@ -352,7 +355,7 @@ def reference_run(
                     plan = [(members[i], members[j], amount) for i, j, amount in sub]
                 mean = sum(loads[k] for k in members) / len(members) if members else 0.0
                 next_t = t + max(min_gap, mean)
-            _carry_out(t, sites, loads, plan, limits_, events, created)
+            _carry_out(t, sites, loads, plan, limits_, events, created, cut_running)
             if on_round is not None:
                 on_round(t, loads, plan, [site.finish_time(t) - t for site in sites])
             # Rounds alone never keep the run going: with nothing held and nothing left

@@ -62,6 +62,11 @@ def print_summary(summary: dict[str, Any]) -> None:
     console.print(gt)
 
 
+def _setting(value: Any) -> str:
+    """A swept value as the user wrote it (rows of mixed tables come back as floats)."""
+    return str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
+
+
 def _fmt(value: Any, digits: int = 2) -> str:
     if value is None:
         return "-"
@@ -227,7 +232,7 @@ def report_sweep(sweep_dir: Path) -> Path:
     for col in settings + ["seed", "all: score", "all: std", "typical: score", "typical: std", "org 0: score", "org 0: std"]:
         out.add_column(col, justify="right")
     for _, r in table.iterrows():
-        cells = [str(r[c]) for c in settings + ["seed"]]
+        cells = [_setting(r[c]) for c in settings + ["seed"]]
         for label in ("all", "typical"):
             for fig in ("score", "std"):
                 name = f"{label}_{fig}"

@@ -34,7 +34,7 @@ _KNOWN = {
     "run": {"seed", "horizon", "backend", "shards", "packing", "lookahead", "name", "description"},
     "network": {"latency", "latency_matrix"},
     "scheduler": {"name"},
-    "protocol": {"name", "period", "start", "min_gap", "limit", "join", "learn", "eta", "window"},
+    "protocol": {"name", "period", "start", "min_gap", "limit", "join", "learn", "eta", "window", "cut_running"},
     "metrics": {"counterfactual", "sample_interval"},
     "workload": {
         "kind", "rate", "alpha", "beta", "jobs", "until", "procs", "path", "orgs",
@@ -295,7 +295,8 @@ def _divisible_protocol(proto: dict[str, Any], sites: list[SiteSpec], scheduler:
     ``limit`` the declared participation level l_k (BILB; a number or one per site);
     ``join`` the probability p_k of joining the coalition (averaging game; one per site or
     one for all); ``learn`` turns on Algorithm 4.2 / section 4.7.3 with coefficient ``eta``;
-    ``window`` the part of a period whose jobs are evaluated (thesis: 0.2T to 0.8T).
+    ``window`` the part of a period whose jobs are evaluated (thesis: 0.2T to 0.8T);
+    ``cut_running`` whether the unprocessed part of a running piece may be sent away.
     """
     name = proto["name"]
     for site in sites:
@@ -309,10 +310,12 @@ def _divisible_protocol(proto: dict[str, Any], sites: list[SiteSpec], scheduler:
     proto["period"] = check_number("protocol.period", proto.get("period", 1000.0), positive=True)
     proto["start"] = check_number("protocol.start", proto.get("start", 0.0), nonneg=True)
     proto["min_gap"] = check_number("protocol.min_gap", proto.get("min_gap", 1.0), positive=True)
-    learn = proto.get("learn", False)
-    if not isinstance(learn, bool):
-        raise ScenarioError("protocol.learn", f"must be true or false, got {learn!r}")
-    proto["learn"] = learn
+    for flag, default in (("learn", False), ("cut_running", True)):
+        value = proto.get(flag, default)
+        if not isinstance(value, bool):
+            raise ScenarioError(f"protocol.{flag}", f"must be true or false, got {value!r}")
+        proto[flag] = value
+    learn = proto["learn"]
     proto["eta"] = check_number("protocol.eta", proto.get("eta", 0.1), positive=True)
     if proto["eta"] > 1:
         raise ScenarioError("protocol.eta", f"the learning coefficient must be in (0, 1], got {proto['eta']}")

@@ -109,7 +109,7 @@ def test_decentralized_run_equals_the_centralized_reference(protocol, extra):
     ref = reference_run(
         jobs, n, protocol=protocol, start=proto["start"], min_gap=proto["min_gap"], period=proto["period"], seed=scenario.seed,
         limits=per_site(proto["limit"]) if protocol == "bilb" else None,
-        p=per_site(proto["join"]) if protocol == "averaging_game" else None,
+        p=per_site(proto["join"]) if protocol == "averaging_game" else None, cut_running=proto["cut_running"],
     )
     assert len(result.pieces) == len(ref["job_id"])
     ends = job_ends(ref)
@@ -151,6 +151,31 @@ def test_foreign_pieces_fit_within_the_declared_level():
     assert len(foreign) > 0
     # a foreign piece ends within l_k of the moment it was accepted, which is before its start
     assert (foreign["end"] - foreign["start"] <= limit + 1e-9).all()
+
+
+def test_running_pieces_kept_whole_on_request(monkeypatch):
+    """``cut_running = false``: no running piece is ever shortened, and deadlines still hold.
+
+    (Not compared with the reference: a BILB round comes exactly when the least loaded
+    queue empties, so whether the next piece has started at the round time rests on float
+    rounding, and with this setting that decides whether it may be cut.)
+    """
+    from sites.site import RUNNING, Site
+
+    cut_states = []
+    split = Site.split
+
+    def recording_split(self, slot, amount, now):
+        cut_states.append(self.r_state[slot])
+        return split(self, slot, amount, now)
+
+    monkeypatch.setattr(Site, "split", recording_split)
+    for cut_running in (True, False):
+        cut_states.clear()
+        result = emulator.run(grid("bilb", n=5, until=800.0, cut_running=cut_running))
+        assert cut_states and (RUNNING in cut_states) == cut_running
+        jobs = result.jobs
+        assert (jobs["end"] <= jobs["deadline"] + 1e-9 * jobs["deadline"].abs().clip(lower=1)).all()
 
 
 def test_stale_offers_are_refused_and_deadlines_still_hold():
