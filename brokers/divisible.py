@@ -340,15 +340,12 @@ class DivisibleAgent(Agent):
         begin = self.start + period_no * self.period
         lo = bisect.bisect_left(site.c_release, begin + self.window[0] * self.period, 0, site.n_local)
         hi = bisect.bisect_right(site.c_release, begin + self.window[1] * self.period, 0, site.n_local)
-        releases = site.c_release[lo:hi]
-        flow_local = local_flow_time(releases, [site.c_size[j] / self.speed for j in range(lo, hi)])
+        # Whole jobs' sizes: a split local slot's c_size is only what stayed here.
+        flow_local = local_flow_time(site.c_release[lo:hi], (site.local_jobs["size"][lo:hi] / self.speed).tolist())
         flow = 0.0
         for j in range(lo, hi):
             end = self.known_end[j] if self.open_pieces[j] <= 0 else site.c_deadline[j]
             flow += end - site.c_release[j]
-        # c_size of a local slot shrinks when it is split: the local counterfactual needs whole jobs.
-        if "size" in site.changed:
-            flow_local = local_flow_time(releases, site.local_jobs["size"][lo:hi] / self.speed)
         ratio = flow_ratio(flow, flow_local) if flow_local > 0 else math.nan
         if self.learn and self.member and flow_local > 0:
             self.adjust(ratio)

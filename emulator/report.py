@@ -191,25 +191,33 @@ def _plot_levels(ax: Any, ts: pd.DataFrame, protocol: str) -> None:
 def sweep_scores(orgs: pd.DataFrame, settings: list[str]) -> pd.DataFrame:
     """Scores per setting, aggregated as thesis Tables 4.2-4.5 do.
 
-    Per organization, ``score_period_mean`` and ``score_period_std`` are the mean and the
-    standard deviation of its per-period scores. Per setting (and seed), the table gives
-    their mean over organizations with the range (min, max), for all organizations, for
-    the "typical" ones (all but organization 0) and for organization 0 (the overloaded
-    one in the heterogeneous scenarios).
+    Each organization's per-period scores are pooled over every period of every seed of a
+    setting (the thesis runs one period per run, 1000 runs per row): their mean and
+    standard deviation. Per setting, the table gives the mean of those over
+    organizations with the range (min, max), for all organizations, for the "typical"
+    ones (all but organization 0) and for organization 0 (the overloaded one in the
+    heterogeneous scenarios).
     """
+    orgs = orgs[orgs["periods_scored"] > 0]
+    n = orgs["periods_scored"].astype(float)
+    mean, std = orgs["score_period_mean"].astype(float), orgs["score_period_std"].astype(float)
+    # Pool (count, mean, std) triples exactly: E[x] and E[x^2] weighted by counts.
+    pooled = orgs[settings + ["organization"]].assign(n=n, s1=n * mean, s2=n * (std**2 + mean**2))
+    pooled = pooled.groupby(settings + ["organization"], sort=True)[["n", "s1", "s2"]].sum().reset_index()
+    pooled["score"] = pooled["s1"] / pooled["n"]
+    pooled["std"] = np.sqrt(np.maximum(pooled["s2"] / pooled["n"] - pooled["score"] ** 2, 0.0))
     rows = []
-    keys = settings + ["seed"]
-    for key, part in orgs.groupby(keys, sort=True):
+    for key, part in pooled.groupby(settings, sort=True):
         key = key if isinstance(key, tuple) else (key,)
-        row = dict(zip(keys, key))
+        row = dict(zip(settings, key))
+        row["runs_periods"] = int(part["n"].min())
         first = part["organization"] == sorted(part["organization"])[0]
         for label, sel in (("all", part), ("typical", part[~first]), ("org0", part[first])):
-            for fig in ("score_period_mean", "score_period_std"):
-                col = sel[fig].astype(float)
-                name = f"{label}_{'score' if fig.endswith('mean') else 'std'}"
-                row[name] = col.mean()
+            for fig in ("score", "std"):
+                name = f"{label}_{fig}"
+                row[name] = sel[fig].mean()
                 if label != "org0":
-                    row[name + "_min"], row[name + "_max"] = col.min(), col.max()
+                    row[name + "_min"], row[name + "_max"] = sel[fig].min(), sel[fig].max()
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -228,11 +236,11 @@ def report_sweep(sweep_dir: Path) -> Path:
     path = sweep_dir / "scores.csv"
     table.to_csv(path, index=False)
     console = Console() if sys.stdout.isatty() else Console(width=160)
-    out = Table(title=f"scores per period (mean over organizations [min, max]), {sweep_dir}")
-    for col in settings + ["seed", "all: score", "all: std", "typical: score", "typical: std", "org 0: score", "org 0: std"]:
+    out = Table(title=f"scores per period, pooled over seeds (mean over organizations [min, max]), {sweep_dir}")
+    for col in settings + ["periods", "all: score", "all: std", "typical: score", "typical: std", "org 0: score", "org 0: std"]:
         out.add_column(col, justify="right")
     for _, r in table.iterrows():
-        cells = [_setting(r[c]) for c in settings + ["seed"]]
+        cells = [_setting(r[c]) for c in settings + ["runs_periods"]]
         for label in ("all", "typical"):
             for fig in ("score", "std"):
                 name = f"{label}_{fig}"
