@@ -207,7 +207,8 @@ def sweep_scores(orgs: pd.DataFrame, settings: list[str]) -> pd.DataFrame:
     pooled["score"] = pooled["s1"] / pooled["n"]
     pooled["std"] = np.sqrt(np.maximum(pooled["s2"] / pooled["n"] - pooled["score"] ** 2, 0.0))
     rows = []
-    for key, part in pooled.groupby(settings, sort=True):
+    groups = pooled.groupby(settings, sort=True) if settings else [((), pooled)]
+    for key, part in groups:
         key = key if isinstance(key, tuple) else (key,)
         row = dict(zip(settings, key))
         row["runs_periods"] = int(part["n"].min())
@@ -222,17 +223,21 @@ def sweep_scores(orgs: pd.DataFrame, settings: list[str]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def sweep_table(sweep_dir: Path) -> tuple[list[str], pd.DataFrame]:
+    """The swept settings of a sweep folder and its :func:`sweep_scores` table."""
+    orgs = pd.read_parquet(sweep_dir / "orgs.parquet")
+    if "score_period_mean" not in orgs:
+        raise GridemuError(f"{sweep_dir}: the sweep's protocol records no per-period scores (thesis ch. 4 protocols do)")
+    # orgs.parquet rows start with the swept settings, then the seed (emulator/sweep.py).
+    settings = list(orgs.columns[: orgs.columns.get_loc("seed")])
+    return settings, sweep_scores(orgs, settings)
+
+
 def report_sweep(sweep_dir: Path) -> Path:
     from rich.console import Console
     from rich.table import Table
 
-    orgs = pd.read_parquet(sweep_dir / "orgs.parquet")
-    if "score_period_mean" not in orgs:
-        raise GridemuError(f"{sweep_dir}: the sweep's protocol records no per-period scores (thesis ch. 4 protocols do)")
-    runs = pd.read_parquet(sweep_dir / "runs.parquet")
-    fixed = {"seed", "score_mean", "score_min", "score_max"}
-    settings = [c for c in orgs.columns if c in runs.columns and c not in fixed and c not in orgs.columns[orgs.columns.get_loc("seed"):]]
-    table = sweep_scores(orgs, settings)
+    settings, table = sweep_table(sweep_dir)
     path = sweep_dir / "scores.csv"
     table.to_csv(path, index=False)
     console = Console() if sys.stdout.isatty() else Console(width=160)

@@ -50,6 +50,7 @@ def run_one(data: dict[str, Any], settings: dict[str, Any], seed: int) -> tuple[
     result = run(data, seed=seed, overrides=sets)
     g = result.summary["global"]
     row = {**settings, "seed": seed, **{f: g.get(f) for f in GLOBAL_FIGURES}}
+    row.update({f"messages_{kind}": n for kind, n in g["messages"].items()})
     scores = [o["score"] for o in result.summary["organizations"].values() if "score" in o]
     if scores:
         row["score_mean"] = sum(scores) / len(scores)

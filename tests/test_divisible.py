@@ -317,3 +317,44 @@ def test_random_grids_keep_guarantees_and_conserve_work(n, limit, latency, seed,
     result = emulator.run(data)  # conservation, causality and guarantees are checked by the run
     assert (result.jobs["state"] == "done").all()
     assert math.isclose(result.pieces["size"].sum(), result.jobs["size"].sum(), rel_tol=1e-9)
+
+
+# ----------------------------------------------------------------------------- sweeps
+
+
+def test_sweep_scores_pool_periods_over_seeds():
+    from emulator.report import sweep_scores
+
+    # org0 has periods (1, 3) in seed 1 and (5) in seed 2: pooled mean 3, std sqrt(8/3)
+    orgs = pd.DataFrame({
+        "protocol.limit": [5.0] * 4,
+        "seed": [1, 1, 2, 2],
+        "organization": ["org0", "org1", "org0", "org1"],
+        "score_period_mean": [2.0, 1.0, 5.0, 1.0],
+        "score_period_std": [1.0, 0.0, 0.0, 0.0],
+        "periods_scored": [2, 1, 1, 1],
+    })
+    row = sweep_scores(orgs, ["protocol.limit"]).iloc[0]
+    assert row["org0_score"] == pytest.approx(3.0) and row["org0_std"] == pytest.approx(math.sqrt(8 / 3))
+    assert row["typical_score"] == pytest.approx(1.0) and row["typical_std"] == pytest.approx(0.0)
+    assert row["all_score"] == pytest.approx(2.0)
+    assert (row["all_score_min"], row["all_score_max"]) == pytest.approx((1.0, 3.0))
+
+
+def test_sweep_of_bilb_levels_and_its_table(ray_session, tmp_path, capsys):
+    from emulator.cli import main
+
+    out = tmp_path / "levels"
+    argv = ["sweep", "bilb", "--grid", "protocol.limit=0,1000", "--repeat", "2", "--set", "sites.count=3",
+            "--set", "workload.until=400.0", "--out", str(out), "--quiet"]
+    assert main(argv) == 0
+    runs = pd.read_parquet(out / "runs.parquet")
+    assert len(runs) == 4 and "messages_offer" in runs
+    assert main(["report", str(out)]) == 0
+    table = pd.read_csv(out / "scores.csv").set_index("protocol.limit")
+    # l = 0: nothing moves; F~ starts the window from an empty queue while the real queue
+    # carries earlier jobs over, so the score is at most 0 (the thesis's definition)
+    assert table.loc[0.0, "all_score"] <= 0.0
+    assert table.loc[1000.0, "all_score"] > 0.2
+    assert (table["runs_periods"] == 2).all()
+    assert "scores per period" in capsys.readouterr().out

@@ -1,0 +1,161 @@
+"""Print thesis Tables 4.2-4.5 beside gridemu's figures, as markdown (for docs/results/bilb.md).
+
+    bash docs/results/bilb-tables.sh                 # the sweeps (OUT=runs/bilb-tables)
+    python docs/results/bilb_tables.py runs/bilb-tables > tables.md
+
+The thesis's values are transcribed from multi-organization-grid-thesis.txt (section 4.5.2
+and 4.7.4). A cell reads "score ± half-range / std ± half-range": the mean over
+organizations of each organization's mean per-period score, with half the range of those
+means, then the same for each organization's standard deviation, as the thesis reports them.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+from emulator.report import sweep_table
+
+# ---------------------------------------------------------------- the thesis's values
+# Table 4.2: (N, alpha) -> typical "score ± / std ±", overloaded "score / std" (heterogeneous only)
+T42_HOM = {
+    (2, 2.0): "0.50 ± 0.00 / 0.65 ± 0.00", (5, 2.0): "1.25 ± 0.06 / 1.29 ± 0.10",
+    (10, 2.0): "1.76 ± 0.12 / 1.64 ± 0.11", (30, 2.0): "2.37 ± 0.11 / 2.06 ± 0.20",
+    (2, 1.0): "0.13 ± 0.00 / 0.06 ± 0.005", (5, 1.0): "0.23 ± 0.00 / 0.10 ± 0.00",
+    (10, 1.0): "0.28 ± 0.01 / 0.11 ± 0.01", (30, 1.0): "0.30 ± 0.01 / 0.12 ± 0.01",
+}
+T42_HET = {
+    (2, 2.0): ("-7.13 ± 0.00 / 3.66 ± 0.00", "0.93 / 0.24"), (5, 2.0): ("-1.98 ± 0.06 / 1.53 ± 0.04", "5.11 / 2.05"),
+    (10, 2.0): ("-0.14 ± 0.03 / 0.93 ± 0.04", "14.23 / 5.53"), (30, 2.0): ("1.55 ± 0.11 / 1.57 ± 1.17", "36.99 / 9.29"),
+    (2, 1.0): ("-24.21 ± 0.00 / 12.29 ± 0.00", "4.45 / 2.14"), (5, 1.0): ("-0.55 ± 0.01 / 0.27 ± 0.01", "62.42 / 11.92"),
+    (10, 1.0): ("0.01 ± 0.00 / 0.10 ± 0.01", "98.67 / 18.96"), (30, 1.0): ("0.23 ± 0.01 / 0.11 ± 0.01", "131.99 / 25.42"),
+}
+LEVELS = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 20, 50, 100, 1000]
+# Table 4.3: l -> (two organizations: score, ±, std, ±), (ten organizations: score, ±, std, ±)
+T43 = dict(zip(LEVELS, [
+    ((0.125, 0.006, 0.123, 0.014), (0.076, 0.006, 0.055, 0.006)),
+    ((0.258, 0.003, 0.251, 0.012), (0.261, 0.016, 0.190, 0.016)),
+    ((0.387, 0.01, 0.364, 0.001), (0.710, 0.043, 0.515, 0.039)),
+    ((0.48, 0.006, 0.467, 0.004), (1.429, 0.072, 1.059, 0.131)),
+    ((0.574, 0.006, 0.568, 0.008), (2.148, 0.092, 1.541, 0.153)),
+    ((0.587, 0.018, 0.587, 0.021), (2.334, 0.085, 1.701, 0.054)),
+    ((0.609, 0.013, 0.642, 0.033), (2.518, 0.124, 1.878, 0.150)),
+    ((0.606, 0.017, 0.639, 0.019), (2.661, 0.095, 1.999, 0.174)),
+    ((0.608, 0.011, 0.617, 0.007), (2.793, 0.114, 2.095, 0.184)),
+    ((0.592, 0.017, 0.648, 0.026), (2.912, 0.083, 2.197, 0.155)),
+    ((0.613, 0.007, 0.713, 0.019), (3.116, 0.140, 2.413, 0.195)),
+    ((0.623, 0.004, 0.737, 0.031), (3.134, 0.230, 2.372, 0.253)),
+    ((0.636, 0.039, 0.774, 0.035), (3.135, 0.153, 2.427, 0.169)),
+    ((0.628, 0.011, 0.729, 0.006), (3.123, 0.139, 2.393, 0.212)),
+]))
+# Table 4.4: l -> two organizations (typical score, std, overloaded score, std),
+#               ten organizations (typical score, ±, std, ±, overloaded score, std)
+T44 = dict(zip(LEVELS, [
+    ((0.003, 0.017, 0.034, 0.022), (0.079, 0.006, 0.057, 0.006, 0.003, 0.004)),
+    ((-0.005, 0.047, 0.074, 0.046), (0.267, 0.014, 0.196, 0.021, 0.019, 0.017)),
+    ((-0.03, 0.058, 0.12, 0.078), (0.687, 0.033, 0.510, 0.050, 0.097, 0.069)),
+    ((-0.062, 0.062, 0.152, 0.106), (1.290, 0.055, 0.946, 0.084, 0.382, 0.251)),
+    ((-0.098, 0.081, 0.185, 0.146), (1.807, 0.058, 1.343, 0.098, 1.116, 0.855)),
+    ((-0.138, 0.101, 0.194, 0.144), (1.748, 0.069, 1.370, 0.152, 1.921, 1.737)),
+    ((-0.167, 0.116, 0.192, 0.141), (1.696, 0.066, 1.375, 0.098, 3.086, 2.823)),
+    ((-0.202, 0.128, 0.195, 0.133), (1.605, 0.049, 1.363, 0.088, 4.201, 3.845)),
+    ((-0.233, 0.152, 0.202, 0.159), (1.545, 0.086, 1.315, 0.128, 5.664, 5.116)),
+    ((-0.278, 0.167, 0.203, 0.149), (1.448, 0.071, 1.290, 0.108, 6.651, 5.938)),
+    ((-0.661, 0.353, 0.232, 0.166), (0.887, 0.059, 1.181, 0.081, 13.635, 10.712)),
+    ((-1.822, 0.903, 0.316, 0.189), (0.607, 0.026, 1.226, 0.126, 20.841, 10.551)),
+    ((-3.753, 2.005, 0.501, 0.272), (0.591, 0.057, 1.226, 0.089, 21.845, 9.602)),
+    ((-7.054, 3.641, 0.949, 0.253), (0.609, 0.104, 1.229, 0.161, 22.018, 9.423)),
+]))
+# Table 4.5: (N, alpha) -> homogeneous "score ± / std ±" (l = 1000);
+#            heterogeneous (l, typical "score ± / std ±", overloaded "score / std")
+T45_HOM = {
+    (2, 2.0): "0.65 ± 0.00 / 0.73 ± 0.010", (5, 2.0): "2.00 ± 0.10 / 1.72 ± 0.14",
+    (10, 2.0): "3.15 ± 0.17 / 2.45 ± 0.22", (30, 2.0): "4.56 ± 0.30 / 3.36 ± 0.24",
+    (2, 1.0): "0.64 ± 0.02 / 0.79 ± 0.01", (5, 1.0): "1.65 ± 0.07 / 1.64 ± 0.12",
+    (10, 1.0): "3.15 ± 0.01 / 2.41 ± 0.14", (30, 1.0): "4.55 ± 0.40 / 3.32 ± 0.60",
+}
+T45_HET = {
+    (2, 2.0): (1, "0.03 ± 0.02 / 0.00 ± 0.00", "0.02 / 0.00"), (5, 2.0): (3, "0.11 ± 0.07 / 0.56 ± 0.02", "0.44 / 0.03"),
+    (10, 2.0): (5, "1.12 ± 0.82 / 1.80 ± 0.10", "1.33 / 0.15"), (30, 2.0): (10, "29.77 ± 8.73 / 3.40 ± 0.15", "2.52 / 0.23"),
+    (2, 1.0): (1, "0.18 ± 0.05 / 0.00 ± 0.00", "0.00 / 0.00"), (5, 1.0): (3, "1.90 ± 1.14 / 0.14 ± 0.00", "0.07 / 0.00"),
+    (10, 1.0): (5, "8.75 ± 4.55 / 0.21 ± 0.01", "0.10 / 0.00"), (30, 1.0): (10, "40.36 ± 10.87 / 0.31 ± 0.02", "0.12 / 0.03"),
+}
+
+
+# ---------------------------------------------------------------- our figures
+def scores(folder: Path) -> pd.DataFrame:
+    return sweep_table(folder)[1]
+
+
+def cell(row: pd.Series, label: str, digits: int = 2) -> str:
+    """'score ± half-range / std ± half-range' for all or typical organizations."""
+    s, d = row[f"{label}_score"], row[f"{label}_std"]
+    hs = (row[f"{label}_score_max"] - row[f"{label}_score_min"]) / 2
+    hd = (row[f"{label}_std_max"] - row[f"{label}_std_min"]) / 2
+    return f"{s:.{digits}f} ± {hs:.{digits}f} / {d:.{digits}f} ± {hd:.{digits}f}"
+
+
+def over(row: pd.Series, digits: int = 2) -> str:
+    return f"{row['org0_score']:.{digits}f} / {row['org0_std']:.{digits}f}"
+
+
+def one(df: pd.DataFrame, **where: float) -> pd.Series:
+    sel = df
+    for key, value in where.items():
+        sel = sel[sel[key] == value]
+    if len(sel) != 1:
+        raise SystemExit(f"expected one row for {where}, found {len(sel)}")
+    return sel.iloc[0]
+
+
+def main(out: Path) -> None:
+    print("### Table 4.2: averaging game, p_k = 1\n")
+    print("| N | α = β | typical, thesis | typical, gridemu | overloaded, thesis | overloaded, gridemu |")
+    print("|---|---|---|---|---|---|")
+    for ab in (2.0, 1.0):
+        hom, het = scores(out / f"t42-hom-{ab}"), scores(out / f"t42-het-{ab}")
+        for n in (2, 5, 10, 30):
+            print(f"| {n} | {ab} | {T42_HOM[n, ab]} | {cell(one(hom, **{'sites.count': n}), 'all')} | | |")
+        for n in (2, 5, 10, 30):
+            r = one(het, **{"sites.count": n})
+            typ, ovl = T42_HET[n, ab]
+            print(f"| {n} (α₁ = β₁ = 3) | {ab} | {typ} | {cell(r, 'typical')} | {ovl} | {over(r)} |")
+    print("\n### Table 4.3: BILB, homogeneous, every l_k the same (α = β = 2)\n")
+    print("| l_k | N = 2, thesis | N = 2, gridemu | N = 10, thesis | N = 10, gridemu |")
+    print("|---|---|---|---|---|")
+    t43 = scores(out / "t43")
+    for lv in LEVELS:
+        two, ten = T43[lv]
+        a = one(t43, **{"protocol.limit": lv, "sites.count": 2})
+        b = one(t43, **{"protocol.limit": lv, "sites.count": 10})
+        fmt = lambda t: f"{t[0]} ± {t[1]} / {t[2]} ± {t[3]}"  # noqa: E731
+        print(f"| {lv} | {fmt(two)} | {cell(a, 'all', 3)} | {fmt(ten)} | {cell(b, 'all', 3)} |")
+    print("\n### Table 4.4: BILB, organization 0 overloaded (α₁ = β₁ = 3, l_1 = 1000), the others at l_k\n")
+    print("| l_k | N = 2 typical, thesis | N = 2 typical, gridemu | N = 2 overloaded, thesis | N = 2 overloaded, gridemu "
+          "| N = 10 typical, thesis | N = 10 typical, gridemu | N = 10 overloaded, thesis | N = 10 overloaded, gridemu |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    t44 = scores(out / "t44")
+    for lv in LEVELS:
+        two, ten = T44[lv]
+        a = one(t44, **{"protocol.limit.default": lv, "sites.count": 2})
+        b = one(t44, **{"protocol.limit.default": lv, "sites.count": 10})
+        print(
+            f"| {lv} | {two[0]} / {two[1]} | {a['typical_score']:.3f} / {a['typical_std']:.3f} | {two[2]} / {two[3]} | {over(a, 3)} "
+            f"| {ten[0]} ± {ten[1]} / {ten[2]} ± {ten[3]} | {cell(b, 'typical', 3)} | {ten[4]} / {ten[5]} | {over(b, 3)} |"
+        )
+    print("\n### Table 4.5: BILB\n")
+    print("| N | α = β | l | typical, thesis | typical, gridemu | overloaded, thesis | overloaded, gridemu |")
+    print("|---|---|---|---|---|---|---|")
+    for ab in (2.0, 1.0):
+        hom = scores(out / f"t45-hom-{ab}")
+        for n in (2, 5, 10, 30):
+            print(f"| {n} | {ab} | 1000 | {T45_HOM[n, ab]} | {cell(one(hom, **{'sites.count': n}), 'all')} | | |")
+        for n in (2, 5, 10, 30):
+            lv, typ, ovl = T45_HET[n, ab]
+            r = scores(out / f"t45-het-{ab}-{n}").iloc[0]
+            print(f"| {n} (α₁ = β₁ = 3) | {ab} | {lv} (l₁ = 1000) | {typ} | {cell(r, 'typical')} | {ovl} | {over(r)} |")
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1] if len(sys.argv) > 1 else "runs/bilb-tables"))
