@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Regenerates the runs behind docs/results/bilb.md (Tables 4.2-4.5): one `gridemu sweep`
-# per table block, results under ${OUT:-runs/bilb-tables}. About 25 minutes on 2 cores.
+# The "continuous" variant of docs/results/bilb.md: Tables 4.2-4.5 measured on one run of
+# ten periods per row (queues carried from one period to the next), where the thesis runs
+# every period from empty queues (bilb-tables.sh). One `gridemu sweep` per table block,
+# results under ${OUT:-runs/bilb-continuous}. About 25 minutes on 2 cores.
 # Print a table from a sweep with: gridemu report DIR   (DIR holding runs.parquet)
 set -euo pipefail
-OUT=${OUT:-runs/bilb-tables}
+OUT=${OUT:-runs/bilb-continuous}
 LEVELS=1,2,3,4,5,6,7,8,9,10,20,50,100,1000
 # Table 4.2: averaging game, p_k = 1, N = 2, 5, 10, 30, alpha = beta = 2 and 1
 for ab in 2.0 1.0; do
