@@ -7,12 +7,12 @@ set -euo pipefail
 OUT=${OUT:-runs/bilb-extra}
 # Figures 4.3-4.5: strategies learned over 30 periods (report.png of each run)
 HOM="--set workload.alpha=2.0 --set workload.beta=2.0"
-gridemu run averaging-game-learning --quiet --out $OUT/fig43a $HOM && gridemu report $OUT/fig43a > /dev/null
-gridemu run averaging-game-learning --quiet --out $OUT/fig43b && gridemu report $OUT/fig43b > /dev/null
-gridemu run bilb-learning --quiet --out $OUT/fig44a $HOM --set sites.count=2 && gridemu report $OUT/fig44a > /dev/null
-gridemu run bilb-learning --quiet --out $OUT/fig44b $HOM && gridemu report $OUT/fig44b > /dev/null
-gridemu run bilb-learning --quiet --out $OUT/fig45a --set sites.count=2 && gridemu report $OUT/fig45a > /dev/null
-gridemu run bilb-learning --quiet --out $OUT/fig45b && gridemu report $OUT/fig45b > /dev/null
+gridemu run averaging-game-learning --backend inprocess --quiet --out $OUT/fig43a $HOM && gridemu report $OUT/fig43a > /dev/null
+gridemu run averaging-game-learning --backend inprocess --quiet --out $OUT/fig43b && gridemu report $OUT/fig43b > /dev/null
+gridemu run bilb-learning --backend inprocess --quiet --out $OUT/fig44a $HOM --set sites.count=2 && gridemu report $OUT/fig44a > /dev/null
+gridemu run bilb-learning --backend inprocess --quiet --out $OUT/fig44b $HOM && gridemu report $OUT/fig44b > /dev/null
+gridemu run bilb-learning --backend inprocess --quiet --out $OUT/fig45a --set sites.count=2 && gridemu report $OUT/fig45a > /dev/null
+gridemu run bilb-learning --backend inprocess --quiet --out $OUT/fig45b && gridemu report $OUT/fig45b > /dev/null
 # Cutting the running piece or not (protocol.cut_running), one period per run as the tables
 ONE="--quiet --repeat 20 --set workload.until=1000.0"
 gridemu sweep bilb $ONE --grid protocol.cut_running=true,false --grid sites.count=2,10 --out $OUT/cut-bilb
