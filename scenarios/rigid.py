@@ -298,8 +298,8 @@ def _draw_sizes(rng: np.random.Generator, n: int, m: int, params: LublinParams) 
     return q, pow2
 
 
-def _draw_runtimes(rng: np.random.Generator, q: np.ndarray, params: LublinParams) -> np.ndarray:
-    """Hyper-gamma runtimes in whole seconds (float), p = clip(pa·q + pb, 0, 1)."""
+def _draw_log_runtimes(rng: np.random.Generator, q: np.ndarray, params: LublinParams) -> np.ndarray:
+    """Hyper-gamma draws of log(runtime), p = clip(pa·q + pb, 0, 1), redrawn above 12."""
     p_first = np.clip(params.pa * q + params.pb, 0.0, 1.0)
     log_rt = np.empty(len(q))
     todo = np.arange(len(q))
@@ -311,7 +311,12 @@ def _draw_runtimes(rng: np.random.Generator, q: np.ndarray, params: LublinParams
         ok = hg <= MAX_LOG_RUNTIME
         log_rt[todo[ok]] = hg[ok]
         todo = todo[~ok]
-    return np.maximum(np.floor(np.exp(log_rt)), 1.0)
+    return log_rt
+
+
+def _draw_runtimes(rng: np.random.Generator, q: np.ndarray, params: LublinParams) -> np.ndarray:
+    """Runtimes exp(hyper-gamma) truncated to whole seconds (float, ≥ 1), as the program does."""
+    return np.maximum(np.floor(np.exp(_draw_log_runtimes(rng, q, params))), 1.0)
 
 
 def lublin_jobs(
