@@ -142,6 +142,10 @@ class DivisibleAgent(Agent):
         """What the offer declares besides the load: l_k, or 1/0 for in/out of the coalition."""
         raise NotImplementedError
 
+    def strategy(self) -> float:
+        """The learned variable: l_k, or p_k (what timeseries.parquet records as ``level``)."""
+        return self.level()
+
     def accept_limit(self) -> float:
         """Longest queue (time units) this site accepts to reach with foreign pieces."""
         return math.inf
@@ -351,7 +355,7 @@ class DivisibleAgent(Agent):
             self.adjust(ratio)
         rounds, sent, received, refused = self._counts
         self.records.append(
-            (begin + self.period, site.site_id, period_no, self.level(), self.member, ratio, flow, flow_local,
+            (begin + self.period, site.site_id, period_no, self.strategy(), self.member, ratio, flow, flow_local,
              rounds, sent, received, refused)
         )
         self._counts = [0, 0.0, 0.0, 0]
@@ -395,6 +399,9 @@ class AveragingGameAgent(DivisibleAgent):
 
     def level(self) -> float:
         return 1.0 if self.member else 0.0
+
+    def strategy(self) -> float:
+        return self.p
 
     def plan(self, loads: list[float], levels: list[float]) -> tuple[Plan, float]:
         members = [k for k, level in enumerate(levels) if level > 0.5]

@@ -229,7 +229,9 @@ def test_learning_moves_the_strategy_and_is_recorded():
     assert ts["level"].nunique() > 1  # l_k moved
     assert ts["level"].between(1.0, 1000.0).all()
     result = emulator.run(grid("averaging_game", until=1400.0, join=0.5, learn=True, eta=0.2))
-    assert result.timeseries["level"].isin([0.0, 1.0]).all()
+    ts = result.timeseries  # level is p_k here, member whether the site was in the coalition
+    assert ts["level"].between(0.0, 1.0).all() and ts["level"].nunique() > 1
+    assert ts["member"].isin([True, False]).all()
 
 
 @pytest.mark.parametrize("protocol", ["bilb", "averaging_game"])
