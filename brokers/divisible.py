@@ -77,6 +77,8 @@ SIZE_COL, DEADLINE_COL = (N_ROUTING + JOB_DTYPE.names.index(f) for f in ("size",
 EPS = 1e-12
 #: Relative slack of a receiver's tests against float rounding.
 TOL = 1e-9
+#: Two times closer than this are the same instant (a piece starting "at" the round time).
+SAME_INSTANT = 1e-9
 
 Plan = list[tuple[int, int, float]]
 
@@ -256,7 +258,11 @@ class DivisibleAgent(Agent):
         Nothing that would start before ``earliest`` is cut (see the module doc).
         """
         site, speed = self.site, self.speed
-        queue = (site.running_slots() if self.cut_running else []) + list(site.scheduler.queue)
+        # A piece that started at the round's instant is, for the round, still queued: whether
+        # it started just before or just after the round time is float rounding (a BILB round
+        # comes exactly when the least loaded queue empties), and the reference agrees.
+        running = [x for x in site.running_slots() if self.cut_running or site.r_start[x] >= self.round_time - SAME_INSTANT]
+        queue = running + list(site.scheduler.queue)
         i = len(queue) - 1
         end = site.load(now)  # when the piece queue[i] ends
         for dst, amount in transfers:

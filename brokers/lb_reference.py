@@ -54,6 +54,8 @@ PROTOCOLS = ("bilb", "averaging_game")
 CUT_EPS = 1e-12
 #: Slack on the acceptance tests (deadline and participation level).
 ACCEPT_EPS = 1e-9
+#: Two times closer than this are the same instant.
+SAME_INSTANT = 1e-9
 
 # Event kinds, in the order they are handled at equal times.
 _COMPLETION, _ROUND, _ARRIVAL = 0, 1, 2
@@ -173,7 +175,10 @@ def _cut_from_end(site: Site, amount: float, created: list[Piece], t: float, eve
                 taken.append(part)
                 remaining = 0.0
         i -= 1
-    if cut_running and remaining > CUT_EPS and site.running is not None and site.busy_until - t > CUT_EPS:
+    # A running piece that started at the round's instant counts as queued (its start and
+    # the round are simultaneous; which came first is float rounding).
+    cuttable = site.running is not None and (cut_running or site.running.start >= t - SAME_INSTANT)
+    if cuttable and remaining > CUT_EPS and site.busy_until - t > CUT_EPS:
         run = site.running
         take = min(remaining, site.busy_until - t)
         part = Piece(run.job_id, take, run.deadline, site.site_id, cut=True)

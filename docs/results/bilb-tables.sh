@@ -3,11 +3,12 @@
 # measures them: every run is one period T = 1000 from empty queues, scored on the jobs
 # submitted between 0.2T and 0.8T; a row pools R runs (seeds). The thesis uses 1000 runs
 # per row, we use R = ${R:-20}. About 30 minutes on 2 cores.
-# Each folder's table: gridemu report DIR   (writes DIR/scores.csv)
+# EXTRA adds settings to every run: EXTRA="--set protocol.cut_running=false" for the
+# reading that keeps running pieces whole. Each folder's table: gridemu report DIR
 set -euo pipefail
 OUT=${OUT:-runs/bilb-tables}
 R=${R:-20}
-ONE="--quiet --repeat $R --set workload.until=1000.0"
+ONE="--quiet --repeat $R --set workload.until=1000.0 ${EXTRA:-}"
 LEVELS=1,2,3,4,5,6,7,8,9,10,20,50,100,1000
 for ab in 2.0 1.0; do
   # Table 4.2: averaging game, p_k = 1
