@@ -1,7 +1,8 @@
 """Print thesis Tables 4.2-4.5 beside gridemu's figures, as markdown (for docs/results/bilb.md).
 
     bash docs/results/bilb-tables.sh                 # the sweeps (OUT=runs/bilb-tables)
-    python docs/results/bilb_tables.py runs/bilb-tables > tables.md
+    OUT=runs/bilb-whole EXTRA="--set protocol.cut_running=false" bash docs/results/bilb-tables.sh
+    python docs/results/bilb_tables.py "cut=runs/bilb-tables" "whole=runs/bilb-whole" > tables.md
 
 The thesis's values are transcribed from multi-organization-grid-thesis.txt (section 4.5.2
 and 4.7.4). A cell reads "score ± half-range / std ± half-range": the mean over
@@ -109,53 +110,65 @@ def one(df: pd.DataFrame, **where: float) -> pd.Series:
     return sel.iloc[0]
 
 
-def main(out: Path) -> None:
+def main(variants: list[tuple[str, Path]]) -> None:
+    """Each table: the thesis's cells, then one column per variant (label, sweep folder root)."""
+    names = [label for label, _ in variants]
+    load = lambda name: [scores(root / name) for _, root in variants]  # noqa: E731
+
+    def head(*cols: str) -> None:
+        print("| " + " | ".join(cols) + " |")
+        print("|" + "---|" * len(cols))
+
     print("### Table 4.2: averaging game, p_k = 1\n")
-    print("| N | α = β | typical, thesis | typical, gridemu | overloaded, thesis | overloaded, gridemu |")
-    print("|---|---|---|---|---|---|")
+    head("N", "α = β", "typical, thesis", *[f"typical, {n}" for n in names], "overloaded, thesis", *[f"overloaded, {n}" for n in names])
     for ab in (2.0, 1.0):
-        hom, het = scores(out / f"t42-hom-{ab}"), scores(out / f"t42-het-{ab}")
+        hom, het = load(f"t42-hom-{ab}"), load(f"t42-het-{ab}")
         for n in (2, 5, 10, 30):
-            print(f"| {n} | {ab} | {T42_HOM[n, ab]} | {cell(one(hom, **{'sites.count': n}), 'all')} | | |")
+            ours = [cell(one(t, **{"sites.count": n}), "all") for t in hom]
+            print(f"| {n} | {ab} | {T42_HOM[n, ab]} | " + " | ".join(ours) + " | |" + " |" * len(names))
         for n in (2, 5, 10, 30):
-            r = one(het, **{"sites.count": n})
+            rows = [one(t, **{"sites.count": n}) for t in het]
             typ, ovl = T42_HET[n, ab]
-            print(f"| {n} (α₁ = β₁ = 3) | {ab} | {typ} | {cell(r, 'typical')} | {ovl} | {over(r)} |")
+            print(f"| {n} (α₁ = β₁ = 3) | {ab} | {typ} | " + " | ".join(cell(r, "typical") for r in rows)
+                  + f" | {ovl} | " + " | ".join(over(r) for r in rows) + " |")
     print("\n### Table 4.3: BILB, homogeneous, every l_k the same (α = β = 2)\n")
-    print("| l_k | N = 2, thesis | N = 2, gridemu | N = 10, thesis | N = 10, gridemu |")
-    print("|---|---|---|---|---|")
-    t43 = scores(out / "t43")
+    head("l_k", "N = 2, thesis", *[f"N = 2, {n}" for n in names], "N = 10, thesis", *[f"N = 10, {n}" for n in names])
+    t43 = load("t43")
+    fmt = lambda t: f"{t[0]} ± {t[1]} / {t[2]} ± {t[3]}"  # noqa: E731
     for lv in LEVELS:
         two, ten = T43[lv]
-        a = one(t43, **{"protocol.limit": lv, "sites.count": 2})
-        b = one(t43, **{"protocol.limit": lv, "sites.count": 10})
-        fmt = lambda t: f"{t[0]} ± {t[1]} / {t[2]} ± {t[3]}"  # noqa: E731
-        print(f"| {lv} | {fmt(two)} | {cell(a, 'all', 3)} | {fmt(ten)} | {cell(b, 'all', 3)} |")
+        a = [cell(one(t, **{"protocol.limit": lv, "sites.count": 2}), "all", 3) for t in t43]
+        b = [cell(one(t, **{"protocol.limit": lv, "sites.count": 10}), "all", 3) for t in t43]
+        print(f"| {lv} | {fmt(two)} | " + " | ".join(a) + f" | {fmt(ten)} | " + " | ".join(b) + " |")
     print("\n### Table 4.4: BILB, organization 0 overloaded (α₁ = β₁ = 3, l_1 = 1000), the others at l_k\n")
-    print("| l_k | N = 2 typical, thesis | N = 2 typical, gridemu | N = 2 overloaded, thesis | N = 2 overloaded, gridemu "
-          "| N = 10 typical, thesis | N = 10 typical, gridemu | N = 10 overloaded, thesis | N = 10 overloaded, gridemu |")
-    print("|---|---|---|---|---|---|---|---|---|")
-    t44 = scores(out / "t44")
+    print("N = 2: typical and overloaded score / std; N = 10: typical score ± / std ±, overloaded score / std.\n")
+    head("l_k", "N = 2, thesis", *[f"N = 2, {n}" for n in names], "N = 10, thesis", *[f"N = 10, {n}" for n in names])
+    t44 = load("t44")
     for lv in LEVELS:
         two, ten = T44[lv]
-        a = one(t44, **{"protocol.limit.default": lv, "sites.count": 2})
-        b = one(t44, **{"protocol.limit.default": lv, "sites.count": 10})
+        a = [one(t, **{"protocol.limit.default": lv, "sites.count": 2}) for t in t44]
+        b = [one(t, **{"protocol.limit.default": lv, "sites.count": 10}) for t in t44]
         print(
-            f"| {lv} | {two[0]} / {two[1]} | {a['typical_score']:.3f} / {a['typical_std']:.3f} | {two[2]} / {two[3]} | {over(a, 3)} "
-            f"| {ten[0]} ± {ten[1]} / {ten[2]} ± {ten[3]} | {cell(b, 'typical', 3)} | {ten[4]} / {ten[5]} | {over(b, 3)} |"
+            f"| {lv} | {two[0]} / {two[1]}; {two[2]} / {two[3]} | "
+            + " | ".join(f"{r['typical_score']:.3f} / {r['typical_std']:.3f}; {over(r, 3)}" for r in a)
+            + f" | {ten[0]} ± {ten[1]} / {ten[2]} ± {ten[3]}; {ten[4]} / {ten[5]} | "
+            + " | ".join(f"{cell(r, 'typical', 3)}; {over(r, 3)}" for r in b) + " |"
         )
     print("\n### Table 4.5: BILB\n")
-    print("| N | α = β | l | typical, thesis | typical, gridemu | overloaded, thesis | overloaded, gridemu |")
-    print("|---|---|---|---|---|---|---|")
+    head("N", "α = β", "l", "typical, thesis", *[f"typical, {n}" for n in names], "overloaded, thesis", *[f"overloaded, {n}" for n in names])
     for ab in (2.0, 1.0):
-        hom = scores(out / f"t45-hom-{ab}")
+        hom = load(f"t45-hom-{ab}")
         for n in (2, 5, 10, 30):
-            print(f"| {n} | {ab} | 1000 | {T45_HOM[n, ab]} | {cell(one(hom, **{'sites.count': n}), 'all')} | | |")
+            ours = [cell(one(t, **{"sites.count": n}), "all") for t in hom]
+            print(f"| {n} | {ab} | 1000 | {T45_HOM[n, ab]} | " + " | ".join(ours) + " | |" + " |" * len(names))
         for n in (2, 5, 10, 30):
             lv, typ, ovl = T45_HET[n, ab]
-            r = scores(out / f"t45-het-{ab}-{n}").iloc[0]
-            print(f"| {n} (α₁ = β₁ = 3) | {ab} | {lv} (l₁ = 1000) | {typ} | {cell(r, 'typical')} | {ovl} | {over(r)} |")
+            rows = [t.iloc[0] for t in load(f"t45-het-{ab}-{n}")]
+            print(f"| {n} (α₁ = β₁ = 3) | {ab} | {lv} (l₁ = 1000) | {typ} | " + " | ".join(cell(r, "typical") for r in rows)
+                  + f" | {ovl} | " + " | ".join(over(r) for r in rows) + " |")
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1] if len(sys.argv) > 1 else "runs/bilb-tables"))
+    # python bilb_tables.py LABEL=DIR [LABEL=DIR ...]   (or one DIR, labelled "gridemu")
+    args = sys.argv[1:] or ["runs/bilb-tables"]
+    main([(a.split("=", 1)[0], Path(a.split("=", 1)[1])) if "=" in a else ("gridemu", Path(a)) for a in args])
