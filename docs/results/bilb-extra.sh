@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The runs behind docs/results/bilb.md beyond Tables 4.2-4.5: the learning figures
-# (Figs. 4.3-4.5), the two readings of "no preemption", what stale offers cost, and how
+# (Figs. 4.3-4.5), what stale offers cost, and how
 # often rounds run.
 # About 20 minutes on 2 cores. Results under ${OUT:-runs/bilb-extra}.
 set -euo pipefail
@@ -13,10 +13,7 @@ gridemu run bilb-learning --backend inprocess --quiet --out $OUT/fig44a $HOM --s
 gridemu run bilb-learning --backend inprocess --quiet --out $OUT/fig44b $HOM && gridemu report $OUT/fig44b > /dev/null
 gridemu run bilb-learning --backend inprocess --quiet --out $OUT/fig45a --set sites.count=2 && gridemu report $OUT/fig45a > /dev/null
 gridemu run bilb-learning --backend inprocess --quiet --out $OUT/fig45b && gridemu report $OUT/fig45b > /dev/null
-# Cutting the running piece or not (protocol.cut_running), one period per run as the tables
 ONE="--quiet --repeat 20 --set workload.until=1000.0"
-gridemu sweep bilb $ONE --grid protocol.cut_running=true,false --grid sites.count=2,10 --out $OUT/cut-bilb
-gridemu sweep averaging-game $ONE --grid protocol.cut_running=true,false --grid sites.count=2,10 --out $OUT/cut-avg
 # Staleness: the same grid with slower links
 gridemu sweep bilb-overloaded $ONE --grid network.latency=0.001,0.1,0.5,1.0,2.0 --out $OUT/staleness
 # How often rounds run: min_gap (the least time between rounds) at l = 1 and l = 1000
