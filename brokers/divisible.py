@@ -55,6 +55,7 @@ Choices the thesis leaves open (documented in ``docs/results/bilb.md`` too):
 from __future__ import annotations
 
 import bisect
+import functools
 import math
 from typing import Any
 
@@ -80,7 +81,7 @@ TOL = 1e-9
 #: Two times closer than this are the same instant (a piece starting "at" the round time).
 SAME_INSTANT = 1e-9
 
-Plan = list[tuple[int, int, float]]
+Plan = list[tuple[int, int, float]] | tuple[tuple[int, int, float], ...]
 
 
 def chain_depth(plan: Plan) -> int:
@@ -102,6 +103,23 @@ def chain_depth(plan: Plan) -> int:
         return depth[k]
 
     return max((walk(k) for k in targets), default=0)
+
+
+# Every site computes the round's plan from the same offers; the plans are pure functions,
+# so the sites of one process (a shard, or all of them in-process) share one computation.
+@functools.lru_cache(maxsize=16)
+def _bilb_round(loads: tuple[float, ...], levels: tuple[float, ...]) -> tuple[tuple[tuple[int, int, float], ...], float]:
+    plan = bilb_plan(loads, levels)
+    return tuple(plan), next_round_time(0.0, loads, plan)
+
+
+@functools.lru_cache(maxsize=16)
+def _averaging_round(loads: tuple[float, ...], members: tuple[int, ...]) -> tuple[tuple[tuple[int, int, float], ...], float]:
+    sub = [loads[k] for k in members]
+    mean = sum(sub) / len(sub) if sub else 0.0
+    if len(members) < 2:
+        return (), mean
+    return tuple((members[k], members[l], amount) for k, l, amount in averaging_plan(sub)), mean
 
 
 class DivisibleAgent(Agent):
@@ -384,8 +402,7 @@ class BilbAgent(DivisibleAgent):
         return self.limit
 
     def plan(self, loads: list[float], levels: list[float]) -> tuple[Plan, float]:
-        plan = bilb_plan(loads, levels)
-        return plan, next_round_time(0.0, loads, plan)
+        return _bilb_round(tuple(loads), tuple(levels))
 
     def adjust(self, ratio: float) -> None:
         self.limit = adjust_limit(self.limit, ratio, self.eta)
@@ -410,12 +427,7 @@ class AveragingGameAgent(DivisibleAgent):
         return self.p
 
     def plan(self, loads: list[float], levels: list[float]) -> tuple[Plan, float]:
-        members = [k for k, level in enumerate(levels) if level > 0.5]
-        sub = [loads[k] for k in members]
-        mean = sum(sub) / len(sub) if sub else 0.0
-        if len(members) < 2:
-            return [], mean
-        return [(members[k], members[l], amount) for k, l, amount in averaging_plan(sub)], mean
+        return _averaging_round(tuple(loads), tuple(k for k, level in enumerate(levels) if level > 0.5))
 
     def adjust(self, ratio: float) -> None:
         self.p = adjust_join(self.p, ratio, self.eta)
