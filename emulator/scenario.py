@@ -27,7 +27,7 @@ DIVISIBLE_PROTOCOLS = ("averaging_game", "bilb")
 SCHEDULERS = ("fcfs", "spt", "list")
 BACKENDS = ("inprocess", "ray")
 PACKINGS = ("block", "round_robin")
-WORKLOAD_KINDS = ("poisson", "jobs", "csv", "swf")
+WORKLOAD_KINDS = ("poisson", "jobs", "csv", "swf", "rigid")
 
 # Keys each section may hold; anything else is a typo the user should hear about.
 _KNOWN = {
@@ -38,7 +38,7 @@ _KNOWN = {
     "metrics": {"counterfactual", "sample_interval"},
     "workload": {
         "kind", "rate", "alpha", "beta", "jobs", "until", "procs", "path", "orgs",
-        "user_map", "split_parallel", "t_start", "t_end", "list",
+        "user_map", "split_parallel", "t_start", "t_end", "list", "model",
     },
     "sites": {"count", "procs", "speed", "scheduler", "orgs", "zipf_a", "low", "high"},
     "site": {"name", "org", "procs", "speed", "speeds", "scheduler"},

@@ -26,6 +26,9 @@ if TYPE_CHECKING:  # pragma: no cover
 PURPOSE_ARRIVALS = 1
 PURPOSE_SIZES = 2
 PURPOSE_PROCS = 3
+#: The rigid-job instance of a run (thesis ch. 5) is one global draw, not per site.
+RIGID_KEY = (0x524947,)
+RIGID_MODELS = ("uni", "lublin")
 
 
 def site_rng(seed: int, site_id: int, purpose: int) -> np.random.Generator:
@@ -59,6 +62,8 @@ def check_workload(wl: dict[str, Any], sites: list["SiteSpec"]) -> None:
         if not isinstance(entries, list) or not entries:
             raise ScenarioError("workload.list", "give the jobs as [[workload.list]] tables")
         _rows_to_jobs(entries, sites, "workload.list")
+    elif kind == "rigid":
+        _check_rigid(wl, sites)
     elif kind in ("csv", "swf"):
         path = wl.get("path")
         if not isinstance(path, str):
@@ -69,6 +74,25 @@ def check_workload(wl: dict[str, Any], sites: list["SiteSpec"]) -> None:
             orgs = check_number("workload.orgs", wl["orgs"])
             if orgs <= 0 or not orgs.is_integer():
                 raise ScenarioError("workload.orgs", f"must be a positive integer, got {wl['orgs']!r}")
+
+
+def _check_rigid(wl: dict[str, Any], sites: list["SiteSpec"]) -> int:
+    """Thesis ch. 5 instances: one machine per organization, all of the same width m."""
+    model = wl.get("model", "uni")
+    if model not in RIGID_MODELS:
+        raise ScenarioError("workload.model", f"unknown value {model!r} (allowed: {', '.join(RIGID_MODELS)})")
+    if "jobs" not in wl:
+        raise ScenarioError("workload.jobs", "give the number of jobs of the instance")
+    jobs = check_number("workload.jobs", wl["jobs"], positive=True, integer=True)
+    widths = {s.procs for s in sites}
+    if len(widths) > 1:
+        raise ScenarioError("sites.procs", f"rigid instances need machines of one width m (thesis 5.1), got {sorted(widths)}")
+    if len({s.org for s in sites}) != len(sites):
+        raise ScenarioError("sites", "rigid instances need one site per organization (organization k owns machine k)")
+    m = widths.pop()
+    if model == "lublin" and m < 2:
+        raise ScenarioError("sites.procs", "the lublin model needs q < m, so machines of at least 2 processors")
+    return int(jobs)
 
 
 def _check_procs(spec: Any, sites: list["SiteSpec"]) -> None:
@@ -95,6 +119,8 @@ def generate_jobs(scenario: "Scenario") -> tuple[np.ndarray, list[str]]:
         jobs, groups = _rows_to_jobs(wl["list"], scenario.sites, "workload.list")
     elif kind == "csv":
         jobs, groups = _csv_jobs(Path(wl["path"]), scenario.sites)
+    elif kind == "rigid":
+        jobs, groups = _rigid(scenario)
     else:
         jobs, groups = _swf_jobs(scenario)
     return _number_jobs(jobs), groups
@@ -150,6 +176,30 @@ def _poisson(scenario: "Scenario") -> tuple[np.ndarray, list[str]]:
         part["group"] = org_index[s.org]
         parts.append(part)
     jobs = np.concatenate(parts) if parts else empty_jobs(0)
+    return jobs, list(scenario.orgs)
+
+
+def _rigid(scenario: "Scenario") -> tuple[np.ndarray, list[str]]:
+    """A thesis ch. 5 instance (``scenarios.rigid``): rigid jobs released at 0, Zipf owners.
+
+    Organization k submits to site k. Each site's jobs come in Highest-First order (q
+    non-increasing, ties by draw order), so the ``list`` scheduler runs Algorithm 5.1 with
+    HF, the local schedule MOLBA starts from.
+    """
+    from scenarios.rigid import lublin_jobs, uni_jobs
+
+    wl, sites = scenario.workload, scenario.sites
+    n = _check_rigid(wl, sites)
+    rng = np.random.default_rng(np.random.SeedSequence(scenario.seed, spawn_key=RIGID_KEY))
+    draw = uni_jobs if wl.get("model", "uni") == "uni" else lublin_jobs
+    drawn = sorted(draw(rng, n, len(sites), sites[0].procs), key=lambda j: (j.org, -j.q, j.id))
+    jobs = empty_jobs(len(drawn))
+    jobs["release"] = 0.0
+    jobs["size"] = [j.p for j in drawn]
+    jobs["procs"] = [j.q for j in drawn]
+    jobs["submit_site"] = [j.org for j in drawn]
+    jobs["owner"] = [j.org for j in drawn]
+    jobs["group"] = [j.org for j in drawn]
     return jobs, list(scenario.orgs)
 
 

@@ -317,13 +317,25 @@ class Site:
                 self.done += 1
                 self._charge(payload, q)
                 agent.on_complete(now, payload)
-                sched.dispatch(self, now)
+                # Free every processor of this instant before choosing what starts (list
+                # scheduling, Alg. 5.1, picks from all of them; FCFS and SPT start the same).
+                if not self._completes_now(now):
+                    sched.dispatch(self, now)
             elif kind == MESSAGE:
                 heapq.heappop(self.agent_times)
                 agent.on_message(now, payload)
             else:
                 heapq.heappop(self.agent_times)
                 agent.on_timer(now, payload)
+
+    def _completes_now(self, now: float) -> bool:
+        """Whether a (live) completion at ``now`` heads the heap: another job ends this instant."""
+        heap, end = self.heap, self.r_end
+        while heap and heap[0][0] == now and heap[0][1] == COMPLETE:
+            if end[heap[0][4]] == now:
+                return True
+            heapq.heappop(heap)  # a void completion (the piece was cut shorter): drop it now
+        return False
 
     def _charge(self, slot: int, q: int) -> None:
         used = (self.r_end[slot] - self.r_start[slot]) * q

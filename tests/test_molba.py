@@ -505,3 +505,49 @@ def test_bls_never_double_books_an_existing_schedule(case, extra):
     new = [Job(100 + i, 0, p, min(q, m)) for i, (p, q) in enumerate(extra)]
     placed = backfill_list_schedule(new, machines, existing, jobs)
     check_schedule(existing + placed, jobs + new, machines)
+
+
+# ----------------------------------------------------------------------------- the kernel agrees
+
+
+@pytest.mark.parametrize("model,m", [("uni", 32), ("uni", 128), ("lublin", 32), ("lublin", 128)])
+def test_kernel_list_scheduling_is_molbas_local_schedule(model, m):
+    """A rigid instance (workload.kind = "rigid") run by the emulator's `list` scheduler with
+    no cooperation gives, job by job, the start times of MOLBA lines 1-3 (local HF LS)."""
+    import emulator
+    from brokers.molba import Job, local_schedule
+
+    data = {
+        "run": {"seed": 11, "backend": "inprocess"},
+        "sites": {"count": 5, "procs": m},
+        "scheduler": {"name": "list"},
+        "workload": {"kind": "rigid", "model": model, "jobs": 200},
+    }
+    result = emulator.run(data)
+    table = result.jobs
+    jobs = [Job(int(r.job_id), int(r.submit_site), float(r.size), int(r.procs)) for r in table.itertuples()]
+    assert (table["release"] == 0).all() and table["procs"].between(1, m).all()
+    reference = {pl.job: pl.start for pl in local_schedule(jobs, [m] * 5)}
+    starts = dict(zip(table["job_id"], table["start"]))
+    assert starts == pytest.approx(reference)
+
+
+@pytest.mark.parametrize(
+    "change,message",
+    [
+        ({"workload": {"kind": "rigid", "model": "swf", "jobs": 10}}, "workload.model: unknown value 'swf'"),
+        ({"workload": {"kind": "rigid", "model": "uni"}}, "workload.jobs: give the number of jobs"),
+        ({"workload": {"kind": "rigid", "model": "uni", "jobs": 0}}, "workload.jobs: must be > 0"),
+        ({"sites": {"count": 3, "procs": [4, 4, 8]}}, r"sites.procs: rigid instances need machines of one width m"),
+        ({"sites": {"count": 3, "procs": 1}, "workload": {"kind": "rigid", "model": "lublin", "jobs": 5}}, "sites.procs: the lublin model needs q < m"),
+    ],
+)
+def test_rigid_workload_errors_name_the_key(change, message):
+    from emulator.errors import ScenarioError
+    from emulator.scenario import load_scenario
+
+    data = {"sites": {"count": 3, "procs": 4}, "workload": {"kind": "rigid", "model": "uni", "jobs": 10}}
+    for key, value in change.items():
+        data[key] = value
+    with pytest.raises(ScenarioError, match=message):
+        load_scenario(data)
