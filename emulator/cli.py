@@ -123,7 +123,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_report(args: argparse.Namespace) -> int:
     from emulator.report import report
 
-    report(Path(args.dir), plot=not args.no_plot)
+    report(Path(args.dir), plot=not args.no_plot, gantt=args.gantt)
     return 0
 
 
@@ -170,6 +170,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("report", help="tables and plots of a finished run")
     p.add_argument("dir")
     p.add_argument("--no-plot", action="store_true")
+    p.add_argument("--gantt", action="store_true", help="also draw DIR/gantt.png: jobs as boxes of processors over time, per site")
     p.set_defaults(func=cmd_report)
 
     p = sub.add_parser("sweep", help="run the cartesian product of settings and seeds in parallel (Ray tasks)")

@@ -7,6 +7,9 @@ protocol recorded a time series with a ``load`` column (averaging load balancing
 shows each site's reported load, and with a ``level`` column (averaging game: p_k; BILB:
 l_k) a panel shows each organization's strategy against the period (thesis Figs. 4.3-4.5).
 
+With ``--gantt``, ``DIR/gantt.png`` draws every job as a box of processors over time, one
+panel per site, colored by owner (:func:`plot_gantt`; for rigid-job schedules, thesis ch. 5).
+
 For a sweep folder (``runs.parquet``), it prints the scores per setting the way thesis
 Tables 4.2-4.5 aggregate them and writes ``DIR/scores.csv`` (see :func:`sweep_scores`).
 """
@@ -257,7 +260,63 @@ def report_sweep(sweep_dir: Path) -> Path:
     return path
 
 
-def report(run_dir: Path, plot: bool = True) -> Path | None:
+def gantt_boxes(jobs: pd.DataFrame, site_procs: dict[int, int]) -> pd.DataFrame:
+    """Place each started job on processor indices of its site, for drawing.
+
+    Sites with identical processors do not record which processors a job used; here each
+    job, in start order, takes the q lowest-numbered processors free at its start (a job
+    ending at t frees them for one starting at t). Returns one row per contiguous run of
+    processors: job_id, owner, site, start, end (the horizon where unfinished), first
+    processor, count. A job that cannot be placed means the run overbooked a site: error.
+    """
+    ran = jobs[jobs["start"].notna()].copy()
+    ran["stop"] = ran["end"].fillna(ran["start"].max() if ran["end"].isna().all() else max(ran["end"].max(), ran["start"].max()))
+    rows = []
+    for site, part in ran.sort_values(["start", "job_id"]).groupby("exec_site", sort=True):
+        m = int(site_procs[int(site)])
+        busy_until = np.full(m, -np.inf)
+        for job in part.itertuples():
+            free = np.flatnonzero(busy_until <= job.start)[: int(job.procs)]
+            if len(free) < job.procs:
+                raise GridemuError(f"job {job.job_id} needs {job.procs} processors of site {site} at t={job.start}; {len(free)} are free")
+            busy_until[free] = job.stop
+            runs = np.split(free, np.flatnonzero(np.diff(free) != 1) + 1)
+            rows.extend((job.job_id, job.owner, int(site), job.start, job.stop, int(r[0]), len(r)) for r in runs)
+    return pd.DataFrame(rows, columns=["job_id", "owner", "site", "start", "end", "proc", "count"])
+
+
+def plot_gantt(run_dir: Path, jobs: pd.DataFrame, sites: pd.DataFrame, max_sites: int = 8) -> Path:
+    """``DIR/gantt.png``: every job as a box of its processors over its run, colored by owner."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ran = jobs.attrs.get("pieces", jobs)
+    procs = dict(zip(sites["site_id"], sites["procs"]))
+    boxes = gantt_boxes(ran, procs)
+    shown = sorted(boxes["site"].unique())[:max_sites]
+    fig, axes = plt.subplots(len(shown), 1, figsize=(10, 1.2 + 1.6 * len(shown)), sharex=True, squeeze=False)
+    owners = sorted(boxes["owner"].astype(str).unique())
+    colors = {o: plt.get_cmap("tab20")(i % 20) for i, o in enumerate(owners)}
+    for ax, site in zip(axes[:, 0], shown):
+        part = boxes[boxes["site"] == site]
+        for owner, mine in part.groupby(part["owner"].astype(str)):
+            for b in mine.itertuples():
+                ax.broken_barh([(b.start, b.end - b.start)], (b.proc, b.count), facecolors=colors[owner], edgecolors="black", linewidth=0.3)
+        ax.set_ylim(0, procs[site])
+        ax.set_ylabel(f"site {site}\nprocessors", fontsize=8)
+    handles = [matplotlib.patches.Patch(color=colors[o], label=o) for o in owners[:20]]
+    axes[0, 0].legend(handles=handles, fontsize=7, ncol=min(len(handles), 10), loc="lower left", bbox_to_anchor=(0, 1.02))
+    axes[-1, 0].set_xlabel("virtual time")
+    fig.tight_layout()
+    path = run_dir / "gantt.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def report(run_dir: Path, plot: bool = True, gantt: bool = False) -> Path | None:
     if (run_dir / "runs.parquet").exists() and not (run_dir / "summary.json").exists():
         return report_sweep(run_dir)
     jobs, sites, ts, summary = load_run(run_dir)
@@ -266,4 +325,6 @@ def report(run_dir: Path, plot: bool = True) -> Path | None:
         return None
     path = plot_run(run_dir, jobs, sites, ts, summary)
     print(f"plot written to {path}")
+    if gantt:
+        print(f"Gantt chart written to {plot_gantt(run_dir, jobs, sites)}")
     return path

@@ -422,3 +422,34 @@ def test_real_subprocess_runs_a_scenario(tmp_path):
     assert summary["global"]["jobs"] == 100 and summary["global"]["seed"] == 4
     assert len(read_jobs(out)) == 100
     assert math.isfinite(summary["global"]["makespan"])
+
+
+def test_report_gantt_packs_jobs_without_overlap(tmp_path):
+    import emulator
+    from emulator.errors import GridemuError
+    from emulator.report import gantt_boxes
+
+    data = {
+        "run": {"seed": 3, "backend": "inprocess"}, "sites": {"count": 3, "procs": 16}, "scheduler": {"name": "list"},
+        "workload": {"kind": "rigid", "model": "uni", "jobs": 60},
+    }
+    result = emulator.run(data, out=tmp_path / "rigid")
+    boxes = gantt_boxes(result.jobs, {0: 16, 1: 16, 2: 16})
+    # every job's boxes cover exactly its processor count
+    assert boxes.groupby("job_id")["count"].sum().to_dict() == dict(zip(result.jobs["job_id"], result.jobs["procs"]))
+    # no processor holds two jobs at once
+    cells = [(b.site, p, b.start, b.end) for b in boxes.itertuples() for p in range(b.proc, b.proc + b.count)]
+    by_proc: dict = {}
+    for site, p, start, end in cells:
+        by_proc.setdefault((site, p), []).append((start, end))
+    for spans in by_proc.values():
+        spans.sort()
+        assert all(a_end <= b_start for (_, a_end), (b_start, _) in zip(spans, spans[1:]))
+    assert run_cli("report", tmp_path / "rigid", "--gantt") == 0
+    assert (tmp_path / "rigid" / "gantt.png").stat().st_size > 0
+    # an overbooked site cannot be drawn: the error names the job
+    bad = result.jobs.copy()
+    bad["exec_site"] = 0
+    bad["start"] = 0.0
+    with pytest.raises(GridemuError, match=r"job \d+ needs \d+ processors of site 0"):
+        gantt_boxes(bad, {0: 16})
