@@ -12,7 +12,8 @@ Choices the thesis leaves open for whole (non-divisible) jobs, documented here:
   * loads are in time units; with heterogeneous sites the plan still treats them as
     times, and a job's share of the amount is its size over the receiver's total speed;
   * a receiver accepts every job (bounds on what a receiver takes come with BILB).
-Divisible fragments come with the BILB issue.
+The divisible-load version (thesis 4.5, pieces of jobs, announced finish times) is the
+``averaging_game`` protocol of ``brokers/divisible.py``.
 """
 from __future__ import annotations
 
