@@ -62,7 +62,8 @@ from typing import Any
 from brokers.averaging import averaging_plan
 from brokers.base import Agent, GridInfo
 from brokers.bilb import bilb_plan, next_round_time
-from brokers.lb_reference import PURPOSE_COALITION
+# The reference's thresholds: the agent and its oracle follow one rule set.
+from brokers.lb_reference import CUT_EPS as EPS, PURPOSE_COALITION, SAME_INSTANT
 from brokers.strategies import adjust_join, adjust_limit, flow_ratio, local_flow_time
 from emulator.errors import InvariantError
 from emulator.messages import MTYPE, N_ROUTING
@@ -74,12 +75,8 @@ OFFER, FRAGMENT, GRANT, REFUSE = (MTYPE[n] for n in ("offer", "fragment", "grant
 #: ``value2`` of the last piece (or the empty marker) of a transfer.
 LAST = 1.0
 SIZE_COL, DEADLINE_COL = (N_ROUTING + JOB_DTYPE.names.index(f) for f in ("size", "deadline"))
-#: Amounts (time units) below this are not cut: float dust from the plan's sums.
-EPS = 1e-12
 #: Relative slack of a receiver's tests against float rounding.
 TOL = 1e-9
-#: Two times closer than this are the same instant (a piece starting "at" the round time).
-SAME_INSTANT = 1e-9
 
 Plan = list[tuple[int, int, float]] | tuple[tuple[int, int, float], ...]
 

@@ -270,7 +270,7 @@ def gantt_boxes(jobs: pd.DataFrame, site_procs: dict[int, int]) -> pd.DataFrame:
     processor, count. A job that cannot be placed means the run overbooked a site: error.
     """
     ran = jobs[jobs["start"].notna()].copy()
-    ran["stop"] = ran["end"].fillna(ran["start"].max() if ran["end"].isna().all() else max(ran["end"].max(), ran["start"].max()))
+    ran["stop"] = ran["end"].fillna(np.nanmax(ran[["start", "end"]].to_numpy()))
     rows = []
     for site, part in ran.sort_values(["start", "job_id"]).groupby("exec_site", sort=True):
         m = int(site_procs[int(site)])
