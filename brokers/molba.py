@@ -3,8 +3,9 @@
 Pure functions over explicit schedules, no simulation kernel: list scheduling (Algorithm
 5.1) with the Highest-First order (section 5.2.2), backfill list scheduling across several
 machines (BLS, Algorithm 5.2), MOLBA(α) (Algorithm 5.3), the meta-algorithm of section
-5.6.1 and ILBA (Algorithm 5.4). The decentralized agent that runs them over messages is
-future work (issue 4, part 3).
+5.6.1 and ILBA (Algorithm 5.4), the pipeline of section 5.6.1 (:func:`molba_plan`) and the
+chapter's guarantees (:func:`guarantee_violations`). The ``molba`` protocol
+(``brokers/molba_agent.py``) runs them over messages.
 
 Model (section 5.1, thesis lines 2321-2330): off-line, clairvoyant, no release dates, no
 preemption. A job J_k^i of organization O_k needs ``q`` processors of exactly one machine
@@ -438,18 +439,23 @@ def molba(jobs: Sequence[Job], machines: Sequence[int], alpha: float) -> list[Pl
     return molba_run(jobs, machines, alpha).schedule
 
 
+def _meta_run(jobs: Sequence[Job], machines: Sequence[int]) -> MolbaRun:
+    run = molba_run(jobs, machines, 2.0)
+    after = org_makespans(run.schedule, jobs, machines)
+    grew = any(a > c for a, c in zip(after, run.local_makespans))
+    if grew or makespan(run.schedule, jobs) > 3 * lower_bound(jobs, machines):
+        return molba_run(jobs, machines, 3.0)
+    return run
+
+
 def molba_meta(jobs: Sequence[Job], machines: Sequence[int]) -> tuple[list[Placement], float]:
     """Section 5.6.1's meta-algorithm [2793]: MOLBA(2), or MOLBA(3) if MOLBA(2) fails its checks.
 
     MOLBA(2)'s schedule is discarded when some organization's makespan exceeds its local
     makespan or the makespan exceeds 3·max(p_max, W̄). Returns (schedule, α used).
     """
-    run = molba_run(jobs, machines, 2.0)
-    after = org_makespans(run.schedule, jobs, machines)
-    grew = any(a > c for a, c in zip(after, run.local_makespans))
-    if grew or makespan(run.schedule, jobs) > 3 * lower_bound(jobs, machines):
-        return molba(jobs, machines, 3.0), 3.0
-    return run.schedule, 2.0
+    run = _meta_run(jobs, machines)
+    return run.schedule, run.alpha
 
 
 def ilba(schedule: Sequence[Placement], jobs: Sequence[Job], machines: Sequence[int]) -> list[Placement]:
@@ -473,3 +479,85 @@ def ilba(schedule: Sequence[Placement], jobs: Sequence[Job], machines: Sequence[
         for pl in queue:
             out.extend(_bls([by_id[pl.job]], hosts, board))
     return _canonical(out)
+
+
+# ------------------------------------------------------------- the pipeline and its guarantees
+
+
+@dataclass(frozen=True)
+class MolbaPlan:
+    """Section 5.6.1's three schedules of one instance: local, MOLBA and MOLBA+ILBA.
+
+    ``alpha`` is the α MOLBA ran with (2 or 3 under the meta-algorithm); ``meta`` says
+    whether the meta-algorithm chose it; ``final`` is ``molba`` rebalanced by ILBA, or
+    ``molba`` itself when ILBA is off.
+    """
+
+    run: MolbaRun
+    meta: bool
+    balanced: bool
+    final: list[Placement]
+
+    @property
+    def alpha(self) -> float:
+        return self.run.alpha
+
+    @property
+    def local(self) -> list[Placement]:
+        return self.run.local
+
+    @property
+    def molba(self) -> list[Placement]:
+        return self.run.schedule
+
+
+def molba_plan(jobs: Sequence[Job], machines: Sequence[int], alpha: float | None = None, balance: bool = True) -> MolbaPlan:
+    """Local, MOLBA and MOLBA+ILBA schedules of one instance (section 5.6.1's comparison).
+
+    ``alpha=None`` runs the meta-algorithm (MOLBA(2), else MOLBA(3)); a number runs
+    MOLBA(α). ``balance`` runs ILBA on MOLBA's schedule.
+    """
+    run = _meta_run(jobs, machines) if alpha is None else molba_run(jobs, machines, alpha)
+    final = ilba(run.schedule, jobs, machines) if balance else run.schedule
+    return MolbaPlan(run, alpha is None, balance, final)
+
+
+def guarantee_violations(
+    plan: MolbaPlan, jobs: Sequence[Job], machines: Sequence[int], schedule: Sequence[Placement] | None = None, tol: float = 1e-9
+) -> list[str]:
+    """Which of the chapter's guarantees ``schedule`` (default: ``plan.final``) breaks.
+
+    Checked, each as far as the thesis proves it (``tol`` is relative, for times that went
+    through a clock offset):
+      * no organization's makespan exceeds its local makespan, and the makespan is at most
+        (α+1)·max(W̄, p_max): Propositions 5.13 (α = 3) and 5.12 (α = 2 when the last job is
+        low); under the meta-algorithm α = 2 is kept only if it passed both checks;
+      * ILBA delays no job relative to MOLBA's schedule (Proposition 5.14), when it ran.
+    Schedule validity (one job per processor at a time) is :func:`check_schedule`'s.
+    Returns one message per broken guarantee, naming the organization or job.
+    """
+    schedule = plan.final if schedule is None else schedule
+    out: list[str] = []
+    by_id = _index(jobs)
+    a = plan.alpha
+    proved = plan.meta or a == 3 or (a == 2 and _last_jobs_low(plan.molba, by_id, machines))
+    if proved:
+        slack = tol * max(1.0, max(plan.run.local_makespans, default=0.0))
+        for k, (now, before) in enumerate(zip(org_makespans(schedule, jobs, machines), plan.run.local_makespans)):
+            if now > before + slack:
+                out.append(f"organization {k}: makespan {now} exceeds its local makespan {before}")
+        bound = (a + 1) * lower_bound(jobs, machines)
+        c = makespan(schedule, jobs)
+        if c > bound * (1 + tol):
+            out.append(f"makespan {c} exceeds {a + 1:g} x the lower bound ({bound})")
+    if plan.balanced:
+        start = {pl.job: pl.start for pl in plan.molba}
+        for pl in schedule:
+            if pl.start > start[pl.job] + tol * max(1.0, start[pl.job]):
+                out.append(f"job {pl.job}: starts at {pl.start}, after its start {start[pl.job]} in MOLBA's schedule")
+    return out
+
+
+def _last_jobs_low(schedule: Sequence[Placement], by_id: dict[int, Job], machines: Sequence[int]) -> bool:
+    c = max((pl.start + by_id[pl.job].p for pl in schedule), default=0.0)
+    return all(is_low(by_id[pl.job], machines[pl.machine]) for pl in schedule if pl.start + by_id[pl.job].p == c)

@@ -64,6 +64,12 @@ def _finish(raw: RawRun) -> RunResult:
         local_scenario = load_scenario(scenario.data, {"protocol": {"name": "local"}, "run.backend": "inprocess", "run.shards": 1})
         local = job_table(piece_table(run_windows(local_scenario)))
     summary = summarize(raw, table, sites, local)
+    if scenario.protocol["name"] == "molba":
+        from brokers.molba_agent import molba_summary, plan_time
+
+        procs = [s.procs for s in scenario.sites]
+        t0 = plan_time(scenario.max_latency, scenario.protocol["retries"])
+        summary["protocol"] = molba_summary(raw.jobs, table, procs, scenario.sites[0].speeds[0], scenario.protocol, t0)
     return RunResult(
         jobs=labelled(table, scenario.orgs, raw.groups),
         sites=sites,

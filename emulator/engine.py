@@ -70,9 +70,7 @@ def build_shard_specs(scenario: Scenario, jobs: np.ndarray, n_shards: int, recur
     site_to_shard = pack_sites(len(sites), n_shards, scenario.data["run"]["packing"])
     org_index = {org: k for k, org in enumerate(scenario.orgs)}
     owners = [org_index[s.org] for s in sites]
-    lat = scenario.latency
-    max_latency = float(lat.max()) if isinstance(lat, np.ndarray) else float(lat)
-    grid = GridInfo(len(sites), tuple(owners), scenario.seed, scenario.lookahead, max_latency)
+    grid = GridInfo(len(sites), tuple(owners), scenario.seed, scenario.lookahead, scenario.max_latency)
     order = np.argsort(jobs["submit_site"], kind="stable")
     bounds = np.searchsorted(jobs["submit_site"][order], np.arange(len(sites) + 1))
     per_site = [jobs[order[bounds[i] : bounds[i + 1]]] for i in range(len(sites))]

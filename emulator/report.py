@@ -63,6 +63,15 @@ def print_summary(summary: dict[str, Any]) -> None:
     if g.get("messages"):
         gt.add_row("messages by type", ", ".join(f"{k} {v:,}" for k, v in g["messages"].items()))
     console.print(gt)
+    proto = summary.get("protocol")
+    if proto:
+        pt = Table(title=f"{proto['name']} (summary.json: protocol)")
+        pt.add_column("figure")
+        pt.add_column("value", justify="right")
+        for key, value in proto.items():
+            if key != "name" and not isinstance(value, (list, dict)):
+                pt.add_row(key, _fmt(value, 3))
+        console.print(pt)
 
 
 def _setting(value: Any) -> str:

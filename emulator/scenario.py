@@ -21,10 +21,10 @@ from emulator.errors import ScenarioError
 
 SHIPPED_DIR = Path(__file__).resolve().parent.parent / "scenarios" / "data"
 
-PROTOCOLS = ("local", "random", "averaging", "averaging_game", "bilb")
+PROTOCOLS = ("local", "random", "averaging", "averaging_game", "bilb", "molba")
 #: Protocols that cut divisible jobs into pieces (thesis ch. 4): one processor per site.
 DIVISIBLE_PROTOCOLS = ("averaging_game", "bilb")
-SCHEDULERS = ("fcfs", "spt", "list")
+SCHEDULERS = ("fcfs", "spt", "list", "planned")
 BACKENDS = ("inprocess", "ray")
 PACKINGS = ("block", "round_robin")
 WORKLOAD_KINDS = ("poisson", "jobs", "csv", "swf", "rigid")
@@ -34,7 +34,9 @@ _KNOWN = {
     "run": {"seed", "horizon", "backend", "shards", "packing", "lookahead", "name", "description"},
     "network": {"latency", "latency_matrix"},
     "scheduler": {"name"},
-    "protocol": {"name", "period", "start", "min_gap", "limit", "join", "learn", "eta", "window", "cut_running"},
+    "protocol": {
+        "name", "period", "start", "min_gap", "limit", "join", "learn", "eta", "window", "cut_running", "alpha", "ilba", "retries",
+    },
     "metrics": {"counterfactual", "sample_interval"},
     "workload": {
         "kind", "rate", "alpha", "beta", "jobs", "until", "procs", "path", "orgs",
@@ -83,6 +85,12 @@ class Scenario:
     @property
     def horizon(self) -> float:
         return float(self.data["run"]["horizon"])
+
+    @property
+    def max_latency(self) -> float:
+        """The slowest link: how long any message may take."""
+        lat = self.latency
+        return float(lat.max()) if isinstance(lat, np.ndarray) else float(lat)
 
 
 # --------------------------------------------------------------------------- input
@@ -340,6 +348,35 @@ def _divisible_protocol(proto: dict[str, Any], sites: list[SiteSpec], scheduler:
         proto["join"] = values if isinstance(join, (list, dict)) else values[0]
 
 
+def _molba_protocol(proto: dict[str, Any], sites: list[SiteSpec], wl: dict[str, Any]) -> None:
+    """Settings of the thesis ch. 5 protocol: ``alpha`` ("meta": MOLBA(2), else MOLBA(3), as
+    section 5.6.1; or a number ≥ 1 for MOLBA(α)), ``ilba`` (balance MOLBA's schedule) and
+    ``retries`` (other hosts a refused request tries before the job runs at home)."""
+    alpha = proto.get("alpha", "meta")
+    if alpha != "meta":
+        alpha = check_number("protocol.alpha", alpha)
+        if not 1 <= alpha < math.inf:
+            raise ScenarioError("protocol.alpha", f'must be "meta" or a number >= 1 (MOLBA(α), thesis 5.5.2), got {alpha!r}')
+    proto["alpha"] = alpha
+    ilba = proto.get("ilba", True)
+    if not isinstance(ilba, bool):
+        raise ScenarioError("protocol.ilba", f"must be true or false, got {ilba!r}")
+    proto["ilba"] = ilba
+    proto["retries"] = int(check_number("protocol.retries", proto.get("retries", 1), nonneg=True, integer=True))
+    if any(s.scheduler != "planned" for s in sites):
+        raise ScenarioError("scheduler.name", 'the molba protocol runs the schedule it plans: set scheduler.name = "planned"')
+    if len({s.speeds[0] for s in sites} | {v for s in sites for v in s.speeds}) > 1:
+        raise ScenarioError("sites.speed", "the molba protocol needs identical processors everywhere (thesis 5.1)")
+    if len({s.org for s in sites}) != len(sites):
+        raise ScenarioError("sites", "the molba protocol needs one site per organization (organization k owns machine k)")
+    kind = wl.get("kind", "poisson")
+    if kind not in ("rigid", "jobs"):
+        raise ScenarioError("workload.kind", f"the molba protocol schedules off-line instances: rigid or jobs (all released at 0), got {kind!r}")
+    for i, row in enumerate(wl.get("list", []) if kind == "jobs" else []):
+        if isinstance(row, dict) and row.get("release", 0) != 0:
+            raise ScenarioError(f"workload.list[{i}].release", "the molba protocol's model has no release dates (thesis 5.1): give 0")
+
+
 def _latency(data: dict[str, Any], n: int) -> tuple[float | np.ndarray, float]:
     """(latency, smallest link latency). A uniform latency stays a number: a 10,000-site
     matrix would take 800 MB for nothing."""
@@ -425,6 +462,10 @@ def validate(raw: dict[str, Any], source: str = "<dict>") -> Scenario:
     from scenarios.workload import check_workload
 
     check_workload(wl, sites)
+    if proto["name"] == "molba":
+        _molba_protocol(proto, sites, wl)
+    elif any(s.scheduler == "planned" for s in sites):
+        raise ScenarioError("scheduler.name", 'the planned scheduler starts only what a protocol planned: use it with protocol.name = "molba"')
 
     data["sites"] = [
         {"name": s.name, "org": s.org, "speeds": list(s.speeds), "scheduler": s.scheduler} for s in sites

@@ -63,6 +63,10 @@ class Shard:
             self.sites.append(site)
         for site in self.sites:
             site.agent.on_start(0.0)
+            if site.outbox:  # windows are built on send bounds, which only timers and messages set
+                raise InvariantError(
+                    f"site {site.name}: the {site.agent.name} agent sent a message from on_start; set a timer at 0 and send from it"
+                )
             if spec.recurrence and type(site.agent) is LocalAgent and site.scheduler.name == "fcfs" and site.uniform:
                 site.enable_recurrence()
         self.clock = -math.inf  # every event before this time has been handled

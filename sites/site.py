@@ -105,6 +105,11 @@ class Site:
     def next_agent_event_time(self) -> float:
         return self.agent_times[0] if self.agent_times else INF
 
+    def next_message_time(self) -> float:
+        """The earliest message delivered here and not handled yet (for agents that send
+        only in answer to messages)."""
+        return min((e[0] for e in self.heap if e[1] == MESSAGE), default=INF)
+
     def queued(self) -> list[int]:
         return self.scheduler.queued()
 

@@ -1,0 +1,354 @@
+"""MOLBA and ILBA over messages (thesis ch. 5): the ``molba`` protocol.
+
+Every site runs the same steps; none reads another's state. L is the slowest link's
+latency (``GridInfo.max_latency``), so a message sent at t is in by t + L.
+
+  1. At t = 0 each site list-schedules its own jobs (Highest First, Algorithm 5.1) and
+     broadcasts a ``load`` report: its local makespan C_loc(O_k), its work Σ p·q, its
+     longest job p_max and its processor count m.
+  2. With all N reports (by L) every site knows W̄, p_max and O' (the organizations
+     above αW̄ + p_max), the same everywhere. Each site then broadcasts its local
+     schedule as ``offer`` rows, one per job (its id, p, q, and its local start): for a
+     host outside O' these are its free-processor profile, for a site of O' the jobs MOLBA
+     will mix. (When ILBA is off and O' is empty the local schedule is final and nothing
+     more is sent.)
+  3. With every offer (by 2L) each site computes the plan, local → MOLBA (the meta-
+     algorithm, or MOLBA(α)) → ILBA, with the reference functions of ``brokers.molba``:
+     the same inputs give the same plan at every site. For each of its jobs the plan runs
+     elsewhere, the owner sends a ``request`` to that host (the job's fields and its
+     planned start).
+  4. A host judges requests in delivery order against its own book (the jobs the plan
+     keeps at home and the requests it granted): it grants if, by count, q processors are
+     free during the whole [s, s + p), else it refuses. So no host ever double-books,
+     whatever the requesters believed. Requests that come before the host's own plan is
+     ready wait for it.
+  5. On ``grant`` the owner sends the job (``job`` message). On ``refuse`` the request is
+     retried elsewhere: at the host with the earliest room in the owner's view of the plan
+     (hosts that refused it excluded), up to ``retries`` times (default 1); then the job
+     runs at home at the earliest time the owner's own book allows (the one book it reads
+     itself, so that cannot be refused). With every site computing the same plan from the
+     same offers a refusal does not happen; the hosts' check is what keeps their books
+     sound if views ever differ, and a retried job may then break a guarantee, which the
+     run reports (see below).
+
+The schedule runs from T0 = (5 + 2·retries)·L, the time by which every migrated job has
+arrived, retried or not (:func:`plan_time`): the
+``planned`` scheduler starts each job at T0 + its planned start. Reading a job's start
+minus T0 gives the plan back. ``summary.json`` gets a ``protocol`` section (see
+:func:`molba_summary`) with the scores of local, MOLBA and MOLBA+ILBA computed by the
+reference on the whole instance, beside the executed schedule's; and the run fails if the
+executed schedule breaks a guarantee of the chapter (:func:`brokers.molba.guarantee_violations`).
+
+Readings: a job's length is its size over its site's processor speed (the protocol needs
+identical processors everywhere); "counted by processors" suffices for the hosts' books
+because a rigid job may use any q free processors (no contiguity), so count-feasible start
+times always admit an explicit assignment (the reference's plan names one).
+"""
+from __future__ import annotations
+
+import functools
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from brokers.base import JOB, Agent, GridInfo
+from brokers.molba import (
+    Job, MolbaPlan, Placement, guarantee_violations, list_schedule, lower_bound, makespan, molba_plan, org_makespans,
+)
+from emulator.errors import InvariantError
+from emulator.messages import MTYPE, N_ROUTING
+from sites.jobs import JOB_DTYPE
+
+LOAD, OFFER, REQUEST, GRANT, REFUSE = (MTYPE[n] for n in ("load", "offer", "request", "grant", "refuse"))
+_F = {name: N_ROUTING + i for i, name in enumerate(JOB_DTYPE.names)}
+#: Message delays the plan takes: loads, offers, requests, answers, jobs.
+PLAN_DELAYS = 5
+
+
+def plan_time(max_latency: float, retries: int) -> float:
+    """T0: five message delays, and two more (a request and its answer) per allowed retry."""
+    return (PLAN_DELAYS + 2 * retries) * max_latency
+
+
+@functools.lru_cache(maxsize=8)
+def _plan(jobs: tuple[Job, ...], machines: tuple[int, ...], alpha: float | None, balance: bool) -> MolbaPlan:
+    # Every site computes the plan from the same offers; sites of one process share it.
+    return molba_plan(jobs, machines, alpha, balance)
+
+
+class Book:
+    """A host's commitments counted by processors: (start, end, q), schedule-relative times."""
+
+    def __init__(self, m: int):
+        self.m = m
+        self.rows: list[tuple[float, float, int]] = []
+
+    def used_at(self, t: float) -> int:
+        return sum(q for s, e, q in self.rows if s <= t < e)
+
+    def fits(self, start: float, p: float, q: int) -> bool:
+        """Whether q processors are free during the whole [start, start + p)."""
+        if q > self.m:
+            return False
+        end = start + p
+        return all(self.used_at(t) + q <= self.m for t in [start] + [s for s, _, _ in self.rows if start < s < end])
+
+    def earliest(self, start: float, p: float, q: int) -> float:
+        """The first time ≥ start at which the job fits (at ``start`` or when a commitment ends)."""
+        for t in sorted({start} | {e for _, e, _ in self.rows if e > start}):
+            if self.fits(t, p, q):
+                return t
+        raise InvariantError(f"a job of {q} processors never fits a machine of {self.m}")  # q > m: validated before
+
+    def add(self, start: float, p: float, q: int) -> None:
+        self.rows.append((start, start + p, q))
+
+
+class MolbaAgent(Agent):
+    """One site's part of the protocol (module doc)."""
+
+    name = "molba"
+
+    def __init__(self, site, grid: GridInfo, params: dict[str, Any]):
+        super().__init__(site, grid, params)
+        alpha = params.get("alpha", "meta")
+        self.alpha: float | None = None if alpha == "meta" else float(alpha)
+        self.balance = bool(params.get("ilba", True))
+        self.retries = int(params.get("retries", 1))
+        self.t0 = plan_time(grid.max_latency, self.retries)
+        self.speed = site.speed
+        self.loads: dict[int, tuple[float, float, float, int]] = {}
+        self.offers: dict[int, list[tuple[int, float, int, float]]] = {}
+        self.plan: MolbaPlan | None = None
+        self.book = Book(site.m)
+        self.waiting: list[tuple] = []  # requests that came before the plan
+        self.refused: dict[int, list[int]] = {}  # job id -> hosts that refused it
+        self.views: dict[int, Book] | None = None  # the plan's books of every host, as this site saw them
+        self.plan_jobs: dict[int, Job] = {}
+        self.timers: set[float] = set()
+        self.slot_of = {int(j): s for s, j in enumerate(site.local_jobs["job_id"])}
+
+    # step 1 --------------------------------------------------------------------------
+    def own_jobs(self) -> list[Job]:
+        jobs = self.site.local_jobs
+        return [
+            Job(int(i), int(self.site.site_id), float(size) / self.speed, int(q))
+            for i, size, q in zip(jobs["job_id"], jobs["size"], jobs["procs"])
+        ]
+
+    def on_start(self, now: float) -> None:
+        self.site.set_timer(0.0, "report")  # agents send from timers and messages (the kernel's send bounds)
+
+    def _report(self, now: float) -> None:
+        site = self.site
+        jobs = self.own_jobs()
+        self.local = list_schedule(jobs, site.m, machine=site.site_id)
+        c_loc = makespan(self.local, jobs)
+        work = sum(j.p * j.q for j in jobs)
+        p_max = max((j.p for j in jobs), default=0.0)
+        report = (c_loc, work, p_max, site.m)
+        for dst in range(self.grid.n_sites):
+            if dst != site.site_id:
+                site.send(now, dst, "load", value=c_loc, value2=work, job=_fields(size=p_max, procs=site.m))
+        self._load(now, site.site_id, report)
+
+    # messages ------------------------------------------------------------------------
+    def on_message(self, now: float, row: tuple) -> None:
+        kind, src = row[5], int(row[1])
+        if kind == LOAD:
+            self._load(now, src, (row[6], row[7], row[_F["size"]], int(row[_F["procs"]])))
+        elif kind == OFFER:
+            self.offers.setdefault(src, []).append((int(row[_F["job_id"]]), row[_F["size"]], int(row[_F["procs"]]), row[6]))
+            if row[7] == 1.0:  # the sender's last row
+                self._offers_in(now)
+        elif kind == REQUEST:
+            if self.plan is None:
+                self.waiting.append(row)
+            else:
+                self._judge(now, row)
+        elif kind == GRANT:
+            self.site.transfer(now, int(row[6]), src)
+        elif kind == REFUSE:
+            self._retry(now, int(row[6]), src)
+        elif kind == JOB:
+            self.site.receive_job(now, row)
+        else:
+            super().on_message(now, row)
+
+    def _load(self, now: float, src: int, report: tuple[float, float, float, int]) -> None:
+        self.loads[src] = report
+        if len(self.loads) < self.grid.n_sites:
+            return
+        w_bar = sum(r[1] for r in self.loads.values()) / sum(r[3] for r in self.loads.values())
+        p_max = max(r[2] for r in self.loads.values())
+        # α for the selection: MOLBA(2) first under the meta-algorithm; MOLBA(3) selects fewer.
+        alpha = 2.0 if self.alpha is None else self.alpha
+        self.overloaded = [k for k, r in sorted(self.loads.items()) if r[0] > alpha * w_bar + p_max]
+        if not self.overloaded and not self.balance:
+            self._commit_local()
+            return
+        site = self.site
+        rows = sorted((pl.start, pl.job) for pl in self.local)
+        jobs = {j.id: j for j in self.own_jobs()}
+        for dst in range(self.grid.n_sites):
+            if dst == site.site_id:
+                continue
+            for i, (start, job_id) in enumerate(rows):
+                job = jobs[job_id]
+                last = 1.0 if i == len(rows) - 1 else 0.0
+                site.send(now, dst, "offer", value=start, value2=last, job=_fields(job_id=job.id, size=job.p, procs=job.q))
+            if not rows:
+                site.send(now, dst, "offer", value=math.nan, value2=1.0, job=_fields(job_id=-1))
+        self.offers[site.site_id] = [(pl.job, jobs[pl.job].p, jobs[pl.job].q, pl.start) for pl in self.local]
+        self._offers_in(now)
+
+    def _commit_local(self) -> None:
+        for pl in self.local:
+            job = self._own(pl.job)
+            self._promise(job.id, pl.start, job.p, job.q)
+
+    # step 3 --------------------------------------------------------------------------
+    def _offers_in(self, now: float) -> None:
+        if len(self.offers) < self.grid.n_sites or len(self.loads) < self.grid.n_sites:
+            return
+        jobs = tuple(sorted(
+            (Job(i, k, p, q) for k, rows in self.offers.items() for i, p, q, _ in rows if i >= 0), key=lambda j: j.id
+        ))
+        machines = tuple(self.loads[k][3] for k in range(self.grid.n_sites))
+        self.plan = plan = _plan(jobs, machines, self.alpha, self.balance)
+        me = self.site.site_id
+        self.plan_jobs = by_id = {j.id: j for j in jobs}
+        for pl in plan.final:
+            job = by_id[pl.job]
+            if pl.machine == me and job.org == me:
+                self._promise(job.id, pl.start, job.p, job.q)
+        for pl in plan.final:
+            job = by_id[pl.job]
+            if job.org == me and pl.machine != me:
+                slot = self.slot_of[job.id]
+                self.site.send(now, pl.machine, "request", value=pl.start, value2=float(slot), job=self.site.job_record(slot))
+        waiting, self.waiting = self.waiting, []
+        for row in waiting:
+            self._judge(now, row)
+
+    # steps 4 and 5 -------------------------------------------------------------------
+    def _judge(self, now: float, row: tuple) -> None:
+        start, p, q = row[6], row[_F["size"]] / self.speed, int(row[_F["procs"]])
+        if self.book.fits(start, p, q):
+            self._promise(int(row[_F["job_id"]]), start, p, q)
+            self.site.send(now, int(row[1]), "grant", value=row[7], value2=start)
+        else:
+            self.site.send(now, int(row[1]), "refuse", value=row[7], value2=start)
+
+    def _retry(self, now: float, slot: int, host: int) -> None:
+        """A refused job goes to the host with the earliest room in this site's view of the
+        plan (none that refused it yet), or, after ``retries`` refusals, runs at home."""
+        job = self._own(int(self.site.c_id[slot]))
+        refusers = self.refused.setdefault(job.id, [])
+        refusers.append(host)
+        me = self.site.site_id
+        if len(refusers) > self.retries:
+            self._promise(job.id, self.book.earliest(0.0, job.p, job.q), job.p, job.q)
+            return
+        if self.views is None:
+            self.views = {k: Book(self.loads[k][3]) for k in range(self.grid.n_sites) if k != me}
+            for pl in self.plan.final:
+                if pl.machine != me:
+                    planned = self.plan_jobs[pl.job]
+                    self.views[pl.machine].add(pl.start, planned.p, planned.q)
+        options = [(view.earliest(0.0, job.p, job.q), k) for k, view in self.views.items() if k not in refusers and job.q <= view.m]
+        if not options:
+            self._promise(job.id, self.book.earliest(0.0, job.p, job.q), job.p, job.q)
+            return
+        start, target = min(options)
+        self.views[target].add(start, job.p, job.q)
+        self.site.send(now, target, "request", value=start, value2=float(slot), job=self.site.job_record(slot))
+
+    def _own(self, job_id: int) -> Job:
+        site, slot = self.site, self.slot_of[job_id]
+        return Job(job_id, site.site_id, float(site.c_size[slot]) / self.speed, int(site.c_procs[slot]))
+
+    def _promise(self, job_id: int, start: float, p: float, q: int) -> None:
+        """Book the job here and have the planned scheduler start it at T0 + start."""
+        self.book.add(start, p, q)
+        due = self.t0 + start
+        self.site.scheduler.due[job_id] = due
+        if due not in self.timers:
+            self.timers.add(due)
+            self.site.set_timer(due, "due")
+
+    def on_timer(self, now: float, tag: Any) -> None:
+        if tag == "report":
+            self._report(now)
+        else:
+            self.site.scheduler.dispatch(self.site, now)
+
+    def send_bound(self) -> float:
+        # It sends from the report timer at 0, then only in answer to messages.
+        return 0.0 if not self.loads else self.site.next_message_time()
+
+
+def _fields(**values: Any) -> tuple:
+    """A message's job columns with the given fields set (the rest zero, as ``NO_JOB``)."""
+    rec = {name: 0 for name in JOB_DTYPE.names}
+    rec.update(job_id=-1, walltime=math.nan, deadline=math.nan)
+    rec.update(values)
+    return tuple(rec[name] for name in JOB_DTYPE.names)
+
+
+# ----------------------------------------------------------------------------- results
+
+
+def instance(jobs: pd.DataFrame | np.ndarray, site_procs: list[int], speed: float = 1.0) -> list[Job]:
+    """The chapter-5 instance of a run's submitted jobs: organization k owns machine k."""
+    return [
+        Job(int(i), int(s), float(size) / speed, int(q))
+        for i, s, size, q in zip(jobs["job_id"], jobs["submit_site"], jobs["size"], jobs["procs"])
+    ]
+
+
+def molba_summary(submitted: np.ndarray, table: pd.DataFrame, site_procs: list[int], speed: float, params: dict[str, Any], t0: float) -> dict[str, Any]:
+    """The ``protocol`` section of a molba run's summary, and its guarantee checks.
+
+    The reference (``brokers.molba``) runs on the whole instance: ``lower_bound``
+    max(W̄, p_max), the makespans and scores s = makespan / lower bound (section 5.6.1) of
+    local, MOLBA and MOLBA+ILBA, α and O'. ``makespan`` and ``score`` are the executed
+    schedule's (end times minus ``plan_time`` T0). Raises InvariantError, naming the
+    organization or job, if the executed schedule breaks a guarantee.
+    """
+    jobs = instance(submitted, site_procs, speed)
+    machines = list(site_procs)
+    alpha = params.get("alpha", "meta")
+    plan = molba_plan(jobs, machines, None if alpha == "meta" else float(alpha), bool(params.get("ilba", True)))
+    lb = lower_bound(jobs, machines)
+    out: dict[str, Any] = {
+        "name": "molba",
+        "plan_time": t0,
+        "alpha": plan.alpha,
+        "overloaded": len(plan.run.overloaded),
+        "jobs_moved_by_molba": len(plan.run.moved),
+        "lower_bound": lb,
+        "makespan_local": makespan(plan.local, jobs),
+        "makespan_molba": makespan(plan.molba, jobs),
+        "makespan_molba_ilba": makespan(plan.final, jobs) if plan.balanced else None,
+        "makespan_reference": makespan(plan.final, jobs),
+    }
+    for name in ("local", "molba", "molba_ilba", "reference"):
+        c = out[f"makespan_{name}"]
+        out[f"score_{name}"] = c / lb if c is not None and lb > 0 else None
+    finished = table["end"].notna().all()
+    out["makespan"] = float(table["end"].max() - t0) if finished else None
+    out["score"] = out["makespan"] / lb if finished and lb > 0 else None
+    out["jobs_migrated"] = int((table["exec_site"] != table["submit_site"]).sum())
+    if finished:
+        executed = [
+            Placement(int(r.job_id), int(r.exec_site), float(r.start) - t0, ())
+            for r in table[["job_id", "exec_site", "start"]].itertuples()
+        ]
+        problems = guarantee_violations(plan, jobs, machines, executed)
+        if problems:
+            raise InvariantError(f"guarantee: {problems[0]} ({len(problems)} broken)")
+        out["org_makespans_local"] = org_makespans(plan.local, jobs, machines)
+    return out
