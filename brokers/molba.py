@@ -222,21 +222,28 @@ class _Board:
     def __init__(self, machines: Sequence[int]):
         self.machines = list(machines)
         self.rows: list[list[tuple[float, float, tuple[int, ...], int]]] = [[] for _ in machines]
+        # free_at per machine and time, until the machine's rows change: ILBA places one job
+        # per BLS call and asks the same times of the machines it did not touch again.
+        self._free: list[dict[float, frozenset[int]]] = [{} for _ in machines]
 
     def add(self, machine: int, start: float, finish: float, procs: tuple[int, ...], job: int) -> None:
         row = self.rows[machine]
         row.append((start, finish, procs, job))
         row.sort()
+        self._free[machine].clear()
 
     def free_at(self, machine: int, t: float) -> set[int]:
         """procFree(t, M_l): processors running no job at time t."""
-        free = set(range(self.machines[machine]))
-        for s, e, procs, _ in self.rows[machine]:
-            if s > t:
-                break
-            if e > t:
-                free.difference_update(procs)
-        return free
+        cached = self._free[machine].get(t)
+        if cached is None:
+            free = set(range(self.machines[machine]))
+            for s, e, procs, _ in self.rows[machine]:
+                if s > t:
+                    break
+                if e > t:
+                    free.difference_update(procs)
+            cached = self._free[machine][t] = frozenset(free)
+        return set(cached)
 
     def free_during(self, machine: int, t: float, length: float, free_at_t: set[int]) -> set[int]:
         """Of the processors free at t, those also free until t + length (Alg. 5.2 lines 8-10)."""

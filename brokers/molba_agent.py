@@ -55,7 +55,8 @@ import pandas as pd
 
 from brokers.base import JOB, Agent, GridInfo
 from brokers.molba import (
-    Job, MolbaPlan, Placement, guarantee_violations, list_schedule, lower_bound, makespan, molba_plan, org_makespans,
+    Job, MolbaPlan, Placement, guarantee_violations, list_schedule, local_schedule, lower_bound, makespan, molba_plan,
+    org_makespans,
 )
 from emulator.errors import InvariantError
 from emulator.messages import MTYPE, N_ROUTING
@@ -321,7 +322,8 @@ def molba_summary(submitted: np.ndarray, table: pd.DataFrame, site_procs: list[i
     jobs = instance(submitted, site_procs, speed)
     machines = list(site_procs)
     alpha = params.get("alpha", "meta")
-    plan = molba_plan(jobs, machines, None if alpha == "meta" else float(alpha), bool(params.get("ilba", True)))
+    # The agents' cached plan where they ran in this process (the same instance, sorted by id).
+    plan = _plan(tuple(sorted(jobs, key=lambda j: j.id)), tuple(machines), None if alpha == "meta" else float(alpha), bool(params.get("ilba", True)))
     lb = lower_bound(jobs, machines)
     out: dict[str, Any] = {
         "name": "molba",
@@ -351,4 +353,17 @@ def molba_summary(submitted: np.ndarray, table: pd.DataFrame, site_procs: list[i
         if problems:
             raise InvariantError(f"guarantee: {problems[0]} ({len(problems)} broken)")
         out["org_makespans_local"] = org_makespans(plan.local, jobs, machines)
+    return out
+
+
+def local_table(jobs: pd.DataFrame, machines: list[int], t0: float) -> pd.DataFrame:
+    """A molba run's jobs as the local schedule runs them (at home, from T0): the left half
+    of ``gridemu report --gantt``. Lengths are read back from the executed times."""
+    length = (jobs["end"] - jobs["start"]).to_numpy()
+    inst = [Job(int(i), int(s), float(p), int(q)) for i, s, p, q in zip(jobs["job_id"], jobs["submit_site"], length, jobs["procs"])]
+    start = {pl.job: pl.start for pl in local_schedule(inst, machines)}
+    out = jobs.copy()
+    out["exec_site"] = out["submit_site"]
+    out["start"] = t0 + out["job_id"].map(start)
+    out["end"] = out["start"] + length
     return out

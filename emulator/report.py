@@ -294,30 +294,40 @@ def gantt_boxes(jobs: pd.DataFrame, site_procs: dict[int, int]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["job_id", "owner", "site", "start", "end", "proc", "count"])
 
 
-def plot_gantt(run_dir: Path, jobs: pd.DataFrame, sites: pd.DataFrame, max_sites: int = 8) -> Path:
-    """``DIR/gantt.png``: every job as a box of its processors over its run, colored by owner."""
+def plot_gantt(run_dir: Path, jobs: pd.DataFrame, sites: pd.DataFrame, max_sites: int = 8, compare: tuple[str, pd.DataFrame] | None = None, title: str = "executed") -> Path:
+    """``DIR/gantt.png``: every job as a box of its processors over its run, colored by owner.
+
+    ``compare`` adds a first column with another schedule of the same jobs (for molba runs:
+    the local schedule), on the same time axis.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    ran = jobs.attrs.get("pieces", jobs)
     procs = dict(zip(sites["site_id"], sites["procs"]))
-    boxes = gantt_boxes(ran, procs)
-    shown = sorted(boxes["site"].unique())[:max_sites]
-    fig, axes = plt.subplots(len(shown), 1, figsize=(10, 1.2 + 1.6 * len(shown)), sharex=True, squeeze=False)
-    owners = sorted(boxes["owner"].astype(str).unique())
+    panels = ([compare] if compare is not None else []) + [(title, jobs.attrs.get("pieces", jobs))]
+    boxes = [(name, gantt_boxes(table, procs)) for name, table in panels]
+    shown = sorted(set().union(*(b["site"].unique() for _, b in boxes)))[:max_sites]
+    fig, axes = plt.subplots(
+        len(shown), len(boxes), figsize=(10 * len(boxes) ** 0.5 + 2, 1.2 + 1.6 * len(shown)), sharex=True, squeeze=False
+    )
+    owners = sorted(set().union(*(b["owner"].astype(str).unique() for _, b in boxes)))
     colors = {o: plt.get_cmap("tab20")(i % 20) for i, o in enumerate(owners)}
-    for ax, site in zip(axes[:, 0], shown):
-        part = boxes[boxes["site"] == site]
-        for owner, mine in part.groupby(part["owner"].astype(str)):
-            for b in mine.itertuples():
-                ax.broken_barh([(b.start, b.end - b.start)], (b.proc, b.count), facecolors=colors[owner], edgecolors="black", linewidth=0.3)
-        ax.set_ylim(0, procs[site])
-        ax.set_ylabel(f"site {site}\nprocessors", fontsize=8)
+    for col, (name, box) in enumerate(boxes):
+        for ax, site in zip(axes[:, col], shown):
+            part = box[box["site"] == site]
+            for owner, mine in part.groupby(part["owner"].astype(str)):
+                for b in mine.itertuples():
+                    ax.broken_barh([(b.start, b.end - b.start)], (b.proc, b.count), facecolors=colors[owner], edgecolors="black", linewidth=0.3)
+            ax.set_ylim(0, procs[site])
+            if col == 0:
+                ax.set_ylabel(f"site {site}\nprocessors", fontsize=8)
+        axes[-1, col].set_xlabel("virtual time")
+        if len(boxes) > 1:
+            axes[0, col].set_title(name, fontsize=9, pad=22 if col == 0 else 6)
     handles = [matplotlib.patches.Patch(color=colors[o], label=o) for o in owners[:20]]
     axes[0, 0].legend(handles=handles, fontsize=7, ncol=min(len(handles), 10), loc="lower left", bbox_to_anchor=(0, 1.02))
-    axes[-1, 0].set_xlabel("virtual time")
     fig.tight_layout()
     path = run_dir / "gantt.png"
     fig.savefig(path, dpi=110)
@@ -335,5 +345,12 @@ def report(run_dir: Path, plot: bool = True, gantt: bool = False) -> Path | None
     path = plot_run(run_dir, jobs, sites, ts, summary)
     print(f"plot written to {path}")
     if gantt:
-        print(f"Gantt chart written to {plot_gantt(run_dir, jobs, sites)}")
+        compare, title = None, "executed"
+        proto = summary.get("protocol", {})
+        if proto.get("name") == "molba":
+            from brokers.molba_agent import local_table
+
+            compare = (f"local (makespan {proto['makespan_local']:g})", local_table(jobs, sites.sort_values("site_id")["procs"].tolist(), proto["plan_time"]))
+            title = f"{'MOLBA+ILBA' if proto['makespan_molba_ilba'] is not None else 'MOLBA'}, executed (makespan {proto['makespan']:g})"
+        print(f"Gantt chart written to {plot_gantt(run_dir, jobs, sites, compare=compare, title=title)}")
     return path

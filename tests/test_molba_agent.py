@@ -222,3 +222,22 @@ def test_cli_exits_2_on_a_bad_alpha(capsys):
 
     assert main(["validate", "molba", "--set", "protocol.alpha=0.5"]) == 2
     assert "protocol.alpha" in capsys.readouterr().err
+
+
+def test_report_gantt_of_a_molba_run_shows_the_local_schedule_beside_the_executed_one(tmp_path, capsys):
+    from brokers.molba import local_schedule
+    from brokers.molba_agent import local_table
+    from emulator.report import report
+
+    data = rigid(4, 8, 24)
+    result = emulator.run(data, out=tmp_path)
+    report(tmp_path, gantt=True)
+    assert (tmp_path / "gantt.png").stat().st_size > 10_000
+    assert "Gantt chart written" in capsys.readouterr().out
+    t0 = result.summary["protocol"]["plan_time"]
+    local = local_table(result.jobs, [8] * 4, t0)
+    inst, machines = instance_of(result)
+    want = {pl.job: pl.start + t0 for pl in local_schedule(inst, machines)}
+    assert dict(zip(local["job_id"], local["start"])) == pytest.approx(want)
+    assert (local["exec_site"] == local["submit_site"]).all()
+    assert (local["end"] - local["start"]).to_numpy() == pytest.approx(local["size"].to_numpy())
