@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import emulator
 from brokers.molba import Job, Placement, check_schedule, guarantee_violations, molba_plan
@@ -80,6 +82,30 @@ def test_decentralized_schedule_is_the_references(model, n_sites, m, jobs, proto
     moved = sum(1 for pl in plan.final if pl.machine != next(j.org for j in inst if j.id == pl.job))
     assert proto["jobs_migrated"] == moved
     assert result.summary["global"]["messages"].get("request", 0) == moved == result.summary["global"]["messages"].get("grant", 0)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    st.integers(2, 5),
+    st.sampled_from([1, 2, 4, 8]),
+    st.lists(st.tuples(st.integers(0, 4), st.integers(1, 20), st.integers(1, 8)), min_size=1, max_size=16),
+    st.sampled_from(["meta", 2, 3]),
+    st.booleans(),
+)
+def test_decentralized_runs_keep_the_guarantees_on_random_instances(n_sites, m, rows, alpha, balance):
+    """Hand-made instances with one organization often overloaded (owners clipped to the
+    grid, q to m); the run checks the guarantees itself and must match the reference."""
+    rows = [(min(k, n_sites - 1) if k % 2 else 0, p / 2, min(q, m)) for k, p, q in rows]
+    data = hand_made(rows, n_sites, m, latency=0.1)
+    data["protocol"].update(alpha=alpha, ilba=balance)
+    result = emulator.run(data)  # raises InvariantError on a broken guarantee
+    proto = result.summary["protocol"]
+    assert proto["makespan"] == pytest.approx(proto["makespan_reference"])
+    inst, machines = instance_of(result)
+    plan = molba_plan(inst, machines, None if alpha == "meta" else float(alpha), balance)
+    assert guarantee_violations(plan, inst, machines) == []
+    got = executed(result, proto["plan_time"])
+    assert all(got[pl.job] == (pl.machine, pytest.approx(pl.start)) for pl in plan.final)
 
 
 def test_molba_moves_jobs_and_ilba_improves_on_an_overloaded_grid():

@@ -79,7 +79,7 @@ def table(name: str, thesis: dict, ours: dict) -> str:
         if o is None:
             cells = [f"{a:.2f} / -" for a in t] + ["-", "0"]
         else:
-            cells = [f"{a:.2f} / {b:.2f}" for a, b in zip(t, o[:6])] + [f"{o[6]:.2f}", str(o[7])]
+            cells = [f"{a:.2f} / {b:.2f}" for a, b in zip(t, o[:6])] + [f"{o[6]:.2f}" if o[6] == o[6] else "-", str(o[7])]
         bold = "**" if key[1] == 0 else ""
         lines.append(f"| {bold}{label_N}{bold} | {bold}{label_n}{bold} | " + " | ".join(cells) + " |")
     return f"**{name}** (thesis / gridemu)\n\n" + "\n".join(lines) + "\n"
@@ -103,12 +103,22 @@ def worst(runs: pd.DataFrame) -> str:
 
 
 def main(root: str) -> None:
-    for name, folder, thesis in (("Table 5.1, uni", "uni", T51), ("Table 5.2, swf", "swf", T52)):
-        runs = pd.read_parquet(Path(root) / folder / "runs.parquet")
-        mismatch = (runs["score"] - runs["score_molba_ilba"]).abs().max()
+    readings = (
+        ("Table 5.1, uni", "uni", T51), ("Table 5.1, uni, machines only for organizations owning a job", "uni-owners", T51),
+        ("Table 5.2, swf", "swf", T52), ("Table 5.2, swf, machines only for organizations owning a job", "swf-owners", T52),
+    )
+    for name, folder, thesis in readings:
+        path = Path(root) / folder / "runs.parquet"
+        if not path.exists():
+            continue
+        runs = pd.read_parquet(path)
         print(table(name, thesis, rows(runs)))
-        print(f"Executed vs reference MOLBA+ILBA score, largest difference over {len(runs)} runs: {mismatch:.2g}; "
-              f"MOLBA(3) chosen in {int((runs['alpha'] == 3).sum())} runs; refusals: {int(runs.get('messages_refuse', pd.Series([0])).fillna(0).sum())}.\n")
+        if runs["score"].notna().any():
+            mismatch = (runs["score"] - runs["score_molba_ilba"]).abs().max()
+            refusals = int(runs["messages_refuse"].fillna(0).sum()) if "messages_refuse" in runs else 0
+            print(f"Executed vs reference MOLBA+ILBA score, largest difference over {len(runs)} runs: {mismatch:.2g}; "
+                  f"refusals: {refusals}.\n")
+        print(f"MOLBA(3) chosen by the meta-algorithm in {int((runs['alpha'] == 3).sum())} of {len(runs)} instances.\n")
         print(by_m(runs))
         print(worst(runs))
 
