@@ -14,7 +14,8 @@ latency (``GridInfo.max_latency``), so a message sent at t is in by t + L.
      more is sent.)
   3. With every offer (by 2L) each site computes the plan, local → MOLBA (the meta-
      algorithm, or MOLBA(α)) → ILBA, with the reference functions of ``brokers.molba``:
-     the same inputs give the same plan at every site. For each of its jobs the plan runs
+     the same inputs give the same plan at every site (and the plan's local schedule must
+     be the profiles the hosts published, or the run stops naming the job). For each of its jobs the plan runs
      elsewhere, the owner sends a ``request`` to that host (the job's fields and its
      planned start).
   4. A host judges requests in delivery order against its own book (the jobs the plan
@@ -219,6 +220,14 @@ class MolbaAgent(Agent):
         ))
         machines = tuple(self.loads[k][3] for k in range(self.grid.n_sites))
         self.plan = plan = _plan(jobs, machines, self.alpha, self.balance)
+        # The plan starts from each host's local schedule as the host published it.
+        local = {pl.job: pl.start for pl in plan.local}
+        for k, rows in self.offers.items():
+            for i, _, _, start in rows:
+                if i >= 0 and local[i] != start:
+                    raise InvariantError(
+                        f"site {self.site.name}: job {i} starts at {start} in site {k}'s published profile but at {local[i]} in the plan"
+                    )
         me = self.site.site_id
         self.plan_jobs = by_id = {j.id: j for j in jobs}
         for pl in plan.final:
