@@ -64,6 +64,16 @@ def _finish(raw: RawRun) -> RunResult:
         local_scenario = load_scenario(scenario.data, {"protocol": {"name": "local"}, "run.backend": "inprocess", "run.shards": 1})
         local = job_table(piece_table(run_windows(local_scenario)))
     summary = summarize(raw, table, sites, local)
+    fairness = scenario.data["metrics"].get("fairness")
+    if fairness or (fairness is None and (scenario.protocol["name"] == "gm" or scenario.workload["kind"] == "proposition")):
+        from brokers.gm_agent import fairness_summary
+
+        summary["fairness"] = fairness_summary(raw.jobs, table)
+    if scenario.protocol["name"] == "gm":
+        from brokers.gm_agent import gm_summary
+
+        speeds = [list(s.speeds) for s in scenario.sites]
+        summary["protocol"] = gm_summary(raw.jobs, table, pieces, speeds, scenario.protocol)
     if scenario.protocol["name"] == "molba":
         from brokers.molba_agent import molba_summary, plan_time
 

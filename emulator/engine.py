@@ -21,7 +21,7 @@ from brokers.base import GridInfo
 from emulator.backends import BACKENDS, ensure_ray, ray_cpus
 from emulator.scenario import Scenario
 from emulator.shard import ShardSpec, StepInfo
-from scenarios.workload import generate_jobs
+from scenarios.workload import check_protocol_jobs, generate_jobs
 
 WINDOW_SLICES = 200
 
@@ -75,6 +75,8 @@ def build_shard_specs(scenario: Scenario, jobs: np.ndarray, n_shards: int, recur
     bounds = np.searchsorted(jobs["submit_site"][order], np.arange(len(sites) + 1))
     per_site = [jobs[order[bounds[i] : bounds[i + 1]]] for i in range(len(sites))]
     extra = {"capacities": [float(sum(s.speeds)) for s in sites]}
+    if scenario.protocol["name"] == "gm":  # greedy migration ranks every processor of the grid
+        extra["site_speeds"] = [list(s.speeds) for s in sites]
     specs = []
     for k in range(n_shards):
         ids = np.flatnonzero(site_to_shard == k)
@@ -116,6 +118,7 @@ def run_windows(
         ensure_ray(address)
     n_shards = resolve_shards(scenario, backend_name)
     jobs, groups = generate_jobs(scenario)
+    check_protocol_jobs(scenario, jobs)
     horizon = scenario.horizon
     lookahead = scenario.lookahead
     span = float(jobs["release"].max()) if len(jobs) else 1.0

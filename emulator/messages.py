@@ -12,7 +12,9 @@ import numpy as np
 from sites.jobs import JOB_DTYPE
 
 #: Message type names; the code is the index. Append only: codes are part of saved runs.
-MESSAGE_TYPES: tuple[str, ...] = ("job", "load", "offer", "usage", "request", "grant", "refuse", "fragment")
+MESSAGE_TYPES: tuple[str, ...] = (
+    "job", "load", "offer", "usage", "request", "grant", "refuse", "fragment", "arrival", "completion",
+)
 MTYPE = {name: code for code, name in enumerate(MESSAGE_TYPES)}
 
 _ROUTING = [

@@ -21,13 +21,13 @@ from emulator.errors import ScenarioError
 
 SHIPPED_DIR = Path(__file__).resolve().parent.parent / "scenarios" / "data"
 
-PROTOCOLS = ("local", "random", "averaging", "averaging_game", "bilb", "molba")
+PROTOCOLS = ("local", "random", "averaging", "averaging_game", "bilb", "molba", "gm")
 #: Protocols that cut divisible jobs into pieces (thesis ch. 4): one processor per site.
 DIVISIBLE_PROTOCOLS = ("averaging_game", "bilb")
-SCHEDULERS = ("fcfs", "spt", "list", "planned")
+SCHEDULERS = ("fcfs", "spt", "list", "planned", "fcfs_any", "preempt")
 BACKENDS = ("inprocess", "ray")
 PACKINGS = ("block", "round_robin")
-WORKLOAD_KINDS = ("poisson", "jobs", "csv", "swf", "rigid")
+WORKLOAD_KINDS = ("poisson", "jobs", "csv", "swf", "rigid", "proposition")
 
 # Keys each section may hold; anything else is a typo the user should hear about.
 _KNOWN = {
@@ -36,11 +36,13 @@ _KNOWN = {
     "scheduler": {"name"},
     "protocol": {
         "name", "period", "start", "min_gap", "limit", "join", "learn", "eta", "window", "cut_running", "alpha", "ilba", "retries",
+        "migration_cost", "remote_cost", "integral",
     },
-    "metrics": {"counterfactual", "sample_interval"},
+    "metrics": {"counterfactual", "sample_interval", "fairness"},
     "workload": {
         "kind", "rate", "alpha", "beta", "jobs", "until", "procs", "path", "orgs",
-        "user_map", "split_parallel", "t_start", "t_end", "list", "model",
+        "user_map", "split_parallel", "t_start", "t_end", "list", "model", "priority",
+        "number", "X", "group", "variant",
     },
     "sites": {"count", "procs", "speed", "scheduler", "orgs", "zipf_a", "low", "high"},
     "site": {"name", "org", "procs", "speed", "speeds", "scheduler"},
@@ -377,6 +379,21 @@ def _molba_protocol(proto: dict[str, Any], sites: list[SiteSpec], wl: dict[str, 
             raise ScenarioError(f"workload.list[{i}].release", "the molba protocol's model has no release dates (thesis 5.1): give 0")
 
 
+def _gm_protocol(proto: dict[str, Any], sites: list[SiteSpec]) -> None:
+    """Settings of greedy migration: ``migration_cost`` (time a moved job spends before it
+    progresses again), ``remote_cost`` (added when it moves between sites, e.g. memory over
+    link bandwidth) and ``integral`` (the paper's assumption that every release and
+    completion happens at an integral time, checked)."""
+    for key in ("migration_cost", "remote_cost"):
+        proto[key] = check_number(f"protocol.{key}", proto.get(key, 0.0), nonneg=True)
+    integral = proto.get("integral", False)
+    if not isinstance(integral, bool):
+        raise ScenarioError("protocol.integral", f"must be true or false, got {integral!r}")
+    proto["integral"] = integral
+    if any(s.scheduler != "planned" for s in sites):
+        raise ScenarioError("scheduler.name", 'the gm protocol starts jobs itself: set scheduler.name = "planned"')
+
+
 def _latency(data: dict[str, Any], n: int) -> tuple[float | np.ndarray, float]:
     """(latency, smallest link latency). A uniform latency stays a number: a 10,000-site
     matrix would take 800 MB for nothing."""
@@ -452,6 +469,8 @@ def validate(raw: dict[str, Any], source: str = "<dict>") -> Scenario:
     _unknown("metrics", metrics, _KNOWN["metrics"])
     if "counterfactual" in metrics:
         _choice("metrics.counterfactual", metrics["counterfactual"], ("local", "none"))
+    if "fairness" in metrics and not isinstance(metrics["fairness"], bool):
+        raise ScenarioError("metrics.fairness", f"must be true or false, got {metrics['fairness']!r}")
     data["metrics"] = metrics
 
     wl = _table(data, "workload")
@@ -464,8 +483,12 @@ def validate(raw: dict[str, Any], source: str = "<dict>") -> Scenario:
     check_workload(wl, sites)
     if proto["name"] == "molba":
         _molba_protocol(proto, sites, wl)
+    elif proto["name"] == "gm":
+        _gm_protocol(proto, sites)
     elif any(s.scheduler == "planned" for s in sites):
-        raise ScenarioError("scheduler.name", 'the planned scheduler starts only what a protocol planned: use it with protocol.name = "molba"')
+        raise ScenarioError(
+            "scheduler.name", 'the planned scheduler starts only what a protocol planned: use it with protocol.name = "molba" or "gm"'
+        )
 
     data["sites"] = [
         {"name": s.name, "org": s.org, "speeds": list(s.speeds), "scheduler": s.scheduler} for s in sites

@@ -57,6 +57,7 @@ def check_workload(wl: dict[str, Any], sites: list["SiteSpec"]) -> None:
         if "until" in wl:
             check_number("workload.until", wl["until"], positive=True)
         _check_procs(wl.get("procs", 1), sites)
+        _per_site("workload.priority", wl.get("priority", 0.0), n, nonneg=True)
     elif kind == "jobs":
         entries = wl.get("list")
         if not isinstance(entries, list) or not entries:
@@ -64,6 +65,8 @@ def check_workload(wl: dict[str, Any], sites: list["SiteSpec"]) -> None:
         _rows_to_jobs(entries, sites, "workload.list")
     elif kind == "rigid":
         _check_rigid(wl, sites)
+    elif kind == "proposition":
+        _proposition_jobs(wl)
     elif kind in ("csv", "swf"):
         path = wl.get("path")
         if not isinstance(path, str):
@@ -121,6 +124,8 @@ def generate_jobs(scenario: "Scenario") -> tuple[np.ndarray, list[str]]:
         jobs, groups = _csv_jobs(Path(wl["path"]), scenario.sites)
     elif kind == "rigid":
         jobs, groups = _rigid(scenario)
+    elif kind == "proposition":
+        jobs, groups = _proposition(scenario)
     else:
         jobs, groups = _swf_jobs(scenario)
     return _number_jobs(jobs), groups
@@ -141,6 +146,7 @@ def _poisson(scenario: "Scenario") -> tuple[np.ndarray, list[str]]:
     alpha = _per_site("workload.alpha", wl.get("alpha", 2.0), n, positive=True)
     beta = _per_site("workload.beta", wl.get("beta", 2.0), n, positive=True)
     until = float(wl.get("until", math.inf))
+    priority = _per_site("workload.priority", wl.get("priority", 0.0), n, nonneg=True)
     counts = None
     if "jobs" in wl:
         # Split the total over sites in proportion to their rates (largest remainder).
@@ -174,6 +180,7 @@ def _poisson(scenario: "Scenario") -> tuple[np.ndarray, list[str]]:
         part["submit_site"] = s.site_id
         part["owner"] = org_index[s.org]
         part["group"] = org_index[s.org]
+        part["priority"] = priority[s.site_id]
         parts.append(part)
     jobs = np.concatenate(parts) if parts else empty_jobs(0)
     return jobs, list(scenario.orgs)
@@ -329,3 +336,67 @@ def _swf_jobs(scenario: "Scenario") -> tuple[np.ndarray, list[str]]:
 
 
 __all__ = ["generate_jobs", "check_workload", "site_rng", "JOB_DTYPE"]
+
+
+PROPOSITION_VARIANTS = {1: ("base",), 2: ("base", "late"), 3: ("base", "alone")}
+
+
+def _proposition_jobs(wl: dict[str, Any]) -> list:
+    """The counterexample instances of the migration paper, section 4 (``brokers.gm``):
+    ``number`` 1 (EF), 2 (WPM) or 3 (ILV); ``X`` (even, ≥ 6) and ``group`` (1: the scheduler
+    puts j1 on the slow machine, 2: on the fast one) for 1 and 2; ``variant`` "late" releases
+    j4 at X + 2 (Proposition 2's better-off type), "alone" keeps only j_{n+1} (Proposition
+    3's J'). Proposition 3's n is the site's processor count; every job goes to site 0."""
+    from brokers import gm
+
+    number = wl.get("number")
+    if number not in PROPOSITION_VARIANTS:
+        raise ScenarioError("workload.number", f"must be 1, 2 or 3 (the paper's Propositions), got {number!r}")
+    variant = wl.get("variant", "base")
+    if variant not in PROPOSITION_VARIANTS[number]:
+        raise ScenarioError("workload.variant", f"Proposition {number} has variants {', '.join(PROPOSITION_VARIANTS[number])}, got {variant!r}")
+    try:
+        if number == 3:
+            n = int(check_number("workload.X", wl.get("X", 3), positive=True, integer=True))
+            J, alone, _ = gm.proposition_3(n)
+            return alone if variant == "alone" else J
+        X = check_number("workload.X", wl.get("X", 10), positive=True, integer=True)
+        jobs, _ = (gm.proposition_1 if number == 1 else gm.proposition_2)(int(X), wl.get("group", 1))
+    except ValueError as exc:
+        key = "workload.group" if str(exc).startswith("group") else "workload.X"
+        raise ScenarioError(key, str(exc).split(": ", 1)[-1]) from None
+    if variant == "late":
+        jobs = [gm.GmJob(j.id, X + 2.0, j.t, j.v0) if j.id == 4 else j for j in jobs]
+    return jobs
+
+
+def _proposition(scenario: "Scenario") -> tuple[np.ndarray, list[str]]:
+    drawn = _proposition_jobs(scenario.workload)
+    jobs = empty_jobs(len(drawn))
+    jobs["release"] = [j.r for j in drawn]
+    jobs["size"] = [j.t for j in drawn]
+    jobs["priority"] = [j.v0 for j in drawn]
+    jobs["submit_site"] = 0
+    jobs["owner"] = scenario.orgs.index(scenario.sites[0].org)
+    # The group column names each job as the paper does (j1, j2, ...): ids follow release order.
+    jobs["group"] = np.arange(len(drawn))
+    return jobs, [f"j{j.id}" for j in drawn]
+
+
+def check_protocol_jobs(scenario: "Scenario", jobs: np.ndarray) -> None:
+    """What a protocol or scheduler needs of every job, checked once the workload is generated."""
+    proto = scenario.protocol
+    who = "the gm protocol" if proto["name"] == "gm" else "the preempt scheduler"
+    if proto["name"] != "gm" and all(s.scheduler != "preempt" for s in scenario.sites):
+        return
+    wide = np.flatnonzero(jobs["procs"] != 1)
+    if len(wide):
+        j = jobs[wide[0]]
+        raise ScenarioError("workload", f"job {int(j['job_id'])} needs {int(j['procs'])} processors: {who} schedules sequential jobs")
+    if proto.get("integral"):
+        bad = np.flatnonzero(jobs["release"] != np.round(jobs["release"]))
+        if len(bad):
+            j = jobs[bad[0]]
+            raise ScenarioError(
+                "protocol.integral", f"job {int(j['job_id'])} is released at t={float(j['release'])}, not an integral time"
+            )

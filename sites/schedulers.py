@@ -141,8 +141,64 @@ class Planned(FCFS):
                 site.start(slot, now)
 
 
-SCHEDULERS = {cls.name: cls for cls in (FCFS, SPT, ListScheduling, Planned)}
+class FcfsAny(FCFS):
+    """FCFS to any free processor, made deterministic: the lowest-numbered free ones (``fcfs``
+    itself gives a job the fastest free processors). A busy scheduler of the migration paper."""
+
+    name = "fcfs_any"
+
+    def dispatch(self, site: "Site", now: float) -> None:
+        queue, procs, state = self.queue, site.c_procs, site.r_state
+        while queue and procs[queue[0]] <= site.free_count and state[queue[0]] != OFFERED:
+            slot = queue.popleft()
+            site.start(slot, now, procs=sorted(site.free_procs)[: procs[slot]])
 
 
-def make_scheduler(name: str, site: "Site") -> FCFS | SPT | ListScheduling | Planned:
+class PreemptNoMigration(FCFS):
+    """Priority preemption without migration (the migration paper's "preemption but not
+    migration"), for sequential jobs: at every arrival and completion, processors are taken
+    fastest first (ties by number); each takes the best job, by (priority v0 descending,
+    release, id), among the jobs that never ran and those that last ran on that very
+    processor; a running job that loses its processor is preempted and may resume there only.
+    """
+
+    name = "preempt"
+
+    def __init__(self, site: "Site") -> None:
+        self.queue = deque()
+        self.bound: dict[int, int] = {}  # queued rest piece -> the processor it must resume on
+
+    def remove(self, slot: int) -> None:
+        self.queue.remove(slot)
+        self.bound.pop(slot, None)
+
+    def dispatch(self, site: "Site", now: float) -> None:
+        prio, rel, ids = site.c_priority, site.c_release, site.c_id
+
+        def key(slot: int) -> tuple:
+            return (-prio[slot], rel[slot], ids[slot])
+
+        on = {ps[0]: slot for slot, ps in site.alloc.items()}
+        for p in sorted(range(site.m), key=lambda p: (-site.speeds[p], p)):
+            options = [s for s in self.queue if self.bound.get(s, p) == p]
+            if p in on:
+                options.append(on[p])
+            if not options:
+                continue
+            best = min(options, key=key)
+            if on.get(p) == best:
+                continue
+            if p in on:
+                rest = site.preempt(on[p], now)
+                if rest >= 0:
+                    self.bound[rest] = p
+            self.queue.remove(best)
+            self.bound.pop(best, None)
+            site.start(best, now, procs=[p])
+
+
+SCHEDULERS = {cls.name: cls for cls in (FCFS, SPT, ListScheduling, Planned, FcfsAny, PreemptNoMigration)}
+
+
+def make_scheduler(name: str, site: "Site") -> FCFS | SPT:
     return SCHEDULERS[name](site)

@@ -53,7 +53,9 @@ class Site:
         self.free_count = self.m
         # Free processors, fastest first; only consulted when speeds differ.
         self.free_procs = sorted(range(self.m), key=lambda p: (-self.speeds[p], p))
+        # Processors of running jobs where they matter (mixed speeds, or named by a protocol).
         self.alloc: dict[int, list[int]] = {}
+        self.setup: dict[int, float] = {}  # running slot -> time it spends before progressing
         # One latency for all links, or this site's row of the latency matrix.
         self.latency = latency if isinstance(latency, float) else [float(x) for x in latency]
 
@@ -183,13 +185,7 @@ class Site:
         state = self.r_state[slot]
         if state not in (QUEUED, RUNNING) or not 0 < amount < self.c_size[slot]:
             raise InvariantError(f"site {self.name} cannot cut {amount} off job {self.c_id[slot]} (size {self.c_size[slot]})")
-        self.pieces += 1
-        rec = list(self.job_record(slot))
-        rec[SIZE] = amount
-        rec[FRAGMENT] = ((self.site_id + 1) << 32) | self.pieces
-        self.c_size[slot] -= amount
-        self.changed.add("size")
-        new = self._add_slot(rec)
+        new = self._cut(slot, amount)
         if state == RUNNING:
             end = self.r_end[slot] - amount / self._job_speed(slot)
             if end <= now:
@@ -200,6 +196,43 @@ class Site:
             self.scheduler.push_front(new)
         else:
             self.scheduler.insert_after(slot, new)
+        return new
+
+    def _cut(self, slot: int, amount: float) -> int:
+        """A new piece of ``amount`` work off ``slot`` (which keeps the rest): its own fragment id,
+        unique in the run (this site's id and a counter); returns its slot."""
+        self.pieces += 1
+        rec = list(self.job_record(slot))
+        rec[SIZE] = amount
+        rec[FRAGMENT] = ((self.site_id + 1) << 32) | self.pieces
+        self.c_size[slot] -= amount
+        self.changed.add("size")
+        return self._add_slot(rec)
+
+    def preempt(self, slot: int, now: float) -> int:
+        """Stop a running job now: the work it has not done becomes a new piece, queued here
+        (for a protocol or a preemptive scheduler to start again or send away); returns its
+        slot, or -1 when nothing is left (the job completes at this instant anyway). The
+        stopped piece ends now and frees its processors at once; no agent hook sees it.
+        """
+        if self.r_state[slot] != RUNNING:
+            raise InvariantError(f"site {self.name} preempted job {self.c_id[slot]} which is not running")
+        progress_from = self.r_start[slot] + self.setup.get(slot, 0.0)
+        done = max(0.0, now - progress_from) * self._job_speed(slot)
+        rest = self.c_size[slot] - done
+        if rest <= 1e-12 * max(1.0, self.c_size[slot]) or self.r_end[slot] <= now:
+            return -1
+        new = self._cut(slot, rest)
+        self.r_end[slot] = now  # its completion in the heap is void from now on
+        q = self.c_procs[slot]
+        self.free_count += q
+        for p in self.alloc.pop(slot, ()):
+            bisect.insort(self.free_procs, p, key=self._proc_key)
+        self.setup.pop(slot, None)
+        self.r_state[slot] = DONE
+        self.done += 1
+        self._charge(slot, q)
+        self.scheduler.push(new)
         return new
 
     def announce(self, slot: int, deadline: float) -> None:
@@ -260,20 +293,30 @@ class Site:
 
     # ------------------------------------------------------------------ kernel side
 
-    def start(self, slot: int, now: float) -> None:
-        """Start a queued job now (called by the scheduler)."""
+    def start(self, slot: int, now: float, procs: list[int] | None = None, setup: float = 0.0) -> None:
+        """Start a queued job now (called by the scheduler, or by a protocol that names the
+        processors and a ``setup`` time spent before the job progresses: a migration's cost)."""
         q = self.c_procs[slot]
         if q > self.free_count:
             raise InvariantError(f"site {self.name} started job {self.c_id[slot]} on {q} processors with {self.free_count} free")
         self.free_count -= q
-        if self.uniform:
+        if procs is not None:
+            if len(procs) != q or any(p not in self.free_procs for p in procs):
+                raise InvariantError(f"site {self.name} started job {self.c_id[slot]} on processors {procs}, not {q} free ones")
+            for p in procs:
+                self.free_procs.remove(p)
+            self.alloc[slot] = list(procs)
+            speed = min(self.speeds[p] for p in procs)
+        elif self.uniform:
             speed = self.speed
         else:
             procs = self.free_procs[:q]
             del self.free_procs[:q]
             self.alloc[slot] = procs
             speed = min(self.speeds[p] for p in procs)
-        end = now + self.c_size[slot] / speed
+        if setup:
+            self.setup[slot] = setup
+        end = now + setup + self.c_size[slot] / speed
         self.r_start[slot] = now
         self.r_end[slot] = end
         self.r_state[slot] = RUNNING
@@ -315,9 +358,9 @@ class Site:
             if kind == COMPLETE:
                 q = self.c_procs[payload]
                 self.free_count += q
-                if not self.uniform:
-                    for p in self.alloc.pop(payload):
-                        bisect.insort(self.free_procs, p, key=self._proc_key)
+                for p in self.alloc.pop(payload, ()):
+                    bisect.insort(self.free_procs, p, key=self._proc_key)
+                self.setup.pop(payload, None)
                 self.r_state[payload] = DONE
                 self.done += 1
                 self._charge(payload, q)

@@ -1,0 +1,514 @@
+"""Migration and fairness (Amar, Mu'alem, Stößer, AAMAS 2008): GM and the busy schedulers it beats.
+
+Pure functions, no simulation kernel: an event-driven simulator (:func:`simulate`) of
+Online Greedy Migration (Algorithm 1, policy ``"gm"``) and of three busy schedulers without
+migration (Definition 5), the three fairness properties as checkers (EF, Definition 2:
+:func:`ef_violations`; WPM, Definition 3: :func:`wpm_violations`; ILV, Definition 4:
+:func:`ilv_violations`) and the counterexample instances of Propositions 1-3.
+
+Model (section 2): uniformly related machines, machine i of speed ``speeds[i]`` > 0; a job
+of size t takes t/s_i there. Machine i belongs to site ``sites[i]`` (default: all site 0;
+sites only matter for the cost of a migration). A job's type is θ_j = (r_j, t_j, v0_j):
+release, size at speed 1, priority of its department ("Departments with higher v_i^0 are
+ranked higher"). Jobs are sequential (one machine at a time). The schedulers are
+non-clairvoyant: no decision looks at t_j ("the user does not have to report t_j").
+Every policy decides only at arrivals and completions; all completions and arrivals of
+one instant are processed first, then the policy decides once.
+
+Policies (:data:`POLICIES`):
+  * ``"gm"``: Algorithm 1 at every arrival and completion: released unfinished jobs ranked
+    by :func:`gm_rank_key`, machines by :func:`machine_order`, k-th job on k-th machine
+    (:func:`gm_assign`); the other jobs wait. A running job whose machine changes is
+    preempted and moved, keeping the work done.
+  * ``"fcfs_fastest"``: FCFS without preemption or migration: whenever a machine is free
+    and an unstarted job waits, the head of the queue (release, id) takes the fastest free
+    machine (ties by index).
+  * ``"fcfs_any"``: the same, but the head takes the free machine of lowest index.
+  * ``"preempt"``: preemption without migration. At each event the machines, in
+    :func:`machine_order`, each take the highest-ranked (:func:`gm_rank_key`) job among
+    the unstarted jobs not yet taken at this event and the jobs that started on this very
+    machine; a job that started on a machine only ever runs there ("home").
+
+Readings where the text is ambiguous or silent (the paper's wording in quotes):
+  * Ties. Step 1 "break ties according to earlier release time (and job id)": the rank
+    key is (-v0, r, id), lower id first. Step 2 "Sort the machines in descending order
+    according to their speed" gives no tie rule: ties by index (only matters when two
+    machines share a speed). Step 3 "Repeatedly assign the highest ranked job to the
+    highest ranked machine": the first min(#jobs, #machines) ranked jobs get the first
+    machines; the rest wait.
+  * Migration. "the moving of jobs across machines is called migration". A migration is
+    counted each time a job gets a machine other than the one it last occupied, whether it
+    was moved while running (that also counts one preemption: it was stopped there) or
+    resumes after waiting; a first start is not a migration; a job that waits and comes
+    back to its last machine is preempted but not migrated. We count it regardless of the
+    speeds (footnote 1: "in [8] migration between machines with the same speed is called
+    preemption"). "The action of suspending a job on a machine is generally called
+    preemption": ``preemptions`` counts every time a started job stops before completing.
+  * Migration cost. Section 5 assumes "the time it takes to migrate a job between two
+    machines is 0 ('zero migration cost')"; the conclusion leaves a cost to future work.
+    Our model: a migration costs ``migration_cost`` (+ ``remote_cost`` when the two
+    machines are on different sites) of setup time on the new machine, which the job
+    occupies without progress. A job moved again during its setup pays the full setup
+    again on the next machine (and the move counts as a migration: it occupied the
+    machine); a job stopped during its setup that comes back to the same machine finishes
+    the setup left. GM's decisions do not look at costs (the paper's algorithm does not).
+  * Preemption without migration (``"preempt"``). The paper uses it twice: "even if
+    migration is not allowed but preemption is allowed, this will not change the schedule
+    of the instances" (Props. 1-2) and "any busy scheduler which uses preemption but not
+    migration" (Observation). Ours is busy in the sense of Definition 5 condition 1: "If
+    there is an idle machine then there is no waiting job (that has not started yet)" — a
+    machine whose candidates are all gone is idle only when no unstarted job is left. It
+    is not Non-Wasteful: a preempted job may wait while other machines idle.
+  * "Any busy scheduler" made deterministic: ``fcfs_any`` takes the free machine of
+    lowest index, ``fcfs_fastest`` the fastest one. Both are FCFS by (release, id).
+  * Integral times. Section 5 assumes "every termination and submission event occurs in
+    an integral time". ``integral=True`` enforces it: a non-integral release, or a
+    completion at a non-integral time (tolerance 1e-9), raises ValueError naming the job.
+    Nothing else changes (GM is the same algorithm with or without it).
+  * Definition 1 is printed "at least one of the following inequalities is strict:
+    r_j ≤ r_k or v_j ≥ v_k": j ≻ k when r_j ≤ r_k, v0_j ≥ v0_k, t_j ≤ t_k and (r_j < r_k or
+    v0_j > v0_k) ("the ≻ order does not require strictness with respect to the running
+    times").
+  * Definition 3 is printed "d_j(θ_j, θ_−j) ≤ d_j'(θ_j', θ_−j) whenever j ≥ j'" (⪰ read for
+    ≥): a comparison of completion times d (absolute, not flow times). We test one
+    coordinate at a time, by ``step``: released later, lower priority (kept ≥ 0), larger
+    size; none may finish earlier than the true type.
+  * Definition 4: h_θ(J) contains θ itself (v0 equal, r ≤ r_θ). Of all the J' with the same
+    h we test J' = h_θ(J) (no lower jobs at all), the instance the proof of Proposition 3
+    uses. Conditions 2-3 ("r_j' ≠ r_k'") are checked: a shared release raises ValueError.
+  * "Any large enough X > 0" (Props. 1-2): X/2 must be an integral time, so X must be an
+    even integer; the schedules the proofs describe need X > 4 (e.g. Prop. 1 group 1:
+    j5 ends at 3X/2 + 2 < 2X, j4's end), so we accept even X ≥ 6.
+  * Proposition 1's first group has j2 end at X/2 + 1 exactly when j3 arrives, so "j3 will
+    also be assigned to n2" holds for a scheduler that processes the completion before it
+    decides (all ours do).
+  * Proposition 3's j_i are printed "j_2 = (v_2^0 = 1, r_2 = 2, t_1 = 2n − 2), ..., j_n =
+    (..., t_1 = n)": read t_i = 2n − i. With n = 1, j_1 ends at 2 = r_2 and nothing waits,
+    so n ≥ 2 is required.
+  * Proposition 3 says "any busy scheduler which does not use migration (including
+    preemption)", but its proof says "(as preemption is not allowed)" and the Observation
+    concedes that with preemption the example "can satisfy the ILV property". Our
+    ``"preempt"`` does satisfy it there (j_{n+1} preempts j_1 and ends at 4n + 1 in J and
+    J'), and then n − 1 machines idle from 2n while j_1 waits (not Non-Wasteful).
+  * Which group each busy scheduler of ours is in (Props. 1-2 split busy schedulers by
+    where j1, alone at time 0, goes): ``fcfs_any`` puts j1 on machine 0 = n1 (group 1);
+    ``fcfs_fastest`` and ``"preempt"`` put it on machine 1 = n2 (group 2). On its own
+    group's instance each violates EF (Prop. 1: j4 ≻ j5, d4 = 2X, d5 = 3X/2 + 2 in group 1,
+    3X/2 + 3/2 in group 2) and WPM (Prop. 2: d4 = 2X; released at X + 2, j4 ends at
+    3X/2 + 2), with the proofs' numbers. Off its group: Prop. 1's group 1 instance gives
+    ``fcfs_fastest`` and ``"preempt"`` no EF violation (j4 gets n2, d4 = 3X/2 + 1 <
+    d5 = 2X + 3), while ``fcfs_any`` fails on the group 2 instance too; Prop. 2's two
+    instances catch all three (on group 1's, ``fcfs_fastest`` and ``"preempt"`` have
+    d4 = 2X + 1, and 3X/2 + 2 when j4 is released at X + 2). ``"preempt"`` schedules
+    every one of these instances exactly as ``fcfs_fastest`` does, as the paper says ("this
+    will not change the schedule of the instances"); it also breaks WPM's priority
+    coordinate on Prop. 2's group 1 instance: with v0 = 0 instead of 1, j5 outranks j4 for
+    n1 at X + 1, and j4 ends at 3X/2 + 2 instead of 2X + 1.
+  * The integral-time assumption does not survive heterogeneous speeds: GM on Prop. 1's
+    group 1 instance with X = 20 ends j2 at 15.5, so ``integral=True`` raises there. The
+    assumption only serves the step-by-step proof of Lemma 2; our checkers do not need it.
+  * Zero cost matters: with ``migration_cost`` > 0, GM (which ignores costs) can break EF
+    (a job that migrates twice ends after a comparable later job that never migrates) and
+    WPM; ILV still holds (the higher-ranked jobs never see the lower ones).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from typing import Iterable, Mapping, Sequence
+
+import numpy as np
+
+POLICIES = ("gm", "fcfs_fastest", "fcfs_any", "preempt")
+
+_TOL = 1e-9
+
+
+@dataclass(frozen=True)
+class GmJob:
+    """θ_j = (r_j, t_j, v0_j): release time, size at speed 1, department priority (higher first)."""
+
+    id: int
+    r: float
+    t: float
+    v0: float
+
+
+@dataclass(frozen=True)
+class Segment:
+    """Job ``job`` held machine ``machine`` during [start, end); ``setup`` of it paid a migration."""
+
+    job: int
+    machine: int
+    start: float
+    end: float
+    setup: float
+
+
+@dataclass
+class Outcome:
+    """What one run did: completion times d_j, migrations and preemptions per job, the segments."""
+
+    completion: dict[int, float]
+    migrations: dict[int, int]
+    preemptions: dict[int, int]
+    segments: list[Segment] = field(default_factory=list)
+
+
+# ---------------------------------------------------------------- validation and helpers
+
+
+def _check_speeds(speeds: Sequence[float]) -> None:
+    if len(speeds) == 0:
+        raise ValueError("speeds: at least one machine is needed")
+    for i, s in enumerate(speeds):
+        if isinstance(s, bool) or not isinstance(s, (int, float)) or not (s > 0):
+            raise ValueError(f"speeds[{i}]: must be > 0, got {s!r}")
+        if math.isinf(s):
+            raise ValueError(f"speeds[{i}]: must be finite, got {s!r}")
+
+
+def _check_job(job: GmJob) -> None:
+    if not (job.r >= 0) or math.isinf(job.r):
+        raise ValueError(f"job {job.id}: release r must be finite and >= 0, got {job.r!r}")
+    if not (job.t > 0) or math.isinf(job.t):
+        raise ValueError(f"job {job.id}: size t must be finite and > 0, got {job.t!r}")
+    if not (job.v0 >= 0) or math.isinf(job.v0):
+        raise ValueError(f"job {job.id}: priority v0 must be >= 0 and finite, got {job.v0!r}")
+
+
+def _index(jobs: Iterable[GmJob]) -> dict[int, GmJob]:
+    by_id: dict[int, GmJob] = {}
+    for job in jobs:
+        if job.id in by_id:
+            raise ValueError(f"job {job.id}: id used twice")
+        by_id[job.id] = job
+    return by_id
+
+
+def _is_integral(x: float) -> bool:
+    return abs(x - round(x)) <= _TOL
+
+
+def gm_rank_key(job: GmJob) -> tuple:
+    """Algorithm 1 step 1: descending v0, ties by earlier release, then lower id."""
+    return (-job.v0, job.r, job.id)
+
+
+def machine_order(speeds: Sequence[float]) -> list[int]:
+    """Algorithm 1 step 2: machine indices by descending speed, ties by index."""
+    _check_speeds(speeds)
+    return sorted(range(len(speeds)), key=lambda i: (-speeds[i], i))
+
+
+def gm_assign(active: Iterable[GmJob], speeds: Sequence[float]) -> dict[int, int]:
+    """Algorithm 1 step 3: the k-th ranked job gets the k-th ranked machine (job id -> machine).
+
+    Only the first min(#jobs, #machines) jobs are assigned; the others wait.
+    """
+    order = machine_order(speeds)
+    ranked = sorted(_index(active).values(), key=gm_rank_key)
+    return {job.id: m for job, m in zip(ranked, order)}
+
+
+# --------------------------------------------------------------------------- simulation
+
+
+def simulate(
+    jobs: Sequence[GmJob],
+    speeds: Sequence[float],
+    policy: str = "gm",
+    *,
+    sites: Sequence[int] | None = None,
+    migration_cost: float = 0.0,
+    remote_cost: float = 0.0,
+    integral: bool = False,
+) -> Outcome:
+    """Run ``policy`` (one of :data:`POLICIES`) on ``jobs`` until every job completes.
+
+    Decisions are taken only at arrivals and completions, once per instant after all of
+    that instant's completions and arrivals. See the module docstring for the policies,
+    what counts as a migration or a preemption, and the migration-cost model.
+    """
+    _check_speeds(speeds)
+    by_id = _index(jobs)
+    for job in jobs:
+        _check_job(job)
+    if policy not in POLICIES:
+        raise ValueError(f"policy: expected one of {POLICIES}, got {policy!r}")
+    for name, cost in (("migration_cost", migration_cost), ("remote_cost", remote_cost)):
+        if not (cost >= 0) or math.isinf(cost):
+            raise ValueError(f"{name}: must be finite and >= 0, got {cost!r}")
+    m = len(speeds)
+    if sites is None:
+        sites = [0] * m
+    elif len(sites) != m:
+        raise ValueError(f"sites: {len(sites)} entries for {m} machines")
+    if integral:
+        for job in jobs:
+            if not _is_integral(job.r):
+                raise ValueError(f"job {job.id}: release r={job.r!r} is not an integral time (integral=True)")
+
+    order = machine_order(speeds)
+    arrivals = sorted(jobs, key=lambda j: (j.r, j.id))
+    rem = {j.id: float(j.t) for j in jobs}  # work left, at speed 1
+    setup_left = {j.id: 0.0 for j in jobs}
+    last: dict[int, int] = {}  # machine a job last occupied
+    on: dict[int, int] = {}  # running job -> machine
+    seg_start: dict[int, float] = {}
+    seg_setup: dict[int, float] = {}
+    completion: dict[int, float] = {}
+    migrations = {j.id: 0 for j in jobs}
+    preemptions = {j.id: 0 for j in jobs}
+    segments: list[Segment] = []
+    active: dict[int, GmJob] = {}  # released, unfinished
+    fifo: list[GmJob] = []  # fcfs: released, not started, in (r, id) order
+
+    def close(jid: int, t: float) -> None:
+        segments.append(Segment(jid, on[jid], seg_start[jid], t, seg_setup[jid]))
+        del on[jid]
+
+    now = 0.0
+    ai = 0
+    n = len(jobs)
+    while len(completion) < n:
+        # ---- the next instant: the earliest arrival or completion
+        finish = {jid: now + setup_left[jid] + rem[jid] / speeds[mc] for jid, mc in on.items()}
+        cand = list(finish.values())
+        if ai < n:
+            cand.append(arrivals[ai].r)
+        nxt = min(cand)
+        tol = _TOL * max(1.0, abs(nxt))
+        t_event = nxt
+        if ai < n and arrivals[ai].r <= nxt + tol:
+            t_event = max(arrivals[ai].r, now)  # releases are exact; snap completions to them
+        ending = sorted(jid for jid, c in finish.items() if c <= nxt + tol)
+        # ---- advance every running job to t_event
+        dt = t_event - now
+        for jid, mc in on.items():
+            if jid in ending:
+                continue
+            paid = min(setup_left[jid], dt)
+            setup_left[jid] -= paid
+            seg_setup[jid] += paid
+            rem[jid] = max(rem[jid] - (dt - paid) * speeds[mc], 0.0)
+        now = t_event
+        for jid in ending:
+            paid = min(setup_left[jid], dt)
+            seg_setup[jid] += paid
+            setup_left[jid] = 0.0
+            rem[jid] = 0.0
+            if integral and not _is_integral(now):
+                raise ValueError(f"job {jid}: completes at non-integral time {now!r} (integral=True)")
+            completion[jid] = now
+            close(jid, now)
+            del active[jid]
+        while ai < n and arrivals[ai].r <= now + tol:
+            job = arrivals[ai]
+            active[job.id] = job
+            fifo.append(job)
+            ai += 1
+        if not active:
+            continue
+        # ---- decide once
+        if policy == "gm":
+            ranked = sorted(active.values(), key=gm_rank_key)
+            want = {job.id: mc for job, mc in zip(ranked, order)}
+        elif policy in ("fcfs_fastest", "fcfs_any"):
+            want = dict(on)
+            busy = set(on.values())
+            free = [mc for mc in (order if policy == "fcfs_fastest" else range(m)) if mc not in busy]
+            while free and fifo:
+                want[fifo.pop(0).id] = free.pop(0)
+        else:  # preempt
+            unstarted = sorted((j for j in active.values() if j.id not in last), key=gm_rank_key)
+            homed: dict[int, list[GmJob]] = {}
+            for j in active.values():
+                if j.id in last:
+                    homed.setdefault(last[j.id], []).append(j)
+            want = {}
+            u = 0
+            for mc in order:
+                best_home = min(homed.get(mc, ()), key=gm_rank_key, default=None)
+                pick = best_home
+                if u < len(unstarted) and (pick is None or gm_rank_key(unstarted[u]) < gm_rank_key(pick)):
+                    pick = unstarted[u]
+                    u += 1
+                if pick is not None:
+                    want[pick.id] = mc
+        # ---- apply: stop the jobs that lose or change machine, then start the new ones
+        for jid in sorted(on):
+            if want.get(jid) != on[jid]:
+                preemptions[jid] += 1
+                close(jid, now)
+        for jid in sorted(want):
+            mc = want[jid]
+            if jid in on:
+                continue
+            prev = last.get(jid)
+            if prev is not None and prev != mc:
+                migrations[jid] += 1
+                setup_left[jid] = migration_cost + (remote_cost if sites[prev] != sites[mc] else 0.0)
+            last[jid] = mc
+            on[jid] = mc
+            seg_start[jid] = now
+            seg_setup[jid] = 0.0
+    segments.sort(key=lambda s: (s.start, s.machine, s.job))
+    return Outcome(completion, migrations, preemptions, segments)
+
+
+# ---------------------------------------------------------------------- property checkers
+
+
+def ef_violations(jobs: Sequence[GmJob], completion: Mapping[int, float]) -> list[tuple[int, int]]:
+    """Definition 2 (EF): every pair (j, k) with j ≻ k (Definition 1) and d_j > d_k (+1e-9)."""
+    by_id = _index(jobs)
+    for jid in by_id:
+        if jid not in completion:
+            raise ValueError(f"job {jid}: no completion time given")
+    if not jobs:
+        return []
+    ids = np.array([j.id for j in jobs])
+    out: list[tuple[int, int]] = []
+    for rows, dom, late in _dominance_blocks(jobs, completion):
+        jj, kk = np.nonzero(dom & late)
+        out.extend((int(ids[rows.start + a]), int(ids[b])) for a, b in zip(jj, kk))
+    return sorted(out)
+
+
+def ef_counts(jobs: Sequence[GmJob], completion: Mapping[int, float]) -> tuple[int, int]:
+    """(EF violations, comparable pairs j ≻ k): the figures of "violations per 1,000 pairs"."""
+    bad = pairs = 0
+    for _, dom, late in _dominance_blocks(jobs, completion):
+        pairs += int(dom.sum())
+        bad += int((dom & late).sum())
+    return bad, pairs
+
+
+def _dominance_blocks(jobs: Sequence[GmJob], completion: Mapping[int, float], block: int = 1024):
+    """Rows of the j ≻ k matrix (Definition 1) and of d_j > d_k, a block of j at a time
+    (memory stays O(block × n) for runs of many jobs)."""
+    r = np.array([j.r for j in jobs], dtype=float)
+    t = np.array([j.t for j in jobs], dtype=float)
+    v = np.array([j.v0 for j in jobs], dtype=float)
+    d = np.array([completion[j.id] for j in jobs], dtype=float)
+    for lo in range(0, len(jobs), block):
+        rows = slice(lo, min(lo + block, len(jobs)))
+        rj, tj, vj, dj = r[rows, None], t[rows, None], v[rows, None], d[rows, None]
+        dom = (rj <= r) & (vj >= v) & (tj <= t) & ((rj < r) | (vj > v))
+        yield rows, dom, dj > d + _TOL
+
+
+def wpm_violations(
+    jobs: Sequence[GmJob], speeds: Sequence[float], policy: str = "gm", *, step: float = 1.0, **simulate_kwargs
+) -> list[tuple[int, str]]:
+    """Definition 3 (WPM) by counterfactual reruns, every other job's type fixed.
+
+    For each job j: released ``step`` later ("release"), priority ``step`` lower when it
+    stays >= 0 ("priority"), size ``step`` larger ("size"). Each worse type must not
+    complete earlier: d_j(worse) >= d_j(true) - 1e-9, absolute completion times.
+    Returns (job id, which) for each violation, in job order.
+    """
+    if not (step > 0) or math.isinf(step):
+        raise ValueError(f"step: must be finite and > 0, got {step!r}")
+    base = simulate(jobs, speeds, policy, **simulate_kwargs).completion
+    out: list[tuple[int, str]] = []
+    for pos, job in enumerate(jobs):
+        variants = [("release", replace(job, r=job.r + step))]
+        if job.v0 - step >= 0:
+            variants.append(("priority", replace(job, v0=job.v0 - step)))
+        variants.append(("size", replace(job, t=job.t + step)))
+        for which, worse in variants:
+            other = list(jobs)
+            other[pos] = worse
+            d = simulate(other, speeds, policy, **simulate_kwargs).completion[job.id]
+            if d < base[job.id] - _TOL * max(1.0, abs(base[job.id])):
+                out.append((job.id, which))
+    return out
+
+
+def _check_distinct_releases(jobs: Sequence[GmJob]) -> None:
+    seen: dict[float, int] = {}
+    for job in jobs:
+        if job.r in seen:
+            raise ValueError(
+                f"jobs {seen[job.r]} and {job.id}: both released at {job.r!r}; ILV (Definition 4) "
+                "needs distinct release times"
+            )
+        seen[job.r] = job.id
+
+
+def h_set(jobs: Sequence[GmJob], theta: GmJob) -> list[GmJob]:
+    """Definition 4: h_θ(J) = jobs with v0 > v0_θ, or v0 = v0_θ and r <= r_θ (θ included)."""
+    return [k for k in jobs if k.v0 > theta.v0 or (k.v0 == theta.v0 and k.r <= theta.r)]
+
+
+def ilv_violations(jobs: Sequence[GmJob], speeds: Sequence[float], policy: str = "gm", **simulate_kwargs) -> list[int]:
+    """Definition 4 (ILV): ids of the jobs θ whose d_θ changes from J to J' = h_θ(J) ∪ {θ}.
+
+    Raises ValueError naming two jobs that share a release time (conditions 2-3).
+    """
+    _index(jobs)
+    _check_distinct_releases(jobs)
+    base = simulate(jobs, speeds, policy, **simulate_kwargs).completion
+    out: list[int] = []
+    for theta in jobs:
+        sub = h_set(jobs, theta)
+        d = simulate(sub, speeds, policy, **simulate_kwargs).completion[theta.id]
+        if abs(d - base[theta.id]) > _TOL * max(1.0, abs(d)):
+            out.append(theta.id)
+    return out
+
+
+# ------------------------------------------------------------------ the paper's instances
+
+
+def _check_x(X: float, group: int) -> None:
+    if isinstance(X, bool) or not isinstance(X, (int, float)) or not math.isfinite(X) or X != int(X) or int(X) % 2:
+        raise ValueError(f"X: must be an even integer (X/2 is a release time), got {X!r}")
+    if X < 6:
+        raise ValueError(f"X: must be >= 6 for the schedules of the proof (needs X > 4), got {X!r}")
+    if group not in (1, 2):
+        raise ValueError(f"group: must be 1 (j1 on n1) or 2 (j1 on n2), got {group!r}")
+
+
+def _five(rows: Sequence[tuple[float, float]]) -> list[GmJob]:
+    return [GmJob(i + 1, float(r), float(t), 1.0) for i, (r, t) in enumerate(rows)]
+
+
+def proposition_1(X: float, group: int) -> tuple[list[GmJob], list[float]]:
+    """Proposition 1's EF counterexample for busy schedulers of ``group`` (1: j1 on n1, 2: on n2).
+
+    Machine 0 = n1 (speed 1), machine 1 = n2 (speed 2); j4 ≻ j5 in both groups.
+    """
+    _check_x(X, group)
+    if group == 1:
+        rows = [(0, X), (1, X), (X / 2 + 1, X), (X, X), (X + 1, X + 2)]
+    else:
+        rows = [(0, X), (1, X - 1), (X / 2, X + 2), (X, X), (X + 1, X + 1)]
+    return _five(rows), [1.0, 2.0]
+
+
+def proposition_2(X: float, group: int) -> tuple[list[GmJob], list[float]]:
+    """Proposition 2's WPM counterexample (the base instance; j4 is then released at X + 2).
+
+    Machine 0 = n1 (speed 1), machine 1 = n2 (speed 2). Group 1 (j1 on n1) and group 2
+    (j1 on n2) differ only in t_2 (X vs X - 1).
+    """
+    _check_x(X, group)
+    t2 = X if group == 1 else X - 1
+    rows = [(0, X), (1, t2), (X / 2 + 2, X), (X, X), (X + 1, 2)]
+    return _five(rows), [1.0, 2.0]
+
+
+def proposition_3(n: int) -> tuple[list[GmJob], list[GmJob], list[float]]:
+    """Proposition 3's ILV counterexample: (J, J', speeds) on n identical machines of speed 1.
+
+    J = j_1..j_n with v0 = 1, r_i = i, t_i = 2n - i, and j_{n+1} with v0 = 2, r = n + 1,
+    t = 3n; J' = [j_{n+1}] = h_{θ}(J) for θ = j_{n+1}.
+    """
+    if isinstance(n, bool) or not isinstance(n, int) or n < 2:
+        raise ValueError(f"n: must be an integer >= 2 (with n = 1 nothing waits), got {n!r}")
+    top = GmJob(n + 1, float(n + 1), float(3 * n), 2.0)
+    J = [GmJob(i, float(i), float(2 * n - i), 1.0) for i in range(1, n + 1)] + [top]
+    return J, [top], [1.0] * n

@@ -1,0 +1,231 @@
+"""Online greedy migration (GM, Algorithm 1 of the migration-fairness paper) across sites: the ``gm`` protocol.
+
+Every site runs the same steps and reads no other site's state:
+
+  * A job submitted here is announced to every site (``arrival``: its id, release and
+    priority v0; never its size, which GM does not use). A job that finishes here is
+    announced too (``completion``).
+  * On every arrival or completion it learns of, a site recomputes the global assignment
+    with the reference function (:func:`brokers.gm.gm_assign` over every processor of the
+    grid, fastest first, ties by site and processor): the k-th ranked unfinished job gets
+    the k-th machine. Sites that have heard of the same events compute the same assignment.
+  * It then acts on its own processors only: a running job whose machine changed is
+    preempted (``Site.preempt``: the work not done becomes a new piece); then each job
+    held here starts on its assigned processor here, or is
+    sent (``job`` message) to the site of its assigned processor, or waits when unassigned.
+    A job held elsewhere but assigned here is started when it arrives.
+  * A job that resumes on a machine other than the one it last ran on pays
+    ``migration_cost`` (plus ``remote_cost`` when it comes from another site) before it
+    progresses; a job that never ran moves for free (placing a new job is not a migration);
+    a job stopped during its setup that resumes on the same processor owes the setup left
+    (the reference's rules, :func:`brokers.gm.simulate`).
+
+With latency, sites see events up to one latency late, so a decision lags the reference by
+that much (and a job may briefly travel on a stale assignment; the next event corrects it).
+With negligible latency and zero cost the run equals the centralized reference
+(:func:`brokers.gm.simulate`), which ``tests/test_gm_agent.py`` asserts.
+
+``migrations`` in the result files counts moves between sites (each transfer of the job,
+also before its first start) plus moves between processors of one site after it started.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from brokers.base import JOB, Agent, GridInfo
+from brokers.gm import GmJob, ef_counts, ef_violations, gm_assign, simulate
+from emulator.errors import InvariantError
+from emulator.messages import MTYPE, N_ROUTING
+from sites.jobs import JOB_DTYPE
+
+ARRIVAL, COMPLETION = MTYPE["arrival"], MTYPE["completion"]
+_ID, _PRIO, _REL = (N_ROUTING + JOB_DTYPE.names.index(f) for f in ("job_id", "priority", "release"))
+
+
+class GmAgent(Agent):
+    """One site's part of decentralized GM (module doc)."""
+
+    name = "gm"
+    intercepts_arrivals = True
+
+    def __init__(self, site, grid: GridInfo, params: dict[str, Any]):
+        super().__init__(site, grid, params)
+        speeds = params["site_speeds"]
+        self.machines = [(k, p) for k, sp in enumerate(speeds) for p in range(len(sp))]
+        self.speeds = [float(v) for sp in speeds for v in sp]
+        me = site.site_id
+        self.first = sum(len(sp) for sp in speeds[:me])  # global index of this site's processor 0
+        self.cost = float(params.get("migration_cost", 0.0))
+        self.remote = float(params.get("remote_cost", 0.0))
+        self.active: dict[int, GmJob] = {}  # released, unfinished jobs this site has heard of
+        self.assignment: dict[int, int] = {}
+        self.held: dict[int, int] = {}  # job id -> queued piece held here
+        self.running: dict[int, tuple[int, int]] = {}  # job id -> (slot, processor here)
+        self.ran_here: dict[int, int] = {}  # job id -> the processor here it last ran on
+        self.setup_left: dict[int, float] = {}  # job id -> setup still owed on that processor
+        self.decide_at: float | None = None
+
+    # events ------------------------------------------------------------------------
+    def on_arrival(self, now: float, slot: int) -> bool:
+        site = self.site
+        job = GmJob(int(site.c_id[slot]), float(site.c_release[slot]), float(site.c_size[slot]), float(site.c_priority[slot]))
+        self.active[job.id] = job
+        self.held[job.id] = slot
+        rec = site.job_record(slot)
+        for dst in range(self.grid.n_sites):
+            if dst != site.site_id:
+                site.send(now, dst, "arrival", value=job.r, value2=job.v0, job=rec)
+        self._decide(now)
+        return False  # queued here (the planned scheduler never starts it by itself)
+
+    def on_complete(self, now: float, slot: int) -> None:
+        site = self.site
+        job_id = int(site.c_id[slot])
+        self.active.pop(job_id, None)
+        self.running.pop(job_id, None)
+        for dst in range(self.grid.n_sites):
+            if dst != site.site_id:
+                site.send(now, dst, "completion", value=now, job=site.job_record(slot))
+        self._decide(now)
+
+    def on_message(self, now: float, row: tuple) -> None:
+        kind = row[5]
+        if kind == ARRIVAL:
+            job_id = int(row[_ID])
+            self.active[job_id] = GmJob(job_id, row[_REL], 0.0, row[_PRIO])
+        elif kind == COMPLETION:
+            self.active.pop(int(row[_ID]), None)
+        elif kind == JOB:
+            slot = self.site.receive_job(now, row)
+            self.held[int(row[_ID])] = slot
+        else:
+            super().on_message(now, row)
+            return
+        self._decide(now)
+
+    def _decide(self, now: float) -> None:
+        # Once per instant, after every event of the instant (timers come after completions
+        # and messages at equal times).
+        if self.decide_at != now:
+            self.decide_at = now
+            self.site.set_timer(now, "decide")
+
+    def on_timer(self, now: float, tag: Any) -> None:
+        self.decide_at = None
+        self.assignment = gm_assign(self.active.values(), self.speeds)
+        self._stop_moved(now)
+        self._start_or_send(now)
+
+    # acting on this site's processors ---------------------------------------------------
+    def _stop_moved(self, now: float) -> None:
+        site = self.site
+        for job_id, (slot, proc) in list(self.running.items()):
+            if self.assignment.get(job_id) == self.first + proc:
+                continue
+            # Setup not yet paid is owed again if the job resumes on this processor.
+            left = site.r_start[slot] + site.setup.get(slot, 0.0) - now
+            rest = site.preempt(slot, now)
+            del self.running[job_id]
+            if rest >= 0:
+                self.held[job_id] = rest
+                self.setup_left[job_id] = max(0.0, left)
+
+    def _start_or_send(self, now: float) -> None:
+        site, me = self.site, self.site.site_id
+        for job_id, slot in sorted(self.held.items()):
+            g = self.assignment.get(job_id)
+            if g is None:
+                continue  # waits here, unassigned
+            k, proc = self.machines[g]
+            if k != me:
+                del self.held[job_id]
+                self.ran_here.pop(job_id, None)
+                site.transfer(now, slot, k)
+                continue
+            if proc not in site.free_procs:
+                continue  # its processor is still busy in this site's view; a later event frees it
+            del self.held[job_id]
+            site.scheduler.remove(slot)
+            setup = 0.0
+            if site.c_fragment[slot] != 0:  # a rest piece: the job ran before
+                last = self.ran_here.get(job_id)
+                if last is None:  # it ran at another site
+                    setup = self.cost + self.remote
+                elif last != proc:
+                    setup = self.cost
+                    site.c_migrations[slot] += 1
+                    site.changed.add("migrations")
+                else:
+                    setup = self.setup_left.get(job_id, 0.0)
+            site.start(slot, now, procs=[proc], setup=setup)
+            self.running[job_id] = (slot, proc)
+            self.ran_here[job_id] = proc
+
+
+# ----------------------------------------------------------------------------- results
+
+
+def instance(submitted: np.ndarray) -> list[GmJob]:
+    """A run's jobs as the paper's types θ_j = (r_j, t_j, v0_j)."""
+    return [
+        GmJob(int(i), float(r), float(t), float(v))
+        for i, r, t, v in zip(submitted["job_id"], submitted["release"], submitted["size"], submitted["priority"])
+    ]
+
+
+def fairness_summary(submitted: np.ndarray, table: pd.DataFrame) -> dict[str, Any]:
+    """The ``fairness`` section of ``summary.json``: EF (Definition 2) over the finished jobs.
+
+    ``ef_pairs`` counts the comparable pairs j ≻ k (Definition 1), ``ef_violations`` those
+    with d_j > d_k, ``ef_per_1000_pairs`` their rate, ``ef_first`` up to ten violating
+    pairs (job ids). Unfinished jobs are left out.
+    """
+    end = dict(zip(table["job_id"].to_numpy().tolist(), table["end"].to_numpy().tolist()))
+    jobs = [j for j in instance(submitted) if end.get(j.id, math.nan) == end.get(j.id, math.nan)]
+    completion = {j.id: end[j.id] for j in jobs}
+    bad, pairs = ef_counts(jobs, completion)
+    first = ef_violations(jobs, completion)[:10] if bad and len(jobs) <= 20_000 else []
+    return {
+        "jobs_compared": len(jobs), "ef_pairs": pairs, "ef_violations": bad,
+        "ef_per_1000_pairs": 1000.0 * bad / pairs if pairs else 0.0, "ef_first": [list(p) for p in first],
+    }
+
+
+def gm_summary(submitted: np.ndarray, table: pd.DataFrame, pieces: pd.DataFrame, site_speeds: list[list[float]], params: dict[str, Any]) -> dict[str, Any]:
+    """The ``protocol`` section of a gm run: moves, and the run against the centralized reference.
+
+    ``reference_max_diff`` is the largest |d_j − d_j(reference)| against
+    :func:`brokers.gm.simulate` with the same costs (0 up to latency effects);
+    ``penalty_mean`` and ``penalty_max`` compare with the zero-cost reference: what
+    migration costs (and latency) add to completion times. With ``integral`` on, a
+    completion at a non-integral time stops the run naming the job.
+    """
+    jobs = instance(submitted)
+    speeds = [float(v) for sp in site_speeds for v in sp]
+    sites = [k for k, sp in enumerate(site_speeds) for _ in sp]
+    end = table.set_index("job_id")["end"]
+    done = end.notna().all()
+    out: dict[str, Any] = {
+        "name": "gm",
+        "migrations": int(table["migrations"].sum()),
+        "preemptions": int((table["fragments"] - 1).sum()) if "fragments" in table else 0,
+        "pieces": int(len(pieces)),
+    }
+    if params.get("integral") and done:
+        bad = np.flatnonzero(np.abs(end.to_numpy() - np.round(end.to_numpy())) > 1e-9)
+        if len(bad):
+            raise InvariantError(f"integral times: job {int(end.index[bad[0]])} completes at t={end.iloc[bad[0]]}")
+    if done and len(jobs) <= 50_000:
+        costs = {"migration_cost": params.get("migration_cost", 0.0), "remote_cost": params.get("remote_cost", 0.0)}
+        ref = simulate(jobs, speeds, "gm", sites=sites, **costs).completion
+        d = end.reindex([j.id for j in jobs]).to_numpy()
+        out["reference_max_diff"] = float(np.max(np.abs(d - np.array([ref[j.id] for j in jobs])))) if jobs else 0.0
+        free = simulate(jobs, speeds, "gm", sites=sites).completion if any(costs.values()) else ref
+        penalty = d - np.array([free[j.id] for j in jobs])
+        out["penalty_mean"] = float(penalty.mean()) if jobs else 0.0
+        out["penalty_max"] = float(penalty.max()) if jobs else 0.0
+    return out
