@@ -2,8 +2,8 @@
 
 Each task runs one emulation with the in-process backend. Results, in ``OUT``:
 ``runs.parquet`` (and ``runs.csv``): one row per run: the swept settings, the seed, and
-the run's global figures (and the protocol's own, from the summary's ``protocol``
-section); ``orgs.parquet``: one row per run and organization with its
+the run's global figures (and the numbers of the summary's ``protocol`` and ``fairness``
+sections); ``orgs.parquet``: one row per run and organization with its
 figures (jobs, flow times, makespan, score); ``table.csv``: mean and standard deviation
 of every figure per setting (over seeds), the table the paper reproductions quote.
 """
@@ -53,8 +53,9 @@ def run_one(data: dict[str, Any], settings: dict[str, Any], seed: int) -> tuple[
     row = {**settings, "seed": seed, **{f: g.get(f) for f in GLOBAL_FIGURES}}
     row.update({f"messages_{kind}": n for kind, n in g["messages"].items()})
     # A protocol's own figures (e.g. molba's scores of local, MOLBA and MOLBA+ILBA).
-    proto = result.summary.get("protocol", {})
-    row.update({k: v for k, v in proto.items() if k != "name" and (v is None or isinstance(v, (int, float)))})
+    for section in ("protocol", "fairness"):
+        figures = result.summary.get(section, {})
+        row.update({k: v for k, v in figures.items() if k != "name" and (v is None or isinstance(v, (int, float)))})
     scores = [o["score"] for o in result.summary["organizations"].values() if "score" in o]
     if scores:
         row["score_mean"] = sum(scores) / len(scores)
