@@ -224,14 +224,7 @@ class Site:
             return -1
         new = self._cut(slot, rest)
         self.r_end[slot] = now  # its completion in the heap is void from now on
-        q = self.c_procs[slot]
-        self.free_count += q
-        for p in self.alloc.pop(slot, ()):
-            bisect.insort(self.free_procs, p, key=self._proc_key)
-        self.setup.pop(slot, None)
-        self.r_state[slot] = DONE
-        self.done += 1
-        self._charge(slot, q)
+        self._finish_piece(slot)
         self.scheduler.push(new)
         return new
 
@@ -356,14 +349,7 @@ class Site:
                 continue  # the piece was cut shorter and completed earlier
             self.events += 1
             if kind == COMPLETE:
-                q = self.c_procs[payload]
-                self.free_count += q
-                for p in self.alloc.pop(payload, ()):
-                    bisect.insort(self.free_procs, p, key=self._proc_key)
-                self.setup.pop(payload, None)
-                self.r_state[payload] = DONE
-                self.done += 1
-                self._charge(payload, q)
+                self._finish_piece(payload)
                 agent.on_complete(now, payload)
                 # Free every processor of this instant before choosing what starts (list
                 # scheduling, Alg. 5.1, picks from all of them; FCFS and SPT start the same).
@@ -375,6 +361,17 @@ class Site:
             else:
                 heapq.heappop(self.agent_times)
                 agent.on_timer(now, payload)
+
+    def _finish_piece(self, slot: int) -> None:
+        """The piece in ``slot`` is done at its r_end: free its processors, book its usage."""
+        q = self.c_procs[slot]
+        self.free_count += q
+        for p in self.alloc.pop(slot, ()):
+            bisect.insort(self.free_procs, p, key=self._proc_key)
+        self.setup.pop(slot, None)
+        self.r_state[slot] = DONE
+        self.done += 1
+        self._charge(slot, q)
 
     def _completes_now(self, now: float) -> bool:
         """Whether a (live) completion at ``now`` heads the heap: another job ends this instant."""
