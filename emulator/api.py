@@ -15,6 +15,7 @@ from emulator.results import (
 )
 
 import numpy as np
+import pandas as pd
 
 
 def run(
@@ -80,12 +81,47 @@ def _finish(raw: RawRun) -> RunResult:
         procs = [s.procs for s in scenario.sites]
         t0 = plan_time(scenario.max_latency, scenario.protocol["retries"])
         summary["protocol"] = molba_summary(raw.jobs, table, procs, scenario.sites[0].speeds[0], scenario.protocol, t0)
+    jobs = labelled(table, scenario.orgs, raw.groups)
+    timeseries = timeseries_table(raw)
+    if "policy" in scenario.data and not len(timeseries):
+        # The share-policy runs' figure: every entry's aggregated utilization share over time.
+        from sites.fairshare_runtime import share_timeseries
+
+        rt = scenario.runtime_policy(raw.groups)
+        interval = scenario.data["metrics"].get("sample_interval")
+        end = min(scenario.horizon, float(np.nanmax(table[["start", "end"]].to_numpy()))) if len(table) else 1.0
+        samples = int(min(2000, max(10, end // interval))) if interval else 200
+        timeseries = pd.DataFrame(share_timeseries(rt, jobs, raw.groups, samples=samples, end=end))
+        summary["policy"] = policy_summary(rt, timeseries, sites_unmapped(raw))
     return RunResult(
-        jobs=labelled(table, scenario.orgs, raw.groups),
+        jobs=jobs,
         sites=sites,
-        timeseries=timeseries_table(raw),
+        timeseries=timeseries,
         usage=usage_table(raw),
         summary=summary,
         scenario=scenario.data,
         pieces=labelled(pieces, scenario.orgs, raw.groups, PIECE_COLUMNS),
     )
+
+
+def sites_unmapped(raw: RawRun) -> int:
+    return int(sum(s.get("jobs_to_default_entry", 0) for r in raw.shard_results for s in r["sites"]))
+
+
+def policy_summary(rt, shares: pd.DataFrame, unmapped: int) -> dict:
+    """Per entry: target, final share, final deviation (percentage points), and the first time
+    from which the share stays within ±2 points of its target (None if it never settles)."""
+    out: dict = {"jobs_to_default_entry": unmapped, "entries": {}}
+    for entry, part in shares.groupby("entry", sort=False):
+        share = part["share"].to_numpy()
+        times = part["time"].to_numpy()
+        target = float(part["target"].iloc[0])
+        off = ~(np.abs(share - target) <= 0.02)
+        last_off = np.flatnonzero(off)
+        settled = None if off[-1] else float(times[last_off[-1] + 1]) if len(last_off) else float(times[0])
+        out["entries"][entry] = {
+            "target": target, "final_share": float(share[-1]) if share[-1] == share[-1] else None,
+            "final_deviation_points": float(100 * (share[-1] - target)) if share[-1] == share[-1] else None,
+            "within_2_points_from": settled,
+        }
+    return out

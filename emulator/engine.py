@@ -65,7 +65,9 @@ def pack_sites(n_sites: int, n_shards: int, packing: str = "block") -> np.ndarra
     return (np.arange(n_sites) * n_shards) // n_sites
 
 
-def build_shard_specs(scenario: Scenario, jobs: np.ndarray, n_shards: int, recurrence: bool = True) -> list[ShardSpec]:
+def build_shard_specs(
+    scenario: Scenario, jobs: np.ndarray, n_shards: int, recurrence: bool = True, groups: list[str] | None = None
+) -> list[ShardSpec]:
     sites = scenario.sites
     site_to_shard = pack_sites(len(sites), n_shards, scenario.data["run"]["packing"])
     org_index = {org: k for k, org in enumerate(scenario.orgs)}
@@ -77,6 +79,8 @@ def build_shard_specs(scenario: Scenario, jobs: np.ndarray, n_shards: int, recur
     extra = {"capacities": [float(sum(s.speeds)) for s in sites]}
     if scenario.protocol["name"] == "gm":  # greedy migration ranks every processor of the grid
         extra["site_speeds"] = [list(s.speeds) for s in sites]
+    if "policy" in scenario.data:  # the runtime policy tree every fairshare scheduler shares
+        extra["policy"] = scenario.runtime_policy(groups or [])
     specs = []
     for k in range(n_shards):
         ids = np.flatnonzero(site_to_shard == k)
@@ -127,7 +131,7 @@ def run_windows(
     slice_ = max(span, lookahead) / WINDOW_SLICES
 
     t0 = time.perf_counter()
-    backend = BACKENDS[backend_name](build_shard_specs(scenario, jobs, n_shards, recurrence))
+    backend = BACKENDS[backend_name](build_shard_specs(scenario, jobs, n_shards, recurrence, groups))
     try:
         infos: list[StepInfo] = backend.status()
         setup = time.perf_counter() - t0  # building shards (Ray: starting actors)

@@ -184,6 +184,38 @@ def plot_run(run_dir: Path, jobs: pd.DataFrame, sites: pd.DataFrame, ts: pd.Data
     return path
 
 
+def plot_shares(run_dir: Path, ts: pd.DataFrame, title: str = "") -> Path:
+    """``DIR/shares.png``: each policy entry's aggregated utilization share over time, one
+    panel per group of siblings, the target as a dashed line (the fairshare paper's Figs. 5-14)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    entries = list(dict.fromkeys(ts["entry"]))
+    parents = list(dict.fromkeys(e.rsplit("/", 1)[0] if "/" in e else "" for e in entries))
+    fig, axes = plt.subplots(len(parents), 1, figsize=(10, 2.6 * len(parents)), squeeze=False)
+    hours = ts["time"].max() > 4 * 3600
+    for ax, parent in zip(axes[:, 0], parents):
+        kids = [e for e in entries if (e.rsplit("/", 1)[0] if "/" in e else "") == parent]
+        for i, entry in enumerate(kids):
+            part = ts[ts["entry"] == entry]
+            x = part["time"] / (3600 if hours else 1)
+            line = ax.plot(x, 100 * part["share"], lw=1.3, label=entry.rsplit("/", 1)[-1])[0]
+            ax.axhline(100 * part["target"].iloc[0], color=line.get_color(), ls="--", lw=0.9)
+        ax.set_ylabel("% of " + (parent.rsplit("/", 1)[-1] if parent else "total"))
+        ax.set_ylim(0, 100)
+        ax.legend(fontsize=7, ncol=len(kids), loc="upper right")
+    axes[-1, 0].set_xlabel("hours" if hours else "virtual time")
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    path = run_dir / "shares.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
 def _plot_levels(ax: Any, ts: pd.DataFrame, protocol: str) -> None:
     """Each organization's strategy at the end of every period (thesis Figs. 4.3-4.5)."""
     for site_id, part in ts.groupby("site"):
@@ -344,6 +376,10 @@ def report(run_dir: Path, plot: bool = True, gantt: bool = False) -> Path | None
         return None
     path = plot_run(run_dir, jobs, sites, ts, summary)
     print(f"plot written to {path}")
+    if ts is not None and "entry" in ts.columns:
+        g = summary["global"]
+        title = f"{g['protocol']} protocol, {g['sites']} sites, seed {g['seed']}"
+        print(f"share plot written to {plot_shares(run_dir, ts, title)}")
     if gantt:
         compare, title = None, "executed"
         proto = summary.get("protocol", {})

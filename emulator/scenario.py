@@ -21,13 +21,13 @@ from emulator.errors import ScenarioError
 
 SHIPPED_DIR = Path(__file__).resolve().parent.parent / "scenarios" / "data"
 
-PROTOCOLS = ("local", "random", "averaging", "averaging_game", "bilb", "molba", "gm")
+PROTOCOLS = ("local", "random", "averaging", "averaging_game", "bilb", "molba", "gm", "fairshare")
 #: Protocols that cut divisible jobs into pieces (thesis ch. 4): one processor per site.
 DIVISIBLE_PROTOCOLS = ("averaging_game", "bilb")
-SCHEDULERS = ("fcfs", "spt", "list", "planned", "fcfs_any", "preempt")
+SCHEDULERS = ("fcfs", "spt", "list", "planned", "fcfs_any", "preempt", "fairshare")
 BACKENDS = ("inprocess", "ray")
 PACKINGS = ("block", "round_robin")
-WORKLOAD_KINDS = ("poisson", "jobs", "csv", "swf", "rigid", "proposition")
+WORKLOAD_KINDS = ("poisson", "jobs", "csv", "swf", "rigid", "proposition", "streams")
 
 # Keys each section may hold; anything else is a typo the user should hear about.
 _KNOWN = {
@@ -36,13 +36,13 @@ _KNOWN = {
     "scheduler": {"name"},
     "protocol": {
         "name", "period", "start", "min_gap", "limit", "join", "learn", "eta", "window", "cut_running", "alpha", "ilba", "retries",
-        "migration_cost", "remote_cost", "integral",
+        "migration_cost", "remote_cost", "integral", "refresh", "exchange", "services",
     },
     "metrics": {"counterfactual", "sample_interval", "fairness"},
     "workload": {
         "kind", "rate", "alpha", "beta", "jobs", "until", "procs", "path", "orgs",
         "user_map", "split_parallel", "t_start", "t_end", "list", "model", "priority",
-        "number", "X", "group", "variant",
+        "number", "X", "group", "variant", "streams",
     },
     "sites": {"count", "procs", "speed", "scheduler", "orgs", "zipf_a", "low", "high"},
     "site": {"name", "org", "procs", "speed", "speeds", "scheduler"},
@@ -87,6 +87,13 @@ class Scenario:
     @property
     def horizon(self) -> float:
         return float(self.data["run"]["horizon"])
+
+    def runtime_policy(self, groups: list[str]) -> Any:
+        """The ``[policy]`` section resolved for jobs of these group paths (sites.fairshare_runtime)."""
+        from sites.fairshare_runtime import build
+
+        base = Path(self.source).parent if self.source != "<dict>" else None
+        return build(self.data["policy"], groups, base)
 
     @property
     def max_latency(self) -> float:
@@ -394,6 +401,24 @@ def _gm_protocol(proto: dict[str, Any], sites: list[SiteSpec]) -> None:
         raise ScenarioError("scheduler.name", 'the gm protocol starts jobs itself: set scheduler.name = "planned"')
 
 
+def _fairshare_protocol(proto: dict[str, Any], sites: list[SiteSpec], data: dict[str, Any]) -> None:
+    """Usage exchange for grid-wide fairshare: ``refresh`` (seconds between usage reports),
+    ``exchange`` ("all" | "service" | "none") and ``services`` ({VO = site index}: where each
+    top-level entry's usage service runs, for exchange = "service")."""
+    proto["refresh"] = check_number("protocol.refresh", proto.get("refresh", 60.0), positive=True)
+    proto["exchange"] = _choice("protocol.exchange", proto.get("exchange", "all"), ("all", "service", "none"))
+    services = proto.get("services", {})
+    if not isinstance(services, dict):
+        raise ScenarioError("protocol.services", "must be a table {VO = site index}")
+    for vo, k in services.items():
+        if isinstance(k, bool) or not isinstance(k, int) or not 0 <= k < len(sites):
+            raise ScenarioError(f"protocol.services.{vo}", f"must be a site index 0..{len(sites) - 1}, got {k!r}")
+    if any(s.scheduler != "fairshare" for s in sites):
+        raise ScenarioError("scheduler.name", 'the fairshare protocol serves the fairshare scheduler: set scheduler.name = "fairshare"')
+    if "policy" not in data:
+        raise ScenarioError("policy", "the fairshare protocol needs a share policy: add a [policy] section")
+
+
 def _latency(data: dict[str, Any], n: int) -> tuple[float | np.ndarray, float]:
     """(latency, smallest link latency). A uniform latency stays a number: a 10,000-site
     matrix would take 800 MB for nothing."""
@@ -485,11 +510,21 @@ def validate(raw: dict[str, Any], source: str = "<dict>") -> Scenario:
         _molba_protocol(proto, sites, wl)
     elif proto["name"] == "gm":
         _gm_protocol(proto, sites)
+    elif proto["name"] == "fairshare":
+        _fairshare_protocol(proto, sites, data)
     elif any(s.scheduler == "planned" for s in sites):
         raise ScenarioError(
             "scheduler.name", 'the planned scheduler starts only what a protocol planned: use it with protocol.name = "molba" or "gm"'
         )
 
+    if "policy" in data:
+        if not isinstance(data["policy"], dict):
+            raise ScenarioError("policy", "must be a table")
+        from sites.fairshare_runtime import build
+
+        build(data["policy"], [], Path(source).parent if source != "<dict>" else None)
+    elif any(s.scheduler == "fairshare" for s in sites):
+        raise ScenarioError("scheduler.name", "the fairshare scheduler needs a share policy: add a [policy] section")
     data["sites"] = [
         {"name": s.name, "org": s.org, "speeds": list(s.speeds), "scheduler": s.scheduler} for s in sites
     ]

@@ -58,6 +58,8 @@ class Shard:
         self.index: dict[int, int] = {}
         for i, (s, jobs) in enumerate(zip(spec.sites, spec.jobs)):
             site = Site(s, jobs, spec.latency if isinstance(spec.latency, float) else spec.latency[i], spec.owners[i])
+            if site.scheduler.name == "fairshare":
+                site.scheduler.configure(spec.extra["policy"])
             site.agent = agent_cls(site, spec.grid, params)
             self.index[s.site_id] = i
             self.sites.append(site)
@@ -136,6 +138,7 @@ class Shard:
                     "speed_mean": float(np.mean(site.speeds)),
                     "events": site.events,
                     **{f"sent_{name}": n for name, n in zip(MESSAGE_TYPES, site.sent)},
+                    **({"jobs_to_default_entry": site.scheduler.unmapped} if site.scheduler.name == "fairshare" else {}),
                 }
             )
             usage.extend((site.site_id, g, u) for g, u in sorted(site.usage_group.items()))

@@ -26,6 +26,8 @@ if TYPE_CHECKING:  # pragma: no cover
 PURPOSE_ARRIVALS = 1
 PURPOSE_SIZES = 2
 PURPOSE_PROCS = 3
+#: Streams (kind = "streams") draw from their own key: (STREAMS_KEY, stream index).
+STREAMS_KEY = 0x53545245
 #: The rigid-job instance of a run (thesis ch. 5) is one global draw, not per site.
 RIGID_KEY = (0x524947,)
 RIGID_MODELS = ("uni", "lublin")
@@ -67,6 +69,8 @@ def check_workload(wl: dict[str, Any], sites: list["SiteSpec"]) -> None:
         _check_rigid(wl, sites)
     elif kind == "proposition":
         _proposition_jobs(wl)
+    elif kind == "streams":
+        _check_streams(wl, sites)
     elif kind in ("csv", "swf"):
         path = wl.get("path")
         if not isinstance(path, str):
@@ -126,6 +130,8 @@ def generate_jobs(scenario: "Scenario") -> tuple[np.ndarray, list[str]]:
         jobs, groups = _rigid(scenario)
     elif kind == "proposition":
         jobs, groups = _proposition(scenario)
+    elif kind == "streams":
+        jobs, groups = _streams(scenario)
     else:
         jobs, groups = _swf_jobs(scenario)
     return _number_jobs(jobs), groups
@@ -336,6 +342,80 @@ def _swf_jobs(scenario: "Scenario") -> tuple[np.ndarray, list[str]]:
 
 
 __all__ = ["generate_jobs", "check_workload", "site_rng", "JOB_DTYPE"]
+
+
+_STREAM_KEYS = {"group", "interval", "size", "spread", "overestimate", "sites", "start", "stop"}
+
+
+def _check_streams(wl: dict[str, Any], sites: list["SiteSpec"]) -> list[dict[str, Any]]:
+    """Job streams (the fairshare paper's workload, section 5.1): each ``[[workload.streams]]``
+    submits a job of group path ``group`` every ``interval`` seconds from ``start`` to ``stop``
+    (default: ``workload.until``), runtime ``size`` × U(1 − spread, 1 + spread) on a speed-1
+    processor, requested walltime runtime × (1 + U(overestimate)), to a site drawn uniformly
+    from ``sites`` (indices; default all): a random broker. Returns the streams, defaults filled."""
+    raw = wl.get("streams")
+    if not isinstance(raw, list) or not raw:
+        raise ScenarioError("workload.streams", "give a list of [[workload.streams]] tables")
+    until = check_number("workload.until", wl.get("until", 0.0), positive=True) if "until" in wl else None
+    out = []
+    for i, st in enumerate(raw):
+        key = f"workload.streams[{i}]"
+        if not isinstance(st, dict):
+            raise ScenarioError(key, "must be a table")
+        for k in st:
+            if k not in _STREAM_KEYS:
+                raise ScenarioError(f"{key}.{k}", f"unknown key (allowed: {', '.join(sorted(_STREAM_KEYS))})")
+        group = st.get("group")
+        if not isinstance(group, str) or not group:
+            raise ScenarioError(f"{key}.group", "give the jobs' group path, e.g. \"VO-A/P-A1\"")
+        spread = check_number(f"{key}.spread", st.get("spread", 0.0), nonneg=True)
+        if spread >= 1:
+            raise ScenarioError(f"{key}.spread", f"must be < 1 (runtimes stay positive), got {spread}")
+        over = st.get("overestimate", [0.0, 0.0])
+        if not isinstance(over, list) or len(over) != 2:
+            raise ScenarioError(f"{key}.overestimate", f"must be [low, high] fractions, got {over!r}")
+        lo, hi = (check_number(f"{key}.overestimate[{j}]", v, nonneg=True) for j, v in enumerate(over))
+        if hi < lo:
+            raise ScenarioError(f"{key}.overestimate", f"needs low <= high, got {over!r}")
+        targets = st.get("sites", list(range(len(sites))))
+        if not isinstance(targets, list) or not targets:
+            raise ScenarioError(f"{key}.sites", "must be a non-empty list of site indices")
+        for j, t in enumerate(targets):
+            if isinstance(t, bool) or not isinstance(t, int) or not 0 <= t < len(sites):
+                raise ScenarioError(f"{key}.sites[{j}]", f"must be a site index 0..{len(sites) - 1}, got {t!r}")
+        start = check_number(f"{key}.start", st.get("start", 0.0), nonneg=True)
+        stop = st.get("stop", until)
+        if stop is None:
+            raise ScenarioError(f"{key}.stop", "give stop (or workload.until): when the stream ends")
+        stop = check_number(f"{key}.stop", stop, nonneg=True)
+        out.append({
+            "group": group, "interval": check_number(f"{key}.interval", st.get("interval", 15.0), positive=True),
+            "size": check_number(f"{key}.size", st.get("size", 3600.0), positive=True), "spread": spread,
+            "overestimate": (lo, hi), "sites": targets, "start": start, "stop": stop,
+        })
+    return out
+
+
+def _streams(scenario: "Scenario") -> tuple[np.ndarray, list[str]]:
+    streams = _check_streams(scenario.workload, scenario.sites)
+    groups = list(dict.fromkeys(st["group"] for st in streams))
+    org_of_site = [scenario.orgs.index(s.org) for s in scenario.sites]
+    parts = []
+    for i, st in enumerate(streams):
+        rng = np.random.default_rng(np.random.SeedSequence(scenario.seed, spawn_key=(STREAMS_KEY, i)))
+        release = np.arange(st["start"], st["stop"], st["interval"])
+        k = len(release)
+        part = empty_jobs(k)
+        part["release"] = release
+        part["size"] = st["size"] * rng.uniform(1 - st["spread"], 1 + st["spread"], size=k)
+        lo, hi = st["overestimate"]
+        part["walltime"] = part["size"] * (1 + rng.uniform(lo, hi, size=k))
+        site = np.asarray(st["sites"])[rng.integers(0, len(st["sites"]), size=k)]
+        part["submit_site"] = site
+        part["owner"] = np.asarray(org_of_site)[site]
+        part["group"] = groups.index(st["group"])
+        parts.append(part)
+    return (np.concatenate(parts) if parts else empty_jobs(0)), groups
 
 
 PROPOSITION_VARIANTS = {1: ("base",), 2: ("base", "late"), 3: ("base", "alone")}

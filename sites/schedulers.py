@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from sites.jobs import OFFERED
 
 if TYPE_CHECKING:  # pragma: no cover
+    from sites.fairshare_runtime import RuntimePolicy
     from sites.site import Site
 
 
@@ -197,8 +198,123 @@ class PreemptNoMigration(FCFS):
             site.start(best, now, procs=[p])
 
 
-SCHEDULERS = {cls.name: cls for cls in (FCFS, SPT, ListScheduling, Planned, FcfsAny, PreemptNoMigration)}
 
 
-def make_scheduler(name: str, site: "Site") -> FCFS | SPT:
+class FairshareScheduler:
+    """Hierarchical fairshare (the grid-wide fairshare paper, section 4): whenever processors
+    are free, start the queued job with the highest priority, where priority = w_fs × the
+    base-200 number of the job's target deviation tuple + w_qt × its queue time.
+
+    Jobs of one policy entry wait in FIFO order, so the oldest job of each entry is the only
+    candidate of that entry: a pass costs O(entries), not O(queued jobs). Deviations come
+    from this site's own usage (always fresh) for entries whose parent has local scope, and
+    from the grid-wide view for global scope: the other sites' reports, as last received
+    (``remote``, filled by the ``fairshare`` protocol; empty without it), plus this site's
+    own fresh usage. Configured once by the shard (:meth:`configure`).
+    """
+
+    name = "fairshare"
+
+    def __init__(self, site: "Site") -> None:
+        self.site = site
+        self.conf: "RuntimePolicy | None" = None
+        self.queues: dict[str, deque[int]] = {}
+        self.entry_of: dict[int, str] = {}  # queued or running slot -> the entry its job maps to
+        self.running: dict[int, tuple[str, float, int, float]] = {}  # slot -> (entry, start, procs, walltime)
+        self.done: dict[str, float] = {}  # entry -> processor-seconds of finished jobs (one infinite window)
+        self.records: dict[str, list[tuple[float, float, int]]] = {}  # entry -> finished (start, end, procs), windowed usage
+        self.remote: dict[int, dict[str, float]] = {}  # site -> its last usage report, per entry
+        self.unmapped = 0  # jobs that went to the default entry
+
+    def configure(self, conf: "RuntimePolicy") -> None:
+        self.conf = conf
+        for path in conf.entries:
+            self.queues[path] = deque()
+
+    # queue ---------------------------------------------------------------------------
+    def push(self, slot: int) -> None:
+        conf, site = self.conf, self.site
+        entry = conf.entry_of_group[site.c_group[slot]]
+        if entry == conf.default and conf.group_unmapped[site.c_group[slot]]:
+            self.unmapped += 1
+        self.entry_of[slot] = entry
+        self.queues[entry].append(slot)
+
+    def remove(self, slot: int) -> None:
+        self.queues[self.entry_of.pop(slot)].remove(slot)
+
+    def queued(self) -> list[int]:
+        return sorted((s for q in self.queues.values() for s in q), key=lambda s: (self.site.c_release[s], self.site.c_id[s]))
+
+    def __len__(self) -> int:
+        return sum(len(q) for q in self.queues.values())
+
+    def finished(self, slot: int) -> None:
+        entry, start, procs, _ = self.running.pop(slot)
+        end = self.site.r_end[slot]
+        if math.isfinite(self.conf.windows.length):
+            self.records.setdefault(entry, []).append((start, end, procs))
+        else:
+            self.done[entry] = self.done.get(entry, 0.0) + (end - start) * procs
+
+    # usage and priorities -----------------------------------------------------------------
+    def usage(self, now: float, approach: str) -> dict[str, float]:
+        """This site's usage per entry jobs map to, as ``approach`` sees it at ``now``."""
+        from sites.fairshare import UsageRecord, usage_of
+
+        conf = self.conf
+        if math.isfinite(conf.windows.length):
+            horizon = now - conf.windows.length * conf.windows.count
+            recs: dict[str, list] = {}
+            for entry, rows in self.records.items():
+                rows[:] = [r for r in rows if r[1] > horizon]  # older usage no longer counts
+                recs[entry] = [UsageRecord(entry, s, e, p, math.nan) for s, e, p in rows]
+            for e, s, p, w in self.running.values():
+                recs.setdefault(e, []).append(UsageRecord(e, s, math.inf, p, w))
+            # usage_of also sums descendants into ancestors: ask it one entry at a time
+            return {e: usage_of(r, now, approach, conf.windows).get(e, 0.0) for e, r in recs.items()}
+        out = dict(self.done)
+        if approach != "historical":
+            for entry, start, procs, wall in self.running.values():
+                extra = (now - start) * procs if approach == "active" else wall * procs
+                out[entry] = out.get(entry, 0.0) + extra
+        return out
+
+    def priorities(self, now: float) -> dict[str, float]:
+        """Base-200 priority of every entry that has a job waiting."""
+        conf = self.conf
+        local = self.usage(now, conf.local_approach)
+        own = local if conf.approach == conf.local_approach else self.usage(now, conf.approach)
+        grid = dict(own)
+        for report in self.remote.values():
+            for entry, u in report.items():
+                grid[entry] = grid.get(entry, 0.0) + u
+        return conf.priorities([e for e, q in self.queues.items() if q], local, grid)
+
+    def dispatch(self, site: "Site", now: float) -> None:
+        conf = self.conf
+        while site.free_count > 0:
+            prio = self.priorities(now)
+            best, best_key = None, None
+            for entry, p in prio.items():
+                head = self.queues[entry][0]
+                if site.c_procs[head] > site.free_count:
+                    continue
+                key = (conf.w_fs * p + conf.w_qt * (now - site.c_release[head]), -site.c_release[head], -site.c_id[head])
+                if best_key is None or key > best_key:
+                    best, best_key = entry, key
+            if best is None:
+                return
+            slot = self.queues[best].popleft()
+            wall = site.c_walltime[slot]
+            speed = site.speed if site.uniform else min(site.speeds)
+            self.running[slot] = (best, now, site.c_procs[slot], wall if wall == wall else site.c_size[slot] / speed)
+            del self.entry_of[slot]
+            site.start(slot, now)
+
+
+SCHEDULERS = {cls.name: cls for cls in (FCFS, SPT, ListScheduling, Planned, FcfsAny, PreemptNoMigration, FairshareScheduler)}
+
+
+def make_scheduler(name: str, site: "Site") -> "FCFS | SPT | FairshareScheduler":
     return SCHEDULERS[name](site)

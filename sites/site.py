@@ -74,6 +74,7 @@ class Site:
         self.r_state = [PENDING] * n
 
         self.scheduler = make_scheduler(spec.scheduler, self)
+        self._on_finish = getattr(self.scheduler, "finished", None)  # schedulers that account usage
         self.heap: list[tuple] = []
         # Times of pending timers and messages: what an agent that only reacts to
         # those needs for its send bound.
@@ -372,6 +373,8 @@ class Site:
         self.r_state[slot] = DONE
         self.done += 1
         self._charge(slot, q)
+        if self._on_finish is not None:
+            self._on_finish(slot)
 
     def _completes_now(self, now: float) -> bool:
         """Whether a (live) completion at ``now`` heads the heap: another job ends this instant."""

@@ -1,0 +1,126 @@
+"""Grid-wide fairshare (Elmroth and Gardfjäll): sites exchange usage reports, the ``fairshare`` protocol.
+
+Each site's ``fairshare`` scheduler (``sites/schedulers.py``) enforces the share policy with
+its own usage, always fresh, and a cached grid-wide view. This agent keeps that view:
+
+  * every ``refresh`` seconds (60 in the paper: "a locally cached view on global usage data
+    that is refreshed once per minute") the site reports its usage per policy entry, as the
+    policy's global ``approach`` counts it (historical, active or predictive), one ``usage``
+    row per entry;
+  * ``exchange = "all"``: reports go to every other site, which caches the last report of
+    each (its global view is those plus its own fresh usage);
+  * ``exchange = "service"``: reports go to the usage service of the entry's top-level
+    entry (a VO), hosted by the site ``services`` names (default: VO i of the policy at
+    site i mod N); each service sends, every ``refresh``, the sum of the last reports it
+    holds to every site. A site subtracts what it last reported itself and adds its fresh
+    usage, so its own work is not counted twice; the view is one hop staler than "all";
+  * ``exchange = "none"``: no reports; the global view is the site's own usage (what a
+    site can do alone: local-only fairshare).
+
+The scheduler reads the cached view at its next scheduling pass; reports do not trigger
+passes (jobs start when processors free up or jobs arrive).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from brokers.base import Agent, GridInfo
+from emulator.messages import MTYPE, N_ROUTING
+from sites.jobs import JOB_DTYPE
+
+USAGE = MTYPE["usage"]
+_GROUP = N_ROUTING + JOB_DTYPE.names.index("group")
+REPORT, AGGREGATE = 0.0, 1.0  # value2 of a usage row: a site's report, or a service's sum
+
+
+class FairshareAgent(Agent):
+    """One site's usage reporting (module doc)."""
+
+    name = "fairshare"
+
+    def __init__(self, site, grid: GridInfo, params: dict[str, Any]):
+        super().__init__(site, grid, params)
+        self.refresh = float(params.get("refresh", 60.0))
+        self.exchange = params.get("exchange", "all")
+        self.sched = site.scheduler
+        if self.sched.name != "fairshare":
+            from emulator.errors import ScenarioError
+
+            raise ScenarioError("scheduler.name", 'the fairshare protocol serves the fairshare scheduler: set scheduler.name = "fairshare"')
+        rt = self.sched.conf
+        self.entries = rt.entries
+        self.index = {e: i for i, e in enumerate(self.entries)}
+        tops = [e for e in self.entries if "/" not in e]
+        services = params.get("services") or {}
+        self.service_of = {}
+        for e in self.entries:
+            top = e.split("/")[0]
+            self.service_of[e] = int(services.get(top, tops.index(top) % grid.n_sites))
+        self.collected: dict[int, dict[str, float]] = {}  # at a service: site -> its last report
+        self.last_sent: dict[str, float] = {}
+
+    def on_start(self, now: float) -> None:
+        if self.exchange != "none" and self.grid.n_sites > 1:
+            self.site.set_timer(0.0, "report")
+
+    def on_timer(self, now: float, tag: Any) -> None:
+        site, me = self.site, self.site.site_id
+        report = self.sched.usage(now, self.sched.conf.approach)
+        if self.exchange == "all":
+            for dst in range(self.grid.n_sites):
+                if dst != me:
+                    for entry, u in report.items():
+                        site.send(now, dst, "usage", value=u, value2=REPORT, job=_row(self.index[entry]))
+        else:
+            self.last_sent = dict(report)
+            for entry, u in report.items():
+                dst = self.service_of[entry]
+                if dst == me:
+                    self.collected.setdefault(me, {})[entry] = u
+                else:
+                    site.send(now, dst, "usage", value=u, value2=REPORT, job=_row(self.index[entry]))
+            self._publish(now)
+        site.set_timer(now + self.refresh, "report")
+
+    def _publish(self, now: float) -> None:
+        """At a usage service: send the sum of the last reports for the entries it serves."""
+        me = self.site.site_id
+        mine = [e for e in self.entries if self.service_of[e] == me]
+        if not mine:
+            return
+        sums = {e: sum(r.get(e, 0.0) for r in self.collected.values()) for e in mine}
+        for dst in range(self.grid.n_sites):
+            if dst == me:
+                self._aggregate(me, sums)
+            else:
+                for entry, u in sums.items():
+                    self.site.send(now, dst, "usage", value=u, value2=AGGREGATE, job=_row(self.index[entry]))
+
+    def on_message(self, now: float, row: tuple) -> None:
+        if row[5] != USAGE:
+            super().on_message(now, row)
+            return
+        src, entry, u = int(row[1]), self.entries[int(row[_GROUP])], row[6]
+        if row[7] == REPORT:
+            if self.exchange == "all":
+                self.sched.remote.setdefault(src, {})[entry] = u
+            else:
+                self.collected.setdefault(src, {})[entry] = u
+        else:
+            self._aggregate(src, {entry: u})
+
+    def _aggregate(self, service: int, sums: dict[str, float]) -> None:
+        # The service's sum includes this site's last report: keep the others' part only.
+        view = self.sched.remote.setdefault(-1 - service, {})
+        for entry, u in sums.items():
+            view[entry] = max(0.0, u - self.last_sent.get(entry, 0.0))
+
+    def send_bound(self) -> float:
+        return self.site.next_agent_event_time()
+
+
+def _row(entry: int) -> tuple:
+    """A usage row's job columns: the entry's index in the runtime policy, in ``group``."""
+    rec = {name: 0 for name in JOB_DTYPE.names}
+    rec.update(job_id=-1, group=entry, walltime=float("nan"), deadline=float("nan"))
+    return tuple(rec[name] for name in JOB_DTYPE.names)

@@ -1,0 +1,204 @@
+"""The runtime policy tree of a run (grid-wide fairshare paper, section 3.2): the scenario's
+``[policy]`` resolved once, shared by every site's ``fairshare`` scheduler.
+
+``[policy]`` keys (docs/scenarios.md):
+  * ``tree``: the local policy as a TOML table (``sites.fairshare.policy_from_dict``), or
+    ``file``: a path to a TOML or XML (Figure 2's ``policy-entry`` form) policy;
+  * ``providers``: VO subpolicies mounted where an entry has ``ref = "<name>"``: a table
+    per provider with ``tree`` or ``file``, and ``site`` (the site index that serves it;
+    sites fetch it by message, protocol ``fairshare``);
+  * ``approach``: the usage approach of global entries, "historical" | "active" |
+    "predictive" (section 5.1); ``local_approach`` that of local ones ("active": "for
+    enforcing local policies, resources always consider local, active usage");
+  * ``window``: ``{length, count, decay}`` usage-history windows (Maui's FSINTERVAL,
+    FSDEPTH, FSDECAY); default one infinite window ("only a single usage history window");
+  * ``weights``: ``{fairshare, queue_time}``: priority = fairshare × base-200 priority +
+    queue_time × seconds waited (default 1 and 0: "the scheduler selects the job with highest
+    fairshare priority");
+  * ``default``: the entry a job whose group path maps nowhere goes to (counted and
+    reported); without it such a job is an error naming it.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+
+from sites.fairshare import (
+    APPROACHES, Entry, PolicyError, Windows, deviation_tuple, depth, entries, map_path, mount, policy_from_dict,
+    policy_from_toml, policy_from_xml, priority, target_shares, validate,
+)
+
+_KEYS = {"tree", "file", "providers", "approach", "local_approach", "window", "weights", "default"}
+
+
+@dataclass
+class RuntimePolicy:
+    """What a fairshare scheduler needs: the mounted tree, job mapping, approaches, weights."""
+
+    policy: Entry
+    entries: list[str]
+    entry_of_group: list[str]  # run group index -> the entry its jobs map to
+    group_unmapped: list[bool]  # whether that group maps nowhere (sent to the default entry)
+    default: str | None
+    approach: str
+    local_approach: str
+    windows: Windows
+    w_fs: float
+    w_qt: float
+    targets: dict[str, float] = field(default_factory=dict)
+    depth: int = 0
+    paths: dict[str, list[str]] = field(default_factory=dict)  # entry -> root-to-entry paths
+
+    def totals(self, usage: Mapping[str, float]) -> dict[str, float]:
+        """Usage of every entry: its own jobs' and all its descendants'."""
+        out: dict[str, float] = {}
+        for entry, u in usage.items():
+            for p in self.paths[entry]:
+                out[p] = out.get(p, 0.0) + u
+        return out
+
+    def priorities(self, waiting: list[str], local: Mapping[str, float], grid: Mapping[str, float]) -> dict[str, float]:
+        lt, gt = self.totals(local), self.totals(grid)
+        return {e: priority(deviation_tuple(self.policy, self.paths[e], lt, gt), self.depth) for e in waiting}
+
+
+def load_policy_tree(spec: Mapping[str, Any], key: str, base: Path | None = None) -> Entry:
+    """A ``{tree = {...}}`` or ``{file = "..."}`` table -> Entry (errors name ``key``)."""
+    from emulator.errors import ScenarioError
+
+    if "tree" in spec:
+        try:
+            return policy_from_dict(spec["tree"], where=f"{key}.tree")
+        except PolicyError as exc:
+            raise ScenarioError(f"{key}.tree", str(exc)) from None
+    if "file" in spec:
+        path = Path(spec["file"])
+        if base is not None and not path.is_absolute() and not path.exists():
+            path = base / path
+        if not path.exists():
+            raise ScenarioError(f"{key}.file", f"no such file: {spec['file']}")
+        text = path.read_text()
+        try:
+            return policy_from_xml(text) if text.lstrip().startswith("<") else policy_from_toml(text)
+        except PolicyError as exc:
+            raise ScenarioError(f"{key}.file", f"{path}: {exc}") from None
+    raise ScenarioError(key, "give the policy as tree = {...} or file = \"policy.xml\"")
+
+
+def build(conf: Mapping[str, Any], groups: list[str], base: Path | None = None) -> RuntimePolicy:
+    """Resolve ``[policy]`` for a run whose jobs carry the group paths ``groups``."""
+    from emulator.errors import ScenarioError
+
+    for k in conf:
+        if k not in _KEYS:
+            raise ScenarioError(f"policy.{k}", f"unknown key (allowed: {', '.join(sorted(_KEYS))})")
+    tree = load_policy_tree(conf, "policy", base)
+    providers = {}
+    for name, spec in (conf.get("providers") or {}).items():
+        if not isinstance(spec, dict):
+            raise ScenarioError(f"policy.providers.{name}", "must be a table with tree or file, and site")
+        providers[name] = load_policy_tree(spec, f"policy.providers.{name}", base)
+    try:
+        tree = mount(tree, providers)
+        validate(tree)
+    except PolicyError as exc:
+        raise ScenarioError("policy", str(exc)) from None
+    approaches = {}
+    for key, default in (("approach", "active"), ("local_approach", "active")):
+        value = conf.get(key, default)
+        if value not in APPROACHES:
+            raise ScenarioError(f"policy.{key}", f"unknown value {value!r} (allowed: {', '.join(APPROACHES)})")
+        approaches[key] = value
+    win = conf.get("window", {})
+    if not isinstance(win, dict):
+        raise ScenarioError("policy.window", "must be a table {length, count, decay}")
+    from emulator.scenario import check_number
+
+    length = check_number("policy.window.length", win.get("length", math.inf), positive=True)
+    count = int(check_number("policy.window.count", win.get("count", 1), positive=True, integer=True))
+    decay = check_number("policy.window.decay", win.get("decay", 1.0), positive=True)
+    if decay > 1:
+        raise ScenarioError("policy.window.decay", f"must be in (0, 1], got {decay}")
+    weights = conf.get("weights", {})
+    w_fs = check_number("policy.weights.fairshare", weights.get("fairshare", 1.0), nonneg=True)
+    w_qt = check_number("policy.weights.queue_time", weights.get("queue_time", 0.0), nonneg=True)
+    all_entries = entries(tree)
+    default = conf.get("default")
+    if default is not None and default not in all_entries:
+        raise ScenarioError("policy.default", f"no entry {default!r} in the policy (entries: {', '.join(all_entries)})")
+    entry_of, unmapped = [], []
+    for g in groups:
+        path = map_path(tree, g)
+        if not path:
+            if default is None:
+                raise ScenarioError(
+                    "policy.default", f"jobs of group {g!r} map to no policy entry: give policy.default, the entry they go to"
+                )
+            path = map_path(tree, default)
+        entry_of.append(path[-1])
+        unmapped.append(not map_path(tree, g))
+    paths = {e: map_path(tree, e) for e in all_entries}
+    return RuntimePolicy(
+        policy=tree, entries=all_entries, entry_of_group=entry_of, group_unmapped=unmapped, default=default,
+        approach=approaches["approach"], local_approach=approaches["local_approach"], windows=Windows(length, count, decay),
+        w_fs=w_fs, w_qt=w_qt, targets=target_shares(tree), depth=depth(tree), paths=paths,
+    )
+
+
+def share_timeseries(rt: RuntimePolicy, jobs: Any, groups: list[str], samples: int = 200, end: float | None = None) -> dict[str, np.ndarray]:
+    """Aggregated utilization share of every entry over time (section 5.1): the grid-wide
+    usage delivered to the entry since the start, as a fraction of its parent's.
+
+    ``jobs`` has group (names or codes), start, end and procs; unfinished jobs count up to
+    the sample time. Returns columns time, entry, share, target, usage.
+    """
+    start = np.asarray(jobs["start"], dtype=float)
+    stop = np.asarray(jobs["end"], dtype=float)
+    procs = np.asarray(jobs["procs"], dtype=float)
+    group = jobs["group"]
+    codes = group.cat.codes.to_numpy() if hasattr(group, "cat") else np.asarray(group)
+    names = list(group.cat.categories) if hasattr(group, "cat") else groups
+    ran = ~np.isnan(start)
+    if end is None:
+        end = float(np.nanmax(np.where(np.isnan(stop), start, stop))) if ran.any() else 1.0
+    times = np.linspace(end / samples, end, samples)
+    stop = np.where(np.isnan(stop), np.inf, stop)
+    entry_of = {name: rt.entry_of_group[groups.index(name)] if name in groups else None for name in names}
+    leaf_usage: dict[str, np.ndarray] = {}
+    for code, name in enumerate(names):
+        entry = entry_of[name]
+        sel = ran & (codes == code)
+        if entry is None or not sel.any():
+            continue
+        s, e, q = start[sel], stop[sel], procs[sel]
+        u = np.zeros(samples)
+        for lo in range(0, len(s), 4096):  # memory O(block × samples)
+            ss, ee, qq = s[lo : lo + 4096, None], e[lo : lo + 4096, None], q[lo : lo + 4096, None]
+            u += (np.clip(np.minimum(times, ee) - ss, 0.0, None) * qq).sum(axis=0)
+        leaf_usage[entry] = leaf_usage.get(entry, 0.0) + u
+    total: dict[str, np.ndarray] = {}
+    for entry, u in leaf_usage.items():
+        for p in rt.paths[entry]:
+            total[p] = total.get(p, 0.0) + u
+    rows_t, rows_e, rows_s, rows_g, rows_u = [], [], [], [], []
+    for entry in rt.entries:
+        path = rt.paths[entry]
+        mine = total.get(entry, np.zeros(samples))
+        parent = total.get(path[-2], np.zeros(samples)) if len(path) > 1 else sum(
+            (total.get(e, 0.0) for e in rt.entries if len(rt.paths[e]) == 1), np.zeros(samples)
+        )
+        with np.errstate(invalid="ignore", divide="ignore"):
+            share = np.where(parent > 0, mine / parent, np.nan)
+        rows_t.append(times)
+        rows_e.extend([entry] * samples)
+        rows_s.append(share)
+        rows_g.append(np.full(samples, rt.targets[entry]))
+        rows_u.append(mine)
+    return {
+        "time": np.concatenate(rows_t), "entry": np.asarray(rows_e, dtype=object), "share": np.concatenate(rows_s),
+        "target": np.concatenate(rows_g), "usage": np.concatenate(rows_u),
+    }
