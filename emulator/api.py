@@ -87,7 +87,7 @@ def _finish(raw: RawRun) -> RunResult:
         # The share-policy runs' figure: every entry's aggregated utilization share over time.
         from sites.fairshare_runtime import share_timeseries
 
-        rt = scenario.runtime_policy(raw.groups)
+        rt = scenario.runtime_policy(raw.groups, set(np.unique(raw.jobs["group"]).tolist()))
         interval = scenario.data["metrics"].get("sample_interval")
         end = min(scenario.horizon, float(np.nanmax(table[["start", "end"]].to_numpy()))) if len(table) else 1.0
         samples = int(min(2000, max(10, end // interval))) if interval else 200
@@ -109,8 +109,10 @@ def sites_unmapped(raw: RawRun) -> int:
 
 
 def policy_summary(rt, shares: pd.DataFrame, unmapped: int) -> dict:
-    """Per entry: target, final share, final deviation (percentage points), and the first time
-    from which the share stays within ±2 points of its target (None if it never settles)."""
+    """Per entry: target, final share, final deviation (percentage points), the mean absolute
+    deviation over the second half of the run, and the first time from which the share stays
+    within ±2 points of its target (None if it never settles); over all entries: the mean of
+    those absolute deviations and the largest final one."""
     out: dict = {"jobs_to_default_entry": unmapped, "entries": {}}
     for entry, part in shares.groupby("entry", sort=False):
         share = part["share"].to_numpy()
@@ -119,9 +121,16 @@ def policy_summary(rt, shares: pd.DataFrame, unmapped: int) -> dict:
         off = ~(np.abs(share - target) <= 0.02)
         last_off = np.flatnonzero(off)
         settled = None if off[-1] else float(times[last_off[-1] + 1]) if len(last_off) else float(times[0])
+        late = share[len(share) // 2 :]
+        late = late[late == late]
         out["entries"][entry] = {
             "target": target, "final_share": float(share[-1]) if share[-1] == share[-1] else None,
             "final_deviation_points": float(100 * (share[-1] - target)) if share[-1] == share[-1] else None,
+            "mean_abs_deviation_points": float(100 * np.abs(late - target).mean()) if len(late) else None,
             "within_2_points_from": settled,
         }
+    devs = [v["mean_abs_deviation_points"] for v in out["entries"].values() if v["mean_abs_deviation_points"] is not None]
+    finals = [abs(v["final_deviation_points"]) for v in out["entries"].values() if v["final_deviation_points"] is not None]
+    out["mean_abs_deviation_points"] = float(np.mean(devs)) if devs else None
+    out["max_final_deviation_points"] = float(max(finals)) if finals else None
     return out

@@ -80,7 +80,7 @@ def build_shard_specs(
     if scenario.protocol["name"] == "gm":  # greedy migration ranks every processor of the grid
         extra["site_speeds"] = [list(s.speeds) for s in sites]
     if "policy" in scenario.data:  # the runtime policy tree every fairshare scheduler shares
-        extra["policy"] = scenario.runtime_policy(groups or [])
+        extra["policy"] = scenario.runtime_policy(groups or [], set(np.unique(jobs["group"]).tolist()))
     specs = []
     for k in range(n_shards):
         ids = np.flatnonzero(site_to_shard == k)

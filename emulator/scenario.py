@@ -88,12 +88,12 @@ class Scenario:
     def horizon(self) -> float:
         return float(self.data["run"]["horizon"])
 
-    def runtime_policy(self, groups: list[str]) -> Any:
+    def runtime_policy(self, groups: list[str], used: set[int] | None = None) -> Any:
         """The ``[policy]`` section resolved for jobs of these group paths (sites.fairshare_runtime)."""
         from sites.fairshare_runtime import build
 
         base = Path(self.source).parent if self.source != "<dict>" else None
-        return build(self.data["policy"], groups, base)
+        return build(self.data["policy"], groups, base, used)
 
     @property
     def max_latency(self) -> float:

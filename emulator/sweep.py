@@ -53,7 +53,7 @@ def run_one(data: dict[str, Any], settings: dict[str, Any], seed: int) -> tuple[
     row = {**settings, "seed": seed, **{f: g.get(f) for f in GLOBAL_FIGURES}}
     row.update({f"messages_{kind}": n for kind, n in g["messages"].items()})
     # A protocol's own figures (e.g. molba's scores of local, MOLBA and MOLBA+ILBA).
-    for section in ("protocol", "fairness"):
+    for section in ("protocol", "fairness", "policy"):
         figures = result.summary.get(section, {})
         row.update({k: v for k, v in figures.items() if k != "name" and (v is None or isinstance(v, (int, float)))})
     scores = [o["score"] for o in result.summary["organizations"].values() if "score" in o]

@@ -89,8 +89,9 @@ def load_policy_tree(spec: Mapping[str, Any], key: str, base: Path | None = None
     raise ScenarioError(key, "give the policy as tree = {...} or file = \"policy.xml\"")
 
 
-def build(conf: Mapping[str, Any], groups: list[str], base: Path | None = None) -> RuntimePolicy:
-    """Resolve ``[policy]`` for a run whose jobs carry the group paths ``groups``."""
+def build(conf: Mapping[str, Any], groups: list[str], base: Path | None = None, used: set[int] | None = None) -> RuntimePolicy:
+    """Resolve ``[policy]`` for a run whose jobs carry the group paths ``groups`` (those of
+    index in ``used``, default all: a group no job has need not map anywhere)."""
     from emulator.errors import ScenarioError
 
     for k in conf:
@@ -131,9 +132,13 @@ def build(conf: Mapping[str, Any], groups: list[str], base: Path | None = None) 
     if default is not None and default not in all_entries:
         raise ScenarioError("policy.default", f"no entry {default!r} in the policy (entries: {', '.join(all_entries)})")
     entry_of, unmapped = [], []
-    for g in groups:
+    for i, g in enumerate(groups):
         path = map_path(tree, g)
         if not path:
+            if default is None and used is not None and i not in used:
+                entry_of.append(all_entries[0])  # no job has this group
+                unmapped.append(True)
+                continue
             if default is None:
                 raise ScenarioError(
                     "policy.default", f"jobs of group {g!r} map to no policy entry: give policy.default, the entry they go to"

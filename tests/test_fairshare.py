@@ -1,0 +1,235 @@
+"""Grid-wide fairshare in the emulator: the fairshare scheduler, usage reports, shares over time."""
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+
+import emulator
+from emulator.errors import ScenarioError
+from sites.fairshare import UsageRecord, Windows, figure_2_xml, usage_of
+
+TREE = {
+    "name": "Resource", "type": "resource", "scope": "local", "children": [
+        {"name": "VO-A", "type": "VO", "share": 30, "scope": "global", "children": [
+            {"name": "P-A1", "type": "project", "share": 50},
+            {"name": "P-A2", "type": "project", "share": 30},
+            {"name": "P-A3", "type": "project", "share": 20},
+        ]},
+        {"name": "VO-B", "type": "VO", "share": 70, "scope": "global", "children": [
+            {"name": "P-B1", "type": "project", "share": 60},
+            {"name": "P-B2", "type": "project", "share": 40},
+        ]},
+    ],
+}
+LEAVES = ["VO-A/P-A1", "VO-A/P-A2", "VO-A/P-A3", "VO-B/P-B1", "VO-B/P-B2"]
+
+
+def grid(hours=8.0, sites=3, procs=10, exchange="all", approach="predictive", refresh=60.0, streams=None, **policy) -> dict:
+    until = hours * 3600.0
+    return {
+        "run": {"seed": 5, "horizon": until},
+        "network": {"latency": 0.05},
+        "sites": {"count": sites, "procs": procs},
+        "scheduler": {"name": "fairshare"},
+        "protocol": {"name": "fairshare", "exchange": exchange, "refresh": refresh},
+        "policy": {"tree": TREE, "approach": approach, **policy},
+        "workload": {
+            "kind": "streams", "until": until,
+            "streams": streams or [
+                {"group": g, "interval": 20.0, "size": 600.0, "spread": 0.4, "overestimate": [0.2, 0.4]} for g in LEAVES
+            ],
+        },
+    }
+
+
+def final(result) -> dict[str, float]:
+    return {e: v["final_share"] for e, v in result.summary["policy"]["entries"].items()}
+
+
+def test_shares_converge_to_the_targets_at_every_level():
+    result = emulator.run(grid())
+    shares = final(result)
+    targets = {e: v["target"] for e, v in result.summary["policy"]["entries"].items()}
+    for entry, share in shares.items():
+        assert abs(share - targets[entry]) < 0.03, (entry, share, targets[entry])
+    ts = result.timeseries
+    assert set(ts.columns) >= {"time", "entry", "share", "target", "usage"}
+    assert set(ts["entry"]) == set(targets)
+    # usage is grid-wide and cumulative: it never decreases
+    for _, part in ts.groupby("entry"):
+        assert (part["usage"].diff().dropna() >= -1e-6).all()
+
+
+def test_the_least_favored_entry_starts_first():
+    # One site, one processor, a policy A 50 / B 50 (local scope). A's first job runs 0-100;
+    # at 100 A has used 100 and B nothing, so B's job (queued at 1) starts before A's second.
+    data = {
+        "sites": {"count": 1, "procs": 1},
+        "scheduler": {"name": "fairshare"},
+        "policy": {"tree": {"name": "R", "type": "resource", "children": [
+            {"name": "A", "type": "group", "share": 50}, {"name": "B", "type": "group", "share": 50}]}},
+        "workload": {"kind": "jobs", "list": [
+            {"site": 0, "release": 0, "size": 100, "group": "A"},
+            {"site": 0, "release": 0.5, "size": 10, "group": "A"},
+            {"site": 0, "release": 1, "size": 10, "group": "B"},
+        ]},
+    }
+    jobs = emulator.run(data).jobs.set_index("job_id")
+    assert list(jobs["start"]) == [0.0, 110.0, 100.0]
+
+
+def test_usage_reports_compensate_an_imbalanced_workload():
+    # P-A2 submits to site 0 only. With reports (global usage) it gets near its 30 % of VO-A;
+    # with local usage only it gets about its share of site 0's VO-A capacity: a third.
+    streams = [
+        {"group": g, "interval": 20.0, "size": 600.0, "spread": 0.4, "overestimate": [0.2, 0.4], **({"sites": [0]} if g == "VO-A/P-A2" else {})}
+        for g in LEAVES
+    ]
+    with_reports = final(emulator.run(grid(hours=12, streams=streams)))["VO-A/P-A2"]
+    local_only = final(emulator.run(grid(hours=12, streams=streams, exchange="none")))["VO-A/P-A2"]
+    assert abs(with_reports - 0.30) < 0.03
+    assert local_only < 0.15  # about 0.3 / 3
+    service = final(emulator.run(grid(hours=12, streams=streams, exchange="service")))["VO-A/P-A2"]
+    assert abs(service - 0.30) < 0.04
+
+
+def late_shares(result) -> dict[str, float]:
+    """Each entry's share of its parent's usage over the second half of the run."""
+    ts = result.timeseries
+    end, mid = ts["time"].max(), ts["time"].max() / 2
+    grown = {}
+    for entry, part in ts.groupby("entry"):
+        u = part.set_index("time")["usage"]
+        grown[entry] = u.loc[end] - u[u.index <= mid].iloc[-1]
+    parent = lambda e: e.rsplit("/", 1)[0] if "/" in e else None
+    total = {p: sum(v for e, v in grown.items() if parent(e) == p) for p in {parent(e) for e in grown}}
+    return {e: v / total[parent(e)] for e, v in grown.items()}
+
+
+def test_an_idle_projects_share_goes_to_its_active_siblings_only():
+    streams = [{"group": g, "interval": 20.0, "size": 600.0, "spread": 0.4, **({"stop": 600.0} if g == "VO-A/P-A3" else {})} for g in LEAVES]
+    shares = late_shares(emulator.run(grid(hours=10, streams=streams)))
+    # P-A3 (20 % of VO-A) idles: its share goes to P-A1 and P-A2, 10 points each (subgroup
+    # isolation, the paper's Figure 13); VO-A keeps 30 % and VO-B's projects are untouched.
+    assert shares["VO-A/P-A3"] == 0.0
+    assert shares["VO-A/P-A1"] == pytest.approx(0.60, abs=0.03) and shares["VO-A/P-A2"] == pytest.approx(0.40, abs=0.03)
+    assert shares["VO-A"] == pytest.approx(0.30, abs=0.02) and shares["VO-B/P-B1"] == pytest.approx(0.60, abs=0.03)
+
+
+def test_scheduler_usage_is_the_reference_usage_of():
+    data = grid(hours=2, sites=1, exchange="none", approach="active", window={"length": 600.0, "count": 3, "decay": 0.5})
+    from emulator.scenario import load_scenario
+    from emulator.engine import build_shard_specs
+    from emulator.shard import Shard
+    from scenarios.workload import generate_jobs
+
+    sc = load_scenario(data)
+    jobs, groups = generate_jobs(sc)
+    shard = Shard(build_shard_specs(sc, jobs, 1, groups=groups)[0])
+    site = shard.sites[0]
+    shard.step(3000.0)
+    sched = site.scheduler
+    now = 3000.0
+    recs = [UsageRecord(e, s, en, p, math.nan) for e, rows in sched.records.items() for s, en, p in rows]
+    recs += [UsageRecord(e, s, math.inf, p, w) for e, s, p, w in sched.running.values()]
+    for approach in ("historical", "active", "predictive"):
+        want = usage_of(recs, now, approach, Windows(600.0, 3, 0.5))
+        got = sched.usage(now, approach)
+        for entry, u in got.items():
+            assert u == pytest.approx(want[entry]) or entry in {"VO-A", "VO-B"}  # leaves only in got
+
+
+def test_same_job_table_for_any_backend_and_shard_count(ray_session):
+    data = grid(hours=2, sites=3)
+    cols = ["job_id", "exec_site", "start", "end", "state"]
+    base = emulator.run(data, shards=1)
+    for backend, shards in (("inprocess", 3), ("ray", 2)):
+        other = emulator.run(data, backend=backend, shards=shards)
+        pd.testing.assert_frame_equal(base.jobs[cols], other.jobs[cols])
+        assert other.summary["policy"] == base.summary["policy"]
+
+
+def test_jobs_that_map_nowhere_go_to_the_default_entry_and_are_counted():
+    streams = [{"group": g, "interval": 120.0, "size": 600.0} for g in LEAVES + ["VO-C/P-C1"]]
+    result = emulator.run(grid(hours=2, streams=streams, default="VO-B/P-B2"))
+    assert result.summary["policy"]["jobs_to_default_entry"] == 60  # 7200 / 120 jobs of VO-C
+    with pytest.raises(ScenarioError, match=r"policy.default: jobs of group 'VO-C/P-C1' map to no policy entry"):
+        emulator.run(grid(hours=2, streams=streams))
+
+
+def test_xml_policy_files_equal_the_toml_tree(tmp_path):
+    resource, vo_a, vo_b = figure_2_xml()
+    for name, text in (("resource.xml", resource), ("vo-a.xml", vo_a), ("vo-b.xml", vo_b)):
+        (tmp_path / name).write_text(text)
+    from emulator.scenario import load_scenario
+    from sites.fairshare_runtime import build
+
+    conf = {
+        "file": str(tmp_path / "resource.xml"),
+        "providers": {
+            "http://vo-a.org/policy-provider": {"file": str(tmp_path / "vo-a.xml")},
+            "http://vo-b.org/policy-provider": {"file": str(tmp_path / "vo-b.xml")},
+        },
+        "default": "Local",
+    }
+    rt = build(conf, ["VO-A/P-A1/U-A11", "VO-B/P-B3", "Local", "nobody"])
+    assert rt.entry_of_group == ["VO-A/P-A1/U-A11", "VO-B/P-B3", "Local", "Local"]
+    assert rt.group_unmapped == [False, False, False, True]
+    assert rt.targets["VO-B/P-B1"] == 0.6 and rt.depth == 3
+    load_scenario(grid(hours=1) | {"policy": conf})  # a scenario takes the files as they are
+
+
+@pytest.mark.parametrize(
+    "change,message",
+    [
+        ({"tree": {**TREE, "children": [{**TREE["children"][0], "share": -30}, TREE["children"][1]]}}, "share"),
+        ({"tree": {**TREE, "children": [TREE["children"][0], {**TREE["children"][1], "share": 60}]}}, "add up to 90"),
+        ({"tree": {**TREE, "children": [{"name": "VO-A", "type": "VO", "share": 30, "ref": "nowhere"}, TREE["children"][1]]}},
+         "unknown policy reference 'nowhere'"),
+        ({"approach": "recent"}, "policy.approach: unknown value 'recent'"),
+        ({"window": {"length": 600.0, "decay": 1.5}}, r"policy.window.decay: must be in \(0, 1\]"),
+        ({"default": "VO-Z"}, "policy.default: no entry 'VO-Z'"),
+        ({"colour": 1}, "policy.colour: unknown key"),
+    ],
+)
+def test_bad_policies_name_the_key_or_entry(change, message):
+    data = grid(hours=1)
+    data["policy"].update(change)
+    with pytest.raises(ScenarioError, match=message):
+        emulator.run(data)
+
+
+def test_a_policy_reference_cycle_is_an_error():
+    data = grid(hours=1)
+    data["policy"]["tree"] = {**TREE, "children": [{"name": "VO-A", "type": "VO", "share": 30, "ref": "A"}, TREE["children"][1]]}
+    data["policy"]["providers"] = {
+        "A": {"tree": {"name": "A", "type": "subpolicy", "children": [{"name": "X", "type": "p", "share": 100, "ref": "B"}]}},
+        "B": {"tree": {"name": "B", "type": "subpolicy", "children": [{"name": "Y", "type": "p", "share": 100, "ref": "A"}]}},
+    }
+    with pytest.raises(ScenarioError, match="cycle"):
+        emulator.run(data)
+
+
+@pytest.mark.parametrize(
+    "change,message",
+    [
+        ({"scheduler": {"name": "fcfs"}}, 'scheduler.name: the fairshare protocol serves the fairshare scheduler'),
+        ({"protocol": {"name": "fairshare", "exchange": "gossip"}}, "protocol.exchange: unknown value 'gossip'"),
+        ({"protocol": {"name": "fairshare", "refresh": 0}}, "protocol.refresh: must be > 0"),
+    ],
+)
+def test_bad_settings_name_the_key(change, message):
+    data = grid(hours=1)
+    data.update(change)
+    with pytest.raises(ScenarioError, match=message):
+        emulator.run(data)
+
+
+def test_the_fairshare_scheduler_needs_a_policy():
+    data = grid(hours=1)
+    del data["policy"]
+    data["protocol"] = {"name": "local"}
+    with pytest.raises(ScenarioError, match=r"scheduler.name: the fairshare scheduler needs a share policy"):
+        emulator.run(data)
