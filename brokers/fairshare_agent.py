@@ -19,16 +19,26 @@ its own usage, always fresh, and a cached grid-wide view. This agent keeps that 
 
 The scheduler reads the cached view at its next scheduling pass; reports do not trigger
 passes (jobs start when processors free up or jobs arrive).
+
+Mounted subpolicies (section 3: "policy fetchers that periodically follow policy references
+and incorporate them in the runtime policy"): a provider with a ``site`` in ``[policy]``
+serves its subpolicy from that site. Every other site asks for it (``request``) at the start
+and every ``policy_refresh`` seconds; the provider answers with one ``offer`` row per entry
+of the subpolicy (its index in the runtime policy and its share) and a closing row. Until
+the subpolicy arrives, a site maps the jobs below the mount point to the mount point
+itself (the VO entry): it enforces the VO's share but not yet its projects'. Subpolicies
+are fixed during a run, so later refreshes deliver the same shares (checked).
 """
 from __future__ import annotations
 
 from typing import Any
 
 from brokers.base import Agent, GridInfo
+from emulator.errors import InvariantError
 from emulator.messages import MTYPE, N_ROUTING
 from sites.jobs import JOB_DTYPE
 
-USAGE = MTYPE["usage"]
+USAGE, REQUEST, OFFER = MTYPE["usage"], MTYPE["request"], MTYPE["offer"]
 _GROUP = N_ROUTING + JOB_DTYPE.names.index("group")
 REPORT, AGGREGATE = 0.0, 1.0  # value2 of a usage row: a site's report, or a service's sum
 
@@ -58,12 +68,24 @@ class FairshareAgent(Agent):
             self.service_of[e] = int(services.get(top, tops.index(top) % grid.n_sites))
         self.collected: dict[int, dict[str, float]] = {}  # at a service: site -> its last report
         self.last_sent: dict[str, float] = {}
+        self.policy_refresh = float(params.get("policy_refresh", 3600.0))
+        self.served = rt.served  # mount point -> the site that serves its subpolicy
+        self.fetching: dict[str, dict[str, float]] = {}  # mount point -> rows received so far
+        self.sched.unmounted = {m for m, k in self.served.items() if k != site.site_id}
 
     def on_start(self, now: float) -> None:
         if self.exchange != "none" and self.grid.n_sites > 1:
             self.site.set_timer(0.0, "report")
+        if any(k != self.site.site_id for k in self.served.values()):
+            self.site.set_timer(0.0, "fetch")
 
     def on_timer(self, now: float, tag: Any) -> None:
+        if tag == "fetch":
+            for point, k in self.served.items():
+                if k != self.site.site_id:
+                    self.site.send(now, k, "request", job=_row(self.index[point]))
+            self.site.set_timer(now + self.policy_refresh, "fetch")
+            return
         site, me = self.site, self.site.site_id
         report = self.sched.usage(now, self.sched.conf.approach)
         if self.exchange == "all":
@@ -97,6 +119,17 @@ class FairshareAgent(Agent):
                     self.site.send(now, dst, "usage", value=u, value2=AGGREGATE, job=_row(self.index[entry]))
 
     def on_message(self, now: float, row: tuple) -> None:
+        if row[5] == REQUEST:  # serve a subpolicy: one row per entry below the mount point, then a closing row
+            point = self.entries[int(row[_GROUP])]
+            src = int(row[1])
+            for e in self.entries:
+                if e.startswith(point + "/"):
+                    self.site.send(now, src, "offer", value=100 * self.sched.conf.targets[e], job=_row(self.index[e]))
+            self.site.send(now, src, "offer", value2=1.0, job=_row(self.index[point]))
+            return
+        if row[5] == OFFER:
+            self._subpolicy_row(row)
+            return
         if row[5] != USAGE:
             super().on_message(now, row)
             return
@@ -108,6 +141,19 @@ class FairshareAgent(Agent):
                 self.collected.setdefault(src, {})[entry] = u
         else:
             self._aggregate(src, {entry: u})
+
+    def _subpolicy_row(self, row: tuple) -> None:
+        entry = self.entries[int(row[_GROUP])]
+        if row[7] != 1.0:
+            point = next(m for m in self.served if entry.startswith(m + "/"))
+            self.fetching.setdefault(point, {})[entry] = row[6]
+            return
+        got = self.fetching.pop(entry, {})
+        want = {e: 100 * self.sched.conf.targets[e] for e in self.entries if e.startswith(entry + "/")}
+        if got != want:
+            raise InvariantError(f"site {self.site.name}: the subpolicy served for {entry} changed during the run ({got} != {want})")
+        if entry in self.sched.unmounted:
+            self.sched.mount(entry)
 
     def _aggregate(self, service: int, sums: dict[str, float]) -> None:
         # The service's sum includes this site's last report: keep the others' part only.

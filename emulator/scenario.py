@@ -36,7 +36,7 @@ _KNOWN = {
     "scheduler": {"name"},
     "protocol": {
         "name", "period", "start", "min_gap", "limit", "join", "learn", "eta", "window", "cut_running", "alpha", "ilba", "retries",
-        "migration_cost", "remote_cost", "integral", "refresh", "exchange", "services",
+        "migration_cost", "remote_cost", "integral", "refresh", "exchange", "services", "policy_refresh",
     },
     "metrics": {"counterfactual", "sample_interval", "fairness"},
     "workload": {
@@ -407,6 +407,7 @@ def _fairshare_protocol(proto: dict[str, Any], sites: list[SiteSpec], data: dict
     top-level entry's usage service runs, for exchange = "service")."""
     proto["refresh"] = check_number("protocol.refresh", proto.get("refresh", 60.0), positive=True)
     proto["exchange"] = _choice("protocol.exchange", proto.get("exchange", "all"), ("all", "service", "none"))
+    proto["policy_refresh"] = check_number("protocol.policy_refresh", proto.get("policy_refresh", 3600.0), positive=True)
     services = proto.get("services", {})
     if not isinstance(services, dict):
         raise ScenarioError("protocol.services", "must be a table {VO = site index}")

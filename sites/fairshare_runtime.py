@@ -52,6 +52,16 @@ class RuntimePolicy:
     targets: dict[str, float] = field(default_factory=dict)
     depth: int = 0
     paths: dict[str, list[str]] = field(default_factory=dict)  # entry -> root-to-entry paths
+    # mount point (entry path of the local policy with ref) -> the site serving its subpolicy;
+    # the subpolicy reaches the other sites by message (protocol fairshare)
+    served: dict[str, int] = field(default_factory=dict)
+
+    def mount_point(self, entry: str, unmounted: set[str]) -> str:
+        """``entry``, or the mount point above it whose subpolicy has not arrived yet."""
+        for m in unmounted:
+            if entry.startswith(m + "/"):
+                return m
+        return entry
 
     def totals(self, usage: Mapping[str, float]) -> dict[str, float]:
         """Usage of every entry: its own jobs' and all its descendants'."""
@@ -99,10 +109,20 @@ def build(conf: Mapping[str, Any], groups: list[str], base: Path | None = None, 
             raise ScenarioError(f"policy.{k}", f"unknown key (allowed: {', '.join(sorted(_KEYS))})")
     tree = load_policy_tree(conf, "policy", base)
     providers = {}
+    sites_of: dict[str, int] = {}
     for name, spec in (conf.get("providers") or {}).items():
         if not isinstance(spec, dict):
             raise ScenarioError(f"policy.providers.{name}", "must be a table with tree or file, and site")
+        for k in spec:
+            if k not in ("tree", "file", "site"):
+                raise ScenarioError(f"policy.providers.{name}.{k}", "unknown key (allowed: file, site, tree)")
         providers[name] = load_policy_tree(spec, f"policy.providers.{name}", base)
+        if "site" in spec:
+            site = spec["site"]
+            if isinstance(site, bool) or not isinstance(site, int) or site < 0:
+                raise ScenarioError(f"policy.providers.{name}.site", f"must be a site index, got {site!r}")
+            sites_of[name] = site
+    served = {path: sites_of[e.ref] for path, e in _refs(tree) if e.ref in sites_of}
     try:
         tree = mount(tree, providers)
         validate(tree)
@@ -150,8 +170,17 @@ def build(conf: Mapping[str, Any], groups: list[str], base: Path | None = None, 
     return RuntimePolicy(
         policy=tree, entries=all_entries, entry_of_group=entry_of, group_unmapped=unmapped, default=default,
         approach=approaches["approach"], local_approach=approaches["local_approach"], windows=Windows(length, count, decay),
-        w_fs=w_fs, w_qt=w_qt, targets=target_shares(tree), depth=depth(tree), paths=paths,
+        w_fs=w_fs, w_qt=w_qt, targets=target_shares(tree), depth=depth(tree), paths=paths, served=served,
     )
+
+
+def _refs(entry: Entry, prefix: str | None = None):
+    """(path, entry) of every entry of the unmounted local policy that references a provider."""
+    for child in entry.children:
+        path = child.name if prefix is None else f"{prefix}/{child.name}"
+        if child.ref is not None:
+            yield path, child
+        yield from _refs(child, path)
 
 
 def share_timeseries(rt: RuntimePolicy, jobs: Any, groups: list[str], samples: int = 200, end: float | None = None) -> dict[str, np.ndarray]:

@@ -225,6 +225,7 @@ class FairshareScheduler:
         self.records: dict[str, list[tuple[float, float, int]]] = {}  # entry -> finished (start, end, procs), windowed usage
         self.remote: dict[int, dict[str, float]] = {}  # site -> its last usage report, per entry
         self.unmapped = 0  # jobs that went to the default entry
+        self.unmounted: set[str] = set()  # mount points whose subpolicy has not reached this site
 
     def configure(self, conf: "RuntimePolicy") -> None:
         self.conf = conf
@@ -237,6 +238,8 @@ class FairshareScheduler:
         entry = conf.entry_of_group[site.c_group[slot]]
         if entry == conf.default and conf.group_unmapped[site.c_group[slot]]:
             self.unmapped += 1
+        if self.unmounted:
+            entry = conf.mount_point(entry, self.unmounted)
         self.entry_of[slot] = entry
         self.queues[entry].append(slot)
 
@@ -248,6 +251,22 @@ class FairshareScheduler:
 
     def __len__(self) -> int:
         return sum(len(q) for q in self.queues.values())
+
+    def mount(self, point: str) -> None:
+        """The subpolicy under ``point`` arrived: its jobs move to their own entries' queues."""
+        self.unmounted.discard(point)
+        site, conf = self.site, self.conf
+        stay, moved = deque(), []
+        for slot in self.queues[point]:
+            entry = conf.mount_point(conf.entry_of_group[site.c_group[slot]], self.unmounted)
+            (stay.append(slot) if entry == point else moved.append((entry, slot)))
+        self.queues[point] = stay
+        for entry, slot in moved:
+            self.entry_of[slot] = entry
+            self.queues[entry].append(slot)
+        order = lambda s: (site.c_release[s], site.c_id[s])  # noqa: E731
+        for entry in {e for e, _ in moved}:
+            self.queues[entry] = deque(sorted(self.queues[entry], key=order))
 
     def finished(self, slot: int) -> None:
         entry, start, procs, _ = self.running.pop(slot)

@@ -233,3 +233,36 @@ def test_the_fairshare_scheduler_needs_a_policy():
     data["protocol"] = {"name": "local"}
     with pytest.raises(ScenarioError, match=r"scheduler.name: the fairshare scheduler needs a share policy"):
         emulator.run(data)
+
+
+def test_subpolicies_reach_the_sites_by_message_and_mount_then(monkeypatch):
+    """VO-A's subpolicy is served by site 1. The other sites ask for it at 0 and get it one
+    round trip later (2 × latency): only then do VO-A's jobs go to the projects' queues."""
+    import copy
+
+    from sites.schedulers import FairshareScheduler
+
+    mounted: list[tuple[int, str, int]] = []
+    real = FairshareScheduler.mount
+
+    def record(self, point):
+        waiting_at_point = len(self.queues[point])
+        real(self, point)
+        mounted.append((self.site.site_id, point, waiting_at_point))
+
+    monkeypatch.setattr(FairshareScheduler, "mount", record)
+    data = grid(hours=3)
+    data["network"]["latency"] = 300.0
+    tree = copy.deepcopy(TREE)
+    projects = tree["children"][0].pop("children")
+    tree["children"][0].pop("scope")
+    tree["children"][0]["ref"] = "A"
+    data["policy"]["tree"] = tree
+    data["policy"]["providers"] = {"A": {"site": 1, "tree": {"name": "A", "type": "subpolicy", "scope": "global", "children": projects}}}
+    result = emulator.run(data)
+    assert sorted((k, p) for k, p, _ in mounted) == [(0, "VO-A"), (2, "VO-A")]
+    assert all(n > 0 for _, _, n in mounted)  # VO-A's jobs waited at the mount point until then
+    msgs = result.summary["global"]["messages"]
+    assert msgs["request"] == 2 * 3  # two sites, at 0, 1 h and 2 h
+    assert msgs["offer"] == 2 * 3 * 4  # three projects and a closing row per answer
+    assert abs(final(result)["VO-A/P-A1"] - 0.5) < 0.05
