@@ -210,6 +210,15 @@ def _share(value: object, label: str) -> float:
     return share
 
 
+def _entry_share(table: Mapping[str, object], parent_path: str | None, label: str, what: str) -> float:
+    """An entry's share: required below the root, 100 (implicit) on it."""
+    if "share" in table:
+        return _share(table["share"], label)
+    if parent_path is None:
+        return 100.0
+    raise PolicyError(f"{label}: missing {what} 'share'")
+
+
 def _resolve_scope(
     scope: object, source: str | None, parent_scope: str, scope_of: Callable[[str], str], label: str
 ) -> str:
@@ -258,12 +267,7 @@ def _dict_entry(
     etype = data["type"]
     if not isinstance(etype, str):
         raise PolicyError(f"{label}: type must be a string, got {etype!r}")
-    if "share" in data:
-        share = _share(data["share"], label)
-    elif parent_path is None:
-        share = 100.0
-    else:
-        raise PolicyError(f"{label}: missing key 'share'")
+    share = _entry_share(data, parent_path, label, "key")
     source = data.get("source")
     if source is not None and not isinstance(source, str):
         raise PolicyError(f"{label}: source must be a string, got {source!r}")
@@ -344,12 +348,7 @@ def _xml_entry(
         raise PolicyError(f"{label}: unknown attribute {unknown[0]!r}")
     if "type" not in attrs:
         raise PolicyError(f"{label}: missing attribute 'type'")
-    if "share" in attrs:
-        share = _share(attrs["share"], label)
-    elif parent_path is None:
-        share = 100.0
-    else:
-        raise PolicyError(f"{label}: missing attribute 'share'")
+    share = _entry_share(attrs, parent_path, label, "attribute")
     if (el.text or "").strip():
         raise PolicyError(f"{label}: unexpected text in <policy-entry>")
     return _xml_body(list(el), name, attrs["type"], share, parent_path, parent_scope, scope_of)
