@@ -75,6 +75,10 @@ def _finish(raw: RawRun) -> RunResult:
 
         speeds = [list(s.speeds) for s in scenario.sites]
         summary["protocol"] = gm_summary(raw.jobs, table, pieces, speeds, scenario.protocol)
+    if scenario.protocol["name"] == "directcontr":
+        from brokers.shapley_summary import shapley_summary
+
+        summary["protocol"] = shapley_summary(raw.jobs, table, [s.procs for s in scenario.sites], scenario)
     if scenario.protocol["name"] == "molba":
         from brokers.molba_agent import molba_summary, plan_time
 

@@ -21,7 +21,7 @@ from emulator.errors import ScenarioError
 
 SHIPPED_DIR = Path(__file__).resolve().parent.parent / "scenarios" / "data"
 
-PROTOCOLS = ("local", "random", "averaging", "averaging_game", "bilb", "molba", "gm", "fairshare")
+PROTOCOLS = ("local", "random", "averaging", "averaging_game", "bilb", "molba", "gm", "fairshare", "directcontr")
 #: Protocols that cut divisible jobs into pieces (thesis ch. 4): one processor per site.
 DIVISIBLE_PROTOCOLS = ("averaging_game", "bilb")
 SCHEDULERS = ("fcfs", "spt", "list", "planned", "fcfs_any", "preempt", "fairshare")
@@ -36,13 +36,13 @@ _KNOWN = {
     "scheduler": {"name"},
     "protocol": {
         "name", "period", "start", "min_gap", "limit", "join", "learn", "eta", "window", "cut_running", "alpha", "ilba", "retries",
-        "migration_cost", "remote_cost", "integral", "refresh", "exchange", "services", "policy_refresh",
+        "migration_cost", "remote_cost", "integral", "refresh", "exchange", "services", "policy_refresh", "compare", "samples",
     },
     "metrics": {"counterfactual", "sample_interval", "fairness"},
     "workload": {
         "kind", "rate", "alpha", "beta", "jobs", "until", "procs", "path", "orgs",
         "user_map", "split_parallel", "t_start", "t_end", "list", "model", "priority",
-        "number", "X", "group", "variant", "streams",
+        "number", "X", "group", "variant", "streams", "duration",
     },
     "sites": {"count", "procs", "speed", "scheduler", "orgs", "zipf_a", "low", "high"},
     "site": {"name", "org", "procs", "speed", "speeds", "scheduler"},
@@ -242,9 +242,13 @@ def per_site_values(key: str, value: Any, n: int, **checks: bool) -> list[float]
 
 
 def _draw_procs(key: str, spec: Any, n: int, seed: int) -> list[int]:
-    """Processor counts: an int, a list, or {dist = "uniform"|"zipf", ...}."""
+    """Processor counts: an int, a list, or {dist = "uniform"|"zipf", ...}; with ``total``,
+    the counts add up to it (the Shapley papers' "processors per organization follow Zipf or
+    uniform distributions, totalling the trace's machine size")."""
     if isinstance(spec, dict):
         dist = _choice(f"{key}.dist", spec.get("dist"), ("uniform", "zipf"))
+        if "total" in spec:
+            return _split_total(key, spec, dist, n)
         rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(0x50524F43,)))
         if dist == "uniform":
             low = int(check_number(f"{key}.low", spec.get("low", 1), positive=True, integer=True))
@@ -258,6 +262,24 @@ def _draw_procs(key: str, spec: Any, n: int, seed: int) -> list[int]:
         cap = int(check_number(f"{key}.max", spec.get("max", 1024), positive=True, integer=True))
         return np.minimum(rng.zipf(a, size=n), cap).tolist()
     return [int(v) for v in per_site_values(key, spec, n, positive=True, integer=True)]
+
+
+def _split_total(key: str, spec: dict[str, Any], dist: str, n: int) -> list[int]:
+    """``total`` processors over n sites: equal (uniform) or in proportion to the Zipf law
+    k^-a over ranks k = 1..n (site 0 the largest; ``a`` default 1), at least one each,
+    rounded by largest remainder so the counts add up exactly."""
+    total = int(check_number(f"{key}.total", spec["total"], positive=True, integer=True))
+    if total < n:
+        raise ScenarioError(f"{key}.total", f"{total} processors cannot give each of the {n} sites one")
+    if dist == "uniform":
+        weights = np.ones(n)
+    else:
+        a = check_number(f"{key}.a", spec.get("a", 1.0), positive=True)
+        weights = np.arange(1, n + 1, dtype=float) ** -a
+    share = 1 + weights / weights.sum() * (total - n)
+    counts = np.floor(share).astype(int)
+    counts[np.argsort(-(share - counts), kind="stable")[: total - counts.sum()]] += 1
+    return counts.tolist()
 
 
 def _build_sites(data: dict[str, Any], default_scheduler: str, seed: int) -> list[SiteSpec]:
@@ -420,6 +442,32 @@ def _fairshare_protocol(proto: dict[str, Any], sites: list[SiteSpec], data: dict
         raise ScenarioError("policy", "the fairshare protocol needs a share policy: add a [policy] section")
 
 
+SHAPLEY_POLICIES = ("ref", "rand", "directcontr", "roundrobin", "fairshare", "utfairshare", "currfairshare")
+
+
+def _directcontr_protocol(proto: dict[str, Any], sites: list[SiteSpec], data: dict[str, Any]) -> None:
+    """Decentralized DIRECTCONTR (Shapley-fair scheduling): one site per organization, the
+    ``planned`` scheduler (the protocol starts jobs), a finite horizon (t_end, where fairness
+    is measured). ``compare``: the centralized algorithms also run on the same jobs for the
+    summary (default: all; "ref" is the baseline of Δψ/p_tot and needs <= 10 organizations);
+    ``samples``: RAND's N."""
+    if len({s.org for s in sites}) != len(sites):
+        raise ScenarioError("sites", "the directcontr protocol needs one site per organization")
+    if any(s.scheduler != "planned" for s in sites):
+        raise ScenarioError("scheduler.name", 'the directcontr protocol starts jobs itself: set scheduler.name = "planned"')
+    if len({v for s in sites for v in s.speeds}) > 1:
+        raise ScenarioError("sites.speed", "the directcontr protocol needs identical processors (the papers' model)")
+    if not math.isfinite(data["run"]["horizon"]):
+        raise ScenarioError("run.horizon", "give t_end, the time at which fairness is measured (Δψ/p_tot)")
+    compare = proto.get("compare", list(SHAPLEY_POLICIES) if len(sites) <= 10 else [p for p in SHAPLEY_POLICIES if p != "ref"])
+    if not isinstance(compare, list) or any(p not in SHAPLEY_POLICIES for p in compare):
+        raise ScenarioError("protocol.compare", f"a list of algorithms among {', '.join(SHAPLEY_POLICIES)}, got {compare!r}")
+    if "ref" in compare and len(sites) > 10:
+        raise ScenarioError("protocol.compare", f"REF is exponential and takes at most 10 organizations, here {len(sites)}: compare rand or directcontr instead")
+    proto["compare"] = compare
+    proto["samples"] = int(check_number("protocol.samples", proto.get("samples", 10), positive=True, integer=True))
+
+
 def _latency(data: dict[str, Any], n: int) -> tuple[float | np.ndarray, float]:
     """(latency, smallest link latency). A uniform latency stays a number: a 10,000-site
     matrix would take 800 MB for nothing."""
@@ -503,6 +551,12 @@ def validate(raw: dict[str, Any], source: str = "<dict>") -> Scenario:
     _unknown("workload", wl, _KNOWN["workload"])
     wl["kind"] = _choice("workload.kind", wl.get("kind", "poisson"), WORKLOAD_KINDS)
     data["workload"] = wl
+    # A trace path relative to the scenario file (shipped scenarios name their trace so).
+    path = wl.get("path")
+    if isinstance(path, str) and source != "<dict>" and not Path(path).is_absolute() and not Path(path).exists():
+        beside = Path(source).parent / path
+        if beside.exists():
+            wl["path"] = str(beside)
     # Deferred import: the workload module imports this one for SiteSpec.
     from scenarios.workload import check_workload
 
@@ -513,6 +567,8 @@ def validate(raw: dict[str, Any], source: str = "<dict>") -> Scenario:
         _gm_protocol(proto, sites)
     elif proto["name"] == "fairshare":
         _fairshare_protocol(proto, sites, data)
+    elif proto["name"] == "directcontr":
+        _directcontr_protocol(proto, sites, data)
     elif any(s.scheduler == "planned" for s in sites):
         raise ScenarioError(
             "scheduler.name", 'the planned scheduler starts only what a protocol planned: use it with protocol.name = "molba" or "gm"'

@@ -315,14 +315,31 @@ def _swf_jobs(scenario: "Scenario") -> tuple[np.ndarray, list[str]]:
     if user_map is not None:
         user_map = {int(k): int(v) for k, v in user_map.items()}
     trace = read_swf(wl["path"])
+    t_start, t_end = wl.get("t_start"), wl.get("t_end")
+    if t_start == "random":
+        # A sub-trace of length `duration` at a random start (the Shapley papers' experiments).
+        if "duration" not in wl:
+            raise ScenarioError("workload.duration", 'give the sub-trace length for t_start = "random"')
+        duration = check_number("workload.duration", wl["duration"], positive=True)
+        submit = trace.records["submit_time"]
+        submit = submit[submit >= 0]
+        lo, hi = float(submit.min()), float(submit.max()) - duration
+        if hi < lo:
+            raise ScenarioError("workload.duration", f"{duration} is longer than the trace ({float(submit.max()) - lo} s of submissions)")
+        rng = np.random.default_rng(np.random.SeedSequence(scenario.seed, spawn_key=(0x57494E44,)))
+        t_start = float(np.floor(rng.uniform(lo, hi)))
+        t_end = t_start + duration
+        scenario.extra["swf_window"] = [t_start, t_end]
+    elif "duration" in wl:
+        raise ScenarioError("workload.duration", 'only with t_start = "random" (otherwise give t_end)')
     out = swf_to_jobs(
         trace.records,
         n_orgs=n_orgs,
         seed=scenario.seed,
         user_map=user_map,
         split_parallel=bool(wl.get("split_parallel", False)),
-        t_start=wl.get("t_start"),
-        t_end=wl.get("t_end"),
+        t_start=t_start,
+        t_end=t_end,
     )
     first_site = {}
     for s in scenario.sites:
@@ -466,9 +483,15 @@ def _proposition(scenario: "Scenario") -> tuple[np.ndarray, list[str]]:
 def check_protocol_jobs(scenario: "Scenario", jobs: np.ndarray) -> None:
     """What a protocol or scheduler needs of every job, checked once the workload is generated."""
     proto = scenario.protocol
-    who = "the gm protocol" if proto["name"] == "gm" else "the preempt scheduler"
-    if proto["name"] != "gm" and all(s.scheduler != "preempt" for s in scenario.sites):
+    who = f"the {proto['name']} protocol" if proto["name"] in ("gm", "directcontr") else "the preempt scheduler"
+    if proto["name"] not in ("gm", "directcontr") and all(s.scheduler != "preempt" for s in scenario.sites):
         return
+    if proto["name"] == "directcontr":
+        for col in ("release", "size"):
+            bad = np.flatnonzero(jobs[col] != np.round(jobs[col]))
+            if len(bad):
+                j = jobs[bad[0]]
+                raise ScenarioError("workload", f"job {int(j['job_id'])}: {col} {float(j[col])} is not an integer (the papers' time is integral)")
     wide = np.flatnonzero(jobs["procs"] != 1)
     if len(wide):
         j = jobs[wide[0]]

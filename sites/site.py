@@ -162,8 +162,9 @@ class Site:
             self.c_fragment[slot], self.c_deadline[slot],
         )
 
-    def transfer(self, now: float, slot: int, dst: int) -> None:
-        """Send a queued (or just arrived) job to another site; it leaves this site's books."""
+    def transfer(self, now: float, slot: int, dst: int, value: float = 0.0) -> None:
+        """Send a queued (or just arrived) job to another site; it leaves this site's books.
+        ``value`` travels with it (e.g. the processor it is meant for)."""
         if self.r_state[slot] == QUEUED:
             self.scheduler.remove(slot)
         elif self.r_state[slot] != PENDING:
@@ -171,7 +172,7 @@ class Site:
         self.r_state[slot] = GONE
         rec = list(self.job_record(slot))
         rec[MIGRATIONS] += 1
-        self.send(now, dst, "job", job=tuple(rec))
+        self.send(now, dst, "job", value=value, job=tuple(rec))
 
     # divisible jobs (thesis ch. 4) ---------------------------------------------
 

@@ -1,0 +1,169 @@
+"""DIRECTCONTR across sites (Skowron and Rządca's heuristic, decentralized): the ``directcontr`` protocol.
+
+Each organization is a site: its processors stay there and its jobs wait there in submission
+order. With the repairs documented in :mod:`brokers.shapley`, DIRECTCONTR's figures are
+functions of the schedule: ψ[u] is ψ_sp of u's jobs and φ[u] is ψ_sp of the unit parts
+processed on u's processors. So every site computes them from what the sites report:
+
+  * ``arrival``: a job was submitted here (its id and release time);
+  * ``usage``: a job completed (its id and its completion time on the schedule's clock).
+
+Every site runs the same scheduling step for every instant T of the schedule at which
+something happened (a release or a completion): it applies that instant's events, ranks the
+organizations with waiting jobs by φ − ψ at T (ties to the lowest index) and fills the free
+processors in processor order, the top organization's jobs first ([S] Algorithm 1 with the
+processors taken by number, ``brokers.shapley.simulate(..., gamma="index")``). A site then
+acts on its own processors only: it pulls each job the step gave them from the owner's site
+(``request``, answered by the ``job``), and runs it.
+
+The clock. Messages take up to L (the slowest link), so a site cannot take the step for T
+before it may have heard of every event of T. The step for T runs at real time
+τ(T) = T + 2L + 4L·T: the release reports of T are in after T + L; a job the step for T
+starts runs after the pull (2L), ends p later and is reported L after that, in time for
+τ(T + p) since 4L·p ≥ 3L. So all sites take every step with the same information, and the
+schedule (who runs where, from which instant) is exactly the centralized one; on the real
+clock every job starts a little later, by about 4L·T. That stretch is what decentralization
+costs here; ``docs/results/shapley.md`` measures Δψ/p_tot on the real clock as L grows.
+Times must be integers (the papers' model), so instants and sizes are exact.
+"""
+from __future__ import annotations
+
+import heapq
+from typing import Any
+
+from brokers.base import JOB, Agent, GridInfo
+from emulator.messages import MTYPE, N_ROUTING
+from sites.jobs import JOB_DTYPE
+
+ARRIVAL, USAGE, REQUEST = (MTYPE[n] for n in ("arrival", "usage", "request"))
+_ID, _OWNER, _REL = (N_ROUTING + JOB_DTYPE.names.index(f) for f in ("job_id", "owner", "release"))
+
+
+class DirectContrAgent(Agent):
+    """One organization's site (module doc)."""
+
+    name = "directcontr"
+    intercepts_arrivals = True
+
+    def __init__(self, site, grid: GridInfo, params: dict[str, Any]):
+        super().__init__(site, grid, params)
+        self.k = grid.n_sites
+        self.me = site.site_id
+        self.lat = grid.max_latency
+        procs = [int(round(c)) for c in params["capacities"]]
+        self.owner_of = [u for u in range(self.k) for _ in range(procs[u])]  # global processor -> organization
+        self.first = sum(procs[: self.me])
+        self.arrived: dict[int, list[tuple[int, int]]] = {u: [] for u in range(self.k)}  # org -> (release, job) heap
+        self.waiting: dict[int, list[tuple[int, int]]] = {u: [] for u in range(self.k)}  # released, not started
+        self.started: dict[int, list] = {}  # job -> [owner, global processor, start, size or None]
+        self.running: dict[int, int] = {}  # global processor -> job
+        self.completions: dict[int, list[int]] = {}  # instant -> jobs completing then
+        self.steps: set[int] = set()  # instants whose step is due
+        self.slot_of: dict[int, int] = {}  # own jobs: id -> slot
+        self.pulled: dict[int, int] = {}  # job pulled here -> the processor it goes to
+        self.physical_start: dict[int, float] = {}
+
+    def tau(self, t: int) -> float:
+        return t + 2 * self.lat + 4 * self.lat * t
+
+    def _due(self, t: int) -> None:
+        if t not in self.steps:
+            self.steps.add(t)
+            self.site.set_timer(self.tau(t), ("step", t))
+
+    # reports ------------------------------------------------------------------------------
+    def on_arrival(self, now: float, slot: int) -> bool:
+        site = self.site
+        job_id, rel = int(site.c_id[slot]), int(round(site.c_release[slot]))
+        self.slot_of[job_id] = slot
+        heapq.heappush(self.arrived[self.me], (rel, job_id))
+        rec = site.job_record(slot)
+        for dst in range(self.k):
+            if dst != self.me:
+                site.send(now, dst, "arrival", job=rec)
+        self._due(rel)
+        return False  # queued here; the planned scheduler never starts it by itself
+
+    def on_message(self, now: float, row: tuple) -> None:
+        kind = row[5]
+        if kind == ARRIVAL:
+            rel = int(round(row[_REL]))
+            heapq.heappush(self.arrived[int(row[_OWNER])], (rel, int(row[_ID])))
+            self._due(rel)
+        elif kind == USAGE:  # a completion, at instant value
+            self._completed(int(row[_ID]), int(round(row[6])))
+        elif kind == REQUEST:  # a processor elsewhere pulls one of our jobs
+            self.site.transfer(now, self.slot_of.pop(int(row[_ID])), int(row[1]), value=row[6])
+        elif kind == JOB:
+            slot = self.site.receive_job(now, row)
+            self._run(now, slot, int(row[6]))
+        else:
+            super().on_message(now, row)
+
+    def _completed(self, job_id: int, t: int) -> None:
+        self.completions.setdefault(t, []).append(job_id)
+        self.started[job_id][3] = t - self.started[job_id][2]
+        self._due(t)
+
+    # the step every site takes for instant t ----------------------------------------------
+    def on_timer(self, now: float, tag: Any) -> None:
+        t = tag[1]
+        self.steps.discard(t)
+        for job_id in self.completions.pop(t, []):
+            del self.running[self.started[job_id][1]]
+        for u in range(self.k):
+            heap = self.arrived[u]
+            while heap and heap[0][0] <= t:
+                self.waiting[u].append(heapq.heappop(heap))
+            self.waiting[u].sort()
+        free = [m for m in range(len(self.owner_of)) if m not in self.running]
+        orgs = [u for u in range(self.k) if self.waiting[u]]
+        if not free or not orgs:
+            return
+        keys = self._keys(t)
+        for u in sorted(orgs, key=lambda u: (-keys[u], u)):
+            while free and self.waiting[u]:
+                _rel, job_id = self.waiting[u].pop(0)
+                m = free.pop(0)
+                self.started[job_id] = [u, m, t, None]
+                self.running[m] = job_id
+                if self.owner_of[m] == self.me:
+                    self._pull(now, job_id, u, m)
+
+    def _keys(self, t: int) -> list[float]:
+        """φ[u] − ψ[u] at t, doubled (exact integers): ψ_sp of the unit parts run on u's
+        processors, minus that of u's jobs."""
+        keys = [0] * self.k
+        for owner, m, s, p in self.started.values():
+            q = t - s if p is None else min(p, t - s)
+            value = q * (2 * t - 2 * s - q + 1)  # 2 · q·(t − (2s + q − 1)/2)
+            keys[owner] -= value
+            keys[self.owner_of[m]] += value
+        return keys
+
+    def _pull(self, now: float, job_id: int, owner: int, m: int) -> None:
+        if owner == self.me:
+            self._run(now, self.slot_of.pop(job_id), m)
+        else:
+            self.site.send(now, owner, "request", value=float(m), job=_row(job_id))
+
+    def _run(self, now: float, slot: int, m: int) -> None:
+        site = self.site
+        site.scheduler.remove(slot)
+        site.start(slot, now, procs=[m - self.first])
+        self.physical_start[int(site.c_id[slot])] = now
+
+    def on_complete(self, now: float, slot: int) -> None:
+        site = self.site
+        job_id = int(site.c_id[slot])
+        t = self.started[job_id][2] + int(round(site.c_size[slot]))  # completion on the schedule's clock
+        for dst in range(self.k):
+            if dst != self.me:
+                site.send(now, dst, "usage", value=float(t), job=_row(job_id))
+        self._completed(job_id, t)
+
+
+def _row(job_id: int) -> tuple:
+    rec = {name: 0 for name in JOB_DTYPE.names}
+    rec.update(job_id=job_id, walltime=float("nan"), deadline=float("nan"))
+    return tuple(rec[name] for name in JOB_DTYPE.names)
