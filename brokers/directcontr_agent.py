@@ -32,7 +32,7 @@ import heapq
 from typing import Any
 
 from brokers.base import JOB, Agent, GridInfo
-from emulator.messages import MTYPE, N_ROUTING
+from emulator.messages import MTYPE, N_ROUTING, job_columns
 from sites.jobs import JOB_DTYPE
 
 ARRIVAL, USAGE, REQUEST = (MTYPE[n] for n in ("arrival", "usage", "request"))
@@ -145,7 +145,7 @@ class DirectContrAgent(Agent):
         if owner == self.me:
             self._run(now, self.slot_of.pop(job_id), m)
         else:
-            self.site.send(now, owner, "request", value=float(m), job=_row(job_id))
+            self.site.send(now, owner, "request", value=float(m), job=job_columns(job_id=job_id))
 
     def _run(self, now: float, slot: int, m: int) -> None:
         site = self.site
@@ -159,11 +159,6 @@ class DirectContrAgent(Agent):
         t = self.started[job_id][2] + int(round(site.c_size[slot]))  # completion on the schedule's clock
         for dst in range(self.k):
             if dst != self.me:
-                site.send(now, dst, "usage", value=float(t), job=_row(job_id))
+                site.send(now, dst, "usage", value=float(t), job=job_columns(job_id=job_id))
         self._completed(job_id, t)
 
-
-def _row(job_id: int) -> tuple:
-    rec = {name: 0 for name in JOB_DTYPE.names}
-    rec.update(job_id=job_id, walltime=float("nan"), deadline=float("nan"))
-    return tuple(rec[name] for name in JOB_DTYPE.names)

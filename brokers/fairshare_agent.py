@@ -35,7 +35,7 @@ from typing import Any
 
 from brokers.base import Agent, GridInfo
 from emulator.errors import InvariantError
-from emulator.messages import MTYPE, N_ROUTING
+from emulator.messages import MTYPE, N_ROUTING, job_columns
 from sites.jobs import JOB_DTYPE
 
 USAGE, REQUEST, OFFER = MTYPE["usage"], MTYPE["request"], MTYPE["offer"]
@@ -83,7 +83,7 @@ class FairshareAgent(Agent):
         if tag == "fetch":
             for point, k in self.served.items():
                 if k != self.site.site_id:
-                    self.site.send(now, k, "request", job=_row(self.index[point]))
+                    self.site.send(now, k, "request", job=job_columns(group=self.index[point]))
             self.site.set_timer(now + self.policy_refresh, "fetch")
             return
         site, me = self.site, self.site.site_id
@@ -92,7 +92,7 @@ class FairshareAgent(Agent):
             for dst in range(self.grid.n_sites):
                 if dst != me:
                     for entry, u in report.items():
-                        site.send(now, dst, "usage", value=u, value2=REPORT, job=_row(self.index[entry]))
+                        site.send(now, dst, "usage", value=u, value2=REPORT, job=job_columns(group=self.index[entry]))
         else:
             self.last_sent = dict(report)
             for entry, u in report.items():
@@ -100,7 +100,7 @@ class FairshareAgent(Agent):
                 if dst == me:
                     self.collected.setdefault(me, {})[entry] = u
                 else:
-                    site.send(now, dst, "usage", value=u, value2=REPORT, job=_row(self.index[entry]))
+                    site.send(now, dst, "usage", value=u, value2=REPORT, job=job_columns(group=self.index[entry]))
             self._publish(now)
         site.set_timer(now + self.refresh, "report")
 
@@ -116,7 +116,7 @@ class FairshareAgent(Agent):
                 self._aggregate(me, sums)
             else:
                 for entry, u in sums.items():
-                    self.site.send(now, dst, "usage", value=u, value2=AGGREGATE, job=_row(self.index[entry]))
+                    self.site.send(now, dst, "usage", value=u, value2=AGGREGATE, job=job_columns(group=self.index[entry]))
 
     def on_message(self, now: float, row: tuple) -> None:
         if row[5] == REQUEST:  # serve a subpolicy: one row per entry below the mount point, then a closing row
@@ -124,8 +124,8 @@ class FairshareAgent(Agent):
             src = int(row[1])
             for e in self.entries:
                 if e.startswith(point + "/"):
-                    self.site.send(now, src, "offer", value=100 * self.sched.conf.targets[e], job=_row(self.index[e]))
-            self.site.send(now, src, "offer", value2=1.0, job=_row(self.index[point]))
+                    self.site.send(now, src, "offer", value=100 * self.sched.conf.targets[e], job=job_columns(group=self.index[e]))
+            self.site.send(now, src, "offer", value2=1.0, job=job_columns(group=self.index[point]))
             return
         if row[5] == OFFER:
             self._subpolicy_row(row)
@@ -164,9 +164,3 @@ class FairshareAgent(Agent):
     def send_bound(self) -> float:
         return self.site.next_agent_event_time()
 
-
-def _row(entry: int) -> tuple:
-    """A usage row's job columns: the entry's index in the runtime policy, in ``group``."""
-    rec = {name: 0 for name in JOB_DTYPE.names}
-    rec.update(job_id=-1, group=entry, walltime=float("nan"), deadline=float("nan"))
-    return tuple(rec[name] for name in JOB_DTYPE.names)

@@ -60,7 +60,7 @@ from brokers.molba import (
     org_makespans,
 )
 from emulator.errors import InvariantError
-from emulator.messages import MTYPE, N_ROUTING
+from emulator.messages import MTYPE, N_ROUTING, job_columns
 from sites.jobs import JOB_DTYPE
 
 LOAD, OFFER, REQUEST, GRANT, REFUSE = (MTYPE[n] for n in ("load", "offer", "request", "grant", "refuse"))
@@ -153,7 +153,7 @@ class MolbaAgent(Agent):
         report = (c_loc, work, p_max, site.m)
         for dst in range(self.grid.n_sites):
             if dst != site.site_id:
-                site.send(now, dst, "load", value=c_loc, value2=work, job=_fields(size=p_max, procs=site.m))
+                site.send(now, dst, "load", value=c_loc, value2=work, job=job_columns(size=p_max, procs=site.m))
         self._load(now, site.site_id, report)
 
     # messages ------------------------------------------------------------------------
@@ -200,9 +200,9 @@ class MolbaAgent(Agent):
             for i, (start, job_id) in enumerate(rows):
                 job = jobs[job_id]
                 last = 1.0 if i == len(rows) - 1 else 0.0
-                site.send(now, dst, "offer", value=start, value2=last, job=_fields(job_id=job.id, size=job.p, procs=job.q))
+                site.send(now, dst, "offer", value=start, value2=last, job=job_columns(job_id=job.id, size=job.p, procs=job.q))
             if not rows:
-                site.send(now, dst, "offer", value=math.nan, value2=1.0, job=_fields(job_id=-1))
+                site.send(now, dst, "offer", value=math.nan, value2=1.0, job=job_columns(job_id=-1))
         self.offers[site.site_id] = [(pl.job, jobs[pl.job].p, jobs[pl.job].q, pl.start) for pl in self.local]
         self._offers_in(now)
 
@@ -299,13 +299,6 @@ class MolbaAgent(Agent):
         # It sends from the report timer at 0, then only in answer to messages.
         return 0.0 if not self.loads else self.site.next_message_time()
 
-
-def _fields(**values: Any) -> tuple:
-    """A message's job columns with the given fields set (the rest zero, as ``NO_JOB``)."""
-    rec = {name: 0 for name in JOB_DTYPE.names}
-    rec.update(job_id=-1, walltime=math.nan, deadline=math.nan)
-    rec.update(values)
-    return tuple(rec[name] for name in JOB_DTYPE.names)
 
 
 # ----------------------------------------------------------------------------- results

@@ -33,6 +33,18 @@ N_ROUTING = len(_ROUTING)
 NO_JOB: tuple = (-1, 0, 0, 0.0, 0.0, 0, float("nan"), 0.0, -1, 0, 0, float("nan"))
 
 
+def job_columns(**values) -> tuple:
+    """A message's job columns carrying a few numbers of a protocol's own (a report, a
+    request): the named fields set, the rest as in ``NO_JOB`` (job_id -1, NaN walltime and
+    deadline, zeros)."""
+    rec = dict(zip(JOB_DTYPE.names, NO_JOB))
+    unknown = set(values) - set(rec)
+    if unknown:
+        raise KeyError(f"no job column {sorted(unknown)[0]!r}")
+    rec.update(values)
+    return tuple(rec[name] for name in JOB_DTYPE.names)
+
+
 def empty_batch() -> np.ndarray:
     return np.zeros(0, dtype=MSG_DTYPE)
 
