@@ -11,7 +11,8 @@ from emulator.checks import check_causality, check_conservation, check_guarantee
 from emulator.engine import Progress, RawRun, run_windows
 from emulator.scenario import Scenario, load_scenario
 from emulator.results import (
-    PIECE_COLUMNS, RunResult, job_table, labelled, piece_table, site_table, summarize, timeseries_table, usage_table,
+    PIECE_COLUMNS, RunResult, job_table, labelled, piece_table, policy_summary, site_table, sites_unmapped, summarize,
+    timeseries_table, usage_table,
 )
 
 import numpy as np
@@ -107,34 +108,3 @@ def _finish(raw: RawRun) -> RunResult:
         pieces=labelled(pieces, scenario.orgs, raw.groups, PIECE_COLUMNS),
     )
 
-
-def sites_unmapped(raw: RawRun) -> int:
-    return int(sum(s.get("jobs_to_default_entry", 0) for r in raw.shard_results for s in r["sites"]))
-
-
-def policy_summary(rt, shares: pd.DataFrame, unmapped: int) -> dict:
-    """Per entry: target, final share, final deviation (percentage points), the mean absolute
-    deviation over the second half of the run, and the first time from which the share stays
-    within ±2 points of its target (None if it never settles); over all entries: the mean of
-    those absolute deviations and the largest final one."""
-    out: dict = {"jobs_to_default_entry": unmapped, "entries": {}}
-    for entry, part in shares.groupby("entry", sort=False):
-        share = part["share"].to_numpy()
-        times = part["time"].to_numpy()
-        target = float(part["target"].iloc[0])
-        off = ~(np.abs(share - target) <= 0.02)
-        last_off = np.flatnonzero(off)
-        settled = None if off[-1] else float(times[last_off[-1] + 1]) if len(last_off) else float(times[0])
-        late = share[len(share) // 2 :]
-        late = late[late == late]
-        out["entries"][entry] = {
-            "target": target, "final_share": float(share[-1]) if share[-1] == share[-1] else None,
-            "final_deviation_points": float(100 * (share[-1] - target)) if share[-1] == share[-1] else None,
-            "mean_abs_deviation_points": float(100 * np.abs(late - target).mean()) if len(late) else None,
-            "within_2_points_from": settled,
-        }
-    devs = [v["mean_abs_deviation_points"] for v in out["entries"].values() if v["mean_abs_deviation_points"] is not None]
-    finals = [abs(v["final_deviation_points"]) for v in out["entries"].values() if v["final_deviation_points"] is not None]
-    out["mean_abs_deviation_points"] = float(np.mean(devs)) if devs else None
-    out["max_final_deviation_points"] = float(max(finals)) if finals else None
-    return out
