@@ -20,13 +20,15 @@ NAMES = {"roundrobin": "ROUNDROBIN", "rand": "RAND (N = 15)", "directcontr": "DI
 TABLE1 = {
     "lpc-egee": {"roundrobin": (238, 353), "rand": (8, 21), "directcontr": (5, 11), "fairshare": (16, 25),
                  "utfairshare": (16, 25), "currfairshare": (87, 106)},
+    "lpc-egee-long": {"roundrobin": (4511, 6257), "rand": (562, 1670), "directcontr": (410, 1083), "fairshare": (575, 1404),
+                      "utfairshare": (888, 2101), "currfairshare": (1082, 2091)},  # [S] Table 2 (5·10^5)
     "ricc": {"roundrobin": (2839, 357), "rand": (162, 187), "directcontr": (537, 303), "fairshare": (626, 309),
              "utfairshare": (515, 284), "currfairshare": (1231, 243)},
 }
 
 
 def main(root: str) -> None:
-    for name in ("lpc-egee", "ricc"):
+    for name in ("lpc-egee", "lpc-egee-long", "ricc"):
         path = Path(root) / name / "runs.parquet"
         if not path.exists():
             continue
