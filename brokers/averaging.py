@@ -71,9 +71,7 @@ class AveragingAgent(Agent):
         site = self.site
         round_no = int(tag)
         load = site.load(now)
-        for dst in range(self.grid.n_sites):
-            if dst != site.site_id:
-                site.send(now, dst, "load", value=load, value2=round_no)
+        self.broadcast(now, "load", value=load, value2=round_no)
         self._report(now, round_no, site.site_id, load)
         site.set_timer(now + self.period, round_no + 1)
 

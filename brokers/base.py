@@ -70,6 +70,13 @@ class Agent:
             f"(from site {row[1]}, seq {row[2]})"
         )
 
+    def broadcast(self, now: float, mtype: str, value: float = 0.0, value2: float = 0.0, job: tuple = ()) -> None:
+        """Send the same message to every other site."""
+        site = self.site
+        for dst in range(self.grid.n_sites):
+            if dst != site.site_id:
+                site.send(now, dst, mtype, value=value, value2=value2, job=job)
+
     def send_bound(self) -> float:
         """Earliest time this agent could send: by default its site's next event."""
         return self.site.next_event_time()

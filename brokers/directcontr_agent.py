@@ -60,8 +60,6 @@ class DirectContrAgent(Agent):
         self.completions: dict[int, list[int]] = {}  # instant -> jobs completing then
         self.steps: set[int] = set()  # instants whose step is due
         self.slot_of: dict[int, int] = {}  # own jobs: id -> slot
-        self.pulled: dict[int, int] = {}  # job pulled here -> the processor it goes to
-        self.physical_start: dict[int, float] = {}
 
     def tau(self, t: int) -> float:
         return t + 2 * self.lat + 4 * self.lat * t
@@ -78,9 +76,7 @@ class DirectContrAgent(Agent):
         self.slot_of[job_id] = slot
         heapq.heappush(self.arrived[self.me], (rel, job_id))
         rec = site.job_record(slot)
-        for dst in range(self.k):
-            if dst != self.me:
-                site.send(now, dst, "arrival", job=rec)
+        self.broadcast(now, "arrival", job=rec)
         self._due(rel)
         return False  # queued here; the planned scheduler never starts it by itself
 
@@ -151,14 +147,11 @@ class DirectContrAgent(Agent):
         site = self.site
         site.scheduler.remove(slot)
         site.start(slot, now, procs=[m - self.first])
-        self.physical_start[int(site.c_id[slot])] = now
 
     def on_complete(self, now: float, slot: int) -> None:
         site = self.site
         job_id = int(site.c_id[slot])
         t = self.started[job_id][2] + int(round(site.c_size[slot]))  # completion on the schedule's clock
-        for dst in range(self.k):
-            if dst != self.me:
-                site.send(now, dst, "usage", value=float(t), job=job_columns(job_id=job_id))
+        self.broadcast(now, "usage", value=float(t), job=job_columns(job_id=job_id))
         self._completed(job_id, t)
 

@@ -197,11 +197,8 @@ class DivisibleAgent(Agent):
         self.round_time = now
         load = self.site.load(now) - now
         level = self.level()
-        me = self.site.site_id
-        for dst in range(self.grid.n_sites):
-            if dst != me:
-                self.site.send(now, dst, "offer", value=load, value2=level)
-        self._offer(now, me, load, level)
+        self.broadcast(now, "offer", value=load, value2=level)
+        self._offer(now, self.site.site_id, load, level)
 
     def on_message(self, now: float, row: tuple) -> None:
         mtype = row[5]

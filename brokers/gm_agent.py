@@ -76,9 +76,7 @@ class GmAgent(Agent):
         self.active[job.id] = job
         self.held[job.id] = slot
         rec = site.job_record(slot)
-        for dst in range(self.grid.n_sites):
-            if dst != site.site_id:
-                site.send(now, dst, "arrival", value=job.r, value2=job.v0, job=rec)
+        self.broadcast(now, "arrival", value=job.r, value2=job.v0, job=rec)
         self._decide(now)
         return False  # queued here (the planned scheduler never starts it by itself)
 
@@ -87,9 +85,7 @@ class GmAgent(Agent):
         job_id = int(site.c_id[slot])
         self.active.pop(job_id, None)
         self.running.pop(job_id, None)
-        for dst in range(self.grid.n_sites):
-            if dst != site.site_id:
-                site.send(now, dst, "completion", value=now, job=site.job_record(slot))
+        self.broadcast(now, "completion", value=now, job=site.job_record(slot))
         self._decide(now)
 
     def on_message(self, now: float, row: tuple) -> None:

@@ -151,9 +151,7 @@ class MolbaAgent(Agent):
         work = sum(j.p * j.q for j in jobs)
         p_max = max((j.p for j in jobs), default=0.0)
         report = (c_loc, work, p_max, site.m)
-        for dst in range(self.grid.n_sites):
-            if dst != site.site_id:
-                site.send(now, dst, "load", value=c_loc, value2=work, job=job_columns(size=p_max, procs=site.m))
+        self.broadcast(now, "load", value=c_loc, value2=work, job=job_columns(size=p_max, procs=site.m))
         self._load(now, site.site_id, report)
 
     # messages ------------------------------------------------------------------------
@@ -187,8 +185,8 @@ class MolbaAgent(Agent):
         p_max = max(r[2] for r in self.loads.values())
         # α for the selection: MOLBA(2) first under the meta-algorithm; MOLBA(3) selects fewer.
         alpha = 2.0 if self.alpha is None else self.alpha
-        self.overloaded = [k for k, r in sorted(self.loads.items()) if r[0] > alpha * w_bar + p_max]
-        if not self.overloaded and not self.balance:
+        overloaded = [k for k, r in sorted(self.loads.items()) if r[0] > alpha * w_bar + p_max]
+        if not overloaded and not self.balance:
             self._commit_local()
             return
         site = self.site
