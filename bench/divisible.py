@@ -16,7 +16,7 @@ import argparse
 import os
 import statistics
 
-import emulator
+import gridemu.emulator as emulator
 
 
 def measure(name: str, sites: int, until: float, backend: str, shards: int, repeat: int) -> dict:
@@ -40,7 +40,7 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args()
     os.environ.setdefault("RAY_ADDRESS", "local")
-    from emulator.backends import ensure_ray
+    from gridemu.emulator.backends import ensure_ray
 
     ensure_ray(num_cpus=2)
     print(f"{'scenario':<16}{'sites':>6}{'backend':>13}{'jobs':>8}{'wall s':>9}{'windows':>9}"

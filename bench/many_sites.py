@@ -12,7 +12,7 @@ import argparse
 import resource
 import time
 
-import emulator
+import gridemu.emulator as emulator
 
 
 def main() -> None:

@@ -16,11 +16,11 @@ import argparse
 import statistics
 import time
 
-import emulator
-from brokers import molba_agent
-from brokers.molba import ilba, molba_plan
-from emulator.scenario import load_scenario
-from scenarios.workload import generate_jobs
+import gridemu.emulator as emulator
+from gridemu.brokers import molba_agent
+from gridemu.brokers.algorithms.molba import ilba, molba_plan
+from gridemu.emulator.scenario import load_scenario
+from gridemu.scenarios.workload import generate_jobs
 
 
 def measure(sites: int, jobs: int, procs: int, repeat: int) -> dict:

@@ -17,7 +17,7 @@ import time
 
 import numpy as np
 
-from brokers.shapley import SJob, simulate
+from gridemu.brokers.algorithms.shapley import SJob, simulate
 
 
 def instance(k: int, n: int, seed: int = 1) -> list[SJob]:
@@ -34,8 +34,8 @@ def main() -> None:
     ap.add_argument("--cpus", type=int, default=None)
     ap.add_argument("--repeat", type=int, default=2)
     args = ap.parse_args()
-    from emulator.backends import ensure_ray
-    from brokers.shapley_parallel import ray_level_map
+    from gridemu.emulator.backends import ensure_ray
+    from gridemu.brokers.algorithms.shapley_parallel import ray_level_map
 
     ray = ensure_ray(num_cpus=args.cpus)
     print(f"Ray CPUs: {int(ray.cluster_resources().get('CPU', 1))}")

@@ -259,7 +259,7 @@ def _tree_rss() -> int:
 def _instrument(marks: dict[str, Any], backend_name: str) -> None:
     """Time the phases of run_windows by wrapping the backend class (this process only)."""
     try:
-        import emulator.engine as engine
+        import gridemu.emulator.engine as engine
 
         cls = engine.BACKENDS[backend_name]
         orig_specs = engine.build_shard_specs
@@ -295,8 +295,8 @@ def _instrument(marks: dict[str, Any], backend_name: str) -> None:
 def worker(engine: str, n_jobs: int, out_dir: Path, tag: str) -> None:
     import resource
 
-    from emulator.scenario import load_scenario
-    from scenarios.workload import generate_jobs
+    from gridemu.emulator.scenario import load_scenario
+    from gridemu.scenarios.workload import generate_jobs
 
     rec: dict[str, Any] = {"engine": engine, "label": ENGINES[engine], "jobs": n_jobs}
     if engine in ("heapq", "simpy", "simpy_lazy"):
@@ -310,12 +310,12 @@ def worker(engine: str, n_jobs: int, out_dir: Path, tag: str) -> None:
         rec["events"] = events
         job_ids = jobs["job_id"]
     else:
-        import emulator
+        import gridemu.emulator as emulator
 
         backend = "ray" if engine in RAY_ENGINES else "inprocess"
         shards = 2 if engine == "ray2" else 1
         if backend == "ray":
-            from emulator.backends import ensure_ray
+            from gridemu.emulator.backends import ensure_ray
 
             t = time.perf_counter()
             ensure_ray(num_cpus=2)

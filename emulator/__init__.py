@@ -4,14 +4,14 @@
     >>> result = emulator.run("quickstart", seed=3, backend="inprocess")
     >>> result.jobs.head(); result.summary["global"]["makespan"]
 """
-from emulator.errors import GridemuError, InvariantError, ScenarioError, WorkloadError
-from emulator.scenario import load_scenario, shipped_scenarios
+from gridemu.model.errors import GridemuError, InvariantError, ScenarioError, WorkloadError
+from gridemu.emulator.scenario import load_scenario, shipped_scenarios
 
 
 def __getattr__(name: str):
     # run and RunResult pull in pandas; shard actors import emulator without needing it.
     if name in ("run", "RunResult"):
-        from emulator import api, results
+        from gridemu.emulator import api, results
 
         return api.run if name == "run" else results.RunResult
     raise AttributeError(f"module 'emulator' has no attribute {name!r}")

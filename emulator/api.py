@@ -7,10 +7,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable
 
-from emulator.checks import check_causality, check_conservation, check_guarantees
-from emulator.engine import Progress, RawRun, run_windows
-from emulator.scenario import Scenario, load_scenario
-from emulator.results import (
+from gridemu.emulator.checks import check_causality, check_conservation, check_guarantees
+from gridemu.emulator.engine import Progress, RawRun, run_windows
+from gridemu.emulator.scenario import Scenario, load_scenario
+from gridemu.emulator.results import (
     PIECE_COLUMNS, RunResult, job_table, labelled, piece_table, policy_summary, site_table, sites_unmapped, summarize,
     timeseries_table, usage_table,
 )
@@ -68,20 +68,20 @@ def _finish(raw: RawRun) -> RunResult:
     summary = summarize(raw, table, sites, local)
     fairness = scenario.data["metrics"].get("fairness")
     if fairness or (fairness is None and (scenario.protocol["name"] == "gm" or scenario.workload["kind"] == "proposition")):
-        from brokers.gm_agent import fairness_summary
+        from gridemu.brokers.agents.gm import fairness_summary
 
         summary["fairness"] = fairness_summary(raw.jobs, table)
     if scenario.protocol["name"] == "gm":
-        from brokers.gm_agent import gm_summary
+        from gridemu.brokers.agents.gm import gm_summary
 
         speeds = [list(s.speeds) for s in scenario.sites]
         summary["protocol"] = gm_summary(raw.jobs, table, pieces, speeds, scenario.protocol)
     if scenario.protocol["name"] == "directcontr":
-        from brokers.shapley_summary import shapley_summary
+        from gridemu.brokers.protocols.directcontr import shapley_summary
 
         summary["protocol"] = shapley_summary(raw.jobs, table, [s.procs for s in scenario.sites], scenario)
     if scenario.protocol["name"] == "molba":
-        from brokers.molba_agent import molba_summary, plan_time
+        from gridemu.brokers.agents.molba import molba_summary, plan_time
 
         procs = [s.procs for s in scenario.sites]
         t0 = plan_time(scenario.max_latency, scenario.protocol["retries"])
@@ -90,7 +90,7 @@ def _finish(raw: RawRun) -> RunResult:
     timeseries = timeseries_table(raw)
     if "policy" in scenario.data and not len(timeseries):
         # The share-policy runs' figure: every entry's aggregated utilization share over time.
-        from sites.fairshare_runtime import share_timeseries
+        from gridemu.sites.fairshare_runtime import share_timeseries
 
         rt = scenario.runtime_policy(raw.groups, set(np.unique(raw.jobs["group"]).tolist()))
         interval = scenario.data["metrics"].get("sample_interval")

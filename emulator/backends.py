@@ -12,8 +12,8 @@ import socket
 import warnings
 from typing import Any
 
-from emulator.errors import GridemuError
-from emulator.shard import Shard, ShardSpec, StepInfo
+from gridemu.model.errors import GridemuError
+from gridemu.emulator.shard import Shard, ShardSpec, StepInfo
 
 
 class InProcessBackend:

@@ -10,7 +10,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from emulator.errors import InvariantError
+from gridemu.model.errors import InvariantError
 
 
 def check_conservation(pieces: pd.DataFrame, submitted: np.ndarray) -> None:

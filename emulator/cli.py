@@ -11,8 +11,8 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
-from emulator.errors import GridemuError, InvariantError
-from emulator.scenario import load_scenario, parse_override, read_scenario_file, shipped_scenarios
+from gridemu.model.errors import GridemuError, InvariantError
+from gridemu.emulator.scenario import load_scenario, parse_override, read_scenario_file, shipped_scenarios
 
 EXIT_USAGE = 2
 EXIT_INVARIANT = 3
@@ -50,7 +50,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from scenarios.workload import generate_jobs
+    from gridemu.scenarios.workload import generate_jobs
 
     sc = load_scenario(args.scenario, _overrides(args.set))
     # Generating the workload reads job lists and traces whole, so their errors show here too.
@@ -97,8 +97,8 @@ class _ProgressBar:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from emulator.api import run
-    from emulator.report import print_summary
+    from gridemu.emulator.api import run
+    from gridemu.emulator.report import print_summary
 
     overrides = _overrides(args.set)
     backend = args.backend or ("ray" if args.address else None)
@@ -121,14 +121,14 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from emulator.report import report
+    from gridemu.emulator.report import report
 
     report(Path(args.dir), plot=not args.no_plot, gantt=args.gantt)
     return 0
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    from emulator.sweep import parse_grid, sweep
+    from gridemu.emulator.sweep import parse_grid, sweep
 
     grid = parse_grid(args.grid or [])
     out = _out_dir(args, prefix="sweep-")

@@ -17,11 +17,11 @@ from typing import Any, Callable
 
 import numpy as np
 
-from brokers.base import GridInfo
-from emulator.backends import BACKENDS, ensure_ray, ray_cpus
-from emulator.scenario import Scenario
-from emulator.shard import ShardSpec, StepInfo
-from scenarios.workload import check_protocol_jobs, generate_jobs
+from gridemu.brokers.agents.base import GridInfo
+from gridemu.emulator.backends import BACKENDS, ensure_ray, ray_cpus
+from gridemu.emulator.scenario import Scenario
+from gridemu.emulator.shard import ShardSpec, StepInfo
+from gridemu.scenarios.workload import check_protocol_jobs, generate_jobs
 
 WINDOW_SLICES = 200
 

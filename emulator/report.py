@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from emulator.errors import GridemuError
+from gridemu.model.errors import GridemuError
 
 MAX_LINES = 12
 
@@ -384,7 +384,7 @@ def report(run_dir: Path, plot: bool = True, gantt: bool = False) -> Path | None
         compare, title = None, "executed"
         proto = summary.get("protocol", {})
         if proto.get("name") == "molba":
-            from brokers.molba_agent import local_table
+            from gridemu.brokers.agents.molba import local_table
 
             compare = (f"local (makespan {proto['makespan_local']:g})", local_table(jobs, sites.sort_values("site_id")["procs"].tolist(), proto["plan_time"]))
             title = f"{'MOLBA+ILBA' if proto['makespan_molba_ilba'] is not None else 'MOLBA'}, executed (makespan {proto['makespan']:g})"

@@ -23,11 +23,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from emulator.engine import RawRun
-from emulator.errors import GridemuError
-from emulator.messages import MESSAGE_TYPES
-from emulator.scenario import to_toml
-from sites.jobs import JOB_DTYPE, STATE_CODE, STATES
+from gridemu.emulator.engine import RawRun
+from gridemu.model.errors import GridemuError
+from gridemu.model.messages import MESSAGE_TYPES
+from gridemu.emulator.scenario import to_toml
+from gridemu.model.jobs import JOB_DTYPE, STATE_CODE, STATES
 
 JOB_COLUMNS = [
     "job_id", "owner", "group", "release", "size", "procs", "submit_site", "exec_site", "start", "end", "migrations", "state",
@@ -231,7 +231,7 @@ def period_scores(table: pd.DataFrame, n_orgs: int, start: float, period: float,
     organization's processor, from an empty queue). Returns an (organizations × periods)
     array, NaN where a period had no such job or one of them was not finished.
     """
-    from brokers.strategies import local_flow_time
+    from gridemu.brokers.algorithms.strategies import local_flow_time
 
     rel = table["release"].to_numpy()
     phase = (rel - start) / period

@@ -17,7 +17,10 @@ from typing import Any
 
 import numpy as np
 
-from emulator.errors import ScenarioError
+from gridemu.model.checks import check_number, choice, per_site_values
+from gridemu.model.errors import ScenarioError
+from gridemu.scenarios.workload import check_workload
+from gridemu.sites.spec import SiteSpec
 
 SHIPPED_DIR = Path(__file__).resolve().parent.parent / "scenarios" / "data"
 
@@ -49,19 +52,6 @@ _KNOWN = {
 }
 
 
-@dataclass(frozen=True)
-class SiteSpec:
-    site_id: int
-    name: str
-    org: str
-    speeds: tuple[float, ...]
-    scheduler: str
-
-    @property
-    def procs(self) -> int:
-        return len(self.speeds)
-
-
 @dataclass
 class Scenario:
     data: dict[str, Any]
@@ -90,7 +80,7 @@ class Scenario:
 
     def runtime_policy(self, groups: list[str], used: set[int] | None = None) -> Any:
         """The ``[policy]`` section resolved for jobs of these group paths (sites.fairshare_runtime)."""
-        from sites.fairshare_runtime import build
+        from gridemu.sites.fairshare_runtime import build
 
         base = Path(self.source).parent if self.source != "<dict>" else None
         return build(self.data["policy"], groups, base, used)
@@ -199,54 +189,12 @@ def _unknown(section: str, table: dict[str, Any], allowed: set[str]) -> None:
             raise ScenarioError(f"{section}.{key}", f"unknown key (allowed: {', '.join(sorted(allowed))})")
 
 
-def check_number(key: str, value: Any, *, positive: bool = False, nonneg: bool = False, integer: bool = False) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ScenarioError(key, f"must be a number, got {value!r}")
-    if integer and (not float(value).is_integer() or math.isinf(value)):
-        raise ScenarioError(key, f"must be an integer, got {value!r}")
-    if math.isnan(value):
-        raise ScenarioError(key, "must be a number, got nan")
-    if positive and not value > 0:
-        raise ScenarioError(key, f"must be > 0, got {value!r}")
-    if nonneg and value < 0:
-        raise ScenarioError(key, f"must be >= 0, got {value!r}")
-    return float(value)
-
-
-def _choice(key: str, value: Any, allowed: tuple[str, ...]) -> str:
-    if value not in allowed:
-        raise ScenarioError(key, f"unknown value {value!r} (allowed: {', '.join(allowed)})")
-    return value
-
-
-def per_site_values(key: str, value: Any, n: int, **checks: bool) -> list[float]:
-    """A scalar for every site, a list with one value per site, or a table
-    ``{default = x, 0 = y, ...}``: x for every site but those named by index (so a grid with
-    one overloaded site keeps its shape when ``sites.count`` is swept)."""
-    if isinstance(value, dict):
-        if "default" not in value:
-            raise ScenarioError(key, "a table of per-site values needs a default (e.g. {default = 2.0, 0 = 3.0})")
-        values = [check_number(f"{key}.default", value["default"], **checks)] * n
-        for site, v in value.items():
-            if site == "default":
-                continue
-            if not str(site).isdigit() or int(site) >= n:
-                raise ScenarioError(f"{key}.{site}", f"must name a site by its index, 0 to {n - 1}")
-            values[int(site)] = check_number(f"{key}.{site}", v, **checks)
-        return values
-    if isinstance(value, list):
-        if len(value) != n:
-            raise ScenarioError(key, f"has {len(value)} values but there are {n} sites")
-        return [check_number(f"{key}[{i}]", v, **checks) for i, v in enumerate(value)]
-    return [check_number(key, value, **checks)] * n
-
-
 def _draw_procs(key: str, spec: Any, n: int, seed: int) -> list[int]:
     """Processor counts: an int, a list, or {dist = "uniform"|"zipf", ...}; with ``total``,
     the counts add up to it (the Shapley papers' "processors per organization follow Zipf or
     uniform distributions, totalling the trace's machine size")."""
     if isinstance(spec, dict):
-        dist = _choice(f"{key}.dist", spec.get("dist"), ("uniform", "zipf"))
+        dist = choice(f"{key}.dist", spec.get("dist"), ("uniform", "zipf"))
         if "total" in spec:
             return _split_total(key, spec, dist, n)
         rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(0x50524F43,)))
@@ -305,7 +253,7 @@ def _build_sites(data: dict[str, Any], default_scheduler: str, seed: int) -> lis
                 procs = int(check_number(f"{key}.procs", entry.get("procs", 1), positive=True, integer=True))
                 speed = check_number(f"{key}.speed", entry.get("speed", 1.0), positive=True)
                 speeds = [speed] * procs
-            scheduler = _choice(f"{key}.scheduler", entry.get("scheduler", default_scheduler), SCHEDULERS)
+            scheduler = choice(f"{key}.scheduler", entry.get("scheduler", default_scheduler), SCHEDULERS)
             specs.append(SiteSpec(i, name, str(entry.get("org", name)), tuple(float(s) for s in speeds), scheduler))
         names = [s.name for s in specs]
         dup = {n for n in names if names.count(n) > 1}
@@ -318,7 +266,7 @@ def _build_sites(data: dict[str, Any], default_scheduler: str, seed: int) -> lis
     count = int(check_number("sites.count", raw.get("count", 0), positive=True, integer=True))
     procs = _draw_procs("sites.procs", raw.get("procs", 1), count, seed)
     speeds = per_site_values("sites.speed", raw.get("speed", 1.0), count, positive=True)
-    scheduler = _choice("sites.scheduler", raw.get("scheduler", default_scheduler), SCHEDULERS)
+    scheduler = choice("sites.scheduler", raw.get("scheduler", default_scheduler), SCHEDULERS)
     width = len(str(count - 1))
     return [
         SiteSpec(i, f"site{i:0{width}d}", f"org{i:0{width}d}", (float(speeds[i]),) * procs[i], scheduler)
@@ -428,7 +376,7 @@ def _fairshare_protocol(proto: dict[str, Any], sites: list[SiteSpec], data: dict
     ``exchange`` ("all" | "service" | "none") and ``services`` ({VO = site index}: where each
     top-level entry's usage service runs, for exchange = "service")."""
     proto["refresh"] = check_number("protocol.refresh", proto.get("refresh", 60.0), positive=True)
-    proto["exchange"] = _choice("protocol.exchange", proto.get("exchange", "all"), ("all", "service", "none"))
+    proto["exchange"] = choice("protocol.exchange", proto.get("exchange", "all"), ("all", "service", "none"))
     proto["policy_refresh"] = check_number("protocol.policy_refresh", proto.get("policy_refresh", 3600.0), positive=True)
     services = proto.get("services", {})
     if not isinstance(services, dict):
@@ -503,14 +451,14 @@ def validate(raw: dict[str, Any], source: str = "<dict>") -> Scenario:
     _unknown("run", run, _KNOWN["run"])
     run["seed"] = int(check_number("run.seed", run.get("seed", 0), nonneg=True, integer=True))
     run["horizon"] = float(check_number("run.horizon", run.get("horizon", math.inf), positive=True))
-    run["backend"] = _choice("run.backend", run.get("backend", "inprocess"), BACKENDS)
+    run["backend"] = choice("run.backend", run.get("backend", "inprocess"), BACKENDS)
     run["shards"] = int(check_number("run.shards", run.get("shards", 0), nonneg=True, integer=True))
-    run["packing"] = _choice("run.packing", run.get("packing", "block"), PACKINGS)
+    run["packing"] = choice("run.packing", run.get("packing", "block"), PACKINGS)
     data["run"] = run
 
     sched = _table(data, "scheduler")
     _unknown("scheduler", sched, _KNOWN["scheduler"])
-    sched["name"] = _choice("scheduler.name", sched.get("name", "fcfs"), SCHEDULERS)
+    sched["name"] = choice("scheduler.name", sched.get("name", "fcfs"), SCHEDULERS)
     data["scheduler"] = sched
 
     sites = _build_sites(data, sched["name"], run["seed"])
@@ -531,7 +479,7 @@ def validate(raw: dict[str, Any], source: str = "<dict>") -> Scenario:
 
     proto = _table(data, "protocol")
     _unknown("protocol", proto, _KNOWN["protocol"])
-    proto["name"] = _choice("protocol.name", proto.get("name", "local"), PROTOCOLS)
+    proto["name"] = choice("protocol.name", proto.get("name", "local"), PROTOCOLS)
     if proto["name"] == "averaging":
         proto["period"] = float(check_number("protocol.period", proto.get("period", 100.0), positive=True))
         proto["start"] = float(check_number("protocol.start", proto.get("start", proto["period"]), nonneg=True))
@@ -542,14 +490,14 @@ def validate(raw: dict[str, Any], source: str = "<dict>") -> Scenario:
     metrics = _table(data, "metrics")
     _unknown("metrics", metrics, _KNOWN["metrics"])
     if "counterfactual" in metrics:
-        _choice("metrics.counterfactual", metrics["counterfactual"], ("local", "none"))
+        choice("metrics.counterfactual", metrics["counterfactual"], ("local", "none"))
     if "fairness" in metrics and not isinstance(metrics["fairness"], bool):
         raise ScenarioError("metrics.fairness", f"must be true or false, got {metrics['fairness']!r}")
     data["metrics"] = metrics
 
     wl = _table(data, "workload")
     _unknown("workload", wl, _KNOWN["workload"])
-    wl["kind"] = _choice("workload.kind", wl.get("kind", "poisson"), WORKLOAD_KINDS)
+    wl["kind"] = choice("workload.kind", wl.get("kind", "poisson"), WORKLOAD_KINDS)
     data["workload"] = wl
     # A trace path relative to the scenario file (shipped scenarios name their trace so).
     path = wl.get("path")
@@ -557,9 +505,6 @@ def validate(raw: dict[str, Any], source: str = "<dict>") -> Scenario:
         beside = Path(source).parent / path
         if beside.exists():
             wl["path"] = str(beside)
-    # Deferred import: the workload module imports this one for SiteSpec.
-    from scenarios.workload import check_workload
-
     check_workload(wl, sites)
     if proto["name"] == "molba":
         _molba_protocol(proto, sites, wl)
@@ -577,7 +522,7 @@ def validate(raw: dict[str, Any], source: str = "<dict>") -> Scenario:
     if "policy" in data:
         if not isinstance(data["policy"], dict):
             raise ScenarioError("policy", "must be a table")
-        from sites.fairshare_runtime import build
+        from gridemu.sites.fairshare_runtime import build
 
         build(data["policy"], [], Path(source).parent if source != "<dict>" else None)
     elif any(s.scheduler == "fairshare" for s in sites):

@@ -12,12 +12,12 @@ from typing import Any
 
 import numpy as np
 
-from brokers.base import GridInfo, LocalAgent
-from brokers.registry import AGENTS
-from emulator.errors import InvariantError
-from emulator.messages import MESSAGE_TYPES, empty_batch, to_batch
-from emulator.scenario import SiteSpec
-from sites.site import Site
+from gridemu.brokers.agents.base import GridInfo, LocalAgent
+from gridemu.brokers.registry import AGENTS
+from gridemu.model.errors import InvariantError
+from gridemu.model.messages import MESSAGE_TYPES, empty_batch, to_batch
+from gridemu.sites.spec import SiteSpec
+from gridemu.sites.site import Site
 
 
 @dataclass

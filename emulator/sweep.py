@@ -16,9 +16,9 @@ from typing import Any
 
 import pandas as pd
 
-from emulator.errors import GridemuError, ScenarioError
-from emulator.results import prepare_out
-from emulator.scenario import load_scenario, parse_override, read_scenario_file
+from gridemu.model.errors import GridemuError, ScenarioError
+from gridemu.emulator.results import prepare_out
+from gridemu.emulator.scenario import load_scenario, parse_override, read_scenario_file
 
 GLOBAL_FIGURES = ("jobs", "makespan", "mean_flow_time", "events", "messages_total", "windows", "wall_seconds")
 ORG_FIGURES = (
@@ -44,7 +44,7 @@ def parse_grid(items: list[str]) -> list[tuple[str, list[Any]]]:
 
 def run_one(data: dict[str, Any], settings: dict[str, Any], seed: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """One sweep point: (row for runs.parquet, rows for orgs.parquet)."""
-    from emulator.api import run
+    from gridemu.emulator.api import run
 
     sets = dict(settings)
     sets.update({"run.backend": "inprocess", "run.shards": 1})
@@ -80,7 +80,7 @@ def sweep(
     workers: int | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """Run every setting of ``grid`` with seeds run.seed .. run.seed+repeat-1; see module doc."""
-    from emulator.backends import ensure_ray
+    from gridemu.emulator.backends import ensure_ray
 
     if repeat < 1:
         raise ScenarioError("--repeat", f"must be >= 1, got {repeat}")
@@ -95,7 +95,7 @@ def sweep(
 
     ray = ensure_ray(address)
     # The base overrides travel inside the scenario data, so each task starts from one dict.
-    from emulator.scenario import apply_overrides
+    from gridemu.emulator.scenario import apply_overrides
 
     payload = ray.put(apply_overrides(data, overrides or {}))
     remote = ray.remote(num_cpus=1)(run_one)
@@ -107,7 +107,7 @@ def sweep(
     if not quiet:
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-        from emulator.cli import _console
+        from gridemu.emulator.cli import _console
 
         progress = Progress(TextColumn("sweep"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=_console())
         progress.start()

@@ -77,7 +77,7 @@ from numbers import Integral, Real
 
 import numpy as np
 
-from brokers.molba import Job
+from gridemu.brokers.algorithms.molba import Job
 
 #: Zipf exponent of the owners' distribution, thesis line 2806 (after Iosup et al., 2006).
 ZIPF_EXPONENT = 1.4267

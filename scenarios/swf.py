@@ -44,8 +44,8 @@ from typing import NoReturn, TextIO
 
 import numpy as np
 
-from emulator.errors import ScenarioError, WorkloadError
-from sites.jobs import empty_jobs
+from gridemu.model.errors import ScenarioError, WorkloadError
+from gridemu.model.jobs import empty_jobs
 
 SWF_FIELDS: tuple[str, ...] = (
     "job_number",

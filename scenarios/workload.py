@@ -15,27 +15,21 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from emulator.errors import ScenarioError, WorkloadError
-from emulator.scenario import check_number, per_site_values
-from sites.jobs import JOB_DTYPE, empty_jobs
+from gridemu.model.errors import ScenarioError, WorkloadError
+from gridemu.model.rng import PURPOSE_ARRIVALS, PURPOSE_PROCS, PURPOSE_SIZES, site_rng
+from gridemu.model.checks import check_number, per_site_values
+from gridemu.model.jobs import JOB_DTYPE, empty_jobs
 
 if TYPE_CHECKING:  # pragma: no cover
-    from emulator.scenario import Scenario, SiteSpec
+    from gridemu.emulator.scenario import Scenario
+    from gridemu.sites.spec import SiteSpec
 
 # Spawn-key purposes; part of the determinism contract, never renumber.
-PURPOSE_ARRIVALS = 1
-PURPOSE_SIZES = 2
-PURPOSE_PROCS = 3
 #: Streams (kind = "streams") draw from their own key: (STREAMS_KEY, stream index).
 STREAMS_KEY = 0x53545245
 #: The rigid-job instance of a run (thesis ch. 5) is one global draw, not per site.
 RIGID_KEY = (0x524947,)
 RIGID_MODELS = ("uni", "lublin")
-
-
-def site_rng(seed: int, site_id: int, purpose: int) -> np.random.Generator:
-    """The random stream of one (site, purpose): independent of shards and reply order."""
-    return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(site_id, purpose)))
 
 
 def _per_site(key: str, value: Any, n: int, **checks: bool) -> np.ndarray:
@@ -199,7 +193,7 @@ def _rigid(scenario: "Scenario") -> tuple[np.ndarray, list[str]]:
     non-increasing, ties by draw order), so the ``list`` scheduler runs Algorithm 5.1 with
     HF, the local schedule MOLBA starts from.
     """
-    from scenarios.rigid import lublin_jobs, uni_jobs
+    from gridemu.scenarios.rigid import lublin_jobs, uni_jobs
 
     wl, sites = scenario.workload, scenario.sites
     n = _check_rigid(wl, sites)
@@ -305,7 +299,7 @@ def _csv_jobs(path: Path, sites: list["SiteSpec"]) -> tuple[np.ndarray, list[str
 
 def _swf_jobs(scenario: "Scenario") -> tuple[np.ndarray, list[str]]:
     """An SWF trace: users mapped to organizations; each organization submits to its first site."""
-    from scenarios.swf import read_swf, swf_to_jobs
+    from gridemu.scenarios.swf import read_swf, swf_to_jobs
 
     wl = scenario.workload
     n_orgs = int(wl.get("orgs", len(scenario.orgs)))
@@ -358,7 +352,7 @@ def _swf_jobs(scenario: "Scenario") -> tuple[np.ndarray, list[str]]:
     return jobs, list(out.group_names)
 
 
-__all__ = ["generate_jobs", "check_workload", "site_rng", "JOB_DTYPE"]
+__all__ = ["generate_jobs", "check_workload", "JOB_DTYPE"]
 
 
 _STREAM_KEYS = {"group", "interval", "size", "spread", "overestimate", "sites", "start", "stop"}
@@ -444,7 +438,7 @@ def _proposition_jobs(wl: dict[str, Any]) -> list:
     puts j1 on the slow machine, 2: on the fast one) for 1 and 2; ``variant`` "late" releases
     j4 at X + 2 (Proposition 2's better-off type), "alone" keeps only j_{n+1} (Proposition
     3's J'). Proposition 3's n is the site's processor count; every job goes to site 0."""
-    from brokers import gm
+    from gridemu.brokers.algorithms import gm
 
     number = wl.get("number")
     if number not in PROPOSITION_VARIANTS:

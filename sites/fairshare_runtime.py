@@ -27,7 +27,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from sites.fairshare import (
+from gridemu.sites.fairshare import (
     APPROACHES, Entry, PolicyError, Windows, deviation_tuple, depth, entries, map_path, mount, policy_from_dict,
     policy_from_toml, policy_from_xml, priority, target_shares, validate,
 )
@@ -78,7 +78,7 @@ class RuntimePolicy:
 
 def load_policy_tree(spec: Mapping[str, Any], key: str, base: Path | None = None) -> Entry:
     """A ``{tree = {...}}`` or ``{file = "..."}`` table -> Entry (errors name ``key``)."""
-    from emulator.errors import ScenarioError
+    from gridemu.model.errors import ScenarioError
 
     if "tree" in spec:
         try:
@@ -102,7 +102,7 @@ def load_policy_tree(spec: Mapping[str, Any], key: str, base: Path | None = None
 def build(conf: Mapping[str, Any], groups: list[str], base: Path | None = None, used: set[int] | None = None) -> RuntimePolicy:
     """Resolve ``[policy]`` for a run whose jobs carry the group paths ``groups`` (those of
     index in ``used``, default all: a group no job has need not map anywhere)."""
-    from emulator.errors import ScenarioError
+    from gridemu.model.errors import ScenarioError
 
     for k in conf:
         if k not in _KEYS:
@@ -137,7 +137,7 @@ def build(conf: Mapping[str, Any], groups: list[str], base: Path | None = None, 
     win = conf.get("window", {})
     if not isinstance(win, dict):
         raise ScenarioError("policy.window", "must be a table {length, count, decay}")
-    from emulator.scenario import check_number
+    from gridemu.model.checks import check_number
 
     length = check_number("policy.window.length", win.get("length", math.inf), positive=True)
     count = int(check_number("policy.window.count", win.get("count", 1), positive=True, integer=True))

@@ -12,11 +12,11 @@ import math
 from collections import deque
 from typing import TYPE_CHECKING
 
-from sites.jobs import OFFERED
+from gridemu.model.jobs import OFFERED
 
 if TYPE_CHECKING:  # pragma: no cover
-    from sites.fairshare_runtime import RuntimePolicy
-    from sites.site import Site
+    from gridemu.sites.fairshare_runtime import RuntimePolicy
+    from gridemu.sites.site import Site
 
 
 class FCFS:
@@ -279,7 +279,7 @@ class FairshareScheduler:
     # usage and priorities -----------------------------------------------------------------
     def usage(self, now: float, approach: str) -> dict[str, float]:
         """This site's usage per entry jobs map to, as ``approach`` sees it at ``now``."""
-        from sites.fairshare import UsageRecord, usage_of
+        from gridemu.sites.fairshare import UsageRecord, usage_of
 
         conf = self.conf
         if math.isfinite(conf.windows.length):

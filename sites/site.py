@@ -17,14 +17,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from emulator.errors import InvariantError
-from emulator.messages import MESSAGE_TYPES, MTYPE, N_ROUTING, NO_JOB
-from sites.jobs import GONE, JOB_DTYPE, OFFERED, STATE_CODE
-from sites.schedulers import FCFS, make_scheduler
+from gridemu.model.errors import InvariantError
+from gridemu.model.messages import MESSAGE_TYPES, MTYPE, N_ROUTING, NO_JOB
+from gridemu.model.jobs import GONE, JOB_DTYPE, OFFERED, STATE_CODE
+from gridemu.sites.schedulers import FCFS, make_scheduler
 
 if TYPE_CHECKING:  # pragma: no cover
-    from brokers.base import Agent
-    from emulator.scenario import SiteSpec
+    from gridemu.brokers.agents.base import Agent
+    from gridemu.sites.spec import SiteSpec
 
 INF = math.inf
 # Event kinds in the order they are handled at equal times (DESIGN: kind rank):

@@ -15,7 +15,7 @@ if os.environ.get("CI"):
 
 @pytest.fixture(scope="session")
 def ray_session():
-    from emulator.backends import ensure_ray
+    from gridemu.emulator.backends import ensure_ray
 
     ray = ensure_ray(num_cpus=2)
     yield ray

@@ -49,7 +49,7 @@ def digest(jobs: pd.DataFrame) -> str:
 
 def run_one(name: str, full: bool = False, **kwargs) -> dict:
     """Run one golden scenario (small, or as shipped with ``full``) and digest its job table."""
-    from emulator import api  # noqa: PLC0415  (import late: --help stays instant)
+    from gridemu.emulator import api  # noqa: PLC0415  (import late: --help stays instant)
 
     scenario, overrides = EXTRA.get(name, (name, {}))
     if not full:
@@ -59,7 +59,7 @@ def run_one(name: str, full: bool = False, **kwargs) -> dict:
 
 
 def names() -> list[str]:
-    from emulator.scenario import shipped_scenarios  # noqa: PLC0415
+    from gridemu.emulator.scenario import shipped_scenarios  # noqa: PLC0415
 
     return sorted(shipped_scenarios()) + sorted(EXTRA)
 

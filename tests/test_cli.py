@@ -18,7 +18,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from emulator.cli import main
+from gridemu.emulator.cli import main
 
 JOB_COLUMNS = [
     "job_id", "owner", "group", "release", "size", "procs",
@@ -406,13 +406,13 @@ def test_sweep_over_run_seed_uses_the_swept_seeds(ray_session, tmp_path, capsys)
 
 def test_console_script_points_at_main():
     scripts = {ep.name: ep.value for ep in metadata.entry_points(group="console_scripts")}
-    assert scripts.get("gridemu") == "emulator.cli:main"
+    assert scripts.get("gridemu") == "gridemu.emulator.cli:main"
 
 
 def test_real_subprocess_runs_a_scenario(tmp_path):
     out = tmp_path / "sub"
     proc = subprocess.run(
-        [sys.executable, "-m", "emulator.cli", "run", "quickstart", "--backend", "inprocess",
+        [sys.executable, "-m", "gridemu.emulator.cli", "run", "quickstart", "--backend", "inprocess",
          "--out", str(out), "--quiet", "--set", "workload.jobs=100", "--seed", "4"],
         cwd=tmp_path, capture_output=True, text=True, timeout=120,
     )
@@ -425,9 +425,9 @@ def test_real_subprocess_runs_a_scenario(tmp_path):
 
 
 def test_report_gantt_packs_jobs_without_overlap(tmp_path):
-    import emulator
-    from emulator.errors import GridemuError
-    from emulator.report import gantt_boxes
+    import gridemu.emulator as emulator
+    from gridemu.model.errors import GridemuError
+    from gridemu.emulator.report import gantt_boxes
 
     data = {
         "run": {"seed": 3, "backend": "inprocess"}, "sites": {"count": 3, "procs": 16}, "scheduler": {"name": "list"},

@@ -6,12 +6,12 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-import emulator
-from brokers.shapley import simulate
-from brokers.shapley_summary import instance
-from emulator.errors import ScenarioError
-from emulator.scenario import load_scenario
-from scenarios.workload import generate_jobs
+import gridemu.emulator as emulator
+from gridemu.brokers.algorithms.shapley import simulate
+from gridemu.brokers.protocols.directcontr import instance
+from gridemu.model.errors import ScenarioError
+from gridemu.emulator.scenario import load_scenario
+from gridemu.scenarios.workload import generate_jobs
 
 TRACE = Path(__file__).resolve().parent.parent / "scenarios" / "data" / "shapley-small.swf"
 

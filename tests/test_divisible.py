@@ -9,13 +9,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import emulator
-from brokers.divisible import chain_depth
-from brokers.lb_reference import job_ends, reference_run
-from brokers.strategies import adjust_join, adjust_limit, flow_ratio, local_flow_time
-from emulator.errors import ScenarioError
-from emulator.scenario import load_scenario
-from scenarios.workload import generate_jobs
+import gridemu.emulator as emulator
+from gridemu.brokers.agents.divisible import chain_depth
+from gridemu.brokers.references.load_balancing import job_ends, reference_run
+from gridemu.brokers.algorithms.strategies import adjust_join, adjust_limit, flow_ratio, local_flow_time
+from gridemu.model.errors import ScenarioError
+from gridemu.emulator.scenario import load_scenario
+from gridemu.scenarios.workload import generate_jobs
 
 
 def grid(protocol: str = "bilb", n: int = 4, until: float = 600.0, latency: float = 1e-3, **proto) -> dict:
@@ -161,7 +161,7 @@ def test_running_pieces_kept_whole_on_request(monkeypatch):
     possible even with fresh offers, and the sender's answer margin then tips which pieces
     are refused (docs/results/bilb.md).
     """
-    from sites.site import RUNNING, Site
+    from gridemu.sites.site import RUNNING, Site
 
     latency = 1e-3
     cuts = []  # (state, time since the piece started) of every piece split
@@ -290,7 +290,7 @@ def test_bad_join_probability_names_the_key():
 
 
 def test_cli_rejects_a_negative_level_with_exit_2(tmp_path, capsys):
-    from emulator.cli import main
+    from gridemu.emulator.cli import main
 
     assert main(["validate", "bilb", "--set", "protocol.limit=-3"]) == 2
     assert "protocol.limit: must be >= 0, got -3" in capsys.readouterr().err
@@ -332,7 +332,7 @@ def test_random_grids_keep_guarantees_and_conserve_work(n, limit, latency, seed,
 
 
 def test_sweep_scores_pool_periods_over_seeds():
-    from emulator.report import sweep_scores
+    from gridemu.emulator.report import sweep_scores
 
     # org0 has periods (1, 3) in seed 1 and (5) in seed 2: pooled mean 3, std sqrt(8/3)
     orgs = pd.DataFrame({
@@ -351,7 +351,7 @@ def test_sweep_scores_pool_periods_over_seeds():
 
 
 def test_sweep_of_bilb_levels_and_its_table(ray_session, tmp_path, capsys):
-    from emulator.cli import main
+    from gridemu.emulator.cli import main
 
     out = tmp_path / "levels"
     argv = ["sweep", "bilb", "--grid", "protocol.limit=0,1000", "--repeat", "2", "--set", "sites.count=3",

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from emulator.cli import main
+from gridemu.emulator.cli import main
 
 # A valid little scenario the file-based cases start from.
 TINY = """\
@@ -293,7 +293,7 @@ def test_unreachable_address_fails_fast(tmp_path):
     env = dict(os.environ, RAY_CLIENT_INITIAL_CONNECTION_TIMEOUT_S="1", RAY_CLIENT_MAX_CONNECTION_TIMEOUT_S="2")
     env.pop("RAY_ADDRESS", None)
     proc = subprocess.run(
-        [sys.executable, "-m", "emulator.cli", "run", "quickstart", "--address", "ray://127.0.0.1:1",
+        [sys.executable, "-m", "gridemu.emulator.cli", "run", "quickstart", "--address", "ray://127.0.0.1:1",
          "--quiet", "--set", "workload.jobs=50", "--out", str(tmp_path / "out")],
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60,
     )

@@ -6,9 +6,9 @@ import math
 import pandas as pd
 import pytest
 
-import emulator
-from emulator.errors import ScenarioError
-from sites.fairshare import UsageRecord, Windows, figure_2_xml, usage_of
+import gridemu.emulator as emulator
+from gridemu.model.errors import ScenarioError
+from gridemu.sites.fairshare import UsageRecord, Windows, figure_2_xml, usage_of
 
 TREE = {
     "name": "Resource", "type": "resource", "scope": "local", "children": [
@@ -120,10 +120,10 @@ def test_an_idle_projects_share_goes_to_its_active_siblings_only():
 
 def test_scheduler_usage_is_the_reference_usage_of():
     data = grid(hours=2, sites=1, exchange="none", approach="active", window={"length": 600.0, "count": 3, "decay": 0.5})
-    from emulator.scenario import load_scenario
-    from emulator.engine import build_shard_specs
-    from emulator.shard import Shard
-    from scenarios.workload import generate_jobs
+    from gridemu.emulator.scenario import load_scenario
+    from gridemu.emulator.engine import build_shard_specs
+    from gridemu.emulator.shard import Shard
+    from gridemu.scenarios.workload import generate_jobs
 
     sc = load_scenario(data)
     jobs, groups = generate_jobs(sc)
@@ -163,8 +163,8 @@ def test_xml_policy_files_equal_the_toml_tree(tmp_path):
     resource, vo_a, vo_b = figure_2_xml()
     for name, text in (("resource.xml", resource), ("vo-a.xml", vo_a), ("vo-b.xml", vo_b)):
         (tmp_path / name).write_text(text)
-    from emulator.scenario import load_scenario
-    from sites.fairshare_runtime import build
+    from gridemu.emulator.scenario import load_scenario
+    from gridemu.sites.fairshare_runtime import build
 
     conf = {
         "file": str(tmp_path / "resource.xml"),
@@ -240,7 +240,7 @@ def test_subpolicies_reach_the_sites_by_message_and_mount_then(monkeypatch):
     round trip later (2 × latency): only then do VO-A's jobs go to the projects' queues."""
     import copy
 
-    from sites.schedulers import FairshareScheduler
+    from gridemu.sites.schedulers import FairshareScheduler
 
     mounted: list[tuple[int, str, int]] = []
     real = FairshareScheduler.mount

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sites.fairshare import (
+from gridemu.sites.fairshare import (
     APPROACHES,
     Entry,
     PolicyError,

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from brokers.gm import (
+from gridemu.brokers.algorithms.gm import (
     POLICIES,
     GmJob,
     Segment,

@@ -5,12 +5,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import emulator
-from brokers.gm import simulate
-from brokers.gm_agent import instance
-from emulator.errors import InvariantError, ScenarioError
-from emulator.scenario import load_scenario
-from scenarios.workload import generate_jobs
+import gridemu.emulator as emulator
+from gridemu.brokers.algorithms.gm import simulate
+from gridemu.brokers.agents.gm import instance
+from gridemu.model.errors import InvariantError, ScenarioError
+from gridemu.emulator.scenario import load_scenario
+from gridemu.scenarios.workload import generate_jobs
 
 MIXED = [{"name": "a", "speeds": [1.0, 2.0]}, {"name": "b", "speeds": [3.0]}, {"name": "c", "speeds": [1.0, 1.0, 0.5]}]
 

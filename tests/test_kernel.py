@@ -9,13 +9,13 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-import emulator
-from brokers import registry
-from brokers.base import Agent
-from emulator import scenario as scenario_mod
-from emulator.checks import check_causality, check_conservation, check_guarantees
-from emulator.engine import pack_sites
-from emulator.errors import InvariantError
+import gridemu.emulator as emulator
+from gridemu.brokers import registry
+from gridemu.brokers.agents.base import Agent
+from gridemu.emulator import scenario as scenario_mod
+from gridemu.emulator.checks import check_causality, check_conservation, check_guarantees
+from gridemu.emulator.engine import pack_sites
+from gridemu.model.errors import InvariantError
 from tests.conftest import small_grid
 
 

@@ -13,11 +13,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from brokers.averaging import averaging_plan
-from brokers.bilb import bilb_plan
-from brokers.lb_reference import PURPOSE_COALITION, job_ends, reference_run
-from scenarios.workload import site_rng
-from sites.jobs import empty_jobs
+from gridemu.brokers.algorithms.averaging import averaging_plan
+from gridemu.brokers.algorithms.bilb import bilb_plan
+from gridemu.brokers.references.load_balancing import job_ends, reference_run
+from gridemu.model.rng import PURPOSE_COALITION, site_rng
+from gridemu.model.jobs import empty_jobs
 
 
 def make_jobs(rows: list[tuple[float, float, int]]) -> np.ndarray:

@@ -18,8 +18,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import brokers.molba as molba_module
-from brokers.molba import (
+import gridemu.brokers.algorithms.molba as molba_module
+from gridemu.brokers.algorithms.molba import (
     Job,
     MolbaRun,
     Placement,
@@ -514,8 +514,8 @@ def test_bls_never_double_books_an_existing_schedule(case, extra):
 def test_kernel_list_scheduling_is_molbas_local_schedule(model, m):
     """A rigid instance (workload.kind = "rigid") run by the emulator's `list` scheduler with
     no cooperation gives, job by job, the start times of MOLBA lines 1-3 (local HF LS)."""
-    import emulator
-    from brokers.molba import Job, local_schedule
+    import gridemu.emulator as emulator
+    from gridemu.brokers.algorithms.molba import Job, local_schedule
 
     data = {
         "run": {"seed": 11, "backend": "inprocess"},
@@ -543,8 +543,8 @@ def test_kernel_list_scheduling_is_molbas_local_schedule(model, m):
     ],
 )
 def test_rigid_workload_errors_name_the_key(change, message):
-    from emulator.errors import ScenarioError
-    from emulator.scenario import load_scenario
+    from gridemu.model.errors import ScenarioError
+    from gridemu.emulator.scenario import load_scenario
 
     data = {"sites": {"count": 3, "procs": 4}, "workload": {"kind": "rigid", "model": "uni", "jobs": 10}}
     for key, value in change.items():

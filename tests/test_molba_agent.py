@@ -6,13 +6,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import emulator
-from brokers.molba import Job, Placement, check_schedule, guarantee_violations, molba_plan
-from brokers.molba_agent import Book, MolbaAgent, plan_time
-from emulator.errors import InvariantError, ScenarioError
-from emulator.messages import N_ROUTING
-from emulator.scenario import load_scenario
-from sites.jobs import JOB_DTYPE
+import gridemu.emulator as emulator
+from gridemu.brokers.algorithms.molba import Job, Placement, check_schedule, guarantee_violations, molba_plan
+from gridemu.brokers.agents.molba import Book, MolbaAgent, plan_time
+from gridemu.model.errors import InvariantError, ScenarioError
+from gridemu.model.messages import N_ROUTING
+from gridemu.emulator.scenario import load_scenario
+from gridemu.model.jobs import JOB_DTYPE
 
 
 def rigid(n_sites=5, m=16, jobs=60, model="uni", seed=3, latency=0.01, **protocol) -> dict:
@@ -244,16 +244,16 @@ def test_bad_jobs_name_the_job(row, message):
 
 
 def test_cli_exits_2_on_a_bad_alpha(capsys):
-    from emulator.cli import main
+    from gridemu.emulator.cli import main
 
     assert main(["validate", "molba", "--set", "protocol.alpha=0.5"]) == 2
     assert "protocol.alpha" in capsys.readouterr().err
 
 
 def test_report_gantt_of_a_molba_run_shows_the_local_schedule_beside_the_executed_one(tmp_path, capsys):
-    from brokers.molba import local_schedule
-    from brokers.molba_agent import local_table
-    from emulator.report import report
+    from gridemu.brokers.algorithms.molba import local_schedule
+    from gridemu.brokers.agents.molba import local_table
+    from gridemu.emulator.report import report
 
     data = rigid(4, 8, 24)
     result = emulator.run(data, out=tmp_path)

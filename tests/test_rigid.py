@@ -14,8 +14,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from brokers.molba import Job
-from scenarios.rigid import (
+from gridemu.brokers.algorithms.molba import Job
+from gridemu.scenarios.rigid import (
     ALL_JOBS,
     BATCH,
     INTERACTIVE,

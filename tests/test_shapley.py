@@ -20,7 +20,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from brokers.shapley import (
+from gridemu.brokers.algorithms.shapley import (
     POLICIES,
     REF_LIMIT,
     RefTask,

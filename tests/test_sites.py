@@ -6,9 +6,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import emulator
-from brokers.averaging import averaging_plan
-from emulator.results import score
+import gridemu.emulator as emulator
+from gridemu.brokers.algorithms.averaging import averaging_plan
+from gridemu.emulator.results import score
 
 
 def explicit(jobs, procs=2, scheduler="fcfs", speeds=None, protocol="local"):
@@ -181,10 +181,10 @@ def test_usage_ledger_charges_processor_time_of_finished_jobs(recurrence):
 
 
 def test_load_counts_queued_and_remaining_work_of_rigid_jobs():
-    from emulator.scenario import load_scenario
-    from emulator.engine import build_shard_specs
-    from emulator.shard import Shard
-    from scenarios.workload import generate_jobs
+    from gridemu.emulator.scenario import load_scenario
+    from gridemu.emulator.engine import build_shard_specs
+    from gridemu.emulator.shard import Shard
+    from gridemu.scenarios.workload import generate_jobs
 
     data = explicit([{"release": 0.0, "size": 4.0, "procs": 2}, {"release": 0.0, "size": 3.0, "procs": 2},
                      {"release": 0.5, "size": 1.0, "procs": 1}], procs=2, speeds=None, scheduler="fcfs")

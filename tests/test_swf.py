@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from emulator.errors import ScenarioError, WorkloadError
-from scenarios.swf import (
+from gridemu.model.errors import ScenarioError, WorkloadError
+from gridemu.scenarios.swf import (
     SWF_DTYPE,
     SWF_FIELDS,
     iter_swf_chunks,
@@ -18,7 +18,7 @@ from scenarios.swf import (
     read_swf_header,
     swf_to_jobs,
 )
-from sites.jobs import JOB_DTYPE
+from gridemu.model.jobs import JOB_DTYPE
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = ROOT / "scenarios" / "data" / "tiny.swf"

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from emulator.report import sweep_table
+from gridemu.emulator.report import sweep_table
 
 # ---------------------------------------------------------------- the thesis's values
 # Table 4.2: (N, alpha) -> typical "score ± / std ±", overloaded "score / std" (heterogeneous only)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from emulator.report import plot_shares
+from gridemu.emulator.report import plot_shares
 
 RUNS = [
     ("swegrid-historical", "Figure 4 policy, historical usage (the paper's Figures 5-8)"),

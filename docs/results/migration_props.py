@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sys
 
-import emulator
+import gridemu.emulator as emulator
 
 SCHEDULERS = ("fcfs", "fcfs_any", "preempt", "gm")
 GROUP = {"fcfs": 2, "fcfs_any": 1, "preempt": 2, "gm": 2}  # where each puts j1: group 1 = slow n1

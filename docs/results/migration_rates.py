@@ -23,7 +23,7 @@ import argparse
 
 import numpy as np
 
-from brokers.gm import GmJob, ef_counts, ilv_violations, simulate, wpm_violations
+from gridemu.brokers.algorithms.gm import GmJob, ef_counts, ilv_violations, simulate, wpm_violations
 
 SPEEDS = (0.5, 1.0, 2.0, 3.0)
 

@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from brokers.molba import Job, lower_bound, makespan, molba_plan
-from brokers.molba_agent import instance
-from emulator.scenario import load_scenario
-from scenarios.workload import generate_jobs
+from gridemu.brokers.algorithms.molba import Job, lower_bound, makespan, molba_plan
+from gridemu.brokers.agents.molba import instance
+from gridemu.emulator.scenario import load_scenario
+from gridemu.scenarios.workload import generate_jobs
 
 GRID = list(itertools.product((2, 5, 10, 20), (10, 50, 100, 500), (32, 128, 512), range(1, 51)))
 

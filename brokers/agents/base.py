@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from emulator.errors import InvariantError
-from emulator.messages import MESSAGE_TYPES, MTYPE
+from gridemu.model.errors import InvariantError
+from gridemu.model.messages import MESSAGE_TYPES, MTYPE
 
 if TYPE_CHECKING:  # pragma: no cover
-    from sites.site import Site
+    from gridemu.sites.site import Site
 
 JOB = MTYPE["job"]
 

@@ -33,10 +33,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from brokers.base import Agent, GridInfo
-from emulator.errors import InvariantError
-from emulator.messages import MTYPE, N_ROUTING, job_columns
-from sites.jobs import JOB_DTYPE
+from gridemu.brokers.agents.base import Agent, GridInfo
+from gridemu.model.errors import InvariantError
+from gridemu.model.messages import MTYPE, N_ROUTING, job_columns
+from gridemu.model.jobs import JOB_DTYPE
 
 USAGE, REQUEST, OFFER = MTYPE["usage"], MTYPE["request"], MTYPE["offer"]
 _GROUP = N_ROUTING + JOB_DTYPE.names.index("group")
@@ -54,7 +54,7 @@ class FairshareAgent(Agent):
         self.exchange = params.get("exchange", "all")
         self.sched = site.scheduler
         if self.sched.name != "fairshare":
-            from emulator.errors import ScenarioError
+            from gridemu.model.errors import ScenarioError
 
             raise ScenarioError("scheduler.name", 'the fairshare protocol serves the fairshare scheduler: set scheduler.name = "fairshare"')
         rt = self.sched.conf

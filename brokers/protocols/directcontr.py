@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from brokers.shapley import SJob, fairness, p_tot, psi_sp, simulate
+from gridemu.brokers.algorithms.shapley import SJob, fairness, p_tot, psi_sp, simulate
 
 
 def instance(submitted: np.ndarray) -> list[SJob]:
@@ -41,7 +41,7 @@ def shapley_summary(submitted: np.ndarray, table: pd.DataFrame, procs: list[int]
     k = len(procs)
     level_map = map
     if scenario.data["run"]["backend"] == "ray" and "ref" in proto["compare"]:
-        from brokers.shapley_parallel import ray_level_map
+        from gridemu.brokers.algorithms.shapley_parallel import ray_level_map
 
         level_map = ray_level_map
     results = {p: simulate(jobs, procs, p, t_end, seed=scenario.seed, samples=proto["samples"], level_map=level_map)

@@ -7,10 +7,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from brokers.base import Agent, GridInfo
-from scenarios.workload import site_rng
+from gridemu.brokers.agents.base import Agent, GridInfo
+from gridemu.model.rng import PURPOSE_BROKER, site_rng
 
-PURPOSE_BROKER = 4
 
 
 class RandomBrokerAgent(Agent):

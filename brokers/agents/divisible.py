@@ -59,17 +59,17 @@ import functools
 import math
 from typing import Any
 
-from brokers.averaging import averaging_plan
-from brokers.base import Agent, GridInfo
-from brokers.bilb import bilb_plan, next_round_time
+from gridemu.brokers.algorithms.averaging import averaging_plan
+from gridemu.brokers.agents.base import Agent, GridInfo
+from gridemu.brokers.algorithms.bilb import bilb_plan, next_round_time
 # The reference's thresholds: the agent and its oracle follow one rule set.
-from brokers.lb_reference import CUT_EPS as EPS, PURPOSE_COALITION, SAME_INSTANT
-from brokers.strategies import adjust_join, adjust_limit, flow_ratio, local_flow_time
-from emulator.errors import InvariantError
-from emulator.messages import MTYPE, N_ROUTING
-from scenarios.workload import site_rng
-from sites.jobs import JOB_DTYPE
-from sites.site import QUEUED, RUNNING
+from gridemu.brokers.references.load_balancing import CUT_EPS as EPS, SAME_INSTANT
+from gridemu.brokers.algorithms.strategies import adjust_join, adjust_limit, flow_ratio, local_flow_time
+from gridemu.model.errors import InvariantError
+from gridemu.model.messages import MTYPE, N_ROUTING
+from gridemu.model.rng import PURPOSE_COALITION, site_rng
+from gridemu.model.jobs import JOB_DTYPE
+from gridemu.sites.site import QUEUED, RUNNING
 
 OFFER, FRAGMENT, GRANT, REFUSE = (MTYPE[n] for n in ("offer", "fragment", "grant", "refuse"))
 #: ``value2`` of the last piece (or the empty marker) of a transfer.

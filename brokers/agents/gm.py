@@ -36,11 +36,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from brokers.base import JOB, Agent, GridInfo
-from brokers.gm import GmJob, ef_counts, ef_violations, gm_assign, simulate
-from emulator.errors import InvariantError
-from emulator.messages import MTYPE, N_ROUTING
-from sites.jobs import JOB_DTYPE
+from gridemu.brokers.agents.base import JOB, Agent, GridInfo
+from gridemu.brokers.algorithms.gm import GmJob, ef_counts, ef_violations, gm_assign, simulate
+from gridemu.model.errors import InvariantError
+from gridemu.model.messages import MTYPE, N_ROUTING
+from gridemu.model.jobs import JOB_DTYPE
 
 ARRIVAL, COMPLETION = MTYPE["arrival"], MTYPE["completion"]
 _ID, _PRIO, _REL = (N_ROUTING + JOB_DTYPE.names.index(f) for f in ("job_id", "priority", "release"))

@@ -16,7 +16,7 @@ def _run_chunk(fn: Callable, chunk: list) -> list:
 
 
 def ray_level_map(fn: Callable, items: Iterable[Any]) -> list:
-    from emulator.backends import ensure_ray
+    from gridemu.emulator.backends import ensure_ray
 
     ray = ensure_ray()
     items = list(items)

@@ -40,13 +40,12 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from brokers.averaging import averaging_plan
-from brokers.bilb import bilb_plan, next_round_time
-from scenarios.workload import site_rng
+from gridemu.brokers.algorithms.averaging import averaging_plan
+from gridemu.brokers.algorithms.bilb import bilb_plan, next_round_time
+from gridemu.model.rng import PURPOSE_COALITION, site_rng
 
 #: Spawn-key purpose of the coalition draws (averaging game); part of the determinism
 #: contract next to scenarios.workload's purposes, never renumber.
-PURPOSE_COALITION = 5
 
 PROTOCOLS = ("bilb", "averaging_game")
 

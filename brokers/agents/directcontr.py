@@ -31,9 +31,9 @@ from __future__ import annotations
 import heapq
 from typing import Any
 
-from brokers.base import JOB, Agent, GridInfo
-from emulator.messages import MTYPE, N_ROUTING, job_columns
-from sites.jobs import JOB_DTYPE
+from gridemu.brokers.agents.base import JOB, Agent, GridInfo
+from gridemu.model.messages import MTYPE, N_ROUTING, job_columns
+from gridemu.model.jobs import JOB_DTYPE
 
 ARRIVAL, USAGE, REQUEST = (MTYPE[n] for n in ("arrival", "usage", "request"))
 _ID, _OWNER, _REL = (N_ROUTING + JOB_DTYPE.names.index(f) for f in ("job_id", "owner", "release"))

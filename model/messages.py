@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sites.jobs import JOB_DTYPE
+from gridemu.model.jobs import JOB_DTYPE
 
 #: Message type names; the code is the index. Append only: codes are part of saved runs.
 MESSAGE_TYPES: tuple[str, ...] = (

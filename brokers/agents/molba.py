@@ -54,14 +54,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from brokers.base import JOB, Agent, GridInfo
-from brokers.molba import (
+from gridemu.brokers.agents.base import JOB, Agent, GridInfo
+from gridemu.brokers.algorithms.molba import (
     Job, MolbaPlan, Placement, guarantee_violations, list_schedule, local_schedule, lower_bound, makespan, molba_plan,
     org_makespans,
 )
-from emulator.errors import InvariantError
-from emulator.messages import MTYPE, N_ROUTING, job_columns
-from sites.jobs import JOB_DTYPE
+from gridemu.model.errors import InvariantError
+from gridemu.model.messages import MTYPE, N_ROUTING, job_columns
+from gridemu.model.jobs import JOB_DTYPE
 
 LOAD, OFFER, REQUEST, GRANT, REFUSE = (MTYPE[n] for n in ("load", "offer", "request", "grant", "refuse"))
 _F = {name: N_ROUTING + i for i, name in enumerate(JOB_DTYPE.names)}

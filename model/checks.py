@@ -1,0 +1,50 @@
+"""Number and choice checks shared by scenario validation and the protocols' parameter
+checks: every failure is a ScenarioError naming the dotted key."""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from gridemu.model.errors import ScenarioError
+
+
+def check_number(key: str, value: Any, *, positive: bool = False, nonneg: bool = False, integer: bool = False) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ScenarioError(key, f"must be a number, got {value!r}")
+    if integer and (not float(value).is_integer() or math.isinf(value)):
+        raise ScenarioError(key, f"must be an integer, got {value!r}")
+    if math.isnan(value):
+        raise ScenarioError(key, "must be a number, got nan")
+    if positive and not value > 0:
+        raise ScenarioError(key, f"must be > 0, got {value!r}")
+    if nonneg and value < 0:
+        raise ScenarioError(key, f"must be >= 0, got {value!r}")
+    return float(value)
+
+
+def choice(key: str, value: Any, allowed: tuple[str, ...]) -> str:
+    if value not in allowed:
+        raise ScenarioError(key, f"unknown value {value!r} (allowed: {', '.join(allowed)})")
+    return value
+
+
+def per_site_values(key: str, value: Any, n: int, **checks: bool) -> list[float]:
+    """A scalar for every site, a list with one value per site, or a table
+    ``{default = x, 0 = y, ...}``: x for every site but those named by index (so a grid with
+    one overloaded site keeps its shape when ``sites.count`` is swept)."""
+    if isinstance(value, dict):
+        if "default" not in value:
+            raise ScenarioError(key, "a table of per-site values needs a default (e.g. {default = 2.0, 0 = 3.0})")
+        values = [check_number(f"{key}.default", value["default"], **checks)] * n
+        for site, v in value.items():
+            if site == "default":
+                continue
+            if not str(site).isdigit() or int(site) >= n:
+                raise ScenarioError(f"{key}.{site}", f"must name a site by its index, 0 to {n - 1}")
+            values[int(site)] = check_number(f"{key}.{site}", v, **checks)
+        return values
+    if isinstance(value, list):
+        if len(value) != n:
+            raise ScenarioError(key, f"has {len(value)} values but there are {n} sites")
+        return [check_number(f"{key}[{i}]", v, **checks) for i, v in enumerate(value)]
+    return [check_number(key, value, **checks)] * n
