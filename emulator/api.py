@@ -7,6 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable
 
+from gridemu.brokers.metrics import fairness_summary
+from gridemu.brokers.protocol import RunFacts
 from gridemu.emulator.checks import check_causality, check_conservation, check_guarantees
 from gridemu.emulator.engine import Progress, RawRun, run_windows
 from gridemu.emulator.scenario import Scenario, load_scenario
@@ -66,26 +68,14 @@ def _finish(raw: RawRun) -> RunResult:
         local_scenario = load_scenario(scenario.data, {"protocol": {"name": "local"}, "run.backend": "inprocess", "run.shards": 1})
         local = job_table(piece_table(run_windows(local_scenario)))
     summary = summarize(raw, table, sites, local)
+    plugin = scenario.plugin
     fairness = scenario.data["metrics"].get("fairness")
-    if fairness or (fairness is None and (scenario.protocol["name"] == "gm" or scenario.workload["kind"] == "proposition")):
-        from gridemu.brokers.agents.gm import fairness_summary
-
+    if fairness or (fairness is None and (plugin.fairness or scenario.workload["kind"] == "proposition")):
         summary["fairness"] = fairness_summary(raw.jobs, table)
-    if scenario.protocol["name"] == "gm":
-        from gridemu.brokers.agents.gm import gm_summary
-
-        speeds = [list(s.speeds) for s in scenario.sites]
-        summary["protocol"] = gm_summary(raw.jobs, table, pieces, speeds, scenario.protocol)
-    if scenario.protocol["name"] == "directcontr":
-        from gridemu.brokers.protocols.directcontr import shapley_summary
-
-        summary["protocol"] = shapley_summary(raw.jobs, table, [s.procs for s in scenario.sites], scenario)
-    if scenario.protocol["name"] == "molba":
-        from gridemu.brokers.agents.molba import molba_summary, plan_time
-
-        procs = [s.procs for s in scenario.sites]
-        t0 = plan_time(scenario.max_latency, scenario.protocol["retries"])
-        summary["protocol"] = molba_summary(raw.jobs, table, procs, scenario.sites[0].speeds[0], scenario.protocol, t0)
+    if plugin.summary is not None:
+        section = plugin.summary(RunFacts(scenario.protocol, scenario.facts(), raw.jobs, table, pieces))
+        if section is not None:
+            summary["protocol"] = section
     jobs = labelled(table, scenario.orgs, raw.groups)
     timeseries = timeseries_table(raw)
     if "policy" in scenario.data and not len(timeseries):

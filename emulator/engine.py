@@ -21,7 +21,7 @@ from gridemu.brokers.agents.base import GridInfo
 from gridemu.emulator.backends import BACKENDS, ensure_ray, ray_cpus
 from gridemu.emulator.scenario import Scenario
 from gridemu.emulator.shard import ShardSpec, StepInfo
-from gridemu.scenarios.workload import check_protocol_jobs, generate_jobs
+from gridemu.scenarios.workload import check_scheduler_jobs, generate_jobs
 
 WINDOW_SLICES = 200
 
@@ -76,9 +76,8 @@ def build_shard_specs(
     order = np.argsort(jobs["submit_site"], kind="stable")
     bounds = np.searchsorted(jobs["submit_site"][order], np.arange(len(sites) + 1))
     per_site = [jobs[order[bounds[i] : bounds[i + 1]]] for i in range(len(sites))]
-    extra = {"capacities": [float(sum(s.speeds)) for s in sites]}
-    if scenario.protocol["name"] == "gm":  # greedy migration ranks every processor of the grid
-        extra["site_speeds"] = [list(s.speeds) for s in sites]
+    plugin = scenario.plugin
+    extra = plugin.grid_info(scenario.facts()) if plugin.grid_info else {}
     if "policy" in scenario.data:  # the runtime policy tree every fairshare scheduler shares
         extra["policy"] = scenario.runtime_policy(groups or [], set(np.unique(jobs["group"]).tolist()))
     specs = []
@@ -122,7 +121,9 @@ def run_windows(
         ensure_ray(address)
     n_shards = resolve_shards(scenario, backend_name)
     jobs, groups = generate_jobs(scenario)
-    check_protocol_jobs(scenario, jobs)
+    check_scheduler_jobs(scenario.sites, jobs)
+    if scenario.plugin.check_jobs is not None:
+        scenario.plugin.check_jobs(scenario.protocol, jobs, scenario.facts())
     horizon = scenario.horizon
     lookahead = scenario.lookahead
     span = float(jobs["release"].max()) if len(jobs) else 1.0

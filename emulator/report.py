@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from gridemu.brokers import registry
 from gridemu.model.errors import GridemuError
 
 MAX_LINES = 12
@@ -222,12 +223,12 @@ def _plot_levels(ax: Any, ts: pd.DataFrame, protocol: str) -> None:
         if site_id < MAX_LINES:
             ax.plot(part["period"] + 1, part["level"], lw=2.2 if site_id == 0 else 1, color="black" if site_id == 0 else None,
                     label=f"site {site_id}")
-    if protocol == "bilb":
+    plugin = registry.PROTOCOLS.get(protocol)
+    ax.set_ylabel(plugin.level_label if plugin else "level")
+    if plugin is not None and plugin.level_log:
         ax.set_yscale("log")
-        ax.set_ylabel("declared level l_k")
     else:
         ax.set_ylim(-0.02, 1.02)
-        ax.set_ylabel("p_k (join coalition)")
     ax.set_xlabel("round (period T)")
     ax.legend(fontsize=7, ncol=6)
 

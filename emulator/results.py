@@ -1,11 +1,13 @@
 """Result tables and files of a run (DESIGN.md, "Scenarios, CLI and results").
 
 ``jobs.parquet``: one row per job: job_id, owner, group, release, size, procs,
-submit_site, exec_site, start, end, migrations, state (see ``sites.jobs.STATES``),
+submit_site, exec_site, start, end, migrations, state (see ``model.jobs.STATES``),
 deadline (announced latest finish, NaN if none), fragments (pieces it ran as).
 ``fragments.parquet``: where some job was split (divisible load), one row per piece.
 ``sites.parquet``: one row per site: site_id, name, owner, procs, speed_mean, events,
-jobs_executed, busy, utilization, sent_<type> message counts.
+cpu_seconds (time its event loop took: the cost of its own decisions), messages_sent,
+messages_received, sent_<kind> for every message kind of the protocol, jobs_executed,
+busy, utilization.
 ``timeseries.parquet``: what the protocol records (averaging: one row per site and round).
 ``usage.parquet``: each site's usage ledger: processor-time of finished jobs per group.
 ``summary.json``: ``organizations`` (per organization) and ``global`` figures, and for some
@@ -25,7 +27,6 @@ import pandas as pd
 
 from gridemu.emulator.engine import RawRun
 from gridemu.model.errors import GridemuError
-from gridemu.model.messages import MESSAGE_TYPES
 from gridemu.emulator.scenario import to_toml
 from gridemu.model.jobs import JOB_DTYPE, STATE_CODE, STATES
 
@@ -263,7 +264,7 @@ def summarize(raw: RawRun, table: pd.DataFrame, sites: pd.DataFrame, local_table
     migrated = np.bincount(owner, weights=(table["migrations"].to_numpy() > 0), minlength=len(orgs))
     proto = raw.scenario.protocol
     per_period = None
-    if "window" in proto:  # protocols of thesis ch. 4 score each period (section 4.5.2)
+    if raw.scenario.plugin.divisible:  # protocols of thesis ch. 4 score each period (section 4.5.2)
         per_period = period_scores(table, len(orgs), proto["start"], proto["period"], tuple(proto["window"]))
     per_org = {}
     for k, org in enumerate(orgs):
@@ -284,7 +285,8 @@ def summarize(raw: RawRun, table: pd.DataFrame, sites: pd.DataFrame, local_table
             entry["score_period_std"] = float(got.std()) if len(got) else None
             entry["periods_scored"] = int(len(got))
         per_org[org] = entry
-    messages = {name: int(sites[f"sent_{name}"].sum()) for name in MESSAGE_TYPES if sites[f"sent_{name}"].sum() > 0}
+    sent = [c for c in sites.columns if c.startswith("sent_")]
+    messages = {c[5:]: int(sites[c].sum()) for c in sent if sites[c].sum() > 0}
     states = table["state"].value_counts()
     glob = {
         "jobs": int(len(table)),

@@ -17,6 +17,8 @@ from typing import Any
 
 import numpy as np
 
+from gridemu.brokers import registry
+from gridemu.brokers.protocol import Protocol, ScenarioFacts
 from gridemu.model.checks import check_number, choice, per_site_values
 from gridemu.model.errors import ScenarioError
 from gridemu.scenarios.workload import check_workload
@@ -24,9 +26,6 @@ from gridemu.sites.spec import SiteSpec
 
 SHIPPED_DIR = Path(__file__).resolve().parent.parent / "scenarios" / "data"
 
-PROTOCOLS = ("local", "random", "averaging", "averaging_game", "bilb", "molba", "gm", "fairshare", "directcontr")
-#: Protocols that cut divisible jobs into pieces (thesis ch. 4): one processor per site.
-DIVISIBLE_PROTOCOLS = ("averaging_game", "bilb")
 SCHEDULERS = ("fcfs", "spt", "list", "planned", "fcfs_any", "preempt", "fairshare")
 BACKENDS = ("inprocess", "ray")
 PACKINGS = ("block", "round_robin")
@@ -37,10 +36,6 @@ _KNOWN = {
     "run": {"seed", "horizon", "backend", "shards", "packing", "lookahead", "name", "description"},
     "network": {"latency", "latency_matrix"},
     "scheduler": {"name"},
-    "protocol": {
-        "name", "period", "start", "min_gap", "limit", "join", "learn", "eta", "window", "cut_running", "alpha", "ilba", "retries",
-        "migration_cost", "remote_cost", "integral", "refresh", "exchange", "services", "policy_refresh", "compare", "samples",
-    },
     "metrics": {"counterfactual", "sample_interval", "fairness"},
     "workload": {
         "kind", "rate", "alpha", "beta", "jobs", "until", "procs", "path", "orgs",
@@ -88,8 +83,20 @@ class Scenario:
     @property
     def max_latency(self) -> float:
         """The slowest link: how long any message may take."""
-        lat = self.latency
-        return float(lat.max()) if isinstance(lat, np.ndarray) else float(lat)
+        return _max_latency(self.latency)
+
+    @property
+    def plugin(self) -> Protocol:
+        """The protocol's description (``brokers/registry.py``)."""
+        return registry.get(self.protocol["name"])
+
+    def facts(self) -> ScenarioFacts:
+        """What a protocol's checks and summary see of this scenario."""
+        return ScenarioFacts(self.sites, self.data, self.max_latency)
+
+
+def _max_latency(latency: float | np.ndarray) -> float:
+    return float(latency.max()) if isinstance(latency, np.ndarray) else float(latency)
 
 
 # --------------------------------------------------------------------------- input
@@ -274,148 +281,6 @@ def _build_sites(data: dict[str, Any], default_scheduler: str, seed: int) -> lis
     ]
 
 
-def _divisible_protocol(proto: dict[str, Any], sites: list[SiteSpec], scheduler: str) -> None:
-    """Settings of the thesis ch. 4 protocols (averaging game, BILB), defaults filled in.
-
-    ``period`` is T, the time between strategy decisions; ``start`` the first round;
-    ``min_gap`` the least time between two rounds (the thesis simulator's time unit);
-    ``limit`` the declared participation level l_k (BILB; a number or one per site);
-    ``join`` the probability p_k of joining the coalition (averaging game; one per site or
-    one for all); ``learn`` turns on Algorithm 4.2 / section 4.7.3 with coefficient ``eta``;
-    ``window`` the part of a period whose jobs are evaluated (thesis: 0.2T to 0.8T);
-    ``cut_running`` whether the unprocessed part of a running piece may be sent away.
-    """
-    name = proto["name"]
-    for site in sites:
-        if site.procs != 1:
-            raise ScenarioError("sites.procs", f"the {name} protocol needs one processor per site (thesis 4.1); site {site.name} has {site.procs}")
-    if len({s.speeds for s in sites}) > 1:
-        raise ScenarioError("sites.speed", f"the {name} protocol needs identical processors (thesis 4.1)")
-    if scheduler != "fcfs" or any(s.scheduler != "fcfs" for s in sites):
-        raise ScenarioError("scheduler.name", f"the {name} protocol needs FCFS local queues (thesis 4.1)")
-    n = len(sites)
-    proto["period"] = check_number("protocol.period", proto.get("period", 1000.0), positive=True)
-    proto["start"] = check_number("protocol.start", proto.get("start", 0.0), nonneg=True)
-    proto["min_gap"] = check_number("protocol.min_gap", proto.get("min_gap", 1.0), positive=True)
-    for flag, default in (("learn", False), ("cut_running", True)):
-        value = proto.get(flag, default)
-        if not isinstance(value, bool):
-            raise ScenarioError(f"protocol.{flag}", f"must be true or false, got {value!r}")
-        proto[flag] = value
-    learn = proto["learn"]
-    proto["eta"] = check_number("protocol.eta", proto.get("eta", 0.1), positive=True)
-    if proto["eta"] > 1:
-        raise ScenarioError("protocol.eta", f"the learning coefficient must be in (0, 1], got {proto['eta']}")
-    window = proto.get("window", [0.2, 0.8])
-    if not isinstance(window, list) or len(window) != 2:
-        raise ScenarioError("protocol.window", f"must be two fractions of the period [from, to], got {window!r}")
-    lo, hi = (check_number(f"protocol.window[{i}]", w, nonneg=True) for i, w in enumerate(window))
-    if not lo < hi <= 1:
-        raise ScenarioError("protocol.window", f"needs 0 <= from < to <= 1, got {window!r}")
-    proto["window"] = [lo, hi]
-    # Keys of the other protocol may stay (a sweep over protocol.name sets both); unused here.
-    if name == "bilb":
-        limit = proto.get("limit", 1000.0)
-        values = per_site_values("protocol.limit", limit, n, nonneg=True)
-        proto["limit"] = values if isinstance(limit, (list, dict)) else values[0]
-    else:
-        join = proto.get("join", 0.5 if learn else 1.0)
-        values = per_site_values("protocol.join", join, n, nonneg=True)
-        bad = [v for v in values if v > 1]
-        if bad:
-            raise ScenarioError("protocol.join", f"a probability must be in [0, 1], got {bad[0]}")
-        proto["join"] = values if isinstance(join, (list, dict)) else values[0]
-
-
-def _molba_protocol(proto: dict[str, Any], sites: list[SiteSpec], wl: dict[str, Any]) -> None:
-    """Settings of the thesis ch. 5 protocol: ``alpha`` ("meta": MOLBA(2), else MOLBA(3), as
-    section 5.6.1; or a number ≥ 1 for MOLBA(α)), ``ilba`` (balance MOLBA's schedule) and
-    ``retries`` (other hosts a refused request tries before the job runs at home)."""
-    alpha = proto.get("alpha", "meta")
-    if alpha != "meta":
-        alpha = check_number("protocol.alpha", alpha)
-        if not 1 <= alpha < math.inf:
-            raise ScenarioError("protocol.alpha", f'must be "meta" or a number >= 1 (MOLBA(α), thesis 5.5.2), got {alpha!r}')
-    proto["alpha"] = alpha
-    ilba = proto.get("ilba", True)
-    if not isinstance(ilba, bool):
-        raise ScenarioError("protocol.ilba", f"must be true or false, got {ilba!r}")
-    proto["ilba"] = ilba
-    proto["retries"] = int(check_number("protocol.retries", proto.get("retries", 1), nonneg=True, integer=True))
-    if any(s.scheduler != "planned" for s in sites):
-        raise ScenarioError("scheduler.name", 'the molba protocol runs the schedule it plans: set scheduler.name = "planned"')
-    if len({s.speeds[0] for s in sites} | {v for s in sites for v in s.speeds}) > 1:
-        raise ScenarioError("sites.speed", "the molba protocol needs identical processors everywhere (thesis 5.1)")
-    if len({s.org for s in sites}) != len(sites):
-        raise ScenarioError("sites", "the molba protocol needs one site per organization (organization k owns machine k)")
-    kind = wl.get("kind", "poisson")
-    if kind not in ("rigid", "jobs"):
-        raise ScenarioError("workload.kind", f"the molba protocol schedules off-line instances: rigid or jobs (all released at 0), got {kind!r}")
-    for i, row in enumerate(wl.get("list", []) if kind == "jobs" else []):
-        if isinstance(row, dict) and row.get("release", 0) != 0:
-            raise ScenarioError(f"workload.list[{i}].release", "the molba protocol's model has no release dates (thesis 5.1): give 0")
-
-
-def _gm_protocol(proto: dict[str, Any], sites: list[SiteSpec]) -> None:
-    """Settings of greedy migration: ``migration_cost`` (time a moved job spends before it
-    progresses again), ``remote_cost`` (added when it moves between sites, e.g. memory over
-    link bandwidth) and ``integral`` (the paper's assumption that every release and
-    completion happens at an integral time, checked)."""
-    for key in ("migration_cost", "remote_cost"):
-        proto[key] = check_number(f"protocol.{key}", proto.get(key, 0.0), nonneg=True)
-    integral = proto.get("integral", False)
-    if not isinstance(integral, bool):
-        raise ScenarioError("protocol.integral", f"must be true or false, got {integral!r}")
-    proto["integral"] = integral
-    if any(s.scheduler != "planned" for s in sites):
-        raise ScenarioError("scheduler.name", 'the gm protocol starts jobs itself: set scheduler.name = "planned"')
-
-
-def _fairshare_protocol(proto: dict[str, Any], sites: list[SiteSpec], data: dict[str, Any]) -> None:
-    """Usage exchange for grid-wide fairshare: ``refresh`` (seconds between usage reports),
-    ``exchange`` ("all" | "service" | "none") and ``services`` ({VO = site index}: where each
-    top-level entry's usage service runs, for exchange = "service")."""
-    proto["refresh"] = check_number("protocol.refresh", proto.get("refresh", 60.0), positive=True)
-    proto["exchange"] = choice("protocol.exchange", proto.get("exchange", "all"), ("all", "service", "none"))
-    proto["policy_refresh"] = check_number("protocol.policy_refresh", proto.get("policy_refresh", 3600.0), positive=True)
-    services = proto.get("services", {})
-    if not isinstance(services, dict):
-        raise ScenarioError("protocol.services", "must be a table {VO = site index}")
-    for vo, k in services.items():
-        if isinstance(k, bool) or not isinstance(k, int) or not 0 <= k < len(sites):
-            raise ScenarioError(f"protocol.services.{vo}", f"must be a site index 0..{len(sites) - 1}, got {k!r}")
-    if any(s.scheduler != "fairshare" for s in sites):
-        raise ScenarioError("scheduler.name", 'the fairshare protocol serves the fairshare scheduler: set scheduler.name = "fairshare"')
-    if "policy" not in data:
-        raise ScenarioError("policy", "the fairshare protocol needs a share policy: add a [policy] section")
-
-
-SHAPLEY_POLICIES = ("ref", "rand", "directcontr", "roundrobin", "fairshare", "utfairshare", "currfairshare")
-
-
-def _directcontr_protocol(proto: dict[str, Any], sites: list[SiteSpec], data: dict[str, Any]) -> None:
-    """Decentralized DIRECTCONTR (Shapley-fair scheduling): one site per organization, the
-    ``planned`` scheduler (the protocol starts jobs), a finite horizon (t_end, where fairness
-    is measured). ``compare``: the centralized algorithms also run on the same jobs for the
-    summary (default: all; "ref" is the baseline of Δψ/p_tot and needs <= 10 organizations);
-    ``samples``: RAND's N."""
-    if len({s.org for s in sites}) != len(sites):
-        raise ScenarioError("sites", "the directcontr protocol needs one site per organization")
-    if any(s.scheduler != "planned" for s in sites):
-        raise ScenarioError("scheduler.name", 'the directcontr protocol starts jobs itself: set scheduler.name = "planned"')
-    if len({v for s in sites for v in s.speeds}) > 1:
-        raise ScenarioError("sites.speed", "the directcontr protocol needs identical processors (the papers' model)")
-    if not math.isfinite(data["run"]["horizon"]):
-        raise ScenarioError("run.horizon", "give t_end, the time at which fairness is measured (Δψ/p_tot)")
-    compare = proto.get("compare", list(SHAPLEY_POLICIES) if len(sites) <= 10 else [p for p in SHAPLEY_POLICIES if p != "ref"])
-    if not isinstance(compare, list) or any(p not in SHAPLEY_POLICIES for p in compare):
-        raise ScenarioError("protocol.compare", f"a list of algorithms among {', '.join(SHAPLEY_POLICIES)}, got {compare!r}")
-    if "ref" in compare and len(sites) > 10:
-        raise ScenarioError("protocol.compare", f"REF is exponential and takes at most 10 organizations, here {len(sites)}: compare rand or directcontr instead")
-    proto["compare"] = compare
-    proto["samples"] = int(check_number("protocol.samples", proto.get("samples", 10), positive=True, integer=True))
-
-
 def _latency(data: dict[str, Any], n: int) -> tuple[float | np.ndarray, float]:
     """(latency, smallest link latency). A uniform latency stays a number: a 10,000-site
     matrix would take 800 MB for nothing."""
@@ -441,7 +306,7 @@ def validate(raw: dict[str, Any], source: str = "<dict>") -> Scenario:
     """Check every key of a raw scenario dict and fill defaults; see module doc."""
     if not isinstance(raw, dict):
         raise ScenarioError("scenario", "must be a table")
-    allowed_top = set(_KNOWN) - {"site"} | {"policy"}
+    allowed_top = set(_KNOWN) - {"site"} | {"policy", "protocol"}
     for key in raw:
         if key not in allowed_top:
             raise ScenarioError(key, f"unknown section (allowed: {', '.join(sorted(allowed_top))})")
@@ -478,13 +343,9 @@ def validate(raw: dict[str, Any], source: str = "<dict>") -> Scenario:
     run["lookahead"] = lookahead
 
     proto = _table(data, "protocol")
-    _unknown("protocol", proto, _KNOWN["protocol"])
-    proto["name"] = choice("protocol.name", proto.get("name", "local"), PROTOCOLS)
-    if proto["name"] == "averaging":
-        proto["period"] = float(check_number("protocol.period", proto.get("period", 100.0), positive=True))
-        proto["start"] = float(check_number("protocol.start", proto.get("start", proto["period"]), nonneg=True))
-    elif proto["name"] in DIVISIBLE_PROTOCOLS:
-        _divisible_protocol(proto, sites, data["scheduler"]["name"])
+    _unknown("protocol", proto, registry.all_keys())
+    proto["name"] = choice("protocol.name", proto.get("name", "local"), tuple(registry.PROTOCOLS))
+    protocol = registry.get(proto["name"])
     data["protocol"] = proto
 
     metrics = _table(data, "metrics")
@@ -506,18 +367,10 @@ def validate(raw: dict[str, Any], source: str = "<dict>") -> Scenario:
         if beside.exists():
             wl["path"] = str(beside)
     check_workload(wl, sites)
-    if proto["name"] == "molba":
-        _molba_protocol(proto, sites, wl)
-    elif proto["name"] == "gm":
-        _gm_protocol(proto, sites)
-    elif proto["name"] == "fairshare":
-        _fairshare_protocol(proto, sites, data)
-    elif proto["name"] == "directcontr":
-        _directcontr_protocol(proto, sites, data)
-    elif any(s.scheduler == "planned" for s in sites):
-        raise ScenarioError(
-            "scheduler.name", 'the planned scheduler starts only what a protocol planned: use it with protocol.name = "molba" or "gm"'
-        )
+    protocol.check(proto, ScenarioFacts(sites, data, _max_latency(latency)))
+    if not protocol.starts_jobs and any(s.scheduler == "planned" for s in sites):
+        planners = " or ".join(repr(p.name) for p in registry.PROTOCOLS.values() if p.starts_jobs)
+        raise ScenarioError("scheduler.name", f"the planned scheduler starts only what a protocol planned: use it with protocol.name = {planners}")
 
     if "policy" in data:
         if not isinstance(data["policy"], dict):

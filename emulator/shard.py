@@ -7,17 +7,19 @@ generator states), so it can be pickled at a barrier.
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from gridemu.brokers.agents.base import GridInfo, LocalAgent
-from gridemu.brokers.registry import AGENTS
+from gridemu.brokers import registry
+from gridemu.brokers.agents.base import GridInfo
 from gridemu.model.errors import InvariantError
-from gridemu.model.messages import MESSAGE_TYPES, empty_batch, to_batch
-from gridemu.sites.spec import SiteSpec
+from gridemu.model.messages import MessageKinds, empty_batch, to_batch
 from gridemu.sites.site import Site
+from gridemu.sites.spec import SiteSpec
+from gridemu.sites.view import SiteView
 
 
 @dataclass
@@ -51,16 +53,17 @@ class Shard:
         self.shard_id = spec.shard_id
         self.n_shards = spec.n_shards
         self.site_to_shard = spec.site_to_shard
-        agent_cls = AGENTS[spec.protocol["name"]]
+        protocol = registry.get(spec.protocol["name"])
+        self.kinds = MessageKinds(protocol.messages)
         params = dict(spec.protocol)
         params.update(spec.extra)
         self.sites: list[Site] = []
         self.index: dict[int, int] = {}
         for i, (s, jobs) in enumerate(zip(spec.sites, spec.jobs)):
-            site = Site(s, jobs, spec.latency if isinstance(spec.latency, float) else spec.latency[i], spec.owners[i])
+            site = Site(s, jobs, spec.latency if isinstance(spec.latency, float) else spec.latency[i], spec.owners[i], self.kinds)
             if site.scheduler.name == "fairshare":
                 site.scheduler.configure(spec.extra["policy"])
-            site.agent = agent_cls(site, spec.grid, params)
+            site.agent = protocol.agent(SiteView(site), spec.grid, params)
             self.index[s.site_id] = i
             self.sites.append(site)
         for site in self.sites:
@@ -69,7 +72,7 @@ class Shard:
                 raise InvariantError(
                     f"site {site.name}: the {site.agent.name} agent sent a message from on_start; set a timer at 0 and send from it"
                 )
-            if spec.recurrence and type(site.agent) is LocalAgent and site.scheduler.name == "fcfs" and site.uniform:
+            if spec.recurrence and site.agent.silent and site.scheduler.name == "fcfs" and site.uniform:
                 site.enable_recurrence()
         self.clock = -math.inf  # every event before this time has been handled
 
@@ -85,15 +88,18 @@ class Shard:
             for row in batch.tolist():
                 if row[0] < self.clock:
                     raise InvariantError(
-                        f"causality: message {MESSAGE_TYPES[row[5]]!r} from site {row[1]} (seq {row[2]}) to site {row[3]} "
+                        f"causality: message {self.kinds.names[row[5]]!r} from site {row[1]} (seq {row[2]}) to site {row[3]} "
                         f"due at t={row[0]} arrived after the window that ended at t={self.clock}"
                     )
                 self.sites[self.index[row[3]]].deliver(row)
         for site in self.sites:
             site.bound = site.agent.send_bound()
         rows: list[tuple] = []
+        clock = time.perf_counter
         for site in self.sites:
+            t0 = clock()
             site.advance(until)
+            site.cpu_seconds += clock() - t0
             if site.outbox:
                 rows.extend(site.outbox)
                 site.outbox = []
@@ -137,7 +143,10 @@ class Shard:
                     "procs": site.m,
                     "speed_mean": float(np.mean(site.speeds)),
                     "events": site.events,
-                    **{f"sent_{name}": n for name, n in zip(MESSAGE_TYPES, site.sent)},
+                    "cpu_seconds": site.cpu_seconds,
+                    "messages_received": site.received,
+                    "messages_sent": sum(site.sent),
+                    **{f"sent_{name}": n for name, n in zip(self.kinds.names, site.sent)},
                     **({"jobs_to_default_entry": site.scheduler.unmapped} if site.scheduler.name == "fairshare" else {}),
                 }
             )

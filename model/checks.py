@@ -48,3 +48,24 @@ def per_site_values(key: str, value: Any, n: int, **checks: bool) -> list[float]
             raise ScenarioError(key, f"has {len(value)} values but there are {n} sites")
         return [check_number(f"{key}[{i}]", v, **checks) for i, v in enumerate(value)]
     return [check_number(key, value, **checks)] * n
+
+
+def check_sequential(jobs: Any, who: str) -> None:
+    """Every job of a JOB_DTYPE array runs on one processor; else name the first that does not."""
+    import numpy as np  # noqa: PLC0415  (numpy only where jobs are checked)
+
+    wide = np.flatnonzero(jobs["procs"] != 1)
+    if len(wide):
+        j = jobs[wide[0]]
+        raise ScenarioError("workload", f"job {int(j['job_id'])} needs {int(j['procs'])} processors: {who} schedules sequential jobs")
+
+
+def check_integral(jobs: Any, columns: tuple[str, ...], key: str, why: str) -> None:
+    """The named columns of every job hold integers; else name the first job that breaks it."""
+    import numpy as np  # noqa: PLC0415
+
+    for col in columns:
+        bad = np.flatnonzero(jobs[col] != np.round(jobs[col]))
+        if len(bad):
+            j = jobs[bad[0]]
+            raise ScenarioError(key, f"job {int(j['job_id'])}: {col} {float(j[col])} is not an integer ({why})")

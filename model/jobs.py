@@ -5,6 +5,8 @@ objects per job: workloads produce them, shards keep them, transfers carry them.
 """
 from __future__ import annotations
 
+from collections import namedtuple
+
 import numpy as np
 
 #: One job. ``size`` is processing time on a speed-1 processor; ``procs`` is the
@@ -30,6 +32,10 @@ JOB_DTYPE = np.dtype(
         ("deadline", "f8"),
     ]
 )
+
+#: One job record as a named tuple (the fields of ``JOB_DTYPE``, in order): what an agent
+#: reads of a job (``SiteView.job``), what a message's ``job`` view holds.
+Job = namedtuple("Job", JOB_DTYPE.names)
 
 #: Job states in ``jobs.parquet``. At the end of a run every job is in exactly one:
 #: pending (not released before the horizon), queued, running, done, rejected, or

@@ -17,7 +17,7 @@ import numpy as np
 
 from gridemu.model.errors import ScenarioError, WorkloadError
 from gridemu.model.rng import PURPOSE_ARRIVALS, PURPOSE_PROCS, PURPOSE_SIZES, site_rng
-from gridemu.model.checks import check_number, per_site_values
+from gridemu.model.checks import check_number, check_sequential, per_site_values
 from gridemu.model.jobs import JOB_DTYPE, empty_jobs
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -474,26 +474,7 @@ def _proposition(scenario: "Scenario") -> tuple[np.ndarray, list[str]]:
     return jobs, [f"j{j.id}" for j in drawn]
 
 
-def check_protocol_jobs(scenario: "Scenario", jobs: np.ndarray) -> None:
-    """What a protocol or scheduler needs of every job, checked once the workload is generated."""
-    proto = scenario.protocol
-    who = f"the {proto['name']} protocol" if proto["name"] in ("gm", "directcontr") else "the preempt scheduler"
-    if proto["name"] not in ("gm", "directcontr") and all(s.scheduler != "preempt" for s in scenario.sites):
-        return
-    if proto["name"] == "directcontr":
-        for col in ("release", "size"):
-            bad = np.flatnonzero(jobs[col] != np.round(jobs[col]))
-            if len(bad):
-                j = jobs[bad[0]]
-                raise ScenarioError("workload", f"job {int(j['job_id'])}: {col} {float(j[col])} is not an integer (the papers' time is integral)")
-    wide = np.flatnonzero(jobs["procs"] != 1)
-    if len(wide):
-        j = jobs[wide[0]]
-        raise ScenarioError("workload", f"job {int(j['job_id'])} needs {int(j['procs'])} processors: {who} schedules sequential jobs")
-    if proto.get("integral"):
-        bad = np.flatnonzero(jobs["release"] != np.round(jobs["release"]))
-        if len(bad):
-            j = jobs[bad[0]]
-            raise ScenarioError(
-                "protocol.integral", f"job {int(j['job_id'])} is released at t={float(j['release'])}, not an integral time"
-            )
+def check_scheduler_jobs(sites: list["SiteSpec"], jobs: np.ndarray) -> None:
+    """What a local scheduler needs of every job, checked once the workload is generated."""
+    if any(s.scheduler == "preempt" for s in sites):
+        check_sequential(jobs, "the preempt scheduler")

@@ -18,12 +18,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from gridemu.model.errors import InvariantError
-from gridemu.model.messages import MESSAGE_TYPES, MTYPE, N_ROUTING, NO_JOB
+from gridemu.model.messages import N_ROUTING, MessageKinds
 from gridemu.model.jobs import GONE, JOB_DTYPE, OFFERED, STATE_CODE
 from gridemu.sites.schedulers import FCFS, make_scheduler
 
 if TYPE_CHECKING:  # pragma: no cover
-    from gridemu.brokers.agents.base import Agent
     from gridemu.sites.spec import SiteSpec
 
 INF = math.inf
@@ -42,7 +41,7 @@ MIGRATIONS, SIZE, FRAGMENT = (JOB_FIELDS.index(f) for f in ("migrations", "size"
 class Site:
     """State and event loop of one site. Agents act on it through the public methods."""
 
-    def __init__(self, spec: "SiteSpec", jobs: np.ndarray, latency: "float | np.ndarray", owner: int):
+    def __init__(self, spec: "SiteSpec", jobs: np.ndarray, latency: "float | np.ndarray", owner: int, kinds: MessageKinds | None = None):
         self.site_id = spec.site_id
         self.name = spec.name
         self.owner = owner
@@ -89,10 +88,14 @@ class Site:
         # organization and per group path; what fairshare policies read.
         self.usage_owner: dict[int, float] = {}
         self.usage_group: dict[int, float] = {}
-        self.sent = [0] * len(MESSAGE_TYPES)
+        self.kinds = kinds if kinds is not None else MessageKinds()
+        self._job_code = self.kinds.code["job"]
+        self.sent = [0] * len(self.kinds)
+        self.received = 0
+        self.cpu_seconds = 0.0  # time spent handling this site's events (its decisions' cost)
         self.pieces = 0  # pieces split off jobs here; names their fragment ids
         self.changed: set[str] = set()  # job fields changed after submission (size by splits, deadline)
-        self.agent: "Agent | None" = None
+        self.agent: Any = None  # the protocol's agent (brokers/agents), attached by the shard
         self.fast = False
         self._fp_free: list[float] = []
         self._fp_prev = -INF
@@ -141,18 +144,22 @@ class Site:
 
     # ------------------------------------------------------------------ agent actions
 
-    def send(self, now: float, dst: int, mtype: str, value: float = 0.0, value2: float = 0.0, job: tuple = ()) -> None:
-        """Send a message; it is delivered after the link latency, never inside this window."""
+    def send(self, now: float, dst: int, kind: str, job: tuple = (), **fields: Any) -> None:
+        """Send a message of a declared kind with its named fields (and a job record for the
+        kinds that carry one); it is delivered after the link latency, never inside this window."""
         if now < self.bound:
             raise InvariantError(
-                f"causality: site {self.name} sent a {mtype!r} message at t={now} before its declared send bound {self.bound}"
+                f"causality: site {self.name} sent a {kind!r} message at t={now} before its declared send bound {self.bound}"
             )
-        code = MTYPE[mtype]
+        try:
+            code = self.kinds.code[kind]
+        except KeyError:
+            raise InvariantError(
+                f"site {self.name} sent a {kind!r} message, a kind its protocol does not declare (declared: {', '.join(self.kinds.names)})"
+            ) from None
         self.msg_seq += 1
-        if not job:
-            job = NO_JOB
         lat = self.latency if isinstance(self.latency, float) else self.latency[dst]
-        self.outbox.append((now + lat, self.site_id, self.msg_seq, dst, now, code, value, value2) + job)
+        self.outbox.append((now + lat, self.site_id, self.msg_seq, dst, now, code) + self.kinds.kinds[code].payload(job, fields))
         self.sent[code] += 1
 
     def job_record(self, slot: int) -> tuple:
@@ -162,9 +169,9 @@ class Site:
             self.c_fragment[slot], self.c_deadline[slot],
         )
 
-    def transfer(self, now: float, slot: int, dst: int, value: float = 0.0) -> None:
+    def transfer(self, now: float, slot: int, dst: int, tag: float = 0.0) -> None:
         """Send a queued (or just arrived) job to another site; it leaves this site's books.
-        ``value`` travels with it (e.g. the processor it is meant for)."""
+        ``tag`` travels with it (e.g. the processor it is meant for)."""
         if self.r_state[slot] == QUEUED:
             self.scheduler.remove(slot)
         elif self.r_state[slot] != PENDING:
@@ -172,7 +179,7 @@ class Site:
         self.r_state[slot] = GONE
         rec = list(self.job_record(slot))
         rec[MIGRATIONS] += 1
-        self.send(now, dst, "job", value=value, job=tuple(rec))
+        self.send(now, dst, "job", job=tuple(rec), tag=tag)
 
     # divisible jobs (thesis ch. 4) ---------------------------------------------
 
@@ -238,14 +245,14 @@ class Site:
     def offer(self, now: float, slot: int, dst: int, tag: float = 0.0) -> None:
         """Send a copy of a queued piece to ``dst`` and hold it here until ``dst`` answers.
 
-        The message names the slot (``value``) for the answer; ``tag`` is the agent's.
+        The message names the slot (``slot``) for the answer; ``tag`` is the agent's.
         """
         if self.r_state[slot] != QUEUED:
             raise InvariantError(f"site {self.name} offered job {self.c_id[slot]} which is not queued")
         self.r_state[slot] = OFFERED
         rec = list(self.job_record(slot))
         rec[MIGRATIONS] += 1
-        self.send(now, dst, "fragment", value=float(slot), value2=tag, job=tuple(rec))
+        self.send(now, dst, "fragment", job=tuple(rec), slot=float(slot), tag=tag)
 
     def withdraw(self, slot: int) -> None:
         """The receiver took the offered piece: it leaves this site's books."""
@@ -271,9 +278,9 @@ class Site:
         self.scheduler.push(slot)
         self.scheduler.dispatch(self, now)
 
-    def receive_job(self, now: float, row: tuple) -> int:
-        """Take a job that arrived in a message; returns its new slot, queued here."""
-        slot = self._add_slot(row[N_ROUTING:])
+    def receive_job(self, now: float, msg: tuple) -> int:
+        """Take the job a message carries (its view or its row); returns its new slot, queued here."""
+        slot = self._add_slot(msg[N_ROUTING:])
         self.enqueue(slot, now)
         return slot
 
@@ -328,7 +335,7 @@ class Site:
         if self.fast:
             self._advance_fcfs_recurrence(until)
             return
-        heap, rel, agent, sched = self.heap, self.c_release, self.agent, self.scheduler
+        heap, rel, agent, sched, views = self.heap, self.c_release, self.agent, self.scheduler, self.kinds.views
         intercept = agent.intercepts_arrivals
         while True:
             if self.cursor < self.n_local and (not heap or rel[self.cursor] < heap[0][0]):
@@ -359,7 +366,8 @@ class Site:
                     sched.dispatch(self, now)
             elif kind == MESSAGE:
                 heapq.heappop(self.agent_times)
-                agent.on_message(now, payload)
+                self.received += 1
+                agent.handle(now, views[payload[5]]._make(payload))
             else:
                 heapq.heappop(self.agent_times)
                 agent.on_timer(now, payload)
@@ -479,7 +487,7 @@ class Site:
         start = np.where(started, start, np.nan)
         end = np.where(finished, end, np.nan)
         # Jobs delivered to this site but due after the horizon are still travelling.
-        arriving = [e[4][N_ROUTING:] for e in self.heap if e[1] == MESSAGE and e[4][5] == MTYPE["job"]]
+        arriving = [e[4][N_ROUTING:] for e in self.heap if e[1] == MESSAGE and e[4][5] == self._job_code]
         if arriving:
             extra = np.array(arriving, dtype=JOB_DTYPE)
             cols = {name: np.concatenate([cols[name], extra[name]]) for name in JOB_FIELDS}

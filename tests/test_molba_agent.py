@@ -252,7 +252,7 @@ def test_cli_exits_2_on_a_bad_alpha(capsys):
 
 def test_report_gantt_of_a_molba_run_shows_the_local_schedule_beside_the_executed_one(tmp_path, capsys):
     from gridemu.brokers.algorithms.molba import local_schedule
-    from gridemu.brokers.agents.molba import local_table
+    from gridemu.brokers.protocols.molba import local_table
     from gridemu.emulator.report import report
 
     data = rigid(4, 8, 24)

@@ -21,9 +21,10 @@ from typing import Any
 
 from gridemu.brokers.algorithms.averaging import averaging_plan
 from gridemu.brokers.agents.base import Agent, GridInfo
-from gridemu.model.messages import MTYPE
+from gridemu.model.messages import message
 
-LOAD = MTYPE["load"]
+#: A site's load report for one round: L_k and the round number.
+LOAD = message("load", load="value", round="value2")
 
 
 class AveragingAgent(Agent):
@@ -44,15 +45,12 @@ class AveragingAgent(Agent):
         site = self.site
         round_no = int(tag)
         load = site.load(now)
-        self.broadcast(now, "load", value=load, value2=round_no)
+        self.broadcast(now, "load", load=load, round=round_no)
         self._report(now, round_no, site.site_id, load)
         site.set_timer(now + self.period, round_no + 1)
 
-    def on_message(self, now: float, row: tuple) -> None:
-        if row[5] == LOAD:
-            self._report(now, int(row[7]), int(row[1]), float(row[6]))
-        else:
-            super().on_message(now, row)
+    def on_load(self, now: float, msg) -> None:
+        self._report(now, int(msg.round), msg.src, msg.load)
 
     def _report(self, now: float, round_no: int, src: int, load: float) -> None:
         got = self.reports.setdefault(round_no, {})
@@ -72,12 +70,12 @@ class AveragingAgent(Agent):
             capacity = self.grid_capacity(dst)
             keep = []
             for slot in queue:
-                share = site.c_size[slot] / capacity
+                share = site.size(slot) / capacity
                 if share <= amount:
                     site.transfer(now, slot, dst)
                     amount -= share
                     sent_jobs += 1
-                    sent_work += site.c_size[slot]
+                    sent_work += site.size(slot)
                 else:
                     keep.append(slot)
             queue = keep

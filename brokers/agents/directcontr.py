@@ -34,6 +34,16 @@ from typing import Any
 from gridemu.brokers.agents.base import JOB, Agent, GridInfo
 from gridemu.model.messages import MTYPE, N_ROUTING, job_columns
 from gridemu.model.jobs import JOB_DTYPE
+from gridemu.model.messages import message
+
+#: A job released at its owner (its record).
+ARRIVAL = message("arrival", job=True)
+#: A job completed at instant ``instant`` (on the schedule's integral clock).
+USAGE = message("usage", instant="value", job_id="job_id")
+#: A processor elsewhere pulls one of the owner's jobs; the job travels tagged with the processor.
+REQUEST = message("request", processor="value", job_id="job_id")
+MESSAGES = (ARRIVAL, USAGE, REQUEST)
+
 
 ARRIVAL, USAGE, REQUEST = (MTYPE[n] for n in ("arrival", "usage", "request"))
 _ID, _OWNER, _REL = (N_ROUTING + JOB_DTYPE.names.index(f) for f in ("job_id", "owner", "release"))

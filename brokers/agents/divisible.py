@@ -70,6 +70,16 @@ from gridemu.model.messages import MTYPE, N_ROUTING
 from gridemu.model.rng import PURPOSE_COALITION, site_rng
 from gridemu.model.jobs import JOB_DTYPE
 from gridemu.sites.site import QUEUED, RUNNING
+from gridemu.model.messages import message
+
+#: A site's offer for a round (thesis Alg. 4.3): its load L_k and its level (l_k or p_k).
+OFFER = message("offer", load="value", level="value2")
+#: The receiver takes an offered piece (named by its slot at the sender) and will finish it by ``finish``.
+GRANT = message("grant", slot="value", finish="value2")
+#: The receiver refuses an offered piece: it stays where it was.
+REFUSE = message("refuse", slot="value")
+MESSAGES = (OFFER, GRANT, REFUSE)
+
 
 OFFER, FRAGMENT, GRANT, REFUSE = (MTYPE[n] for n in ("offer", "fragment", "grant", "refuse"))
 #: ``value2`` of the last piece (or the empty marker) of a transfer.

@@ -37,6 +37,16 @@ from gridemu.brokers.agents.base import Agent, GridInfo
 from gridemu.model.errors import InvariantError
 from gridemu.model.messages import MTYPE, N_ROUTING, job_columns
 from gridemu.model.jobs import JOB_DTYPE
+from gridemu.model.messages import message
+
+#: Ask a provider for the subpolicy below a mount point (the entry's group index).
+REQUEST = message("request", entry="group")
+#: A usage figure of one entry: a site's report (mode REPORT) or a service's aggregate (AGGREGATE).
+USAGE = message("usage", usage="value", mode="value2", entry="group")
+#: One entry of a served subpolicy (its target share, percent); ``last`` = 1 on the closing row.
+OFFER = message("offer", target="value", last="value2", entry="group")
+MESSAGES = (REQUEST, USAGE, OFFER)
+
 
 USAGE, REQUEST, OFFER = MTYPE["usage"], MTYPE["request"], MTYPE["offer"]
 _GROUP = N_ROUTING + JOB_DTYPE.names.index("group")

@@ -41,6 +41,13 @@ from gridemu.brokers.algorithms.gm import GmJob, ef_counts, ef_violations, gm_as
 from gridemu.model.errors import InvariantError
 from gridemu.model.messages import MTYPE, N_ROUTING
 from gridemu.model.jobs import JOB_DTYPE
+from gridemu.model.messages import message
+
+#: A job released somewhere (its record), and one completed (its record and the time).
+ARRIVAL = message("arrival", job=True)
+COMPLETION = message("completion", job=True, time="value")
+MESSAGES = (ARRIVAL, COMPLETION)
+
 
 ARRIVAL, COMPLETION = MTYPE["arrival"], MTYPE["completion"]
 _ID, _PRIO, _REL = (N_ROUTING + JOB_DTYPE.names.index(f) for f in ("job_id", "priority", "release"))
@@ -160,68 +167,3 @@ class GmAgent(Agent):
             site.start(slot, now, procs=[proc], setup=setup)
             self.running[job_id] = (slot, proc)
             self.ran_here[job_id] = proc
-
-
-# ----------------------------------------------------------------------------- results
-
-
-def instance(submitted: np.ndarray) -> list[GmJob]:
-    """A run's jobs as the paper's types θ_j = (r_j, t_j, v0_j)."""
-    return [
-        GmJob(int(i), float(r), float(t), float(v))
-        for i, r, t, v in zip(submitted["job_id"], submitted["release"], submitted["size"], submitted["priority"])
-    ]
-
-
-def fairness_summary(submitted: np.ndarray, table: pd.DataFrame) -> dict[str, Any]:
-    """The ``fairness`` section of ``summary.json``: EF (Definition 2) over the finished jobs.
-
-    ``ef_pairs`` counts the comparable pairs j ≻ k (Definition 1), ``ef_violations`` those
-    with d_j > d_k, ``ef_per_1000_pairs`` their rate, ``ef_first`` up to ten violating
-    pairs (job ids). Unfinished jobs are left out.
-    """
-    end = dict(zip(table["job_id"].to_numpy().tolist(), table["end"].to_numpy().tolist()))
-    jobs = [j for j in instance(submitted) if end.get(j.id, math.nan) == end.get(j.id, math.nan)]
-    completion = {j.id: end[j.id] for j in jobs}
-    bad, pairs = ef_counts(jobs, completion)
-    first = ef_violations(jobs, completion)[:10] if bad and len(jobs) <= 20_000 else []
-    return {
-        "jobs_compared": len(jobs), "ef_pairs": pairs, "ef_violations": bad,
-        "ef_per_1000_pairs": 1000.0 * bad / pairs if pairs else 0.0, "ef_first": [list(p) for p in first],
-    }
-
-
-def gm_summary(submitted: np.ndarray, table: pd.DataFrame, pieces: pd.DataFrame, site_speeds: list[list[float]], params: dict[str, Any]) -> dict[str, Any]:
-    """The ``protocol`` section of a gm run: moves, and the run against the centralized reference.
-
-    ``reference_max_diff`` is the largest |d_j − d_j(reference)| against
-    :func:`brokers.gm.simulate` with the same costs (0 up to latency effects);
-    ``penalty_mean`` and ``penalty_max`` compare with the zero-cost reference: what
-    migration costs (and latency) add to completion times. With ``integral`` on, a
-    completion at a non-integral time stops the run naming the job.
-    """
-    jobs = instance(submitted)
-    speeds = [float(v) for sp in site_speeds for v in sp]
-    sites = [k for k, sp in enumerate(site_speeds) for _ in sp]
-    end = table.set_index("job_id")["end"]
-    done = end.notna().all()
-    out: dict[str, Any] = {
-        "name": "gm",
-        "migrations": int(table["migrations"].sum()),
-        "preemptions": int((table["fragments"] - 1).sum()) if "fragments" in table else 0,
-        "pieces": int(len(pieces)),
-    }
-    if params.get("integral") and done:
-        bad = np.flatnonzero(np.abs(end.to_numpy() - np.round(end.to_numpy())) > 1e-9)
-        if len(bad):
-            raise InvariantError(f"integral times: job {int(end.index[bad[0]])} completes at t={end.iloc[bad[0]]}")
-    if done and len(jobs) <= 50_000:
-        costs = {"migration_cost": params.get("migration_cost", 0.0), "remote_cost": params.get("remote_cost", 0.0)}
-        ref = simulate(jobs, speeds, "gm", sites=sites, **costs).completion
-        d = end.reindex([j.id for j in jobs]).to_numpy()
-        out["reference_max_diff"] = float(np.max(np.abs(d - np.array([ref[j.id] for j in jobs])))) if jobs else 0.0
-        free = simulate(jobs, speeds, "gm", sites=sites).completion if any(costs.values()) else ref
-        penalty = d - np.array([free[j.id] for j in jobs])
-        out["penalty_mean"] = float(penalty.mean()) if jobs else 0.0
-        out["penalty_max"] = float(penalty.max()) if jobs else 0.0
-    return out

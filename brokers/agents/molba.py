@@ -62,6 +62,19 @@ from gridemu.brokers.algorithms.molba import (
 from gridemu.model.errors import InvariantError
 from gridemu.model.messages import MTYPE, N_ROUTING, job_columns
 from gridemu.model.jobs import JOB_DTYPE
+from gridemu.model.messages import message
+
+#: Step 1: a site's local makespan C_loc, work, longest job p_max and processor count m.
+LOAD = message("load", c_loc="value", work="value2", p_max="size", m="procs")
+#: Step 2: one job of a site's local schedule (its id, length p, q, local start); ``last`` = 1 on the closing row.
+OFFER = message("offer", start="value", last="value2", job_id="job_id", p="size", q="procs")
+#: Step 3: an owner asks a host for a planned slot, with the job's record.
+REQUEST = message("request", job=True, start="value", slot="value2")
+#: Step 4: the host's answer, naming the owner's slot and the start.
+GRANT = message("grant", slot="value", start="value2")
+REFUSE = message("refuse", slot="value", start="value2")
+MESSAGES = (LOAD, OFFER, REQUEST, GRANT, REFUSE)
+
 
 LOAD, OFFER, REQUEST, GRANT, REFUSE = (MTYPE[n] for n in ("load", "offer", "request", "grant", "refuse"))
 _F = {name: N_ROUTING + i for i, name in enumerate(JOB_DTYPE.names)}
@@ -296,74 +309,3 @@ class MolbaAgent(Agent):
     def send_bound(self) -> float:
         # It sends from the report timer at 0, then only in answer to messages.
         return 0.0 if not self.loads else self.site.next_message_time()
-
-
-
-# ----------------------------------------------------------------------------- results
-
-
-def instance(jobs: pd.DataFrame | np.ndarray, site_procs: list[int], speed: float = 1.0) -> list[Job]:
-    """The chapter-5 instance of a run's submitted jobs: organization k owns machine k."""
-    return [
-        Job(int(i), int(s), float(size) / speed, int(q))
-        for i, s, size, q in zip(jobs["job_id"], jobs["submit_site"], jobs["size"], jobs["procs"])
-    ]
-
-
-def molba_summary(submitted: np.ndarray, table: pd.DataFrame, site_procs: list[int], speed: float, params: dict[str, Any], t0: float) -> dict[str, Any]:
-    """The ``protocol`` section of a molba run's summary, and its guarantee checks.
-
-    The reference (``brokers.molba``) runs on the whole instance: ``lower_bound``
-    max(W̄, p_max), the makespans and scores s = makespan / lower bound (section 5.6.1) of
-    local, MOLBA and MOLBA+ILBA, α and O'. ``makespan`` and ``score`` are the executed
-    schedule's (end times minus ``plan_time`` T0). Raises InvariantError, naming the
-    organization or job, if the executed schedule breaks a guarantee.
-    """
-    jobs = instance(submitted, site_procs, speed)
-    machines = list(site_procs)
-    alpha = params.get("alpha", "meta")
-    # The agents' cached plan where they ran in this process (the same instance, sorted by id).
-    plan = _plan(tuple(sorted(jobs, key=lambda j: j.id)), tuple(machines), None if alpha == "meta" else float(alpha), bool(params.get("ilba", True)))
-    lb = lower_bound(jobs, machines)
-    out: dict[str, Any] = {
-        "name": "molba",
-        "plan_time": t0,
-        "alpha": plan.alpha,
-        "overloaded": len(plan.run.overloaded),
-        "jobs_moved_by_molba": len(plan.run.moved),
-        "lower_bound": lb,
-        "makespan_local": makespan(plan.local, jobs),
-        "makespan_molba": makespan(plan.molba, jobs),
-        "makespan_molba_ilba": makespan(plan.final, jobs) if plan.balanced else None,
-        "makespan_reference": makespan(plan.final, jobs),
-    }
-    for name in ("local", "molba", "molba_ilba", "reference"):
-        c = out[f"makespan_{name}"]
-        out[f"score_{name}"] = c / lb if c is not None and lb > 0 else None
-    finished = table["end"].notna().all()
-    out["makespan"] = float(table["end"].max() - t0) if finished else None
-    out["score"] = out["makespan"] / lb if finished and lb > 0 else None
-    out["jobs_migrated"] = int((table["exec_site"] != table["submit_site"]).sum())
-    if finished:
-        executed = [
-            Placement(int(r.job_id), int(r.exec_site), float(r.start) - t0, ())
-            for r in table[["job_id", "exec_site", "start"]].itertuples()
-        ]
-        problems = guarantee_violations(plan, jobs, machines, executed)
-        if problems:
-            raise InvariantError(f"guarantee: {problems[0]} ({len(problems)} broken)")
-        out["org_makespans_local"] = org_makespans(plan.local, jobs, machines)
-    return out
-
-
-def local_table(jobs: pd.DataFrame, machines: list[int], t0: float) -> pd.DataFrame:
-    """A molba run's jobs as the local schedule runs them (at home, from T0): the left half
-    of ``gridemu report --gantt``. Lengths are read back from the executed times."""
-    length = (jobs["end"] - jobs["start"]).to_numpy()
-    inst = [Job(int(i), int(s), float(p), int(q)) for i, s, p, q in zip(jobs["job_id"], jobs["submit_site"], length, jobs["procs"])]
-    start = {pl.job: pl.start for pl in local_schedule(inst, machines)}
-    out = jobs.copy()
-    out["exec_site"] = out["submit_site"]
-    out["start"] = t0 + out["job_id"].map(start)
-    out["end"] = out["start"] + length
-    return out

@@ -29,5 +29,4 @@ class RandomBrokerAgent(Agent):
 
     def send_bound(self) -> float:
         # Only a local arrival makes this agent send.
-        site = self.site
-        return site.c_release[site.cursor] if site.cursor < site.n_local else float("inf")
+        return self.site.next_release()

@@ -8,12 +8,48 @@ The decentralized run's figure is beside those of the centralized algorithms lis
 """
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from gridemu.brokers.agents.directcontr import MESSAGES, DirectContrAgent
 from gridemu.brokers.algorithms.shapley import SJob, fairness, p_tot, psi_sp, simulate
+from gridemu.brokers.protocol import (
+    Protocol, RunFacts, ScenarioFacts, require_identical_processors, require_one_site_per_org, require_scheduler,
+)
+from gridemu.model.checks import check_integral, check_number, check_sequential
+from gridemu.model.errors import ScenarioError
+
+SHAPLEY_POLICIES = ("ref", "rand", "directcontr", "roundrobin", "fairshare", "utfairshare", "currfairshare")
+
+
+def check(params: dict[str, Any], scenario: ScenarioFacts) -> None:
+    """Decentralized DIRECTCONTR (Shapley-fair scheduling): one site per organization, the
+    ``planned`` scheduler (the protocol starts jobs), a finite horizon (t_end, where fairness
+    is measured). ``compare``: the centralized algorithms also run on the same jobs for the
+    summary (default: all; "ref" is the baseline of Δψ/p_tot and needs <= 10 organizations);
+    ``samples``: RAND's N."""
+    sites = scenario.sites
+    require_one_site_per_org("directcontr", scenario)
+    require_scheduler("directcontr", scenario, "planned", "starts jobs itself")
+    require_identical_processors("directcontr", scenario, " (the papers' model)")
+    if not math.isfinite(scenario.data["run"]["horizon"]):
+        raise ScenarioError("run.horizon", "give t_end, the time at which fairness is measured (Δψ/p_tot)")
+    compare = params.get("compare", list(SHAPLEY_POLICIES) if len(sites) <= 10 else [p for p in SHAPLEY_POLICIES if p != "ref"])
+    if not isinstance(compare, list) or any(p not in SHAPLEY_POLICIES for p in compare):
+        raise ScenarioError("protocol.compare", f"a list of algorithms among {', '.join(SHAPLEY_POLICIES)}, got {compare!r}")
+    if "ref" in compare and len(sites) > 10:
+        raise ScenarioError("protocol.compare", f"REF is exponential and takes at most 10 organizations, here {len(sites)}: compare rand or directcontr instead")
+    params["compare"] = compare
+    params["samples"] = int(check_number("protocol.samples", params.get("samples", 10), positive=True, integer=True))
+
+
+def check_jobs(params: dict[str, Any], jobs: np.ndarray, scenario: ScenarioFacts) -> None:
+    """The papers' jobs: sequential, released and sized in integral time units."""
+    check_integral(jobs, ("release", "size"), "workload", "the papers' time is integral")
+    check_sequential(jobs, "the directcontr protocol")
 
 
 def instance(submitted: np.ndarray) -> list[SJob]:
@@ -34,17 +70,23 @@ def executed_psi(table: pd.DataFrame, k: int, t_end: float) -> list[float]:
     return out
 
 
-def shapley_summary(submitted: np.ndarray, table: pd.DataFrame, procs: list[int], scenario: Any) -> dict[str, Any]:
-    proto = scenario.protocol
-    t_end = int(scenario.horizon)
-    jobs = instance(submitted)
+def summary(facts: RunFacts) -> dict[str, Any]:
+    """Δψ/p_tot of the run and of the centralized algorithms of ``protocol.compare``, each run
+    here on the whole instance (never through the agents)."""
+    proto = facts.protocol
+    run = facts.scenario.data["run"]
+    t_end = int(facts.horizon)
+    seed = int(run["seed"])
+    table = facts.jobs
+    procs = [s.procs for s in facts.scenario.sites]
+    jobs = instance(facts.submitted)
     k = len(procs)
     level_map = map
-    if scenario.data["run"]["backend"] == "ray" and "ref" in proto["compare"]:
+    if run["backend"] == "ray" and "ref" in proto["compare"]:
         from gridemu.brokers.algorithms.shapley_parallel import ray_level_map
 
         level_map = ray_level_map
-    results = {p: simulate(jobs, procs, p, t_end, seed=scenario.seed, samples=proto["samples"], level_map=level_map)
+    results = {p: simulate(jobs, procs, p, t_end, seed=seed, samples=proto["samples"], level_map=level_map)
                for p in proto["compare"]}
     psi = executed_psi(table, k, t_end)
     out: dict[str, Any] = {"name": "directcontr", "t_end": t_end, "psi": psi}
@@ -56,7 +98,7 @@ def shapley_summary(submitted: np.ndarray, table: pd.DataFrame, procs: list[int]
         out["fairness"] = float(fairness(psi, ref.psi, ptot)) if ptot else 0.0
         for p, r in results.items():
             out[f"fairness_{p}"] = fairness(r.psi, ref.psi, ptot) if ptot else 0.0
-    central = results.get("directcontr") or simulate(jobs, procs, "directcontr", t_end, seed=scenario.seed)
+    central = results.get("directcontr") or simulate(jobs, procs, "directcontr", t_end, seed=seed)
     index = simulate(jobs, procs, "directcontr", t_end, gamma="index")
     out["psi_central_directcontr"] = list(central.psi)
     if "ref" in results and out["p_tot"]:
@@ -69,3 +111,10 @@ def shapley_summary(submitted: np.ndarray, table: pd.DataFrame, procs: list[int]
     out["max_start_diff_vs_central_index_order"] = float(max(diffs)) if diffs else 0.0
     out["jobs_started_only_by_central"] = len(missing)
     return out
+
+
+PROTOCOL = Protocol(
+    "directcontr", DirectContrAgent,
+    "Shapley-fair scheduling: every site takes DIRECTCONTR's step for each instant and pulls its jobs by message",
+    keys=("compare", "samples"), messages=MESSAGES, check=check, check_jobs=check_jobs, summary=summary, starts_jobs=True,
+)

@@ -1,0 +1,127 @@
+"""What a protocol plug-in is: one :class:`Protocol` description, registered in
+``brokers/registry.py``.
+
+The kernel (``emulator/``) never names a protocol. Everything it needs to know about one
+comes from its description: the agent class every site runs, the ``[protocol]`` keys it
+reads and how they are checked and defaulted, what it needs of the sites and the jobs,
+the shape information (never state) its agents may know without asking, the ``protocol``
+section of ``summary.json``, and how ``gridemu report`` draws what it recorded.
+``docs/adding-a-protocol.md`` walks through a new one.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable
+
+import numpy as np
+
+from gridemu.model.errors import ScenarioError
+from gridemu.model.messages import MessageKind
+from gridemu.sites.spec import SiteSpec
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
+
+    from gridemu.brokers.agents.base import Agent
+
+
+@dataclass(frozen=True)
+class ScenarioFacts:
+    """What a protocol's checks see of a scenario: its sites and its resolved sections."""
+
+    sites: list[SiteSpec]
+    data: dict[str, Any]  # run, scheduler, network, workload, metrics, policy: as resolved so far
+    max_latency: float
+
+    @property
+    def workload(self) -> dict[str, Any]:
+        return self.data.get("workload", {})
+
+
+@dataclass(frozen=True)
+class RunFacts:
+    """What a protocol's summary sees once the run is over and its invariants are checked."""
+
+    protocol: dict[str, Any]  # the resolved [protocol] section
+    scenario: ScenarioFacts
+    submitted: np.ndarray  # the workload as submitted (JOB_DTYPE)
+    jobs: "pd.DataFrame"  # one row per job (codes, not labels): jobs.parquet before labelling
+    pieces: "pd.DataFrame"  # one row per piece (divisible or preempted jobs)
+
+    @property
+    def horizon(self) -> float:
+        return float(self.scenario.data["run"]["horizon"])
+
+
+@dataclass(frozen=True)
+class GanttCompare:
+    """A second schedule of the same jobs, drawn beside the executed one (``report --gantt``)."""
+
+    label: str
+    jobs: "pd.DataFrame"
+    title: str  # the executed schedule's title
+
+
+def no_check(params: dict[str, Any], scenario: ScenarioFacts) -> None:
+    """A protocol whose keys need no checking."""
+
+
+@dataclass(frozen=True)
+class Protocol:
+    """One protocol: its agent and everything the kernel asks of it.
+
+    ``check(params, scenario)`` fills the defaults of ``params`` (the ``[protocol]``
+    table) in place and raises :class:`ScenarioError` naming the key; it runs once the
+    sites and the workload section are known. ``check_jobs(params, jobs, scenario)`` sees
+    the generated workload before any work. ``grid_info(scenario)`` is the extra shape
+    information every agent gets in ``params`` (processor speeds, capacities...), never
+    state. ``summary(facts)`` returns the ``protocol`` section of ``summary.json`` (or
+    None) and may raise InvariantError when the run broke one of the paper's guarantees.
+    """
+
+    name: str
+    agent: "type[Agent]"
+    description: str
+    keys: tuple[str, ...] = ()  # the [protocol] keys it reads, besides name
+    messages: tuple[MessageKind, ...] = ()  # message kinds its agents send, besides job transfers
+    check: Callable[[dict[str, Any], ScenarioFacts], None] = no_check
+    check_jobs: Callable[[dict[str, Any], np.ndarray, ScenarioFacts], None] | None = None
+    grid_info: Callable[[ScenarioFacts], dict[str, Any]] | None = None
+    summary: Callable[[RunFacts], dict[str, Any] | None] | None = None
+    #: The agents start jobs themselves: the ``planned`` scheduler serves only such protocols.
+    starts_jobs: bool = False
+    #: Jobs are cut into pieces (thesis ch. 4); the summary then scores each period.
+    divisible: bool = False
+    #: EF/WPM/ILV figures (migration paper) in summary.json unless metrics.fairness says no.
+    fairness: bool = False
+    #: ``report``: the label and scale of the ``level`` column the agents record, if any.
+    level_label: str = "level"
+    level_log: bool = False
+    #: ``report --gantt``: a second schedule to draw beside the executed one.
+    gantt_compare: Callable[["pd.DataFrame", "pd.DataFrame", dict[str, Any]], GanttCompare | None] | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def require_scheduler(protocol: str, scenario: ScenarioFacts, scheduler: str, why: str) -> None:
+    """Every site must run ``scheduler``; the error says why the protocol needs it."""
+    if any(s.scheduler != scheduler for s in scenario.sites):
+        raise ScenarioError("scheduler.name", f'the {protocol} protocol {why}: set scheduler.name = "{scheduler}"')
+
+
+def require_one_site_per_org(protocol: str, scenario: ScenarioFacts, why: str = "") -> None:
+    if len({s.org for s in scenario.sites}) != len(scenario.sites):
+        raise ScenarioError("sites", f"the {protocol} protocol needs one site per organization{why}")
+
+
+def require_identical_processors(protocol: str, scenario: ScenarioFacts, why: str) -> None:
+    if len({v for s in scenario.sites for v in s.speeds}) > 1:
+        raise ScenarioError("sites.speed", f"the {protocol} protocol needs identical processors{why}")
+
+
+def flag(params: dict[str, Any], key: str, default: bool) -> bool:
+    """A true/false key of the [protocol] table, defaulted in place."""
+    value = params.get(key, default)
+    if not isinstance(value, bool):
+        raise ScenarioError(f"protocol.{key}", f"must be true or false, got {value!r}")
+    params[key] = value
+    return value

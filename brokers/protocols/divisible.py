@@ -1,0 +1,72 @@
+"""``averaging_game`` and ``bilb``: the thesis's chapter-4 protocols on divisible jobs."""
+from __future__ import annotations
+
+from typing import Any
+
+from gridemu.brokers.agents.divisible import MESSAGES, AveragingGameAgent, BilbAgent
+from gridemu.brokers.protocol import Protocol, ScenarioFacts, flag, require_identical_processors
+from gridemu.model.checks import check_number, per_site_values
+from gridemu.model.errors import ScenarioError
+
+KEYS = ("period", "start", "min_gap", "limit", "join", "learn", "eta", "window", "cut_running")
+
+
+def check(params: dict[str, Any], scenario: ScenarioFacts) -> None:
+    """Settings of the thesis ch. 4 protocols (averaging game, BILB), defaults filled in.
+
+    ``period`` is T, the time between strategy decisions; ``start`` the first round;
+    ``min_gap`` the least time between two rounds (the thesis simulator's time unit);
+    ``limit`` the declared participation level l_k (BILB; a number or one per site);
+    ``join`` the probability p_k of joining the coalition (averaging game; one per site or
+    one for all); ``learn`` turns on Algorithm 4.2 / section 4.7.3 with coefficient ``eta``;
+    ``window`` the part of a period whose jobs are evaluated (thesis: 0.2T to 0.8T);
+    ``cut_running`` whether the unprocessed part of a running piece may be sent away.
+    """
+    name = params["name"]
+    sites = scenario.sites
+    for site in sites:
+        if site.procs != 1:
+            raise ScenarioError("sites.procs", f"the {name} protocol needs one processor per site (thesis 4.1); site {site.name} has {site.procs}")
+    require_identical_processors(name, scenario, " (thesis 4.1)")
+    if scenario.data["scheduler"]["name"] != "fcfs" or any(s.scheduler != "fcfs" for s in sites):
+        raise ScenarioError("scheduler.name", f"the {name} protocol needs FCFS local queues (thesis 4.1)")
+    n = len(sites)
+    params["period"] = check_number("protocol.period", params.get("period", 1000.0), positive=True)
+    params["start"] = check_number("protocol.start", params.get("start", 0.0), nonneg=True)
+    params["min_gap"] = check_number("protocol.min_gap", params.get("min_gap", 1.0), positive=True)
+    learn = flag(params, "learn", False)
+    flag(params, "cut_running", True)
+    params["eta"] = check_number("protocol.eta", params.get("eta", 0.1), positive=True)
+    if params["eta"] > 1:
+        raise ScenarioError("protocol.eta", f"the learning coefficient must be in (0, 1], got {params['eta']}")
+    window = params.get("window", [0.2, 0.8])
+    if not isinstance(window, list) or len(window) != 2:
+        raise ScenarioError("protocol.window", f"must be two fractions of the period [from, to], got {window!r}")
+    lo, hi = (check_number(f"protocol.window[{i}]", w, nonneg=True) for i, w in enumerate(window))
+    if not lo < hi <= 1:
+        raise ScenarioError("protocol.window", f"needs 0 <= from < to <= 1, got {window!r}")
+    params["window"] = [lo, hi]
+    # Keys of the other protocol may stay (a sweep over protocol.name sets both); unused here.
+    if name == "bilb":
+        limit = params.get("limit", 1000.0)
+        values = per_site_values("protocol.limit", limit, n, nonneg=True)
+        params["limit"] = values if isinstance(limit, (list, dict)) else values[0]
+    else:
+        join = params.get("join", 0.5 if learn else 1.0)
+        values = per_site_values("protocol.join", join, n, nonneg=True)
+        bad = [v for v in values if v > 1]
+        if bad:
+            raise ScenarioError("protocol.join", f"a probability must be in [0, 1], got {bad[0]}")
+        params["join"] = values if isinstance(join, (list, dict)) else values[0]
+
+
+AVERAGING_GAME = Protocol(
+    "averaging_game", AveragingGameAgent,
+    "divisible jobs cut into pieces; each period a random coalition averages its load (thesis 4.5, Alg. 4.1-4.2)",
+    keys=KEYS, messages=MESSAGES, check=check, divisible=True, level_label="p_k (join coalition)",
+)
+BILB = Protocol(
+    "bilb", BilbAgent,
+    "bounded iterative load balancing on divisible jobs with declared levels l_k (thesis Alg. 4.3, 4.7.3)",
+    keys=KEYS, messages=MESSAGES, check=check, divisible=True, level_label="declared level l_k", level_log=True,
+)

@@ -1,0 +1,90 @@
+"""``gm``: online greedy migration (migration-fairness paper), and its summary."""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from gridemu.brokers.agents.gm import MESSAGES, GmAgent
+from gridemu.brokers.algorithms.gm import simulate
+from gridemu.brokers.metrics import instance
+from gridemu.brokers.protocol import Protocol, RunFacts, ScenarioFacts, flag, require_scheduler
+from gridemu.model.checks import check_number, check_sequential
+from gridemu.model.errors import InvariantError, ScenarioError
+
+
+def check(params: dict[str, Any], scenario: ScenarioFacts) -> None:
+    """Settings of greedy migration: ``migration_cost`` (time a moved job spends before it
+    progresses again), ``remote_cost`` (added when it moves between sites, e.g. memory over
+    link bandwidth) and ``integral`` (the paper's assumption that every release and
+    completion happens at an integral time, checked)."""
+    for key in ("migration_cost", "remote_cost"):
+        params[key] = check_number(f"protocol.{key}", params.get(key, 0.0), nonneg=True)
+    flag(params, "integral", False)
+    require_scheduler("gm", scenario, "planned", "starts jobs itself")
+
+
+def check_jobs(params: dict[str, Any], jobs: np.ndarray, scenario: ScenarioFacts) -> None:
+    """GM runs one-processor jobs (the paper's model), released at integral times if asked."""
+    check_sequential(jobs, "the gm protocol")
+    if params.get("integral"):
+        bad = np.flatnonzero(jobs["release"] != np.round(jobs["release"]))
+        if len(bad):
+            j = jobs[bad[0]]
+            raise ScenarioError("protocol.integral", f"job {int(j['job_id'])} is released at t={float(j['release'])}, not an integral time")
+
+
+def grid_info(scenario: ScenarioFacts) -> dict[str, Any]:
+    # Greedy migration ranks every processor of the grid: their speeds are shape, not state.
+    return {"site_speeds": [list(s.speeds) for s in scenario.sites]}
+
+
+
+def gm_summary(submitted: np.ndarray, table: pd.DataFrame, pieces: pd.DataFrame, site_speeds: list[list[float]], params: dict[str, Any]) -> dict[str, Any]:
+    """The ``protocol`` section of a gm run: moves, and the run against the centralized reference.
+
+    ``reference_max_diff`` is the largest |d_j − d_j(reference)| against
+    :func:`brokers.gm.simulate` with the same costs (0 up to latency effects);
+    ``penalty_mean`` and ``penalty_max`` compare with the zero-cost reference: what
+    migration costs (and latency) add to completion times. With ``integral`` on, a
+    completion at a non-integral time stops the run naming the job.
+    """
+    jobs = instance(submitted)
+    speeds = [float(v) for sp in site_speeds for v in sp]
+    sites = [k for k, sp in enumerate(site_speeds) for _ in sp]
+    end = table.set_index("job_id")["end"]
+    done = end.notna().all()
+    out: dict[str, Any] = {
+        "name": "gm",
+        "migrations": int(table["migrations"].sum()),
+        "preemptions": int((table["fragments"] - 1).sum()) if "fragments" in table else 0,
+        "pieces": int(len(pieces)),
+    }
+    if params.get("integral") and done:
+        bad = np.flatnonzero(np.abs(end.to_numpy() - np.round(end.to_numpy())) > 1e-9)
+        if len(bad):
+            raise InvariantError(f"integral times: job {int(end.index[bad[0]])} completes at t={end.iloc[bad[0]]}")
+    if done and len(jobs) <= 50_000:
+        costs = {"migration_cost": params.get("migration_cost", 0.0), "remote_cost": params.get("remote_cost", 0.0)}
+        ref = simulate(jobs, speeds, "gm", sites=sites, **costs).completion
+        d = end.reindex([j.id for j in jobs]).to_numpy()
+        out["reference_max_diff"] = float(np.max(np.abs(d - np.array([ref[j.id] for j in jobs])))) if jobs else 0.0
+        free = simulate(jobs, speeds, "gm", sites=sites).completion if any(costs.values()) else ref
+        penalty = d - np.array([free[j.id] for j in jobs])
+        out["penalty_mean"] = float(penalty.mean()) if jobs else 0.0
+        out["penalty_max"] = float(penalty.max()) if jobs else 0.0
+    return out
+
+
+def summary(facts: RunFacts) -> dict[str, Any]:
+    speeds = [list(s.speeds) for s in facts.scenario.sites]
+    return gm_summary(facts.submitted, facts.jobs, facts.pieces, speeds, facts.protocol)
+
+
+PROTOCOL = Protocol(
+    "gm", GmAgent, "online greedy migration: arrivals and completions broadcast, jobs preempted and migrated by message",
+    keys=("migration_cost", "remote_cost", "integral"), messages=MESSAGES, check=check, check_jobs=check_jobs,
+    grid_info=grid_info, summary=summary, starts_jobs=True, fairness=True,
+)

@@ -1,0 +1,131 @@
+"""``molba``: MOLBA and ILBA planned over messages (thesis ch. 5), and its summary."""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from gridemu.brokers.agents.molba import MESSAGES, MolbaAgent, plan_time
+from gridemu.brokers.algorithms.molba import (
+    Job, Placement, guarantee_violations, local_schedule, lower_bound, makespan, molba_plan, org_makespans,
+)
+from gridemu.brokers.protocol import (
+    GanttCompare, Protocol, RunFacts, ScenarioFacts, flag, require_identical_processors, require_one_site_per_org,
+    require_scheduler,
+)
+from gridemu.model.checks import check_number
+from gridemu.model.errors import InvariantError, ScenarioError
+
+
+def check(params: dict[str, Any], scenario: ScenarioFacts) -> None:
+    """Settings of the thesis ch. 5 protocol: ``alpha`` ("meta": MOLBA(2), else MOLBA(3), as
+    section 5.6.1; or a number ≥ 1 for MOLBA(α)), ``ilba`` (balance MOLBA's schedule) and
+    ``retries`` (other hosts a refused request tries before the job runs at home)."""
+    alpha = params.get("alpha", "meta")
+    if alpha != "meta":
+        alpha = check_number("protocol.alpha", alpha)
+        if not 1 <= alpha < math.inf:
+            raise ScenarioError("protocol.alpha", f'must be "meta" or a number >= 1 (MOLBA(α), thesis 5.5.2), got {alpha!r}')
+    params["alpha"] = alpha
+    flag(params, "ilba", True)
+    params["retries"] = int(check_number("protocol.retries", params.get("retries", 1), nonneg=True, integer=True))
+    require_scheduler("molba", scenario, "planned", "runs the schedule it plans")
+    require_identical_processors("molba", scenario, " everywhere (thesis 5.1)")
+    require_one_site_per_org("molba", scenario, " (organization k owns machine k)")
+    wl = scenario.workload
+    kind = wl.get("kind", "poisson")
+    if kind not in ("rigid", "jobs"):
+        raise ScenarioError("workload.kind", f"the molba protocol schedules off-line instances: rigid or jobs (all released at 0), got {kind!r}")
+    for i, row in enumerate(wl.get("list", []) if kind == "jobs" else []):
+        if isinstance(row, dict) and row.get("release", 0) != 0:
+            raise ScenarioError(f"workload.list[{i}].release", "the molba protocol's model has no release dates (thesis 5.1): give 0")
+
+
+
+def instance(jobs: pd.DataFrame | np.ndarray, site_procs: list[int], speed: float = 1.0) -> list[Job]:
+    """The chapter-5 instance of a run's submitted jobs: organization k owns machine k."""
+    return [
+        Job(int(i), int(s), float(size) / speed, int(q))
+        for i, s, size, q in zip(jobs["job_id"], jobs["submit_site"], jobs["size"], jobs["procs"])
+    ]
+
+
+def molba_summary(submitted: np.ndarray, table: pd.DataFrame, site_procs: list[int], speed: float, params: dict[str, Any], t0: float) -> dict[str, Any]:
+    """The ``protocol`` section of a molba run's summary, and its guarantee checks.
+
+    The reference (``brokers.molba``) runs on the whole instance: ``lower_bound``
+    max(W̄, p_max), the makespans and scores s = makespan / lower bound (section 5.6.1) of
+    local, MOLBA and MOLBA+ILBA, α and O'. ``makespan`` and ``score`` are the executed
+    schedule's (end times minus ``plan_time`` T0). Raises InvariantError, naming the
+    organization or job, if the executed schedule breaks a guarantee.
+    """
+    jobs = instance(submitted, site_procs, speed)
+    machines = list(site_procs)
+    alpha = params.get("alpha", "meta")
+    # The reference, computed here on the whole instance: never the agents' own plans.
+    plan = molba_plan(tuple(sorted(jobs, key=lambda j: j.id)), tuple(machines), None if alpha == "meta" else float(alpha), bool(params.get("ilba", True)))
+    lb = lower_bound(jobs, machines)
+    out: dict[str, Any] = {
+        "name": "molba",
+        "plan_time": t0,
+        "alpha": plan.alpha,
+        "overloaded": len(plan.run.overloaded),
+        "jobs_moved_by_molba": len(plan.run.moved),
+        "lower_bound": lb,
+        "makespan_local": makespan(plan.local, jobs),
+        "makespan_molba": makespan(plan.molba, jobs),
+        "makespan_molba_ilba": makespan(plan.final, jobs) if plan.balanced else None,
+        "makespan_reference": makespan(plan.final, jobs),
+    }
+    for name in ("local", "molba", "molba_ilba", "reference"):
+        c = out[f"makespan_{name}"]
+        out[f"score_{name}"] = c / lb if c is not None and lb > 0 else None
+    finished = table["end"].notna().all()
+    out["makespan"] = float(table["end"].max() - t0) if finished else None
+    out["score"] = out["makespan"] / lb if finished and lb > 0 else None
+    out["jobs_migrated"] = int((table["exec_site"] != table["submit_site"]).sum())
+    if finished:
+        executed = [
+            Placement(int(r.job_id), int(r.exec_site), float(r.start) - t0, ())
+            for r in table[["job_id", "exec_site", "start"]].itertuples()
+        ]
+        problems = guarantee_violations(plan, jobs, machines, executed)
+        if problems:
+            raise InvariantError(f"guarantee: {problems[0]} ({len(problems)} broken)")
+        out["org_makespans_local"] = org_makespans(plan.local, jobs, machines)
+    return out
+
+
+def local_table(jobs: pd.DataFrame, machines: list[int], t0: float) -> pd.DataFrame:
+    """A molba run's jobs as the local schedule runs them (at home, from T0): the left half
+    of ``gridemu report --gantt``. Lengths are read back from the executed times."""
+    length = (jobs["end"] - jobs["start"]).to_numpy()
+    inst = [Job(int(i), int(s), float(p), int(q)) for i, s, p, q in zip(jobs["job_id"], jobs["submit_site"], length, jobs["procs"])]
+    start = {pl.job: pl.start for pl in local_schedule(inst, machines)}
+    out = jobs.copy()
+    out["exec_site"] = out["submit_site"]
+    out["start"] = t0 + out["job_id"].map(start)
+    out["end"] = out["start"] + length
+    return out
+
+
+def summary(facts: RunFacts) -> dict[str, Any]:
+    sites = facts.scenario.sites
+    t0 = plan_time(facts.scenario.max_latency, facts.protocol["retries"])
+    return molba_summary(facts.submitted, facts.jobs, [s.procs for s in sites], sites[0].speeds[0], facts.protocol, t0)
+
+
+def gantt_compare(jobs: pd.DataFrame, sites: pd.DataFrame, proto: dict[str, Any]) -> GanttCompare:
+    """The local schedule (every job at home, from T0) beside the executed MOLBA(+ILBA) one."""
+    local = local_table(jobs, sites.sort_values("site_id")["procs"].tolist(), proto["plan_time"])
+    name = "MOLBA+ILBA" if proto["makespan_molba_ilba"] is not None else "MOLBA"
+    return GanttCompare(f"local (makespan {proto['makespan_local']:g})", local, f"{name}, executed (makespan {proto['makespan']:g})")
+
+
+PROTOCOL = Protocol(
+    "molba", MolbaAgent, "MOLBA(α) and ILBA planned over messages; hosts grant or refuse requested slots (thesis ch. 5)",
+    keys=("alpha", "ilba", "retries"), messages=MESSAGES, check=check, summary=summary, starts_jobs=True,
+    gantt_compare=gantt_compare,
+)
