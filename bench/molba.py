@@ -3,12 +3,12 @@
     python bench/molba.py [--sites 5 20] [--jobs 100 500] [--procs 512] [--repeat 3]
 
 For each setting, the shipped ``molba`` scenario (uni jobs) is run in-process with one
-shard: every site computes the same plan, and the sites of one process share one
-computation (``brokers.molba_agent._plan`` is cached). The reference pipeline alone
-(local → MOLBA → ILBA, ``brokers.molba.molba_plan``) is timed on the same instance, and
-ILBA's share of it. Prints medians of ``--repeat``: the run's kernel wall seconds, windows
-and messages, and the plan's seconds. On a Ray cluster the plan is computed once per shard
-(per process), in parallel.
+shard: every site computes the same plan itself (nothing is shared between the sites of a
+process, so each site's cost is its own). The reference pipeline alone (local → MOLBA →
+ILBA, ``brokers.algorithms.molba.molba_plan``) is timed on the same instance, and ILBA's
+share of it. Prints medians of ``--repeat``: the run's kernel wall seconds, windows and
+messages, and the plan's seconds (a run computes it once per site; on a Ray cluster the
+shards' sites compute theirs in parallel).
 """
 from __future__ import annotations
 
@@ -17,19 +17,18 @@ import statistics
 import time
 
 import gridemu.emulator as emulator
-from gridemu.brokers import molba_agent
 from gridemu.brokers.algorithms.molba import ilba, molba_plan
+from gridemu.brokers.protocols.molba import instance
 from gridemu.emulator.scenario import load_scenario
 from gridemu.scenarios.workload import generate_jobs
 
 
 def measure(sites: int, jobs: int, procs: int, repeat: int) -> dict:
     sets = {"sites.count": sites, "workload.jobs": jobs, "sites.procs": procs}
-    inst = molba_agent.instance(generate_jobs(load_scenario("molba", sets))[0], [procs] * sites)
+    inst = instance(generate_jobs(load_scenario("molba", sets))[0], [procs] * sites)
     machines = [procs] * sites
     walls, plans, ilbas, last = [], [], [], None
     for _ in range(repeat):
-        molba_agent._plan.cache_clear()
         last = emulator.run("molba", overrides=sets).summary["global"]
         walls.append(last["wall_seconds"])
         t = time.perf_counter()

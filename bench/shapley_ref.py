@@ -3,9 +3,10 @@
     python bench/shapley_ref.py [--orgs 6 8] [--jobs 300] [--procs 20] [--cpus N] [--repeat 2]
 
 REF builds a schedule for every subcoalition of the organizations (2^k of them); those of one
-size are independent, so ``brokers.shapley.simulate`` hands each size to a ``level_map``.
-This compares the built-in ``map`` (one process) with ``brokers.shapley_parallel.ray_level_map``
-(Ray tasks, one per chunk of coalitions, about two per CPU) on a random instance of sequential
+size are independent, so ``brokers.algorithms.shapley_policies.simulate`` hands each size to a
+``level_map``. This compares the built-in ``map`` (one process) with
+``brokers.algorithms.shapley_parallel.ray_level_map`` (Ray tasks, one per chunk of
+coalitions, about two per CPU) on a random instance of sequential
 jobs, and checks that both give the same schedule. Prints the median wall seconds and the
 speedup. On a 2-core machine the speedup is bounded by 2; use --cpus on a bigger one.
 """
@@ -17,7 +18,8 @@ import time
 
 import numpy as np
 
-from gridemu.brokers.algorithms.shapley import SJob, simulate
+from gridemu.brokers.algorithms.shapley_policies import simulate
+from gridemu.brokers.algorithms.shapley_simulation import SJob
 
 
 def instance(k: int, n: int, seed: int = 1) -> list[SJob]:

@@ -8,7 +8,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from gridemu.brokers.algorithms.gm import GmJob, ef_counts, ef_violations
+from gridemu.brokers.algorithms.fairness import ef_counts, ef_violations
+from gridemu.brokers.algorithms.gm import GmJob
 
 
 def instance(submitted: np.ndarray) -> list[GmJob]:

@@ -1,6 +1,6 @@
 """gridemu's kernel: virtual time, windows, backends, results, CLI.
 
-    >>> import emulator
+    >>> from gridemu import emulator
     >>> result = emulator.run("quickstart", seed=3, backend="inprocess")
     >>> result.jobs.head(); result.summary["global"]["makespan"]
 """
@@ -9,11 +9,11 @@ from gridemu.emulator.scenario import load_scenario, shipped_scenarios
 
 
 def __getattr__(name: str):
-    # run and RunResult pull in pandas; shard actors import emulator without needing it.
+    # run and RunResult pull in pandas; shard actors import the kernel without needing it.
     if name in ("run", "RunResult"):
         from gridemu.emulator import api, results
 
         return api.run if name == "run" else results.RunResult
-    raise AttributeError(f"module 'emulator' has no attribute {name!r}")
+    raise AttributeError(f"module 'gridemu.emulator' has no attribute {name!r}")
 
 __all__ = ["run", "load_scenario", "shipped_scenarios", "RunResult", "GridemuError", "ScenarioError", "WorkloadError", "InvariantError"]

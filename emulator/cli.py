@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
+from gridemu.emulator.console import stderr_console
 from gridemu.model.errors import GridemuError, InvariantError
 from gridemu.emulator.scenario import load_scenario, parse_override, read_scenario_file, shipped_scenarios
 
@@ -27,12 +28,6 @@ def _out_dir(args: argparse.Namespace, prefix: str = "") -> Path:
     if args.out:
         return Path(args.out)
     return Path("runs") / f"{prefix}{Path(str(args.scenario)).stem}-{time.strftime('%Y%m%d-%H%M%S')}"
-
-
-def _console():
-    from rich.console import Console
-
-    return Console(stderr=True)
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -82,7 +77,7 @@ class _ProgressBar:
                 TextColumn("{task.fields[done]:>10,} / {task.fields[njobs]:,} jobs"),
                 TextColumn("{task.fields[eps]:>10,.0f} events/s"),
                 TimeElapsedColumn(),
-                console=_console(),
+                console=stderr_console(),
                 transient=True,
             )
             self.bar.start()

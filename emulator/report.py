@@ -383,11 +383,9 @@ def report(run_dir: Path, plot: bool = True, gantt: bool = False) -> Path | None
         print(f"share plot written to {plot_shares(run_dir, ts, title)}")
     if gantt:
         compare, title = None, "executed"
-        proto = summary.get("protocol", {})
-        if proto.get("name") == "molba":
-            from gridemu.brokers.agents.molba import local_table
-
-            compare = (f"local (makespan {proto['makespan_local']:g})", local_table(jobs, sites.sort_values("site_id")["procs"].tolist(), proto["plan_time"]))
-            title = f"{'MOLBA+ILBA' if proto['makespan_molba_ilba'] is not None else 'MOLBA'}, executed (makespan {proto['makespan']:g})"
+        plugin = registry.PROTOCOLS.get(summary["global"]["protocol"])
+        if plugin is not None and plugin.gantt_compare is not None and summary.get("protocol"):
+            other = plugin.gantt_compare(jobs, sites, summary["protocol"])
+            compare, title = (other.label, other.jobs), other.title
         print(f"Gantt chart written to {plot_gantt(run_dir, jobs, sites, compare=compare, title=title)}")
     return path

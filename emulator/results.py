@@ -27,7 +27,7 @@ import pandas as pd
 
 from gridemu.emulator.engine import RawRun
 from gridemu.model.errors import GridemuError
-from gridemu.emulator.scenario import to_toml
+from gridemu.emulator.scenario_toml import to_toml
 from gridemu.model.jobs import JOB_DTYPE, STATE_CODE, STATES
 
 JOB_COLUMNS = [

@@ -107,9 +107,9 @@ def sweep(
     if not quiet:
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-        from gridemu.emulator.cli import _console
+        from gridemu.emulator.console import stderr_console
 
-        progress = Progress(TextColumn("sweep"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=_console())
+        progress = Progress(TextColumn("sweep"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=stderr_console())
         progress.start()
         bar = progress.add_task("runs", total=len(tasks))
     t0 = time.perf_counter()

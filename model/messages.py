@@ -39,6 +39,8 @@ NO_JOB: tuple = (-1, 0, 0, 0.0, 0.0, 0, float("nan"), 0.0, -1, 0, 0, float("nan"
 #: Payload columns a kind may name: the two numbers, then the job columns.
 PAYLOAD_COLUMNS: tuple[str, ...] = ("value", "value2") + JOB_DTYPE.names
 _VIEW_ROUTING = ("deliver", "src", "seq", "dst", "sent", "code")
+#: Agent hooks that are not messages: a kind of one of these names would shadow it.
+AGENT_HOOKS = frozenset({"start", "arrival", "complete", "timer"})
 
 
 class MessageKind:
@@ -56,6 +58,8 @@ class MessageKind:
     def __init__(self, name: str, job: bool = False, **fields: str):
         if not name.isidentifier():
             raise ValueError(f"message kind {name!r}: the name must be an identifier (agents handle it as on_{name})")
+        if name in AGENT_HOOKS:
+            raise ValueError(f"message kind {name!r}: on_{name} is an agent's own hook; name the kind otherwise (e.g. 'released')")
         names = list(_VIEW_ROUTING) + list(PAYLOAD_COLUMNS)
         slots: dict[str, int] = {}
         for field, column in fields.items():
@@ -141,14 +145,3 @@ def to_batch(rows: list[tuple]) -> np.ndarray:
     order = np.lexsort((batch["seq"], batch["src"], batch["deliver"]))
     return batch[order]
 
-
-# TEMPORARY (removed once every agent speaks in kinds): the old positional names, so that
-# modules not yet converted still import while the others are.
-MESSAGE_TYPES: tuple[str, ...] = ("job", "load", "offer", "usage", "request", "grant", "refuse", "fragment", "arrival", "completion")
-MTYPE = {name: code for code, name in enumerate(MESSAGE_TYPES)}
-
-
-def job_columns(**values) -> tuple:
-    rec = dict(zip(JOB_DTYPE.names, NO_JOB))
-    rec.update(values)
-    return tuple(rec[name] for name in JOB_DTYPE.names)

@@ -1,11 +1,15 @@
 """Rigid parallel job workloads of thesis section 5.6.1 (issue 4, part 4): *uni* and *swf*.
 
-Pure generator functions producing :class:`brokers.molba.Job` lists (``Job(id, org, p, q)``,
-ids ``0..n-1``, no release dates: the model of chapter 5 has none). Every function takes a
-:class:`numpy.random.Generator` and draws only from it, so the same generator state gives the
-same jobs; callers derive the generator from a stable spawn key (see
-:func:`scenarios.workload.site_rng`), never from a global seed. Within one call the draws are
-made in a fixed order: owners, then sizes (``q``), then lengths (``p``).
+Pure generator functions producing job arrays (``model.jobs.JOB_DTYPE``, one row per job in
+draw order: ``job_id`` 0..n-1, ``owner`` = ``submit_site`` = ``group`` the organization k,
+``size`` the length p, ``procs`` q, ``release`` 0: the model of chapter 5 has no release
+dates). Scenarios never import brokers: ``brokers.protocols.molba.instance`` turns such an
+array into the chapter's ``Job(id, org, p, q)`` list where an algorithm needs one.
+
+Every function takes a :class:`numpy.random.Generator` and draws only from it, so the same
+generator state gives the same jobs; callers derive the generator from a stable spawn key
+(see :func:`scenarios.workload.site_rng`), never from a global seed. Within one call the
+draws are made in a fixed order: owners, then sizes (``q``), then lengths (``p``).
 
 Readings of the thesis (``shared/papers/multi-organization-grid-thesis.txt``, line numbers
 in brackets):
@@ -77,7 +81,7 @@ from numbers import Integral, Real
 
 import numpy as np
 
-from gridemu.brokers.algorithms.molba import Job
+from gridemu.model.jobs import empty_jobs
 
 #: Zipf exponent of the owners' distribution, thesis line 2806 (after Iosup et al., 2006).
 ZIPF_EXPONENT = 1.4267
@@ -238,7 +242,17 @@ def zipf_owners(rng: np.random.Generator, n: int, n_orgs: int, a: float = ZIPF_E
 
 # --- uni ------------------------------------------------------------------------------------
 
-def uni_jobs(rng: np.random.Generator, n: int, n_orgs: int, m: int) -> list[Job]:
+def rigid_jobs(owners: np.ndarray, p: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """Job i (id i) of organization ``owners[i]`` (owner, submit site and group), length
+    ``p[i]`` (its size) and ``q[i]`` processors, released at 0, as a job array."""
+    jobs = empty_jobs(len(owners))  # release 0
+    jobs["job_id"] = np.arange(len(owners))
+    jobs["owner"] = jobs["group"] = jobs["submit_site"] = owners
+    jobs["size"], jobs["procs"] = p, q
+    return jobs
+
+
+def uni_jobs(rng: np.random.Generator, n: int, n_orgs: int, m: int) -> np.ndarray:
     """*uni* instance: p uniform in {1..50}, q uniform in {1..m} (q ≤ m, thesis line 2803)."""
     _check_rng(rng)
     n = _check_count("n", n)
@@ -247,7 +261,7 @@ def uni_jobs(rng: np.random.Generator, n: int, n_orgs: int, m: int) -> list[Job]
     owners = zipf_owners(rng, n, n_orgs)
     q = rng.integers(1, m + 1, size=n)
     p = rng.integers(1, UNI_P_MAX + 1, size=n)
-    return [Job(i, int(owners[i]), float(p[i]), int(q[i])) for i in range(n)]
+    return rigid_jobs(owners, p.astype(float), q)
 
 
 # --- Lublin–Feitelson -------------------------------------------------------------------
@@ -321,7 +335,7 @@ def _draw_runtimes(rng: np.random.Generator, q: np.ndarray, params: LublinParams
 
 def lublin_jobs(
     rng: np.random.Generator, n: int, n_orgs: int, m: int, *, params: LublinParams = ALL_JOBS
-) -> list[Job]:
+) -> np.ndarray:
     """*swf* instance: Lublin–Feitelson sizes and runtimes, q < m (thesis line 2804), Zipf owners.
 
     ``params`` defaults to the model's "all jobs" set; the size part is scaled to m
@@ -337,7 +351,7 @@ def lublin_jobs(
     owners = zipf_owners(rng, n, n_orgs)
     q, _ = _draw_sizes(rng, n, m, params)
     p = _draw_runtimes(rng, q, params)
-    return [Job(i, int(owners[i]), float(p[i]), int(q[i])) for i in range(n)]
+    return rigid_jobs(owners, p, q)
 
 
 def _tsu_cdf(x: float, sp: LublinParams) -> float:
@@ -392,6 +406,7 @@ __all__ = [
     "ZIPF_EXPONENT",
     "lublin_jobs",
     "lublin_size_pmf",
+    "rigid_jobs",
     "scaled_params",
     "uni_jobs",
     "zipf_owners",

@@ -11,7 +11,7 @@ from __future__ import annotations
 import csv
 import math
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -19,10 +19,22 @@ from gridemu.model.errors import ScenarioError, WorkloadError
 from gridemu.model.rng import PURPOSE_ARRIVALS, PURPOSE_PROCS, PURPOSE_SIZES, site_rng
 from gridemu.model.checks import check_number, check_sequential, per_site_values
 from gridemu.model.jobs import JOB_DTYPE, empty_jobs
+from gridemu.scenarios import propositions
 
 if TYPE_CHECKING:  # pragma: no cover
-    from gridemu.emulator.scenario import Scenario
     from gridemu.sites.spec import SiteSpec
+
+
+class WorkloadSource(Protocol):
+    """What a workload generator reads of a scenario (``emulator.scenario.Scenario`` is one)."""
+
+    workload: dict[str, Any]
+    sites: list["SiteSpec"]
+    orgs: list[str]
+    extra: dict[str, Any]  # generators note what they skipped or drew (trace windows)
+
+    @property
+    def seed(self) -> int: ...
 
 # Spawn-key purposes; part of the determinism contract, never renumber.
 #: Streams (kind = "streams") draw from their own key: (STREAMS_KEY, stream index).
@@ -62,7 +74,7 @@ def check_workload(wl: dict[str, Any], sites: list["SiteSpec"]) -> None:
     elif kind == "rigid":
         _check_rigid(wl, sites)
     elif kind == "proposition":
-        _proposition_jobs(wl)
+        propositions.workload_rows(wl)
     elif kind == "streams":
         _check_streams(wl, sites)
     elif kind in ("csv", "swf"):
@@ -110,7 +122,7 @@ def _check_procs(spec: Any, sites: list["SiteSpec"]) -> None:
         raise ScenarioError("workload.procs", f"jobs may need {int(top)} processors but a site has only {smallest}")
 
 
-def generate_jobs(scenario: "Scenario") -> tuple[np.ndarray, list[str]]:
+def generate_jobs(scenario: WorkloadSource) -> tuple[np.ndarray, list[str]]:
     """All jobs of the run, sorted by job id, and the group path table."""
     wl = scenario.workload
     kind = wl["kind"]
@@ -123,7 +135,7 @@ def generate_jobs(scenario: "Scenario") -> tuple[np.ndarray, list[str]]:
     elif kind == "rigid":
         jobs, groups = _rigid(scenario)
     elif kind == "proposition":
-        jobs, groups = _proposition(scenario)
+        jobs, groups = propositions.workload_jobs(wl, scenario.orgs.index(scenario.sites[0].org))
     elif kind == "streams":
         jobs, groups = _streams(scenario)
     else:
@@ -138,7 +150,7 @@ def _number_jobs(jobs: np.ndarray) -> np.ndarray:
     return jobs
 
 
-def _poisson(scenario: "Scenario") -> tuple[np.ndarray, list[str]]:
+def _poisson(scenario: WorkloadSource) -> tuple[np.ndarray, list[str]]:
     """Per-site Poisson arrivals (rate λ), gamma(α shape, β scale) sizes: thesis ch. 4 settings."""
     wl, sites, seed = scenario.workload, scenario.sites, scenario.seed
     n = len(sites)
@@ -186,7 +198,7 @@ def _poisson(scenario: "Scenario") -> tuple[np.ndarray, list[str]]:
     return jobs, list(scenario.orgs)
 
 
-def _rigid(scenario: "Scenario") -> tuple[np.ndarray, list[str]]:
+def _rigid(scenario: WorkloadSource) -> tuple[np.ndarray, list[str]]:
     """A thesis ch. 5 instance (``scenarios.rigid``): rigid jobs released at 0, Zipf owners.
 
     Organization k submits to site k. Each site's jobs come in Highest-First order (q
@@ -199,14 +211,8 @@ def _rigid(scenario: "Scenario") -> tuple[np.ndarray, list[str]]:
     n = _check_rigid(wl, sites)
     rng = np.random.default_rng(np.random.SeedSequence(scenario.seed, spawn_key=RIGID_KEY))
     draw = uni_jobs if wl.get("model", "uni") == "uni" else lublin_jobs
-    drawn = sorted(draw(rng, n, len(sites), sites[0].procs), key=lambda j: (j.org, -j.q, j.id))
-    jobs = empty_jobs(len(drawn))
-    jobs["release"] = 0.0
-    jobs["size"] = [j.p for j in drawn]
-    jobs["procs"] = [j.q for j in drawn]
-    jobs["submit_site"] = [j.org for j in drawn]
-    jobs["owner"] = [j.org for j in drawn]
-    jobs["group"] = [j.org for j in drawn]
+    drawn = draw(rng, n, len(sites), sites[0].procs)  # owner = submit site = group = organization
+    jobs = drawn[np.lexsort((drawn["job_id"], -drawn["procs"], drawn["owner"]))]
     return jobs, list(scenario.orgs)
 
 
@@ -297,7 +303,7 @@ def _csv_jobs(path: Path, sites: list["SiteSpec"]) -> tuple[np.ndarray, list[str
         raise WorkloadError(str(exc)) from None
 
 
-def _swf_jobs(scenario: "Scenario") -> tuple[np.ndarray, list[str]]:
+def _swf_jobs(scenario: WorkloadSource) -> tuple[np.ndarray, list[str]]:
     """An SWF trace: users mapped to organizations; each organization submits to its first site."""
     from gridemu.scenarios.swf import read_swf, swf_to_jobs
 
@@ -407,7 +413,7 @@ def _check_streams(wl: dict[str, Any], sites: list["SiteSpec"]) -> list[dict[str
     return out
 
 
-def _streams(scenario: "Scenario") -> tuple[np.ndarray, list[str]]:
+def _streams(scenario: WorkloadSource) -> tuple[np.ndarray, list[str]]:
     streams = _check_streams(scenario.workload, scenario.sites)
     groups = list(dict.fromkeys(st["group"] for st in streams))
     org_of_site = [scenario.orgs.index(s.org) for s in scenario.sites]
@@ -427,51 +433,6 @@ def _streams(scenario: "Scenario") -> tuple[np.ndarray, list[str]]:
         part["group"] = groups.index(st["group"])
         parts.append(part)
     return (np.concatenate(parts) if parts else empty_jobs(0)), groups
-
-
-PROPOSITION_VARIANTS = {1: ("base",), 2: ("base", "late"), 3: ("base", "alone")}
-
-
-def _proposition_jobs(wl: dict[str, Any]) -> list:
-    """The counterexample instances of the migration paper, section 4 (``brokers.gm``):
-    ``number`` 1 (EF), 2 (WPM) or 3 (ILV); ``X`` (even, ≥ 6) and ``group`` (1: the scheduler
-    puts j1 on the slow machine, 2: on the fast one) for 1 and 2; ``variant`` "late" releases
-    j4 at X + 2 (Proposition 2's better-off type), "alone" keeps only j_{n+1} (Proposition
-    3's J'). Proposition 3's n is the site's processor count; every job goes to site 0."""
-    from gridemu.brokers.algorithms import gm
-
-    number = wl.get("number")
-    if number not in PROPOSITION_VARIANTS:
-        raise ScenarioError("workload.number", f"must be 1, 2 or 3 (the paper's Propositions), got {number!r}")
-    variant = wl.get("variant", "base")
-    if variant not in PROPOSITION_VARIANTS[number]:
-        raise ScenarioError("workload.variant", f"Proposition {number} has variants {', '.join(PROPOSITION_VARIANTS[number])}, got {variant!r}")
-    try:
-        if number == 3:
-            n = int(check_number("workload.X", wl.get("X", 3), positive=True, integer=True))
-            J, alone, _ = gm.proposition_3(n)
-            return alone if variant == "alone" else J
-        X = check_number("workload.X", wl.get("X", 10), positive=True, integer=True)
-        jobs, _ = (gm.proposition_1 if number == 1 else gm.proposition_2)(int(X), wl.get("group", 1))
-    except ValueError as exc:
-        key = "workload.group" if str(exc).startswith("group") else "workload.X"
-        raise ScenarioError(key, str(exc).split(": ", 1)[-1]) from None
-    if variant == "late":
-        jobs = [gm.GmJob(j.id, X + 2.0, j.t, j.v0) if j.id == 4 else j for j in jobs]
-    return jobs
-
-
-def _proposition(scenario: "Scenario") -> tuple[np.ndarray, list[str]]:
-    drawn = _proposition_jobs(scenario.workload)
-    jobs = empty_jobs(len(drawn))
-    jobs["release"] = [j.r for j in drawn]
-    jobs["size"] = [j.t for j in drawn]
-    jobs["priority"] = [j.v0 for j in drawn]
-    jobs["submit_site"] = 0
-    jobs["owner"] = scenario.orgs.index(scenario.sites[0].org)
-    # The group column names each job as the paper does (j1, j2, ...): ids follow release order.
-    jobs["group"] = np.arange(len(drawn))
-    return jobs, [f"j{j.id}" for j in drawn]
 
 
 def check_scheduler_jobs(sites: list["SiteSpec"], jobs: np.ndarray) -> None:

@@ -16,7 +16,7 @@ record), ``size``, ``release``, ``job_id``, ``procs``, ``submit_site``, ``fragme
 array), ``n_local``, ``next_release()``.
 
 The queue and the processors: ``queued()``, ``running_slots()``, ``free_processors()``,
-``free_count()``, ``backlog(now)``, ``load(now)``; ``scheduler_state()`` gives what the
+``is_free(proc)``, ``free_count()``, ``backlog(now)``, ``load(now)``; ``scheduler_state()`` gives what the
 local scheduler exposes to protocols (the fairshare policy, the planned start times).
 
 Acting: ``send``, ``set_timer``, ``transfer``, ``receive_job``, ``enqueue``, ``dequeue``,
@@ -158,3 +158,7 @@ class SiteView:
         site = self._site
         site.c_migrations[slot] += 1
         site.changed.add("migrations")
+
+    def is_free(self, proc: int) -> bool:
+        """Whether processor ``proc`` is free now (a membership test: no copy, unlike ``free_processors``)."""
+        return proc in self._site.free_procs

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 import gridemu.emulator as emulator
-from gridemu.brokers.algorithms.shapley import simulate
+from gridemu.brokers.algorithms.shapley_policies import simulate
 from gridemu.brokers.protocols.directcontr import instance
 from gridemu.model.errors import ScenarioError
 from gridemu.emulator.scenario import load_scenario

@@ -1,4 +1,4 @@
-"""Online Greedy Migration and the busy schedulers it beats (brokers/gm.py).
+"""Online Greedy Migration and the busy schedulers it beats (brokers/algorithms/gm.py, fairness.py).
 
 Hand-made instances with schedules worked out on paper (comments give the arithmetic),
 the counterexamples of Propositions 1-3 for each of our busy schedulers and for GM, and
@@ -13,27 +13,31 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gridemu.brokers.algorithms.gm import (
-    POLICIES,
-    GmJob,
-    Segment,
-    ef_violations,
-    gm_assign,
-    gm_rank_key,
-    ilv_violations,
-    machine_order,
-    proposition_1,
-    proposition_2,
-    proposition_3,
-    simulate,
-    wpm_violations,
-)
+from gridemu.brokers.algorithms.fairness import ef_violations, ilv_violations, wpm_violations
+from gridemu.brokers.algorithms.gm import POLICIES, GmJob, Segment, gm_assign, gm_rank_key, machine_order, simulate
+from gridemu.scenarios import propositions
 
 BUSY = ("fcfs_fastest", "fcfs_any", "preempt")
 
 
 def J(id, r, t, v0=1.0):
     return GmJob(id, float(r), float(t), float(v0))
+
+
+# The paper's instances are plain (id, r, t, v0) rows in scenarios/propositions.py.
+def proposition_1(X, group):
+    rows, speeds = propositions.proposition_1(X, group)
+    return [GmJob(*row) for row in rows], speeds
+
+
+def proposition_2(X, group):
+    rows, speeds = propositions.proposition_2(X, group)
+    return [GmJob(*row) for row in rows], speeds
+
+
+def proposition_3(n):
+    J_, alone, speeds = propositions.proposition_3(n)
+    return [GmJob(*row) for row in J_], [GmJob(*row) for row in alone], speeds
 
 
 # ------------------------------------------------------------------ ranking and assignment
@@ -316,13 +320,13 @@ def test_other_bad_input():
     with pytest.raises(ValueError, match="job 2: no completion time"):
         ef_violations([J(1, 0, 1), J(2, 0, 2)], {1: 1.0})
     with pytest.raises(ValueError, match="X: must be an even integer"):
-        proposition_1(11, 1)
+        propositions.proposition_1(11, 1)
     with pytest.raises(ValueError, match="X: must be >= 6"):
-        proposition_2(4, 1)
+        propositions.proposition_2(4, 1)
     with pytest.raises(ValueError, match="group: must be 1"):
-        proposition_1(10, 3)
+        propositions.proposition_1(10, 3)
     with pytest.raises(ValueError, match="n: must be an integer >= 2"):
-        proposition_3(1)
+        propositions.proposition_3(1)
 
 
 def test_integral_mode():

@@ -7,7 +7,7 @@ import pytest
 
 import gridemu.emulator as emulator
 from gridemu.brokers.algorithms.gm import simulate
-from gridemu.brokers.agents.gm import instance
+from gridemu.brokers.metrics import instance
 from gridemu.model.errors import InvariantError, ScenarioError
 from gridemu.emulator.scenario import load_scenario
 from gridemu.scenarios.workload import generate_jobs

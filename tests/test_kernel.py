@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 import gridemu.emulator as emulator
 from gridemu.brokers import registry
 from gridemu.brokers.agents.base import Agent
-from gridemu.emulator import scenario as scenario_mod
+from gridemu.brokers.protocol import Protocol
 from gridemu.emulator.checks import check_causality, check_conservation, check_guarantees
 from gridemu.emulator.engine import pack_sites
 from gridemu.model.errors import InvariantError
@@ -225,8 +225,7 @@ class _RudeAgent(Agent):
 
 
 def test_sending_before_the_declared_bound_stops_the_run(monkeypatch):
-    monkeypatch.setitem(registry.AGENTS, "rude", _RudeAgent)
-    monkeypatch.setattr(scenario_mod, "PROTOCOLS", scenario_mod.PROTOCOLS + ("rude",))
+    monkeypatch.setitem(registry.PROTOCOLS, "rude", Protocol("rude", _RudeAgent, "sends before its bound"))
     with pytest.raises(InvariantError, match=r"causality: site site\d sent a 'job' message .* before its declared send bound"):
         emulator.run(small_grid("local", jobs=50), overrides={"protocol.name": "rude"})
 

@@ -1,4 +1,4 @@
-"""The reference simulator of divisible-load balancing (brokers/lb_reference.py).
+"""The reference simulator of divisible-load balancing (brokers/references/load_balancing.py).
 
 Hand-computed instances pin down the exact semantics (event order, cutting from the end
 of the queue, acceptance by deadline and participation level); a property test checks

@@ -1,4 +1,5 @@
-"""Chapter 5's reference algorithms (brokers/molba.py): LS, BLS, MOLBA, ILBA, by hand and as properties.
+"""Chapter 5's reference algorithms (brokers/algorithms/list_scheduling.py and molba.py): LS,
+BLS, MOLBA, ILBA, by hand and as properties.
 
 Hand-made instances with schedules worked out on paper, the thesis's figures as far as the
 text describes them, and the guarantees of section 5.5 as hypothesis properties:
@@ -19,18 +20,20 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import gridemu.brokers.algorithms.molba as molba_module
-from gridemu.brokers.algorithms.molba import (
+from gridemu.brokers.algorithms.list_scheduling import (
     Job,
-    MolbaRun,
     Placement,
     backfill_list_schedule,
     check_schedule,
-    ilba,
     is_low,
     list_schedule,
+    makespan,
+)
+from gridemu.brokers.algorithms.molba import (
+    MolbaRun,
+    ilba,
     local_schedule,
     lower_bound,
-    makespan,
     mean_work,
     molba,
     molba_meta,
@@ -515,7 +518,6 @@ def test_kernel_list_scheduling_is_molbas_local_schedule(model, m):
     """A rigid instance (workload.kind = "rigid") run by the emulator's `list` scheduler with
     no cooperation gives, job by job, the start times of MOLBA lines 1-3 (local HF LS)."""
     import gridemu.emulator as emulator
-    from gridemu.brokers.algorithms.molba import Job, local_schedule
 
     data = {
         "run": {"seed": 11, "backend": "inprocess"},

@@ -7,12 +7,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import gridemu.emulator as emulator
-from gridemu.brokers.algorithms.molba import Job, Placement, check_schedule, guarantee_violations, molba_plan
 from gridemu.brokers.agents.molba import Book, MolbaAgent, plan_time
-from gridemu.model.errors import InvariantError, ScenarioError
-from gridemu.model.messages import N_ROUTING
+from gridemu.brokers.algorithms.list_scheduling import Job, check_schedule
+from gridemu.brokers.algorithms.molba import guarantee_violations, molba_plan
 from gridemu.emulator.scenario import load_scenario
-from gridemu.model.jobs import JOB_DTYPE
+from gridemu.model.errors import InvariantError, ScenarioError
 
 
 def rigid(n_sites=5, m=16, jobs=60, model="uni", seed=3, latency=0.01, **protocol) -> dict:
@@ -168,14 +167,13 @@ def refuse_first_request(monkeypatch) -> list[int]:
     """Make the first host that judges a request find its book full over the requested slot
     (as a host whose view diverged would); returns the refused job ids."""
     real = MolbaAgent._judge
-    size = N_ROUTING + JOB_DTYPE.names.index("size")
     refused: list[int] = []
 
-    def judge_with_a_full_book(self, now, row):
-        if not refused:  # row[6]: the planned start
-            self.book.add(row[6], row[size] / self.speed, self.book.m)
-            refused.append(int(row[N_ROUTING]))
-        return real(self, now, row)
+    def judge_with_a_full_book(self, now, msg):
+        if not refused:  # the whole machine, over the planned slot
+            self.book.add(msg.start, msg.size / self.speed, self.book.m)
+            refused.append(int(msg.job_id))
+        return real(self, now, msg)
 
     monkeypatch.setattr(MolbaAgent, "_judge", judge_with_a_full_book)
     return refused

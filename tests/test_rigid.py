@@ -14,7 +14,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gridemu.brokers.algorithms.molba import Job
+from gridemu.brokers.algorithms.list_scheduling import Job
+from gridemu.brokers.protocols.molba import instance
+from gridemu.model.jobs import JOB_DTYPE
 from gridemu.scenarios.rigid import (
     ALL_JOBS,
     BATCH,
@@ -48,6 +50,23 @@ def spearman(x: np.ndarray, y: np.ndarray) -> float:
         return (sums / counts)[inverse]
 
     return float(np.corrcoef(ranks(x), ranks(y))[0, 1])
+
+
+def same(a: np.ndarray, b: np.ndarray) -> bool:
+    """Job arrays equal bit for bit (NaN walltimes and deadlines included)."""
+    return a.dtype == b.dtype and a.tobytes() == b.tobytes()
+
+
+def check_rigid_array(jobs: np.ndarray, n: int, n_orgs: int) -> None:
+    """What every rigid generator returns: n jobs in draw order, ids 0..n-1, released at 0,
+    owner = submit site = group = an organization, integer q and float p."""
+    assert jobs.dtype == JOB_DTYPE and jobs.shape == (n,)
+    assert jobs["job_id"].tolist() == list(range(n))
+    org = jobs["owner"]
+    assert org.min() >= 0 and org.max() < n_orgs
+    assert np.array_equal(jobs["submit_site"], org) and np.array_equal(jobs["group"], org)
+    assert (jobs["release"] == 0).all()
+    assert np.issubdtype(jobs["procs"].dtype, np.integer) and np.issubdtype(jobs["size"].dtype, np.floating)
 
 
 def is_pow2(q: np.ndarray) -> np.ndarray:
@@ -97,20 +116,17 @@ def test_zipf_owners_in_range_and_deterministic(seed, n, n_orgs):
 @settings(max_examples=60, deadline=None)
 def test_uni_jobs_ranges_types_and_determinism(seed, n, n_orgs, m):
     jobs = uni_jobs(rng(seed), n, n_orgs, m)
-    assert [j.id for j in jobs] == list(range(n))
-    for j in jobs:
-        assert isinstance(j, Job)
-        assert type(j.q) is int and 1 <= j.q <= m  # q ≤ m, thesis line 2803
-        assert type(j.org) is int and 0 <= j.org < n_orgs
-        assert isinstance(j.p, float) and j.p.is_integer() and 1 <= j.p <= 50
-    assert uni_jobs(rng(seed), n, n_orgs, m) == jobs
+    check_rigid_array(jobs, n, n_orgs)
+    q, p = jobs["procs"], jobs["size"]
+    assert q.min() >= 1 and q.max() <= m  # q ≤ m, thesis line 2803
+    assert (p == np.floor(p)).all() and p.min() >= 1 and p.max() <= 50
+    assert same(uni_jobs(rng(seed), n, n_orgs, m), jobs)
 
 
 def test_uni_jobs_cover_the_whole_ranges_uniformly():
     m, n = 32, 100_000
     jobs = uni_jobs(rng(7), n, 5, m)
-    q = np.array([j.q for j in jobs])
-    p = np.array([j.p for j in jobs])
+    q, p = jobs["procs"], jobs["size"]
     assert set(q.tolist()) == set(range(1, m + 1))  # q = m included
     assert set(p.tolist()) == set(range(1, 51))
     assert np.abs(np.bincount(q, minlength=m + 1)[1:] / n - 1 / m).max() < 0.005
@@ -119,8 +135,20 @@ def test_uni_jobs_cover_the_whole_ranges_uniformly():
 
 
 def test_different_seeds_give_different_jobs():
-    assert uni_jobs(rng(1), 50, 5, 32) != uni_jobs(rng(2), 50, 5, 32)
-    assert lublin_jobs(rng(1), 50, 5, 32) != lublin_jobs(rng(2), 50, 5, 32)
+    assert not same(uni_jobs(rng(1), 50, 5, 32), uni_jobs(rng(2), 50, 5, 32))
+    assert not same(lublin_jobs(rng(1), 50, 5, 32), lublin_jobs(rng(2), 50, 5, 32))
+
+
+@pytest.mark.parametrize("gen", [uni_jobs, lublin_jobs])
+def test_the_chapter_5_instance_of_a_drawn_array(gen):
+    """brokers turn a drawn array into the algorithms' jobs: Job(id, org, p, q), Python numbers."""
+    jobs = gen(rng(4), 40, 3, 16)
+    inst = instance(jobs, [16] * 3)
+    assert [j.id for j in inst] == list(range(40))
+    for j, row in zip(inst, jobs):
+        assert isinstance(j, Job)
+        assert type(j.id) is int and type(j.org) is int and type(j.q) is int and isinstance(j.p, float)
+        assert (j.org, j.p, j.q) == (row["owner"], row["size"], row["procs"])
 
 
 # --- Lublin–Feitelson ---------------------------------------------------------------------
@@ -129,17 +157,16 @@ def test_different_seeds_give_different_jobs():
 @settings(max_examples=60, deadline=None)
 def test_lublin_jobs_ranges_types_and_determinism(seed, n, n_orgs, m):
     jobs = lublin_jobs(rng(seed), n, n_orgs, m)
-    assert [j.id for j in jobs] == list(range(n))
-    for j in jobs:
-        assert type(j.q) is int and 1 <= j.q < m  # q < m, thesis line 2804
-        assert type(j.org) is int and 0 <= j.org < n_orgs
-        assert isinstance(j.p, float) and j.p.is_integer()
-        assert 1 <= j.p <= math.exp(MAX_LOG_RUNTIME)
-    assert lublin_jobs(rng(seed), n, n_orgs, m) == jobs
+    check_rigid_array(jobs, n, n_orgs)
+    q, p = jobs["procs"], jobs["size"]
+    assert q.min() >= 1 and q.max() < m  # q < m, thesis line 2804
+    assert (p == np.floor(p)).all()
+    assert p.min() >= 1 and p.max() <= math.exp(MAX_LOG_RUNTIME)
+    assert same(lublin_jobs(rng(seed), n, n_orgs, m), jobs)
 
 
 def test_lublin_on_two_processors_is_all_serial():
-    assert {j.q for j in lublin_jobs(rng(3), 500, 3, 2)} == {1}
+    assert set(lublin_jobs(rng(3), 500, 3, 2)["procs"].tolist()) == {1}
 
 
 def test_scaling_moves_u_hi_and_u_med_with_the_machine():
@@ -186,8 +213,7 @@ def test_serial_and_power_of_two_fractions(m):
 
 def test_lublin_sizes_follow_the_exact_pmf():
     m, n = 128, 200_000
-    jobs = lublin_jobs(rng(11), n, 4, m)
-    q = np.array([j.q for j in jobs])
+    q = lublin_jobs(rng(11), n, 4, m)["procs"]
     freq = np.bincount(q, minlength=m) / n
     pmf = lublin_size_pmf(m)
     expected = np.array([pmf.get(k, 0.0) for k in range(m)])
@@ -198,8 +224,7 @@ def test_lublin_sizes_follow_the_exact_pmf():
 @pytest.mark.parametrize("m, floor", [(128, 0.05), (512, 0.2)])
 def test_size_and_runtime_are_positively_rank_correlated(m, floor):
     jobs = lublin_jobs(rng(5), 50_000, 5, m)
-    q = np.array([j.q for j in jobs])
-    p = np.array([j.p for j in jobs])
+    q, p = jobs["procs"], jobs["size"]
     # Observed at these seeds: 0.10 (m = 128) and 0.30 (m = 512); standard error ≈ 0.005.
     assert spearman(q, p) > floor
     # Per job size, larger jobs run longer on average (the mixing probability falls with q).
@@ -209,8 +234,7 @@ def test_size_and_runtime_are_positively_rank_correlated(m, floor):
 def test_correlation_comes_from_pa():
     params = dataclasses.replace(ALL_JOBS, pa=0.0)
     jobs = lublin_jobs(rng(5), 50_000, 5, 512, params=params)
-    q = np.array([j.q for j in jobs])
-    p = np.array([j.p for j in jobs])
+    q, p = jobs["procs"], jobs["size"]
     assert abs(spearman(q, p)) < 0.03
 
 

@@ -13,7 +13,7 @@ Choices the thesis leaves open for whole (non-divisible) jobs, documented here:
     times, and a job's share of the amount is its size over the receiver's total speed;
   * a receiver accepts every job (bounds on what a receiver takes come with BILB).
 The divisible-load version (thesis 4.5, pieces of jobs, announced finish times) is the
-``averaging_game`` protocol of ``brokers/divisible.py``.
+``averaging_game`` protocol (``brokers/agents/averaging_game.py``).
 """
 from __future__ import annotations
 

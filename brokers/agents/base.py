@@ -108,4 +108,3 @@ class LocalAgent(Agent):
 
     def send_bound(self) -> float:
         return math.inf
-JOB = 0  # TEMPORARY: removed once every agent speaks in kinds

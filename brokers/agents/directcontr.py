@@ -1,20 +1,26 @@
 """DIRECTCONTR across sites (Skowron and Rządca's heuristic, decentralized): the ``directcontr`` protocol.
 
-Each organization is a site: its processors stay there and its jobs wait there in submission
-order. With the repairs documented in :mod:`brokers.shapley`, DIRECTCONTR's figures are
-functions of the schedule: ψ[u] is ψ_sp of u's jobs and φ[u] is ψ_sp of the unit parts
-processed on u's processors. So every site computes them from what the sites report:
+[S] = Skowron and Rządca, "Fair share is not enough: measuring fairness in scheduling with
+cooperative game theory" (PPAM 2013), which proposes DIRECTCONTR (its Algorithm 1).
 
-  * ``arrival``: a job was submitted here (its id and release time);
-  * ``usage``: a job completed (its id and its completion time on the schedule's clock).
+Each organization is a site: its processors stay there and its jobs wait there in submission
+order. With the repairs documented in :mod:`brokers.algorithms.shapley_policies`,
+DIRECTCONTR's figures are functions of the schedule: ψ[u] is ψ_sp of u's jobs and φ[u] is
+ψ_sp of the unit parts processed on u's processors. So every site computes them from what
+the sites report:
+
+  * ``released``: a job was submitted here (its record: the others read its id, owner and
+    release time);
+  * ``completion``: a job completed (its id and its completion instant on the schedule's clock).
 
 Every site runs the same scheduling step for every instant T of the schedule at which
 something happened (a release or a completion): it applies that instant's events, ranks the
 organizations with waiting jobs by φ − ψ at T (ties to the lowest index) and fills the free
 processors in processor order, the top organization's jobs first ([S] Algorithm 1 with the
-processors taken by number, ``brokers.shapley.simulate(..., gamma="index")``). A site then
-acts on its own processors only: it pulls each job the step gave them from the owner's site
-(``request``, answered by the ``job``), and runs it.
+processors taken by number, ``brokers.algorithms.shapley_policies.simulate(..., gamma="index")``).
+A site then acts on its own processors only: it pulls each job the step gave them from the
+owner's site (``request``, answered by the ``job`` transfer, tagged with the processor), and
+runs it. A site knows every site's processor count (``procs``, shape not state).
 
 The clock. Messages take up to L (the slowest link), so a site cannot take the step for T
 before it may have heard of every event of T. The step for T runs at real time
@@ -31,26 +37,22 @@ from __future__ import annotations
 import heapq
 from typing import Any
 
-from gridemu.brokers.agents.base import JOB, Agent, GridInfo
-from gridemu.model.messages import MTYPE, N_ROUTING, job_columns
-from gridemu.model.jobs import JOB_DTYPE
+from gridemu.brokers.agents.base import Agent, GridInfo
 from gridemu.model.messages import message
 
-#: A job released at its owner (its record).
-ARRIVAL = message("arrival", job=True)
-#: A job completed at instant ``instant`` (on the schedule's integral clock).
-USAGE = message("usage", instant="value", job_id="job_id")
-#: A processor elsewhere pulls one of the owner's jobs; the job travels tagged with the processor.
+#: A job released at its owner (its whole record: the others read job_id, owner, release).
+#: Not "arrival": ``on_arrival`` is the hook of a local arrival.
+RELEASED = message("released", job=True)
+#: A job completed at ``instant`` (on the schedule's integral clock).
+COMPLETION = message("completion", instant="value", job_id="job_id")
+#: A processor elsewhere (global index ``processor``) pulls one of the owner's jobs; the job
+#: travels back as a transfer tagged with that processor.
 REQUEST = message("request", processor="value", job_id="job_id")
-MESSAGES = (ARRIVAL, USAGE, REQUEST)
-
-
-ARRIVAL, USAGE, REQUEST = (MTYPE[n] for n in ("arrival", "usage", "request"))
-_ID, _OWNER, _REL = (N_ROUTING + JOB_DTYPE.names.index(f) for f in ("job_id", "owner", "release"))
+MESSAGES = (RELEASED, COMPLETION, REQUEST)
 
 
 class DirectContrAgent(Agent):
-    """One organization's site (module doc)."""
+    """One organization's site (module doc). ``params["procs"]``: every site's processor count."""
 
     name = "directcontr"
     intercepts_arrivals = True
@@ -60,7 +62,7 @@ class DirectContrAgent(Agent):
         self.k = grid.n_sites
         self.me = site.site_id
         self.lat = grid.max_latency
-        procs = [int(round(c)) for c in params["capacities"]]
+        procs = [int(n) for n in params["procs"]]
         self.owner_of = [u for u in range(self.k) for _ in range(procs[u])]  # global processor -> organization
         self.first = sum(procs[: self.me])
         self.arrived: dict[int, list[tuple[int, int]]] = {u: [] for u in range(self.k)}  # org -> (release, job) heap
@@ -82,29 +84,31 @@ class DirectContrAgent(Agent):
     # reports ------------------------------------------------------------------------------
     def on_arrival(self, now: float, slot: int) -> bool:
         site = self.site
-        job_id, rel = int(site.c_id[slot]), int(round(site.c_release[slot]))
+        job_id, rel = int(site.job_id(slot)), int(round(site.release(slot)))
         self.slot_of[job_id] = slot
         heapq.heappush(self.arrived[self.me], (rel, job_id))
-        rec = site.job_record(slot)
-        self.broadcast(now, "arrival", job=rec)
+        self.broadcast(now, "released", site.job_record(slot))
         self._due(rel)
         return False  # queued here; the planned scheduler never starts it by itself
 
-    def on_message(self, now: float, row: tuple) -> None:
-        kind = row[5]
-        if kind == ARRIVAL:
-            rel = int(round(row[_REL]))
-            heapq.heappush(self.arrived[int(row[_OWNER])], (rel, int(row[_ID])))
-            self._due(rel)
-        elif kind == USAGE:  # a completion, at instant value
-            self._completed(int(row[_ID]), int(round(row[6])))
-        elif kind == REQUEST:  # a processor elsewhere pulls one of our jobs
-            self.site.transfer(now, self.slot_of.pop(int(row[_ID])), int(row[1]), value=row[6])
-        elif kind == JOB:
-            slot = self.site.receive_job(now, row)
-            self._run(now, slot, int(row[6]))
-        else:
-            super().on_message(now, row)
+    def on_released(self, now: float, msg) -> None:
+        """A job released at its owner, elsewhere."""
+        rel = int(round(msg.release))
+        heapq.heappush(self.arrived[int(msg.owner)], (rel, int(msg.job_id)))
+        self._due(rel)
+
+    def on_completion(self, now: float, msg) -> None:
+        """A job completed elsewhere, at ``msg.instant``."""
+        self._completed(int(msg.job_id), int(round(msg.instant)))
+
+    def on_request(self, now: float, msg) -> None:
+        """A processor elsewhere pulls one of our jobs: send it, tagged with the processor."""
+        self.site.transfer(now, self.slot_of.pop(int(msg.job_id)), int(msg.src), tag=msg.processor)
+
+    def on_job(self, now: float, msg) -> None:
+        """A job we pulled: queue it and run it on the processor its tag names."""
+        slot = self.site.receive_job(now, msg)
+        self._run(now, slot, int(msg.tag))
 
     def _completed(self, job_id: int, t: int) -> None:
         self.completions.setdefault(t, []).append(job_id)
@@ -151,17 +155,17 @@ class DirectContrAgent(Agent):
         if owner == self.me:
             self._run(now, self.slot_of.pop(job_id), m)
         else:
-            self.site.send(now, owner, "request", value=float(m), job=job_columns(job_id=job_id))
+            self.site.send(now, owner, "request", processor=float(m), job_id=job_id)
 
     def _run(self, now: float, slot: int, m: int) -> None:
         site = self.site
-        site.scheduler.remove(slot)
+        site.dequeue(slot)
         site.start(slot, now, procs=[m - self.first])
 
     def on_complete(self, now: float, slot: int) -> None:
         site = self.site
-        job_id = int(site.c_id[slot])
-        t = self.started[job_id][2] + int(round(site.c_size[slot]))  # completion on the schedule's clock
-        self.broadcast(now, "usage", value=float(t), job=job_columns(job_id=job_id))
+        job_id = int(site.job_id(slot))
+        t = self.started[job_id][2] + int(round(site.size(slot)))  # completion on the schedule's clock
+        self.broadcast(now, "completion", instant=float(t), job_id=job_id)
         self._completed(job_id, t)
 

@@ -1,16 +1,18 @@
 """Divisible load balancing between organizations (thesis ch. 4), run by every site over messages.
 
 Two protocols share this agent: ``averaging_game`` (Algorithm 4.1 run by a coalition that
-each organization joins per period with probability p_k, learned by Algorithm 4.2) and
-``bilb`` (Algorithm 4.3, each organization declaring a participation level l_k, learned
-by section 4.7.3). Sites have one processor and an FCFS queue; jobs are divisible.
+each organization joins per period with probability p_k, learned by Algorithm 4.2;
+``brokers/agents/averaging_game.py``) and ``bilb`` (Algorithm 4.3, each organization
+declaring a participation level l_k, learned by section 4.7.3; ``brokers/agents/bilb.py``).
+Sites have one processor and an FCFS queue; jobs are divisible.
 
 A round, as every site runs it (no site ever reads another's state):
   1. At the round time t every site broadcasts an ``offer``: its queue length L_k (time
      to finish what it holds) and its strategy (l_k, or 1/0 for in/out of the coalition).
   2. A site that holds all N offers computes the plan with the pure function
      (``bilb_plan`` or ``averaging_plan``): every site gets the same offers, so every
-     site computes the same plan and the same next round time.
+     site computes the same plan and the same next round time. Each site computes it
+     itself (nothing is shared between the sites of a process: the cost is each site's).
   3. A sender cuts what it owes each receiver off the tail of its queue (splitting a
      piece where needed), and sends each piece as a ``fragment`` while it keeps it queued
      and unstartable (``OFFERED``): "the sender keeps what is refused". The last piece of
@@ -55,36 +57,28 @@ Choices the thesis leaves open (documented in ``docs/results/bilb.md`` too):
 from __future__ import annotations
 
 import bisect
-import functools
 import math
 from typing import Any
 
-from gridemu.brokers.algorithms.averaging import averaging_plan
 from gridemu.brokers.agents.base import Agent, GridInfo
-from gridemu.brokers.algorithms.bilb import bilb_plan, next_round_time
 # The reference's thresholds: the agent and its oracle follow one rule set.
 from gridemu.brokers.references.load_balancing import CUT_EPS as EPS, SAME_INSTANT
-from gridemu.brokers.algorithms.strategies import adjust_join, adjust_limit, flow_ratio, local_flow_time
+from gridemu.brokers.algorithms.strategies import flow_ratio, local_flow_time
 from gridemu.model.errors import InvariantError
-from gridemu.model.messages import MTYPE, N_ROUTING
-from gridemu.model.rng import PURPOSE_COALITION, site_rng
-from gridemu.model.jobs import JOB_DTYPE
-from gridemu.sites.site import QUEUED, RUNNING
 from gridemu.model.messages import message
+from gridemu.sites.site import QUEUED, RUNNING
 
-#: A site's offer for a round (thesis Alg. 4.3): its load L_k and its level (l_k or p_k).
+#: A site's offer for a round (thesis Alg. 4.3): its load L_k and its level (l_k, or 1/0 in/out of the coalition).
 OFFER = message("offer", load="value", level="value2")
 #: The receiver takes an offered piece (named by its slot at the sender) and will finish it by ``finish``.
 GRANT = message("grant", slot="value", finish="value2")
 #: The receiver refuses an offered piece: it stays where it was.
 REFUSE = message("refuse", slot="value")
+#: Pieces travel as the kernel's ``fragment`` kind (job, ``slot`` at the sender, ``tag``).
 MESSAGES = (OFFER, GRANT, REFUSE)
 
-
-OFFER, FRAGMENT, GRANT, REFUSE = (MTYPE[n] for n in ("offer", "fragment", "grant", "refuse"))
-#: ``value2`` of the last piece (or the empty marker) of a transfer.
+#: ``tag`` of the last piece (or the empty marker, a fragment with no job) of a transfer.
 LAST = 1.0
-SIZE_COL, DEADLINE_COL = (N_ROUTING + JOB_DTYPE.names.index(f) for f in ("size", "deadline"))
 #: Relative slack of a receiver's tests against float rounding.
 TOL = 1e-9
 
@@ -110,23 +104,6 @@ def chain_depth(plan: Plan) -> int:
         return depth[k]
 
     return max((walk(k) for k in targets), default=0)
-
-
-# Every site computes the round's plan from the same offers; the plans are pure functions,
-# so the sites of one process (a shard, or all of them in-process) share one computation.
-@functools.lru_cache(maxsize=16)
-def _bilb_round(loads: tuple[float, ...], levels: tuple[float, ...]) -> tuple[tuple[tuple[int, int, float], ...], float]:
-    plan = bilb_plan(loads, levels)
-    return tuple(plan), next_round_time(0.0, loads, plan)
-
-
-@functools.lru_cache(maxsize=16)
-def _averaging_round(loads: tuple[float, ...], members: tuple[int, ...]) -> tuple[tuple[tuple[int, int, float], ...], float]:
-    sub = [loads[k] for k in members]
-    mean = sum(sub) / len(sub) if sub else 0.0
-    if len(members) < 2:
-        return (), mean
-    return tuple((members[k], members[l], amount) for k, l, amount in averaging_plan(sub)), mean
 
 
 class DivisibleAgent(Agent):
@@ -194,7 +171,7 @@ class DivisibleAgent(Agent):
 
     def on_arrival(self, now: float, slot: int) -> bool:
         site = self.site
-        site.announce(slot, site.load(now) + site.c_size[slot] / self.speed)
+        site.announce(slot, site.load(now) + site.size(slot) / self.speed)
         return False
 
     def on_complete(self, now: float, slot: int) -> None:
@@ -207,34 +184,37 @@ class DivisibleAgent(Agent):
         self.round_time = now
         load = self.site.load(now) - now
         level = self.level()
-        self.broadcast(now, "offer", value=load, value2=level)
+        self.broadcast(now, "offer", load=load, level=level)
         self._offer(now, self.site.site_id, load, level)
 
-    def on_message(self, now: float, row: tuple) -> None:
-        mtype = row[5]
-        if mtype == OFFER:
-            self._offer(now, int(row[1]), float(row[6]), float(row[7]))
-        elif mtype == FRAGMENT:
-            src = int(row[1])
-            if row[N_ROUTING] >= 0:  # not an empty marker
-                self.inbox.setdefault(src, []).append(row)
-            if row[7] == LAST:
-                self.complete.add(src)
-            self._settle(now)
-        elif mtype == GRANT or mtype == REFUSE:
-            slot = int(row[6])
-            if mtype == GRANT:
-                self.site.withdraw(slot)
-                j = self._local_job(slot)
-                if j >= 0:
-                    self._heard(j, float(row[7]))
-            else:
-                self.site.keep(slot, now)
-                self._counts[3] += 1
-            self.waiting.discard(slot)
-            self._settle(now)
-        else:
-            super().on_message(now, row)
+    def on_offer(self, now: float, msg) -> None:
+        self._offer(now, int(msg.src), float(msg.load), float(msg.level))
+
+    def on_fragment(self, now: float, msg) -> None:
+        src = int(msg.src)
+        if msg.job_id >= 0:  # not an empty marker
+            self.inbox.setdefault(src, []).append(msg)
+        if msg.tag == LAST:
+            self.complete.add(src)
+        self._settle(now)
+
+    def on_grant(self, now: float, msg) -> None:
+        slot = int(msg.slot)
+        self.site.withdraw(slot)
+        j = self._local_job(slot)
+        if j >= 0:
+            self._heard(j, float(msg.finish))
+        self._answered(now, slot)
+
+    def on_refuse(self, now: float, msg) -> None:
+        slot = int(msg.slot)
+        self.site.keep(slot, now)
+        self._counts[3] += 1
+        self._answered(now, slot)
+
+    def _answered(self, now: float, slot: int) -> None:
+        self.waiting.discard(slot)
+        self._settle(now)
 
     def send_bound(self) -> float:
         # Offers go out on timers; pieces, grants and refusals answer messages.
@@ -270,8 +250,8 @@ class DivisibleAgent(Agent):
         if self.expect is None or self.waiting or len(self.complete) < len(self.expect):
             return
         for k in self.expect:
-            for row in self.inbox.get(k, ()):
-                self._judge(now, row)
+            for msg in self.inbox.get(k, ()):
+                self._judge(now, msg)
         self.expect, self.inbox, self.complete = None, {}, set()
 
     def _cut(self, now: float, transfers: list[tuple[int, float]], earliest: float) -> None:
@@ -283,16 +263,16 @@ class DivisibleAgent(Agent):
         # A piece that started at the round's instant is, for the round, still queued: whether
         # it started just before or just after the round time is float rounding (a BILB round
         # comes exactly when the least loaded queue empties), and the reference agrees.
-        running = [x for x in site.running_slots() if self.cut_running or site.r_start[x] >= self.round_time - SAME_INSTANT]
-        queue = running + list(site.scheduler.queue)
+        running = [x for x in site.running_slots() if self.cut_running or site.start_time(x) >= self.round_time - SAME_INSTANT]
+        queue = running + site.queue_order()
         i = len(queue) - 1
         end = site.load(now)  # when the piece queue[i] ends
         for dst, amount in transfers:
             pieces = []
             while amount > EPS and i >= 0:
                 slot = queue[i]
-                state = site.r_state[slot]
-                size = site.r_end[slot] - now if state == RUNNING else site.c_size[slot] / speed
+                state = site.state(slot)
+                size = site.end_time(slot) - now if state == RUNNING else site.size(slot) / speed
                 begin = end - size
                 if state not in (QUEUED, RUNNING) or self._queued_at(slot) > self.round_time:
                     end, i = begin, i - 1
@@ -318,39 +298,40 @@ class DivisibleAgent(Agent):
             for piece in pieces:
                 site.offer(now, piece, dst, LAST if piece == pieces[-1] else 0.0)
                 self.waiting.add(piece)
-                self._counts[1] += site.c_size[piece] / speed
+                self._counts[1] += site.size(piece) / speed
             if not pieces:
-                site.send(now, dst, "fragment", value=-1.0, value2=LAST)
+                site.send(now, dst, "fragment", slot=-1.0, tag=LAST)
 
-    def _judge(self, now: float, row: tuple) -> None:
-        """Accept an offered piece if it fits the declared level and keeps its job's deadline."""
+    def _judge(self, now: float, msg) -> None:
+        """Accept an offered piece (a ``fragment`` message) if it fits the declared level and keeps its job's deadline."""
         site = self.site
-        size = float(row[SIZE_COL]) / self.speed
-        deadline = float(row[DEADLINE_COL])
+        size = float(msg.size) / self.speed
+        deadline = float(msg.deadline)
         finish = site.load(now) + size
         late = finish > deadline + TOL * max(1.0, abs(deadline))
         if late or finish - now > self.accept_limit() + TOL * max(1.0, finish - now):
-            site.send(now, int(row[1]), "refuse", value=row[6])
+            site.send(now, int(msg.src), "refuse", slot=msg.slot)
             return
-        slot = site.receive_job(now, row)
+        slot = site.receive_job(now, msg)
         self.queued_at[slot] = now
         self._counts[2] += size
-        site.send(now, int(row[1]), "grant", value=row[6], value2=finish)
+        site.send(now, int(msg.src), "grant", slot=msg.slot, finish=finish)
 
     def _queued_at(self, slot: int) -> float:
-        return self.site.c_release[slot] if slot < self.site.n_local else self.queued_at[slot]
+        site = self.site
+        return site.release(slot) if site.is_local(slot) else self.queued_at[slot]
 
     # ---------------------------------------------------------------- what a site knows of its jobs
     def _local_job(self, slot: int) -> int:
         """Index of the local job a piece belongs to, or -1 for another organization's piece."""
         site = self.site
-        if slot < site.n_local:
+        if site.is_local(slot):
             return slot
-        if site.c_submit[slot] != site.site_id:
+        if site.submit_site(slot) != site.site_id:
             return -1
         if self.local_slot is None:
-            self.local_slot = {job: k for k, job in enumerate(site.c_id[: site.n_local])}
-        return self.local_slot[site.c_id[slot]]
+            self.local_slot = {job: k for k, job in enumerate(site.local_jobs["job_id"].tolist())}
+        return self.local_slot[site.job_id(slot)]
 
     def _heard(self, job: int, finish: float) -> None:
         if finish > self.known_end[job]:
@@ -370,14 +351,15 @@ class DivisibleAgent(Agent):
         """Algorithm 4.2 on the jobs submitted in the window of a finished period."""
         site = self.site
         begin = self.start + period_no * self.period
-        lo = bisect.bisect_left(site.c_release, begin + self.window[0] * self.period, 0, site.n_local)
-        hi = bisect.bisect_right(site.c_release, begin + self.window[1] * self.period, 0, site.n_local)
+        releases = site.local_releases()
+        lo = bisect.bisect_left(releases, begin + self.window[0] * self.period)
+        hi = bisect.bisect_right(releases, begin + self.window[1] * self.period)
         # Whole jobs' sizes: a split local slot's c_size is only what stayed here.
-        flow_local = local_flow_time(site.c_release[lo:hi], (site.local_jobs["size"][lo:hi] / self.speed).tolist())
+        flow_local = local_flow_time(releases[lo:hi], (site.local_jobs["size"][lo:hi] / self.speed).tolist())
         flow = 0.0
         for j in range(lo, hi):
-            end = self.known_end[j] if self.open_pieces[j] <= 0 else site.c_deadline[j]
-            flow += end - site.c_release[j]
+            end = self.known_end[j] if self.open_pieces[j] <= 0 else site.deadline(j)
+            flow += end - releases[j]
         ratio = flow_ratio(flow, flow_local) if flow_local > 0 else math.nan
         if self.learn and self.member and flow_local > 0:
             self.adjust(ratio)
@@ -387,54 +369,3 @@ class DivisibleAgent(Agent):
              rounds, sent, received, refused)
         )
         self._counts = [0, 0.0, 0.0, 0]
-
-
-class BilbAgent(DivisibleAgent):
-    """``bilb``: Bounded, Iterative Load Balancing (thesis Algorithm 4.3) with declared levels l_k."""
-
-    name = "bilb"
-
-    def __init__(self, site, grid: GridInfo, params: dict[str, Any]):
-        super().__init__(site, grid, params)
-        limit = params["limit"]
-        self.limit = float(limit[site.site_id] if isinstance(limit, list) else limit)
-
-    def level(self) -> float:
-        return self.limit
-
-    def accept_limit(self) -> float:
-        return self.limit
-
-    def plan(self, loads: list[float], levels: list[float]) -> tuple[Plan, float]:
-        return _bilb_round(tuple(loads), tuple(levels))
-
-    def adjust(self, ratio: float) -> None:
-        self.limit = adjust_limit(self.limit, ratio, self.eta)
-
-
-class AveragingGameAgent(DivisibleAgent):
-    """``averaging_game``: Algorithm 4.1 in a coalition joined per period with probability p_k (Alg. 4.2)."""
-
-    name = "averaging_game"
-
-    def __init__(self, site, grid: GridInfo, params: dict[str, Any]):
-        super().__init__(site, grid, params)
-        join = params["join"]
-        self.p = float(join[site.site_id] if isinstance(join, list) else join)
-        self.rng = site_rng(grid.seed, site.site_id, PURPOSE_COALITION)
-        self.member = False
-
-    def level(self) -> float:
-        return 1.0 if self.member else 0.0
-
-    def strategy(self) -> float:
-        return self.p
-
-    def plan(self, loads: list[float], levels: list[float]) -> tuple[Plan, float]:
-        return _averaging_round(tuple(loads), tuple(k for k, level in enumerate(levels) if level > 0.5))
-
-    def adjust(self, ratio: float) -> None:
-        self.p = adjust_join(self.p, ratio, self.eta)
-
-    def decide(self) -> None:
-        self.member = bool(self.rng.random() < self.p)

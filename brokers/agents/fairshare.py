@@ -6,7 +6,7 @@ its own usage, always fresh, and a cached grid-wide view. This agent keeps that 
   * every ``refresh`` seconds (60 in the paper: "a locally cached view on global usage data
     that is refreshed once per minute") the site reports its usage per policy entry, as the
     policy's global ``approach`` counts it (historical, active or predictive), one ``usage``
-    row per entry;
+    message per entry;
   * ``exchange = "all"``: reports go to every other site, which caches the last report of
     each (its global view is those plus its own fresh usage);
   * ``exchange = "service"``: reports go to the usage service of the entry's top-level
@@ -23,8 +23,8 @@ passes (jobs start when processors free up or jobs arrive).
 Mounted subpolicies (section 3: "policy fetchers that periodically follow policy references
 and incorporate them in the runtime policy"): a provider with a ``site`` in ``[policy]``
 serves its subpolicy from that site. Every other site asks for it (``request``) at the start
-and every ``policy_refresh`` seconds; the provider answers with one ``offer`` row per entry
-of the subpolicy (its index in the runtime policy and its share) and a closing row. Until
+and every ``policy_refresh`` seconds; the provider answers with one ``offer`` message per entry
+of the subpolicy (its index in the runtime policy and its share) and a closing one. Until
 the subpolicy arrives, a site maps the jobs below the mount point to the mount point
 itself (the VO entry): it enforces the VO's share but not yet its projects'. Subpolicies
 are fixed during a run, so later refreshes deliver the same shares (checked).
@@ -34,23 +34,21 @@ from __future__ import annotations
 from typing import Any
 
 from gridemu.brokers.agents.base import Agent, GridInfo
-from gridemu.model.errors import InvariantError
-from gridemu.model.messages import MTYPE, N_ROUTING, job_columns
-from gridemu.model.jobs import JOB_DTYPE
+from gridemu.model.errors import InvariantError, ScenarioError
 from gridemu.model.messages import message
 
-#: Ask a provider for the subpolicy below a mount point (the entry's group index).
+#: Ask a provider for the subpolicy below a mount point (``entry``: the mount point's index
+#: in the runtime policy's entries).
 REQUEST = message("request", entry="group")
-#: A usage figure of one entry: a site's report (mode REPORT) or a service's aggregate (AGGREGATE).
+#: A usage figure of one entry (its index): a site's report (``mode`` REPORT) or a usage
+#: service's sum of the last reports it holds (``mode`` AGGREGATE).
 USAGE = message("usage", usage="value", mode="value2", entry="group")
-#: One entry of a served subpolicy (its target share, percent); ``last`` = 1 on the closing row.
+#: One entry of a served subpolicy (its index and its target share, percent); the closing
+#: one names the mount point itself, with ``last`` = 1 (and no target).
 OFFER = message("offer", target="value", last="value2", entry="group")
 MESSAGES = (REQUEST, USAGE, OFFER)
 
-
-USAGE, REQUEST, OFFER = MTYPE["usage"], MTYPE["request"], MTYPE["offer"]
-_GROUP = N_ROUTING + JOB_DTYPE.names.index("group")
-REPORT, AGGREGATE = 0.0, 1.0  # value2 of a usage row: a site's report, or a service's sum
+REPORT, AGGREGATE = 0.0, 1.0  # the ``mode`` of a usage message: a site's report, or a service's sum
 
 
 class FairshareAgent(Agent):
@@ -62,10 +60,8 @@ class FairshareAgent(Agent):
         super().__init__(site, grid, params)
         self.refresh = float(params.get("refresh", 60.0))
         self.exchange = params.get("exchange", "all")
-        self.sched = site.scheduler
+        self.sched = site.scheduler_state()
         if self.sched.name != "fairshare":
-            from gridemu.model.errors import ScenarioError
-
             raise ScenarioError("scheduler.name", 'the fairshare protocol serves the fairshare scheduler: set scheduler.name = "fairshare"')
         rt = self.sched.conf
         self.entries = rt.entries
@@ -80,7 +76,7 @@ class FairshareAgent(Agent):
         self.last_sent: dict[str, float] = {}
         self.policy_refresh = float(params.get("policy_refresh", 3600.0))
         self.served = rt.served  # mount point -> the site that serves its subpolicy
-        self.fetching: dict[str, dict[str, float]] = {}  # mount point -> rows received so far
+        self.fetching: dict[str, dict[str, float]] = {}  # mount point -> entries received so far
         self.sched.unmounted = {m for m, k in self.served.items() if k != site.site_id}
 
     def on_start(self, now: float) -> None:
@@ -93,7 +89,7 @@ class FairshareAgent(Agent):
         if tag == "fetch":
             for point, k in self.served.items():
                 if k != self.site.site_id:
-                    self.site.send(now, k, "request", job=job_columns(group=self.index[point]))
+                    self.site.send(now, k, "request", entry=self.index[point])
             self.site.set_timer(now + self.policy_refresh, "fetch")
             return
         site, me = self.site, self.site.site_id
@@ -102,7 +98,7 @@ class FairshareAgent(Agent):
             for dst in range(self.grid.n_sites):
                 if dst != me:
                     for entry, u in report.items():
-                        site.send(now, dst, "usage", value=u, value2=REPORT, job=job_columns(group=self.index[entry]))
+                        site.send(now, dst, "usage", usage=u, mode=REPORT, entry=self.index[entry])
         else:
             self.last_sent = dict(report)
             for entry, u in report.items():
@@ -110,7 +106,7 @@ class FairshareAgent(Agent):
                 if dst == me:
                     self.collected.setdefault(me, {})[entry] = u
                 else:
-                    site.send(now, dst, "usage", value=u, value2=REPORT, job=job_columns(group=self.index[entry]))
+                    site.send(now, dst, "usage", usage=u, mode=REPORT, entry=self.index[entry])
             self._publish(now)
         site.set_timer(now + self.refresh, "report")
 
@@ -126,37 +122,23 @@ class FairshareAgent(Agent):
                 self._aggregate(me, sums)
             else:
                 for entry, u in sums.items():
-                    self.site.send(now, dst, "usage", value=u, value2=AGGREGATE, job=job_columns(group=self.index[entry]))
+                    self.site.send(now, dst, "usage", usage=u, mode=AGGREGATE, entry=self.index[entry])
 
-    def on_message(self, now: float, row: tuple) -> None:
-        if row[5] == REQUEST:  # serve a subpolicy: one row per entry below the mount point, then a closing row
-            point = self.entries[int(row[_GROUP])]
-            src = int(row[1])
-            for e in self.entries:
-                if e.startswith(point + "/"):
-                    self.site.send(now, src, "offer", value=100 * self.sched.conf.targets[e], job=job_columns(group=self.index[e]))
-            self.site.send(now, src, "offer", value2=1.0, job=job_columns(group=self.index[point]))
-            return
-        if row[5] == OFFER:
-            self._subpolicy_row(row)
-            return
-        if row[5] != USAGE:
-            super().on_message(now, row)
-            return
-        src, entry, u = int(row[1]), self.entries[int(row[_GROUP])], row[6]
-        if row[7] == REPORT:
-            if self.exchange == "all":
-                self.sched.remote.setdefault(src, {})[entry] = u
-            else:
-                self.collected.setdefault(src, {})[entry] = u
-        else:
-            self._aggregate(src, {entry: u})
+    # messages -------------------------------------------------------------------------
+    def on_request(self, now: float, msg) -> None:
+        """Serve a subpolicy: one offer per entry below the mount point, then a closing one."""
+        point = self.entries[int(msg.entry)]
+        src = int(msg.src)
+        for e in self.entries:
+            if e.startswith(point + "/"):
+                self.site.send(now, src, "offer", target=100 * self.sched.conf.targets[e], entry=self.index[e])
+        self.site.send(now, src, "offer", last=1.0, entry=self.index[point])
 
-    def _subpolicy_row(self, row: tuple) -> None:
-        entry = self.entries[int(row[_GROUP])]
-        if row[7] != 1.0:
+    def on_offer(self, now: float, msg) -> None:
+        entry = self.entries[int(msg.entry)]
+        if msg.last != 1.0:
             point = next(m for m in self.served if entry.startswith(m + "/"))
-            self.fetching.setdefault(point, {})[entry] = row[6]
+            self.fetching.setdefault(point, {})[entry] = msg.target
             return
         got = self.fetching.pop(entry, {})
         want = {e: 100 * self.sched.conf.targets[e] for e in self.entries if e.startswith(entry + "/")}
@@ -164,6 +146,16 @@ class FairshareAgent(Agent):
             raise InvariantError(f"site {self.site.name}: the subpolicy served for {entry} changed during the run ({got} != {want})")
         if entry in self.sched.unmounted:
             self.sched.mount(entry)
+
+    def on_usage(self, now: float, msg) -> None:
+        src, entry, u = int(msg.src), self.entries[int(msg.entry)], msg.usage
+        if msg.mode == REPORT:
+            if self.exchange == "all":
+                self.sched.remote.setdefault(src, {})[entry] = u
+            else:
+                self.collected.setdefault(src, {})[entry] = u
+        else:
+            self._aggregate(src, {entry: u})
 
     def _aggregate(self, service: int, sums: dict[str, float]) -> None:
         # The service's sum includes this site's last report: keep the others' part only.
@@ -173,4 +165,3 @@ class FairshareAgent(Agent):
 
     def send_bound(self) -> float:
         return self.site.next_agent_event_time()
-

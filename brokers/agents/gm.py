@@ -2,15 +2,15 @@
 
 Every site runs the same steps and reads no other site's state:
 
-  * A job submitted here is announced to every site (``arrival``: its id, release and
-    priority v0; never its size, which GM does not use). A job that finishes here is
-    announced too (``completion``).
+  * A job submitted here is announced to every site (``released``: its record, of which
+    the others read its id, release and priority v0; never its size, which GM does not
+    use). A job that finishes here is announced too (``completion``).
   * On every arrival or completion it learns of, a site recomputes the global assignment
-    with the reference function (:func:`brokers.gm.gm_assign` over every processor of the
-    grid, fastest first, ties by site and processor): the k-th ranked unfinished job gets
-    the k-th machine. Sites that have heard of the same events compute the same assignment.
+    with the reference function (:func:`brokers.algorithms.gm.gm_assign` over every
+    processor of the grid, fastest first, ties by site and processor): the k-th ranked
+    unfinished job gets the k-th machine. Sites that have heard of the same events compute the same assignment.
   * It then acts on its own processors only: a running job whose machine changed is
-    preempted (``Site.preempt``: the work not done becomes a new piece); then each job
+    preempted (the site view's ``preempt``: the work not done becomes a new piece); then each job
     held here starts on its assigned processor here, or is
     sent (``job`` message) to the site of its assigned processor, or waits when unassigned.
     A job held elsewhere but assigned here is started when it arrives.
@@ -18,39 +18,30 @@ Every site runs the same steps and reads no other site's state:
     ``migration_cost`` (plus ``remote_cost`` when it comes from another site) before it
     progresses; a job that never ran moves for free (placing a new job is not a migration);
     a job stopped during its setup that resumes on the same processor owes the setup left
-    (the reference's rules, :func:`brokers.gm.simulate`).
+    (the reference's rules, :func:`brokers.algorithms.gm.simulate`).
 
 With latency, sites see events up to one latency late, so a decision lags the reference by
 that much (and a job may briefly travel on a stale assignment; the next event corrects it).
 With negligible latency and zero cost the run equals the centralized reference
-(:func:`brokers.gm.simulate`), which ``tests/test_gm_agent.py`` asserts.
+(:func:`brokers.algorithms.gm.simulate`), which ``tests/test_gm_agent.py`` asserts.
 
 ``migrations`` in the result files counts moves between sites (each transfer of the job,
 also before its first start) plus moves between processors of one site after it started.
 """
 from __future__ import annotations
 
-import math
 from typing import Any
 
-import numpy as np
-import pandas as pd
-
-from gridemu.brokers.agents.base import JOB, Agent, GridInfo
-from gridemu.brokers.algorithms.gm import GmJob, ef_counts, ef_violations, gm_assign, simulate
-from gridemu.model.errors import InvariantError
-from gridemu.model.messages import MTYPE, N_ROUTING
-from gridemu.model.jobs import JOB_DTYPE
+from gridemu.brokers.agents.base import Agent, GridInfo
+from gridemu.brokers.algorithms.gm import GmJob, gm_assign
 from gridemu.model.messages import message
 
-#: A job released somewhere (its record), and one completed (its record and the time).
-ARRIVAL = message("arrival", job=True)
+#: A job released at the sender (its whole record: the others read job_id, release and
+#: priority). Not "arrival": ``on_arrival`` is the hook of a local arrival.
+RELEASED = message("released", job=True)
+#: A job completed at the sender (its record) at ``time``.
 COMPLETION = message("completion", job=True, time="value")
-MESSAGES = (ARRIVAL, COMPLETION)
-
-
-ARRIVAL, COMPLETION = MTYPE["arrival"], MTYPE["completion"]
-_ID, _PRIO, _REL = (N_ROUTING + JOB_DTYPE.names.index(f) for f in ("job_id", "priority", "release"))
+MESSAGES = (RELEASED, COMPLETION)
 
 
 class GmAgent(Agent):
@@ -78,36 +69,34 @@ class GmAgent(Agent):
 
     # events ------------------------------------------------------------------------
     def on_arrival(self, now: float, slot: int) -> bool:
-        site = self.site
-        job = GmJob(int(site.c_id[slot]), float(site.c_release[slot]), float(site.c_size[slot]), float(site.c_priority[slot]))
+        rec = self.site.job(slot)
+        job = GmJob(int(rec.job_id), float(rec.release), float(rec.size), float(rec.priority))
         self.active[job.id] = job
         self.held[job.id] = slot
-        rec = site.job_record(slot)
-        self.broadcast(now, "arrival", value=job.r, value2=job.v0, job=rec)
+        self.broadcast(now, "released", rec)
         self._decide(now)
         return False  # queued here (the planned scheduler never starts it by itself)
 
     def on_complete(self, now: float, slot: int) -> None:
         site = self.site
-        job_id = int(site.c_id[slot])
+        job_id = int(site.job_id(slot))
         self.active.pop(job_id, None)
         self.running.pop(job_id, None)
-        self.broadcast(now, "completion", value=now, job=site.job_record(slot))
+        self.broadcast(now, "completion", site.job_record(slot), time=now)
         self._decide(now)
 
-    def on_message(self, now: float, row: tuple) -> None:
-        kind = row[5]
-        if kind == ARRIVAL:
-            job_id = int(row[_ID])
-            self.active[job_id] = GmJob(job_id, row[_REL], 0.0, row[_PRIO])
-        elif kind == COMPLETION:
-            self.active.pop(int(row[_ID]), None)
-        elif kind == JOB:
-            slot = self.site.receive_job(now, row)
-            self.held[int(row[_ID])] = slot
-        else:
-            super().on_message(now, row)
-            return
+    def on_released(self, now: float, msg) -> None:
+        job_id = int(msg.job_id)
+        self.active[job_id] = GmJob(job_id, msg.release, 0.0, msg.priority)  # GM never reads the size
+        self._decide(now)
+
+    def on_completion(self, now: float, msg) -> None:
+        self.active.pop(int(msg.job_id), None)
+        self._decide(now)
+
+    def on_job(self, now: float, msg) -> None:
+        """A job sent here because its assigned processor is here: hold it for the decision."""
+        self.held[int(msg.job_id)] = self.site.receive_job(now, msg)
         self._decide(now)
 
     def _decide(self, now: float) -> None:
@@ -130,7 +119,7 @@ class GmAgent(Agent):
             if self.assignment.get(job_id) == self.first + proc:
                 continue
             # Setup not yet paid is owed again if the job resumes on this processor.
-            left = site.r_start[slot] + site.setup.get(slot, 0.0) - now
+            left = site.start_time(slot) + site.setup_time(slot) - now
             rest = site.preempt(slot, now)
             del self.running[job_id]
             if rest >= 0:
@@ -149,19 +138,18 @@ class GmAgent(Agent):
                 self.ran_here.pop(job_id, None)
                 site.transfer(now, slot, k)
                 continue
-            if proc not in site.free_procs:
+            if not site.is_free(proc):
                 continue  # its processor is still busy in this site's view; a later event frees it
             del self.held[job_id]
-            site.scheduler.remove(slot)
+            site.dequeue(slot)
             setup = 0.0
-            if site.c_fragment[slot] != 0:  # a rest piece: the job ran before
+            if site.fragment(slot) != 0:  # a rest piece: the job ran before
                 last = self.ran_here.get(job_id)
                 if last is None:  # it ran at another site
                     setup = self.cost + self.remote
                 elif last != proc:
                     setup = self.cost
-                    site.c_migrations[slot] += 1
-                    site.changed.add("migrations")
+                    site.count_migration(slot)
                 else:
                     setup = self.setup_left.get(job_id, 0.0)
             site.start(slot, now, procs=[proc], setup=setup)

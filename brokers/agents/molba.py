@@ -13,11 +13,12 @@ latency (``GridInfo.max_latency``), so a message sent at t is in by t + L.
      will mix. (When ILBA is off and O' is empty the local schedule is final and nothing
      more is sent.)
   3. With every offer (by 2L) each site computes the plan, local → MOLBA (the meta-
-     algorithm, or MOLBA(α)) → ILBA, with the reference functions of ``brokers.molba``:
+     algorithm, or MOLBA(α)) → ILBA, with the reference functions of
+     ``brokers.algorithms.molba``, each site on its own (nothing is shared between sites):
      the same inputs give the same plan at every site (and the plan's local schedule must
-     be the profiles the hosts published, or the run stops naming the job). For each of its jobs the plan runs
-     elsewhere, the owner sends a ``request`` to that host (the job's fields and its
-     planned start).
+     be the profiles the hosts published, or the run stops naming the job). For each of
+     its jobs the plan runs elsewhere, the owner sends a ``request`` to that host (the
+     job's fields and its planned start).
   4. A host judges requests in delivery order against its own book (the jobs the plan
      keeps at home and the requests it granted): it grants if, by count, q processors are
      free during the whole [s, s + p), else it refuses. So no host ever double-books,
@@ -36,9 +37,10 @@ The schedule runs from T0 = (5 + 2·retries)·L, the time by which every migrate
 arrived, retried or not (:func:`plan_time`): the
 ``planned`` scheduler starts each job at T0 + its planned start. Reading a job's start
 minus T0 gives the plan back. ``summary.json`` gets a ``protocol`` section (see
-:func:`molba_summary`) with the scores of local, MOLBA and MOLBA+ILBA computed by the
-reference on the whole instance, beside the executed schedule's; and the run fails if the
-executed schedule breaks a guarantee of the chapter (:func:`brokers.molba.guarantee_violations`).
+``brokers.protocols.molba.molba_summary``) with the scores of local, MOLBA and MOLBA+ILBA
+computed by the reference on the whole instance, beside the executed schedule's; and the
+run fails if the executed schedule breaks a guarantee of the chapter
+(``brokers.algorithms.molba.guarantee_violations``).
 
 Readings: a job's length is its size over its site's processor speed (the protocol needs
 identical processors everywhere); "counted by processors" suffices for the hosts' books
@@ -47,37 +49,28 @@ times always admit an explicit assignment (the reference's plan names one).
 """
 from __future__ import annotations
 
-import functools
 import math
 from typing import Any
 
-import numpy as np
-import pandas as pd
-
-from gridemu.brokers.agents.base import JOB, Agent, GridInfo
-from gridemu.brokers.algorithms.molba import (
-    Job, MolbaPlan, Placement, guarantee_violations, list_schedule, local_schedule, lower_bound, makespan, molba_plan,
-    org_makespans,
-)
+from gridemu.brokers.agents.base import Agent, GridInfo
+from gridemu.brokers.algorithms.list_scheduling import Job, list_schedule, makespan
+from gridemu.brokers.algorithms.molba import MolbaPlan, molba_plan
 from gridemu.model.errors import InvariantError
-from gridemu.model.messages import MTYPE, N_ROUTING, job_columns
-from gridemu.model.jobs import JOB_DTYPE
 from gridemu.model.messages import message
 
 #: Step 1: a site's local makespan C_loc, work, longest job p_max and processor count m.
 LOAD = message("load", c_loc="value", work="value2", p_max="size", m="procs")
-#: Step 2: one job of a site's local schedule (its id, length p, q, local start); ``last`` = 1 on the closing row.
+#: Step 2: one job of a site's local schedule (its id, length p, q, local start); ``last`` = 1
+#: on the closing row (a site with no job sends one row, job_id -1 and start NaN).
 OFFER = message("offer", start="value", last="value2", job_id="job_id", p="size", q="procs")
-#: Step 3: an owner asks a host for a planned slot, with the job's record.
+#: Step 3: an owner asks a host for a planned slot (``start``, schedule-relative), with the
+#: job's record; ``slot`` is the job's slot at the owner, for the answer.
 REQUEST = message("request", job=True, start="value", slot="value2")
 #: Step 4: the host's answer, naming the owner's slot and the start.
 GRANT = message("grant", slot="value", start="value2")
 REFUSE = message("refuse", slot="value", start="value2")
 MESSAGES = (LOAD, OFFER, REQUEST, GRANT, REFUSE)
 
-
-LOAD, OFFER, REQUEST, GRANT, REFUSE = (MTYPE[n] for n in ("load", "offer", "request", "grant", "refuse"))
-_F = {name: N_ROUTING + i for i, name in enumerate(JOB_DTYPE.names)}
 #: Message delays the plan takes: loads, offers, requests, answers, jobs.
 PLAN_DELAYS = 5
 
@@ -85,12 +78,6 @@ PLAN_DELAYS = 5
 def plan_time(max_latency: float, retries: int) -> float:
     """T0: five message delays, and two more (a request and its answer) per allowed retry."""
     return (PLAN_DELAYS + 2 * retries) * max_latency
-
-
-@functools.lru_cache(maxsize=8)
-def _plan(jobs: tuple[Job, ...], machines: tuple[int, ...], alpha: float | None, balance: bool) -> MolbaPlan:
-    # Every site computes the plan from the same offers; sites of one process share it.
-    return molba_plan(jobs, machines, alpha, balance)
 
 
 class Book:
@@ -138,7 +125,7 @@ class MolbaAgent(Agent):
         self.offers: dict[int, list[tuple[int, float, int, float]]] = {}
         self.plan: MolbaPlan | None = None
         self.book = Book(site.m)
-        self.waiting: list[tuple] = []  # requests that came before the plan
+        self.waiting: list[Any] = []  # requests that came before the plan
         self.refused: dict[int, list[int]] = {}  # job id -> hosts that refused it
         self.views: dict[int, Book] | None = None  # the plan's books of every host, as this site saw them
         self.plan_jobs: dict[int, Job] = {}
@@ -163,32 +150,29 @@ class MolbaAgent(Agent):
         c_loc = makespan(self.local, jobs)
         work = sum(j.p * j.q for j in jobs)
         p_max = max((j.p for j in jobs), default=0.0)
-        report = (c_loc, work, p_max, site.m)
-        self.broadcast(now, "load", value=c_loc, value2=work, job=job_columns(size=p_max, procs=site.m))
-        self._load(now, site.site_id, report)
+        self.broadcast(now, "load", c_loc=c_loc, work=work, p_max=p_max, m=site.m)
+        self._load(now, site.site_id, (c_loc, work, p_max, site.m))
 
     # messages ------------------------------------------------------------------------
-    def on_message(self, now: float, row: tuple) -> None:
-        kind, src = row[5], int(row[1])
-        if kind == LOAD:
-            self._load(now, src, (row[6], row[7], row[_F["size"]], int(row[_F["procs"]])))
-        elif kind == OFFER:
-            self.offers.setdefault(src, []).append((int(row[_F["job_id"]]), row[_F["size"]], int(row[_F["procs"]]), row[6]))
-            if row[7] == 1.0:  # the sender's last row
-                self._offers_in(now)
-        elif kind == REQUEST:
-            if self.plan is None:
-                self.waiting.append(row)
-            else:
-                self._judge(now, row)
-        elif kind == GRANT:
-            self.site.transfer(now, int(row[6]), src)
-        elif kind == REFUSE:
-            self._retry(now, int(row[6]), src)
-        elif kind == JOB:
-            self.site.receive_job(now, row)
+    def on_load(self, now: float, msg) -> None:
+        self._load(now, int(msg.src), (msg.c_loc, msg.work, msg.p_max, int(msg.m)))
+
+    def on_offer(self, now: float, msg) -> None:
+        self.offers.setdefault(int(msg.src), []).append((int(msg.job_id), msg.p, int(msg.q), msg.start))
+        if msg.last == 1.0:  # the sender's last row
+            self._offers_in(now)
+
+    def on_request(self, now: float, msg) -> None:
+        if self.plan is None:
+            self.waiting.append(msg)
         else:
-            super().on_message(now, row)
+            self._judge(now, msg)
+
+    def on_grant(self, now: float, msg) -> None:
+        self.site.transfer(now, int(msg.slot), int(msg.src))
+
+    def on_refuse(self, now: float, msg) -> None:
+        self._retry(now, int(msg.slot), int(msg.src))
 
     def _load(self, now: float, src: int, report: tuple[float, float, float, int]) -> None:
         self.loads[src] = report
@@ -211,9 +195,9 @@ class MolbaAgent(Agent):
             for i, (start, job_id) in enumerate(rows):
                 job = jobs[job_id]
                 last = 1.0 if i == len(rows) - 1 else 0.0
-                site.send(now, dst, "offer", value=start, value2=last, job=job_columns(job_id=job.id, size=job.p, procs=job.q))
+                site.send(now, dst, "offer", start=start, last=last, job_id=job.id, p=job.p, q=job.q)
             if not rows:
-                site.send(now, dst, "offer", value=math.nan, value2=1.0, job=job_columns(job_id=-1))
+                site.send(now, dst, "offer", start=math.nan, last=1.0, job_id=-1)
         self.offers[site.site_id] = [(pl.job, jobs[pl.job].p, jobs[pl.job].q, pl.start) for pl in self.local]
         self._offers_in(now)
 
@@ -230,7 +214,8 @@ class MolbaAgent(Agent):
             (Job(i, k, p, q) for k, rows in self.offers.items() for i, p, q, _ in rows if i >= 0), key=lambda j: j.id
         ))
         machines = tuple(self.loads[k][3] for k in range(self.grid.n_sites))
-        self.plan = plan = _plan(jobs, machines, self.alpha, self.balance)
+        # Every site computes the plan itself, from the same offers (its cost is this site's).
+        self.plan = plan = molba_plan(jobs, machines, self.alpha, self.balance)
         # The plan starts from each host's local schedule as the host published it.
         local = {pl.job: pl.start for pl in plan.local}
         for k, rows in self.offers.items():
@@ -249,24 +234,24 @@ class MolbaAgent(Agent):
             job = by_id[pl.job]
             if job.org == me and pl.machine != me:
                 slot = self.slot_of[job.id]
-                self.site.send(now, pl.machine, "request", value=pl.start, value2=float(slot), job=self.site.job_record(slot))
+                self.site.send(now, pl.machine, "request", job=self.site.job_record(slot), start=pl.start, slot=float(slot))
         waiting, self.waiting = self.waiting, []
-        for row in waiting:
-            self._judge(now, row)
+        for msg in waiting:
+            self._judge(now, msg)
 
     # steps 4 and 5 -------------------------------------------------------------------
-    def _judge(self, now: float, row: tuple) -> None:
-        start, p, q = row[6], row[_F["size"]] / self.speed, int(row[_F["procs"]])
+    def _judge(self, now: float, msg) -> None:
+        start, p, q = msg.start, msg.size / self.speed, int(msg.procs)
         if self.book.fits(start, p, q):
-            self._promise(int(row[_F["job_id"]]), start, p, q)
-            self.site.send(now, int(row[1]), "grant", value=row[7], value2=start)
+            self._promise(int(msg.job_id), start, p, q)
+            self.site.send(now, int(msg.src), "grant", slot=msg.slot, start=start)
         else:
-            self.site.send(now, int(row[1]), "refuse", value=row[7], value2=start)
+            self.site.send(now, int(msg.src), "refuse", slot=msg.slot, start=start)
 
     def _retry(self, now: float, slot: int, host: int) -> None:
         """A refused job goes to the host with the earliest room in this site's view of the
         plan (none that refused it yet), or, after ``retries`` refusals, runs at home."""
-        job = self._own(int(self.site.c_id[slot]))
+        job = self._own(int(self.site.job_id(slot)))
         refusers = self.refused.setdefault(job.id, [])
         refusers.append(host)
         me = self.site.site_id
@@ -285,17 +270,17 @@ class MolbaAgent(Agent):
             return
         start, target = min(options)
         self.views[target].add(start, job.p, job.q)
-        self.site.send(now, target, "request", value=start, value2=float(slot), job=self.site.job_record(slot))
+        self.site.send(now, target, "request", job=self.site.job_record(slot), start=start, slot=float(slot))
 
     def _own(self, job_id: int) -> Job:
         site, slot = self.site, self.slot_of[job_id]
-        return Job(job_id, site.site_id, float(site.c_size[slot]) / self.speed, int(site.c_procs[slot]))
+        return Job(job_id, site.site_id, float(site.size(slot)) / self.speed, int(site.procs(slot)))
 
     def _promise(self, job_id: int, start: float, p: float, q: int) -> None:
         """Book the job here and have the planned scheduler start it at T0 + start."""
         self.book.add(start, p, q)
         due = self.t0 + start
-        self.site.scheduler.due[job_id] = due
+        self.site.plan(job_id, due)
         if due not in self.timers:
             self.timers.add(due)
             self.site.set_timer(due, "due")
@@ -304,7 +289,7 @@ class MolbaAgent(Agent):
         if tag == "report":
             self._report(now)
         else:
-            self.site.scheduler.dispatch(self.site, now)
+            self.site.dispatch(now)
 
     def send_bound(self) -> float:
         # It sends from the report timer at 0, then only in answer to messages.

@@ -1,8 +1,8 @@
 """Bounded, iterative load balancing (thesis ch. 4, section 4.7, Algorithm 4.3): the plan.
 
 This module holds the reference algorithm as a pure function; the agent that runs it
-over messages, with divisible jobs and announced finish times, is ``brokers/divisible.py``,
-and ``brokers/lb_reference.py`` runs it centrally as the test oracle. Loads here are queue
+over messages, with divisible jobs and announced finish times, is ``brokers/agents/bilb.py``,
+and ``brokers/references/load_balancing.py`` runs it centrally as the test oracle. Loads here are queue
 lengths L_k in time units, as are the declared participation levels l_k.
 
 Reading of Algorithm 4.3 where the pseudo-code and the text disagree:

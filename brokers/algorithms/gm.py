@@ -2,9 +2,10 @@
 
 Pure functions, no simulation kernel: an event-driven simulator (:func:`simulate`) of
 Online Greedy Migration (Algorithm 1, policy ``"gm"``) and of three busy schedulers without
-migration (Definition 5), the three fairness properties as checkers (EF, Definition 2:
-:func:`ef_violations`; WPM, Definition 3: :func:`wpm_violations`; ILV, Definition 4:
-:func:`ilv_violations`) and the counterexample instances of Propositions 1-3.
+migration (Definition 5). The three fairness properties are checked in
+:mod:`brokers.algorithms.fairness` (EF, WPM, ILV: Definitions 2-4, with their readings);
+the counterexample instances of Propositions 1-3 are plain data in
+``scenarios/propositions.py`` (``[GmJob(*row) for row in rows]`` makes them jobs here).
 
 Model (section 2): uniformly related machines, machine i of speed ``speeds[i]`` > 0; a job
 of size t takes t/s_i there. Machine i belongs to site ``sites[i]`` (default: all site 0;
@@ -65,26 +66,9 @@ Readings where the text is ambiguous or silent (the paper's wording in quotes):
     an integral time". ``integral=True`` enforces it: a non-integral release, or a
     completion at a non-integral time (tolerance 1e-9), raises ValueError naming the job.
     Nothing else changes (GM is the same algorithm with or without it).
-  * Definition 1 is printed "at least one of the following inequalities is strict:
-    r_j ≤ r_k or v_j ≥ v_k": j ≻ k when r_j ≤ r_k, v0_j ≥ v0_k, t_j ≤ t_k and (r_j < r_k or
-    v0_j > v0_k) ("the ≻ order does not require strictness with respect to the running
-    times").
-  * Definition 3 is printed "d_j(θ_j, θ_−j) ≤ d_j'(θ_j', θ_−j) whenever j ≥ j'" (⪰ read for
-    ≥): a comparison of completion times d (absolute, not flow times). We test one
-    coordinate at a time, by ``step``: released later, lower priority (kept ≥ 0), larger
-    size; none may finish earlier than the true type.
-  * Definition 4: h_θ(J) contains θ itself (v0 equal, r ≤ r_θ). Of all the J' with the same
-    h we test J' = h_θ(J) (no lower jobs at all), the instance the proof of Proposition 3
-    uses. Conditions 2-3 ("r_j' ≠ r_k'") are checked: a shared release raises ValueError.
-  * "Any large enough X > 0" (Props. 1-2): X/2 must be an integral time, so X must be an
-    even integer; the schedules the proofs describe need X > 4 (e.g. Prop. 1 group 1:
-    j5 ends at 3X/2 + 2 < 2X, j4's end), so we accept even X ≥ 6.
   * Proposition 1's first group has j2 end at X/2 + 1 exactly when j3 arrives, so "j3 will
     also be assigned to n2" holds for a scheduler that processes the completion before it
     decides (all ours do).
-  * Proposition 3's j_i are printed "j_2 = (v_2^0 = 1, r_2 = 2, t_1 = 2n − 2), ..., j_n =
-    (..., t_1 = n)": read t_i = 2n − i. With n = 1, j_1 ends at 2 = r_2 and nothing waits,
-    so n ≥ 2 is required.
   * Proposition 3 says "any busy scheduler which does not use migration (including
     preemption)", but its proof says "(as preemption is not allowed)" and the Observation
     concedes that with preemption the example "can satisfy the ILV property". Our
@@ -114,10 +98,8 @@ Readings where the text is ambiguous or silent (the paper's wording in quotes):
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
-from typing import Iterable, Mapping, Sequence
-
-import numpy as np
+from dataclasses import dataclass, field
+from typing import Iterable, Sequence
 
 POLICIES = ("gm", "fcfs_fastest", "fcfs_any", "preempt")
 
@@ -355,160 +337,3 @@ def simulate(
             seg_setup[jid] = 0.0
     segments.sort(key=lambda s: (s.start, s.machine, s.job))
     return Outcome(completion, migrations, preemptions, segments)
-
-
-# ---------------------------------------------------------------------- property checkers
-
-
-def ef_violations(jobs: Sequence[GmJob], completion: Mapping[int, float]) -> list[tuple[int, int]]:
-    """Definition 2 (EF): every pair (j, k) with j ≻ k (Definition 1) and d_j > d_k (+1e-9)."""
-    by_id = _index(jobs)
-    for jid in by_id:
-        if jid not in completion:
-            raise ValueError(f"job {jid}: no completion time given")
-    if not jobs:
-        return []
-    ids = np.array([j.id for j in jobs])
-    out: list[tuple[int, int]] = []
-    for rows, dom, late in _dominance_blocks(jobs, completion):
-        jj, kk = np.nonzero(dom & late)
-        out.extend((int(ids[rows.start + a]), int(ids[b])) for a, b in zip(jj, kk))
-    return sorted(out)
-
-
-def ef_counts(jobs: Sequence[GmJob], completion: Mapping[int, float]) -> tuple[int, int]:
-    """(EF violations, comparable pairs j ≻ k): the figures of "violations per 1,000 pairs"."""
-    bad = pairs = 0
-    for _, dom, late in _dominance_blocks(jobs, completion):
-        pairs += int(dom.sum())
-        bad += int((dom & late).sum())
-    return bad, pairs
-
-
-def _dominance_blocks(jobs: Sequence[GmJob], completion: Mapping[int, float], block: int = 1024):
-    """Rows of the j ≻ k matrix (Definition 1) and of d_j > d_k, a block of j at a time
-    (memory stays O(block × n) for runs of many jobs)."""
-    r = np.array([j.r for j in jobs], dtype=float)
-    t = np.array([j.t for j in jobs], dtype=float)
-    v = np.array([j.v0 for j in jobs], dtype=float)
-    d = np.array([completion[j.id] for j in jobs], dtype=float)
-    for lo in range(0, len(jobs), block):
-        rows = slice(lo, min(lo + block, len(jobs)))
-        rj, tj, vj, dj = r[rows, None], t[rows, None], v[rows, None], d[rows, None]
-        dom = (rj <= r) & (vj >= v) & (tj <= t) & ((rj < r) | (vj > v))
-        yield rows, dom, dj > d + _TOL
-
-
-def wpm_violations(
-    jobs: Sequence[GmJob], speeds: Sequence[float], policy: str = "gm", *, step: float = 1.0, **simulate_kwargs
-) -> list[tuple[int, str]]:
-    """Definition 3 (WPM) by counterfactual reruns, every other job's type fixed.
-
-    For each job j: released ``step`` later ("release"), priority ``step`` lower when it
-    stays >= 0 ("priority"), size ``step`` larger ("size"). Each worse type must not
-    complete earlier: d_j(worse) >= d_j(true) - 1e-9, absolute completion times.
-    Returns (job id, which) for each violation, in job order.
-    """
-    if not (step > 0) or math.isinf(step):
-        raise ValueError(f"step: must be finite and > 0, got {step!r}")
-    base = simulate(jobs, speeds, policy, **simulate_kwargs).completion
-    out: list[tuple[int, str]] = []
-    for pos, job in enumerate(jobs):
-        variants = [("release", replace(job, r=job.r + step))]
-        if job.v0 - step >= 0:
-            variants.append(("priority", replace(job, v0=job.v0 - step)))
-        variants.append(("size", replace(job, t=job.t + step)))
-        for which, worse in variants:
-            other = list(jobs)
-            other[pos] = worse
-            d = simulate(other, speeds, policy, **simulate_kwargs).completion[job.id]
-            if d < base[job.id] - _TOL * max(1.0, abs(base[job.id])):
-                out.append((job.id, which))
-    return out
-
-
-def _check_distinct_releases(jobs: Sequence[GmJob]) -> None:
-    seen: dict[float, int] = {}
-    for job in jobs:
-        if job.r in seen:
-            raise ValueError(
-                f"jobs {seen[job.r]} and {job.id}: both released at {job.r!r}; ILV (Definition 4) "
-                "needs distinct release times"
-            )
-        seen[job.r] = job.id
-
-
-def h_set(jobs: Sequence[GmJob], theta: GmJob) -> list[GmJob]:
-    """Definition 4: h_θ(J) = jobs with v0 > v0_θ, or v0 = v0_θ and r <= r_θ (θ included)."""
-    return [k for k in jobs if k.v0 > theta.v0 or (k.v0 == theta.v0 and k.r <= theta.r)]
-
-
-def ilv_violations(jobs: Sequence[GmJob], speeds: Sequence[float], policy: str = "gm", **simulate_kwargs) -> list[int]:
-    """Definition 4 (ILV): ids of the jobs θ whose d_θ changes from J to J' = h_θ(J) ∪ {θ}.
-
-    Raises ValueError naming two jobs that share a release time (conditions 2-3).
-    """
-    _index(jobs)
-    _check_distinct_releases(jobs)
-    base = simulate(jobs, speeds, policy, **simulate_kwargs).completion
-    out: list[int] = []
-    for theta in jobs:
-        sub = h_set(jobs, theta)
-        d = simulate(sub, speeds, policy, **simulate_kwargs).completion[theta.id]
-        if abs(d - base[theta.id]) > _TOL * max(1.0, abs(d)):
-            out.append(theta.id)
-    return out
-
-
-# ------------------------------------------------------------------ the paper's instances
-
-
-def _check_x(X: float, group: int) -> None:
-    if isinstance(X, bool) or not isinstance(X, (int, float)) or not math.isfinite(X) or X != int(X) or int(X) % 2:
-        raise ValueError(f"X: must be an even integer (X/2 is a release time), got {X!r}")
-    if X < 6:
-        raise ValueError(f"X: must be >= 6 for the schedules of the proof (needs X > 4), got {X!r}")
-    if group not in (1, 2):
-        raise ValueError(f"group: must be 1 (j1 on n1) or 2 (j1 on n2), got {group!r}")
-
-
-def _five(rows: Sequence[tuple[float, float]]) -> list[GmJob]:
-    return [GmJob(i + 1, float(r), float(t), 1.0) for i, (r, t) in enumerate(rows)]
-
-
-def proposition_1(X: float, group: int) -> tuple[list[GmJob], list[float]]:
-    """Proposition 1's EF counterexample for busy schedulers of ``group`` (1: j1 on n1, 2: on n2).
-
-    Machine 0 = n1 (speed 1), machine 1 = n2 (speed 2); j4 ≻ j5 in both groups.
-    """
-    _check_x(X, group)
-    if group == 1:
-        rows = [(0, X), (1, X), (X / 2 + 1, X), (X, X), (X + 1, X + 2)]
-    else:
-        rows = [(0, X), (1, X - 1), (X / 2, X + 2), (X, X), (X + 1, X + 1)]
-    return _five(rows), [1.0, 2.0]
-
-
-def proposition_2(X: float, group: int) -> tuple[list[GmJob], list[float]]:
-    """Proposition 2's WPM counterexample (the base instance; j4 is then released at X + 2).
-
-    Machine 0 = n1 (speed 1), machine 1 = n2 (speed 2). Group 1 (j1 on n1) and group 2
-    (j1 on n2) differ only in t_2 (X vs X - 1).
-    """
-    _check_x(X, group)
-    t2 = X if group == 1 else X - 1
-    rows = [(0, X), (1, t2), (X / 2 + 2, X), (X, X), (X + 1, 2)]
-    return _five(rows), [1.0, 2.0]
-
-
-def proposition_3(n: int) -> tuple[list[GmJob], list[GmJob], list[float]]:
-    """Proposition 3's ILV counterexample: (J, J', speeds) on n identical machines of speed 1.
-
-    J = j_1..j_n with v0 = 1, r_i = i, t_i = 2n - i, and j_{n+1} with v0 = 2, r = n + 1,
-    t = 3n; J' = [j_{n+1}] = h_{θ}(J) for θ = j_{n+1}.
-    """
-    if isinstance(n, bool) or not isinstance(n, int) or n < 2:
-        raise ValueError(f"n: must be an integer >= 2 (with n = 1 nothing waits), got {n!r}")
-    top = GmJob(n + 1, float(n + 1), float(3 * n), 2.0)
-    J = [GmJob(i, float(i), float(2 * n - i), 1.0) for i in range(1, n + 1)] + [top]
-    return J, [top], [1.0] * n

@@ -1,8 +1,10 @@
-"""REF's subcoalitions of one size, scheduled in parallel on Ray (Shapley papers, REF at scale).
+"""REF's subcoalitions of one size, scheduled in parallel on Ray (REF at scale).
 
-REF builds one schedule per subcoalition; the coalitions of one size are independent
-(each needs only the finished schedules of smaller ones), so ``brokers.shapley.simulate``
-hands each size to a ``level_map``. This one splits a level into one Ray task per chunk of
+REF (Skowron and Rządca, "Non-monetary fair scheduling — a cooperative game theory
+approach", Algorithms 1-2; :mod:`.shapley_coalitions`) builds one schedule per
+subcoalition; the coalitions of one size are independent (each needs only the finished
+schedules of smaller ones), so ``brokers.algorithms.shapley_policies.simulate`` hands each
+size to a ``level_map``. This one splits a level into one Ray task per chunk of
 coalitions (about two per CPU, so a 252-coalition level costs a handful of calls, not 252).
 ``bench/shapley_ref.py`` measures the speedup.
 """
@@ -16,9 +18,12 @@ def _run_chunk(fn: Callable, chunk: list) -> list:
 
 
 def ray_level_map(fn: Callable, items: Iterable[Any]) -> list:
-    from gridemu.emulator.backends import ensure_ray
+    """``map(fn, items)`` as Ray tasks, in order. Ray must be up: the caller starts it
+    (``emulator.backends.ensure_ray``; a run with the Ray backend has)."""
+    import ray
 
-    ray = ensure_ray()
+    if not ray.is_initialized():
+        raise RuntimeError("ray_level_map: Ray is not started; call gridemu.emulator.backends.ensure_ray() first")
     items = list(items)
     if len(items) <= 1:
         return [fn(item) for item in items]

@@ -3,8 +3,10 @@
 Δψ/p_tot ([S] section 5.1): the L1 distance at t_end between the organizations' ψ_sp and
 those of REF's ideally fair schedule ψ*, over p_tot, the unit parts REF completes by t_end.
 The decentralized run's figure is beside those of the centralized algorithms listed in
-``protocol.compare``, run on the same jobs and processors with ``brokers.shapley.simulate``
-(REF's subcoalitions level by level, on Ray when the run used the Ray backend).
+``protocol.compare``, run on the same jobs and processors with
+``brokers.algorithms.shapley_policies.simulate`` (REF's subcoalitions level by level, on Ray
+when the run used the Ray backend): a reference computed here from the whole instance, never
+through the agents.
 """
 from __future__ import annotations
 
@@ -15,14 +17,14 @@ import numpy as np
 import pandas as pd
 
 from gridemu.brokers.agents.directcontr import MESSAGES, DirectContrAgent
-from gridemu.brokers.algorithms.shapley import SJob, fairness, p_tot, psi_sp, simulate
+from gridemu.brokers.algorithms.shapley_policies import POLICIES as SHAPLEY_POLICIES, simulate
+from gridemu.brokers.algorithms.shapley_simulation import SJob, p_tot
+from gridemu.brokers.algorithms.shapley_value import fairness, psi_sp
 from gridemu.brokers.protocol import (
     Protocol, RunFacts, ScenarioFacts, require_identical_processors, require_one_site_per_org, require_scheduler,
 )
 from gridemu.model.checks import check_integral, check_number, check_sequential
 from gridemu.model.errors import ScenarioError
-
-SHAPLEY_POLICIES = ("ref", "rand", "directcontr", "roundrobin", "fairshare", "utfairshare", "currfairshare")
 
 
 def check(params: dict[str, Any], scenario: ScenarioFacts) -> None:
@@ -50,6 +52,11 @@ def check_jobs(params: dict[str, Any], jobs: np.ndarray, scenario: ScenarioFacts
     """The papers' jobs: sequential, released and sized in integral time units."""
     check_integral(jobs, ("release", "size"), "workload", "the papers' time is integral")
     check_sequential(jobs, "the directcontr protocol")
+
+
+def grid_info(scenario: ScenarioFacts) -> dict[str, Any]:
+    # Every site maps the grid's processors to organizations: their counts (shape, not state).
+    return {"procs": [s.procs for s in scenario.sites]}
 
 
 def instance(submitted: np.ndarray) -> list[SJob]:
@@ -105,7 +112,7 @@ def summary(facts: RunFacts) -> dict[str, Any]:
         out["fairness_directcontr_index"] = fairness(index.psi, results["ref"].psi, out["p_tot"])
     starts = dict(zip(table["job_id"].tolist(), table["start"].tolist()))
     # The protocol's decisions are the centralized ones with processors taken by number; its
-    # starts lag on the real clock (module doc of brokers.directcontr_agent).
+    # starts lag on the real clock (module doc of brokers.agents.directcontr).
     diffs = [abs(starts[j] - s) for j, s in index.start.items() if starts.get(j) == starts.get(j)]
     missing = [j for j in index.start if starts.get(j) != starts.get(j)]
     out["max_start_diff_vs_central_index_order"] = float(max(diffs)) if diffs else 0.0
@@ -116,5 +123,6 @@ def summary(facts: RunFacts) -> dict[str, Any]:
 PROTOCOL = Protocol(
     "directcontr", DirectContrAgent,
     "Shapley-fair scheduling: every site takes DIRECTCONTR's step for each instant and pulls its jobs by message",
-    keys=("compare", "samples"), messages=MESSAGES, check=check, check_jobs=check_jobs, summary=summary, starts_jobs=True,
+    keys=("compare", "samples"), messages=MESSAGES, check=check, check_jobs=check_jobs, grid_info=grid_info,
+    summary=summary, starts_jobs=True,
 )

@@ -3,7 +3,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from gridemu.brokers.agents.divisible import MESSAGES, AveragingGameAgent, BilbAgent
+from gridemu.brokers.agents.averaging_game import AveragingGameAgent
+from gridemu.brokers.agents.bilb import BilbAgent
+from gridemu.brokers.agents.divisible import MESSAGES
 from gridemu.brokers.protocol import Protocol, ScenarioFacts, flag, require_identical_processors
 from gridemu.model.checks import check_number, per_site_values
 from gridemu.model.errors import ScenarioError

@@ -1,7 +1,6 @@
 """``gm``: online greedy migration (migration-fairness paper), and its summary."""
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
@@ -41,12 +40,11 @@ def grid_info(scenario: ScenarioFacts) -> dict[str, Any]:
     return {"site_speeds": [list(s.speeds) for s in scenario.sites]}
 
 
-
 def gm_summary(submitted: np.ndarray, table: pd.DataFrame, pieces: pd.DataFrame, site_speeds: list[list[float]], params: dict[str, Any]) -> dict[str, Any]:
     """The ``protocol`` section of a gm run: moves, and the run against the centralized reference.
 
     ``reference_max_diff`` is the largest |d_j − d_j(reference)| against
-    :func:`brokers.gm.simulate` with the same costs (0 up to latency effects);
+    :func:`brokers.algorithms.gm.simulate` with the same costs (0 up to latency effects);
     ``penalty_mean`` and ``penalty_max`` compare with the zero-cost reference: what
     migration costs (and latency) add to completion times. With ``integral`` on, a
     completion at a non-integral time stops the run naming the job.

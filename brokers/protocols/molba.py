@@ -8,9 +8,8 @@ import numpy as np
 import pandas as pd
 
 from gridemu.brokers.agents.molba import MESSAGES, MolbaAgent, plan_time
-from gridemu.brokers.algorithms.molba import (
-    Job, Placement, guarantee_violations, local_schedule, lower_bound, makespan, molba_plan, org_makespans,
-)
+from gridemu.brokers.algorithms.list_scheduling import Job, Placement, makespan
+from gridemu.brokers.algorithms.molba import guarantee_violations, local_schedule, lower_bound, molba_plan, org_makespans
 from gridemu.brokers.protocol import (
     GanttCompare, Protocol, RunFacts, ScenarioFacts, flag, require_identical_processors, require_one_site_per_org,
     require_scheduler,
@@ -45,7 +44,9 @@ def check(params: dict[str, Any], scenario: ScenarioFacts) -> None:
 
 
 def instance(jobs: pd.DataFrame | np.ndarray, site_procs: list[int], speed: float = 1.0) -> list[Job]:
-    """The chapter-5 instance of a run's submitted jobs: organization k owns machine k."""
+    """The chapter-5 instance of a run's submitted jobs (a job array or table, e.g. what the
+    rigid workloads of ``scenarios.rigid`` draw): organization k owns machine k, a job's
+    length is its size over the processors' ``speed``. ``site_procs`` is not read."""
     return [
         Job(int(i), int(s), float(size) / speed, int(q))
         for i, s, size, q in zip(jobs["job_id"], jobs["submit_site"], jobs["size"], jobs["procs"])
@@ -55,7 +56,7 @@ def instance(jobs: pd.DataFrame | np.ndarray, site_procs: list[int], speed: floa
 def molba_summary(submitted: np.ndarray, table: pd.DataFrame, site_procs: list[int], speed: float, params: dict[str, Any], t0: float) -> dict[str, Any]:
     """The ``protocol`` section of a molba run's summary, and its guarantee checks.
 
-    The reference (``brokers.molba``) runs on the whole instance: ``lower_bound``
+    The reference (``brokers.algorithms.molba``) runs on the whole instance: ``lower_bound``
     max(W̄, p_max), the makespans and scores s = makespan / lower bound (section 5.6.1) of
     local, MOLBA and MOLBA+ILBA, α and O'. ``makespan`` and ``score`` are the executed
     schedule's (end times minus ``plan_time`` T0). Raises InvariantError, naming the

@@ -5,7 +5,7 @@ decentralized implementation must reproduce piece by piece. It runs either
 Algorithm 4.1 (averaging load balancing, within a coalition drawn every period, the
 "averaging game") or Algorithm 4.3 (BILB, bounded iterative load balancing) over
 divisible jobs with announced finish times (deadlines). The plans come from
-:func:`brokers.averaging.averaging_plan` and :func:`brokers.bilb.bilb_plan`; this module
+:func:`brokers.algorithms.averaging.averaging_plan` and :func:`brokers.algorithms.bilb.bilb_plan`; this module
 only decides how a plan is carried out on real queues.
 
 Model (every rule here is part of the contract with the decentralized version):
@@ -268,7 +268,7 @@ def _check_args(
             raise ValueError(f"p must lie in [0, 1], got {bad[0]!r}")
     for name in ("job_id", "release", "size", "submit_site"):
         if jobs.dtype.names is None or name not in jobs.dtype.names:
-            raise ValueError(f"jobs must be a structured array with a {name!r} field (see sites.jobs.JOB_DTYPE)")
+            raise ValueError(f"jobs must be a structured array with a {name!r} field (see model.jobs.JOB_DTYPE)")
     if len(jobs):
         if not np.all(np.isfinite(jobs["release"])):
             raise ValueError("jobs: every release must be finite")
@@ -312,7 +312,7 @@ def reference_run(
     finish has ``end`` NaN. Jobs that never arrived have no piece.
 
     ``cut_running = False`` never cuts the running piece (a strict reading of "no
-    preemption"; see brokers/divisible.py). ``on_round``, if given, is called after each round as
+    preemption"; see brokers/agents/divisible.py). ``on_round``, if given, is called after each round as
     ``on_round(t, loads_before, plan, queue_lengths_after)`` (see :data:`RoundHook`).
     """
     limits_, p_ = _check_args(jobs, n_sites, protocol, limits, p, start, min_gap, period, horizon)

@@ -4,7 +4,7 @@ Section 5.6.1 draws each job's owner by Zipf over N organizations; with few jobs
 organizations some own nothing. gridemu gives every organization its machine (the model of
 section 5.1). This script recomputes the scores of the same instances (the sweeps' seeds)
 with the organizations that own no job left out, machine included, using the reference
-functions (``brokers.molba``), which the decentralized protocol matches on every run of
+functions (``brokers.algorithms.molba``), which the decentralized protocol matches on every run of
 ``molba-tables.sh``. It writes ``OUT/{uni,swf}-owners/runs.parquet`` for molba_tables.py.
 
     python docs/results/molba_owners.py runs/molba-tables      # about 15 minutes on 2 cores
@@ -18,8 +18,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from gridemu.brokers.algorithms.molba import Job, lower_bound, makespan, molba_plan
-from gridemu.brokers.agents.molba import instance
+from gridemu.brokers.algorithms.list_scheduling import Job, makespan
+from gridemu.brokers.algorithms.molba import lower_bound, molba_plan
+from gridemu.brokers.protocols.molba import instance
 from gridemu.emulator.scenario import load_scenario
 from gridemu.scenarios.workload import generate_jobs
 

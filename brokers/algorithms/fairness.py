@@ -1,0 +1,129 @@
+"""The fairness properties of the migration paper (Amar, Mu'alem, Stößer, AAMAS 2008) as checkers.
+
+EF (Definition 2: :func:`ef_violations`, :func:`ef_counts`), WPM (Definition 3:
+:func:`wpm_violations`, by counterfactual reruns) and ILV (Definition 4:
+:func:`ilv_violations`, reruns on h_θ(J), :func:`h_set`), over the job types and the
+simulator of :mod:`brokers.algorithms.gm` (which holds the model and its other readings).
+
+Readings where the text is ambiguous or silent (the paper's wording in quotes):
+  * Definition 1 is printed "at least one of the following inequalities is strict:
+    r_j ≤ r_k or v_j ≥ v_k": j ≻ k when r_j ≤ r_k, v0_j ≥ v0_k, t_j ≤ t_k and (r_j < r_k or
+    v0_j > v0_k) ("the ≻ order does not require strictness with respect to the running
+    times").
+  * Definition 3 is printed "d_j(θ_j, θ_−j) ≤ d_j'(θ_j', θ_−j) whenever j ≥ j'" (⪰ read for
+    ≥): a comparison of completion times d (absolute, not flow times). We test one
+    coordinate at a time, by ``step``: released later, lower priority (kept ≥ 0), larger
+    size; none may finish earlier than the true type.
+  * Definition 4: h_θ(J) contains θ itself (v0 equal, r ≤ r_θ). Of all the J' with the same
+    h we test J' = h_θ(J) (no lower jobs at all), the instance the proof of Proposition 3
+    uses. Conditions 2-3 ("r_j' ≠ r_k'") are checked: a shared release raises ValueError.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from gridemu.brokers.algorithms.gm import _TOL, GmJob, _index, simulate
+
+
+def ef_violations(jobs: Sequence[GmJob], completion: Mapping[int, float]) -> list[tuple[int, int]]:
+    """Definition 2 (EF): every pair (j, k) with j ≻ k (Definition 1) and d_j > d_k (+1e-9)."""
+    by_id = _index(jobs)
+    for jid in by_id:
+        if jid not in completion:
+            raise ValueError(f"job {jid}: no completion time given")
+    if not jobs:
+        return []
+    ids = np.array([j.id for j in jobs])
+    out: list[tuple[int, int]] = []
+    for rows, dom, late in _dominance_blocks(jobs, completion):
+        jj, kk = np.nonzero(dom & late)
+        out.extend((int(ids[rows.start + a]), int(ids[b])) for a, b in zip(jj, kk))
+    return sorted(out)
+
+
+def ef_counts(jobs: Sequence[GmJob], completion: Mapping[int, float]) -> tuple[int, int]:
+    """(EF violations, comparable pairs j ≻ k): the figures of "violations per 1,000 pairs"."""
+    bad = pairs = 0
+    for _, dom, late in _dominance_blocks(jobs, completion):
+        pairs += int(dom.sum())
+        bad += int((dom & late).sum())
+    return bad, pairs
+
+
+def _dominance_blocks(jobs: Sequence[GmJob], completion: Mapping[int, float], block: int = 1024):
+    """Rows of the j ≻ k matrix (Definition 1) and of d_j > d_k, a block of j at a time
+    (memory stays O(block × n) for runs of many jobs)."""
+    r = np.array([j.r for j in jobs], dtype=float)
+    t = np.array([j.t for j in jobs], dtype=float)
+    v = np.array([j.v0 for j in jobs], dtype=float)
+    d = np.array([completion[j.id] for j in jobs], dtype=float)
+    for lo in range(0, len(jobs), block):
+        rows = slice(lo, min(lo + block, len(jobs)))
+        rj, tj, vj, dj = r[rows, None], t[rows, None], v[rows, None], d[rows, None]
+        dom = (rj <= r) & (vj >= v) & (tj <= t) & ((rj < r) | (vj > v))
+        yield rows, dom, dj > d + _TOL
+
+
+def wpm_violations(
+    jobs: Sequence[GmJob], speeds: Sequence[float], policy: str = "gm", *, step: float = 1.0, **simulate_kwargs
+) -> list[tuple[int, str]]:
+    """Definition 3 (WPM) by counterfactual reruns, every other job's type fixed.
+
+    For each job j: released ``step`` later ("release"), priority ``step`` lower when it
+    stays >= 0 ("priority"), size ``step`` larger ("size"). Each worse type must not
+    complete earlier: d_j(worse) >= d_j(true) - 1e-9, absolute completion times.
+    Returns (job id, which) for each violation, in job order.
+    """
+    if not (step > 0) or math.isinf(step):
+        raise ValueError(f"step: must be finite and > 0, got {step!r}")
+    base = simulate(jobs, speeds, policy, **simulate_kwargs).completion
+    out: list[tuple[int, str]] = []
+    for pos, job in enumerate(jobs):
+        variants = [("release", replace(job, r=job.r + step))]
+        if job.v0 - step >= 0:
+            variants.append(("priority", replace(job, v0=job.v0 - step)))
+        variants.append(("size", replace(job, t=job.t + step)))
+        for which, worse in variants:
+            other = list(jobs)
+            other[pos] = worse
+            d = simulate(other, speeds, policy, **simulate_kwargs).completion[job.id]
+            if d < base[job.id] - _TOL * max(1.0, abs(base[job.id])):
+                out.append((job.id, which))
+    return out
+
+
+def _check_distinct_releases(jobs: Sequence[GmJob]) -> None:
+    seen: dict[float, int] = {}
+    for job in jobs:
+        if job.r in seen:
+            raise ValueError(
+                f"jobs {seen[job.r]} and {job.id}: both released at {job.r!r}; ILV (Definition 4) "
+                "needs distinct release times"
+            )
+        seen[job.r] = job.id
+
+
+def h_set(jobs: Sequence[GmJob], theta: GmJob) -> list[GmJob]:
+    """Definition 4: h_θ(J) = jobs with v0 > v0_θ, or v0 = v0_θ and r <= r_θ (θ included)."""
+    return [k for k in jobs if k.v0 > theta.v0 or (k.v0 == theta.v0 and k.r <= theta.r)]
+
+
+def ilv_violations(jobs: Sequence[GmJob], speeds: Sequence[float], policy: str = "gm", **simulate_kwargs) -> list[int]:
+    """Definition 4 (ILV): ids of the jobs θ whose d_θ changes from J to J' = h_θ(J) ∪ {θ}.
+
+    Raises ValueError naming two jobs that share a release time (conditions 2-3).
+    """
+    _index(jobs)
+    _check_distinct_releases(jobs)
+    base = simulate(jobs, speeds, policy, **simulate_kwargs).completion
+    out: list[int] = []
+    for theta in jobs:
+        sub = h_set(jobs, theta)
+        d = simulate(sub, speeds, policy, **simulate_kwargs).completion[theta.id]
+        if abs(d - base[theta.id]) > _TOL * max(1.0, abs(d)):
+            out.append(theta.id)
+    return out

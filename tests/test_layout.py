@@ -1,0 +1,139 @@
+"""The layout rules of DESIGN.md, checked on the source: imports run one way, no circles,
+agents see their site only through the view, messages are read by name, modules stay small.
+"""
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("model", "sites", "scenarios", "brokers", "emulator")
+#: What each package may import besides itself. scenarios builds job arrays and sits beside
+#: brokers: neither imports the other; the kernel (emulator) is on top.
+MAY_IMPORT = {
+    "model": set(),
+    "sites": {"model"},
+    "scenarios": {"model", "sites"},
+    "brokers": {"model", "sites"},
+    "emulator": {"model", "sites", "scenarios", "brokers"},
+}
+#: Lines a module may have: the protocols (the papers' algorithms, agents, references) stay
+#: under about 400, so each reads as one algorithm; the kernel's and the sites' modules are
+#: bigger single things (the site's event loop, scenario validation) but still one each.
+MAX_LINES = {"brokers": 420}
+MAX_LINES_ELSEWHERE = 520
+
+
+def modules() -> dict[str, Path]:
+    out = {}
+    for pkg in PACKAGES:
+        for path in sorted((ROOT / pkg).rglob("*.py")):
+            rel = path.relative_to(ROOT).with_suffix("")
+            parts = list(rel.parts)
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            out["gridemu." + ".".join(parts)] = path
+    return out
+
+
+def imported(path: Path) -> list[tuple[int, str]]:
+    """Every gridemu module a file imports (at any depth, TYPE_CHECKING blocks included)."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+            found += [(node.lineno, n) for n in names if n.startswith("gridemu.")]
+        elif isinstance(node, ast.Import):
+            found += [(node.lineno, a.name) for a in node.names if a.name.startswith("gridemu.")]
+        elif isinstance(node, ast.ImportFrom) and node.level:
+            raise AssertionError(f"{path}:{node.lineno}: relative import; write gridemu.<package>.<module>")
+    return found
+
+
+MODULES = modules()
+
+
+def resolve(name: str) -> str | None:
+    while name and name not in MODULES:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def test_no_import_goes_up_or_sideways():
+    bad = []
+    for mod, path in MODULES.items():
+        pkg = mod.split(".")[1]
+        for line, name in imported(path):
+            target = name.split(".")[1]
+            if target != pkg and target not in MAY_IMPORT[pkg]:
+                bad.append(f"{path.relative_to(ROOT)}:{line} imports {name} ({pkg} may import {sorted(MAY_IMPORT[pkg]) or 'nothing of gridemu'})")
+    assert not bad, "\n".join(bad)
+
+
+def test_no_import_circle():
+    graph = {mod: {resolve(n) for _, n in imported(path)} - {None, mod} for mod, path in MODULES.items()}
+    # A package's __init__ is imported with any of its modules; edges into it are not circles.
+    graph = {m: {t for t in ts if not MODULES[t].name == "__init__.py"} for m, ts in graph.items()}
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(m: str) -> list[str] | None:
+        state[m] = 1
+        stack.append(m)
+        for t in sorted(graph[m]):
+            if state.get(t) == 1:
+                return stack[stack.index(t):] + [t]
+            if t not in state and (cycle := visit(t)):
+                return cycle
+        stack.pop()
+        state[m] = 2
+        return None
+
+    for m in sorted(graph):
+        if m not in state and (cycle := visit(m)):
+            pytest.fail("import circle: " + " -> ".join(cycle))
+
+
+AGENT_FILES = sorted((ROOT / "brokers").rglob("*.py"))
+
+
+@pytest.mark.parametrize("path", AGENT_FILES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_brokers_use_the_site_view_and_named_messages(path):
+    text = path.read_text()
+    problems = []
+    for pattern, why in (
+        (r"\bsite\.(c|r)_\w+", "reads the site's job or run columns; use the SiteView (sites/view.py)"),
+        (r"\bsite\.(scheduler|changed|setup|free_procs|cursor|heap|outbox)\b", "reaches into the site; use the SiteView"),
+        (r"\brow\[\d+\]|\brow\[N_ROUTING|\brow\[_", "reads a message by position; declare a kind and read its fields"),
+        (r"\b(MTYPE|MESSAGE_TYPES|job_columns)\b", "uses the positional message names; declare kinds with message()"),
+        (r"lru_cache|functools\.cache\b", "a cache shared between the sites of a process hides each site's cost"),
+    ):
+        for m in re.finditer(pattern, text):
+            line = text.count("\n", 0, m.start()) + 1
+            problems.append(f"{path.relative_to(ROOT)}:{line}: {m.group(0)!r} {why}")
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("path", sorted(MODULES.values()), ids=lambda p: str(p.relative_to(ROOT)))
+def test_modules_stay_small(path):
+    lines = len(path.read_text().splitlines())
+    limit = MAX_LINES.get(path.relative_to(ROOT).parts[0], MAX_LINES_ELSEWHERE)
+    assert lines <= limit, f"{path.relative_to(ROOT)} has {lines} lines (at most {limit}): split it by what it does"
+
+
+def test_the_kernel_names_no_protocol():
+    from gridemu.brokers.registry import PROTOCOLS
+    from gridemu.emulator.scenario import SCHEDULERS
+
+    # "fairshare" names a local scheduler too, which the kernel may name.
+    names = "|".join(re.escape(n) for n in PROTOCOLS if n != "local" and n not in SCHEDULERS)
+    hits = []
+    for path in sorted((ROOT / "emulator").rglob("*.py")):
+        for i, line in enumerate(path.read_text().splitlines(), 1):
+            code = line.split("#")[0]
+            if re.search(rf"""["']({names})["']|brokers\.(agents\.(?!base)|protocols\.)""", code):
+                hits.append(f"{path.relative_to(ROOT)}:{i}: {line.strip()}")
+    assert not hits, "\n".join(hits)
