@@ -2,7 +2,7 @@
 ``[policy]`` resolved once, shared by every site's ``fairshare`` scheduler.
 
 ``[policy]`` keys (docs/scenarios.md):
-  * ``tree``: the local policy as a TOML table (``sites.fairshare.policy_from_dict``), or
+  * ``tree``: the local policy as a TOML table (``sites.fairshare_forms.policy_from_dict``), or
     ``file``: a path to a TOML or XML (Figure 2's ``policy-entry`` form) policy;
   * ``providers``: VO subpolicies mounted where an entry has ``ref = "<name>"``: a table
     per provider with ``tree`` or ``file``, and ``site`` (the site index that serves it;
@@ -28,9 +28,9 @@ from typing import Any, Mapping
 import numpy as np
 
 from gridemu.sites.fairshare import (
-    APPROACHES, Entry, PolicyError, Windows, deviation_tuple, depth, entries, map_path, mount, policy_from_dict,
-    policy_from_toml, policy_from_xml, priority, target_shares, validate,
+    APPROACHES, Entry, PolicyError, Windows, deviation_tuple, depth, entries, map_path, priority, target_shares,
 )
+from gridemu.sites.fairshare_forms import mount, policy_from_dict, policy_from_toml, policy_from_xml, validate
 
 _KEYS = {"tree", "file", "providers", "approach", "local_approach", "window", "weights", "default"}
 

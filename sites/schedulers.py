@@ -16,9 +16,7 @@ from gridemu.model.jobs import OFFERED
 
 if TYPE_CHECKING:  # pragma: no cover
     from gridemu.sites.fairshare_runtime import RuntimePolicy
-
-# A scheduler works on the Site that owns it (sites/site.py, which imports this module):
-# "Site" annotations name it without importing it back.
+    from gridemu.sites.site import Site
 
 
 class FCFS:

@@ -8,7 +8,8 @@ import pytest
 
 import gridemu.emulator as emulator
 from gridemu.model.errors import ScenarioError
-from gridemu.sites.fairshare import UsageRecord, Windows, figure_2_xml, usage_of
+from gridemu.sites.fairshare import UsageRecord, Windows, usage_of
+from gridemu.sites.fairshare_forms import figure_2_xml
 
 TREE = {
     "name": "Resource", "type": "resource", "scope": "local", "children": [

@@ -17,30 +17,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gridemu.sites.fairshare import (
-    APPROACHES,
-    Entry,
-    PolicyError,
-    UsageRecord,
-    Windows,
-    actual_shares,
-    aggregate,
-    default_scope_of,
-    depth,
-    deviation_tuple,
-    entries,
-    figure_2_xml,
-    figure_4,
-    job_priority,
-    leaves,
-    map_path,
-    mount,
-    policy_from_dict,
-    policy_from_toml,
-    policy_from_xml,
-    priority,
-    target_shares,
-    usage_of,
-    validate,
+    APPROACHES, Entry, PolicyError, UsageRecord, Windows, actual_shares, aggregate, depth, deviation_tuple, entries,
+    job_priority, leaves, map_path, priority, target_shares, usage_of,
+)
+from gridemu.sites.fairshare_forms import (
+    default_scope_of, figure_2_xml, figure_4, mount, policy_from_dict, policy_from_toml, policy_from_xml, validate,
 )
 
 VO_A_URL = "http://vo-a.org/policy-provider"

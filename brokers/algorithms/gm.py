@@ -213,7 +213,7 @@ def simulate(
     what counts as a migration or a preemption, and the migration-cost model.
     """
     _check_speeds(speeds)
-    by_id = _index(jobs)
+    _index(jobs)  # rejects an id used twice
     for job in jobs:
         _check_job(job)
     if policy not in POLICIES:
