@@ -298,6 +298,8 @@ def summarize(raw: RawRun, table: pd.DataFrame, sites: pd.DataFrame, local_table
         "messages_total": int(sum(messages.values())),
         "windows": int(raw.windows),
         "wall_seconds": round(raw.wall_seconds, 6),
+        # What the sites' own event loops took, added up (sites.parquet has each one's).
+        "site_cpu_seconds": round(float(sites["cpu_seconds"].sum()), 6),
         "setup_seconds": round(raw.extra.get("setup_seconds", 0.0), 6),
         "events_per_second": round(raw.events / raw.wall_seconds, 1) if raw.wall_seconds > 0 else None,
         "jobs_per_second": round(len(table) / raw.wall_seconds, 1) if raw.wall_seconds > 0 else None,

@@ -108,6 +108,10 @@ class Site:
             t = self.c_release[self.cursor]
         return t
 
+    def next_release(self) -> float:
+        """Release time of the next local job not yet submitted (inf when none is left)."""
+        return self.c_release[self.cursor] if self.cursor < self.n_local else INF
+
     def next_agent_event_time(self) -> float:
         return self.agent_times[0] if self.agent_times else INF
 
@@ -336,6 +340,7 @@ class Site:
             self._advance_fcfs_recurrence(until)
             return
         heap, rel, agent, sched, views = self.heap, self.c_release, self.agent, self.scheduler, self.kinds.views
+        handlers, view_of = agent.handlers, tuple.__new__
         intercept = agent.intercepts_arrivals
         while True:
             if self.cursor < self.n_local and (not heap or rel[self.cursor] < heap[0][0]):
@@ -367,7 +372,8 @@ class Site:
             elif kind == MESSAGE:
                 heapq.heappop(self.agent_times)
                 self.received += 1
-                agent.handle(now, views[payload[5]]._make(payload))
+                code = payload[5]
+                handlers[code](now, view_of(views[code], payload))
             else:
                 heapq.heappop(self.agent_times)
                 agent.on_timer(now, payload)

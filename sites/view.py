@@ -26,7 +26,6 @@ Acting: ``send``, ``set_timer``, ``transfer``, ``receive_job``, ``enqueue``, ``d
 """
 from __future__ import annotations
 
-import math
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -72,6 +71,7 @@ class SiteView:
         self.next_event_time = site.next_event_time
         self.next_agent_event_time = site.next_agent_event_time
         self.next_message_time = site.next_message_time
+        self.next_release = site.next_release
         self.job_record = site.job_record
 
     # jobs -------------------------------------------------------------------------
@@ -119,11 +119,6 @@ class SiteView:
     def local_releases(self) -> list[float]:
         """Release times of the local jobs, in slot order (ascending)."""
         return self._site.c_release[: self._site.n_local]
-
-    def next_release(self) -> float:
-        """Release time of the next local job not yet submitted (inf when none is left)."""
-        site = self._site
-        return site.c_release[site.cursor] if site.cursor < site.n_local else math.inf
 
     # queue and processors -----------------------------------------------------------
     def free_count(self) -> int:

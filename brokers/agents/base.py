@@ -46,7 +46,8 @@ class Agent:
         self.grid = grid
         self.params = params
         self.records: list[tuple] = []
-        self._handlers: list[Callable[[float, Any], None]] = [
+        #: The handler of each message kind, by code: the kernel calls handlers[code](now, msg).
+        self.handlers: list[Callable[[float, Any], None]] = [
             getattr(self, f"on_{kind.name}", None) or self._unhandled for kind in site.kinds.kinds
         ]
 
@@ -63,10 +64,6 @@ class Agent:
 
     def on_timer(self, now: float, tag: Any) -> None:
         pass
-
-    def handle(self, now: float, msg: Any) -> None:
-        """Dispatch a received message to ``on_<kind>`` (the kernel calls this)."""
-        self._handlers[msg.code](now, msg)
 
     def on_job(self, now: float, msg: Any) -> None:
         """A job transferred here: queue it."""
