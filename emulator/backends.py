@@ -8,6 +8,7 @@ the coordinator.
 """
 from __future__ import annotations
 
+import dataclasses
 import socket
 import warnings
 from typing import Any
@@ -20,7 +21,8 @@ class InProcessBackend:
     name = "inprocess"
 
     def __init__(self, specs: list[ShardSpec]):
-        self.shards = [Shard(s) for s in specs]
+        # Shards in one process hand each other rows, not arrays (nothing is serialized).
+        self.shards = [Shard(dataclasses.replace(s, columnar=False)) for s in specs]
 
     def status(self) -> list[StepInfo]:
         return [s.status() for s in self.shards]

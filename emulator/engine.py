@@ -21,6 +21,7 @@ from gridemu.brokers.agents.base import GridInfo
 from gridemu.emulator.backends import BACKENDS, ensure_ray, ray_cpus
 from gridemu.emulator.scenario import Scenario
 from gridemu.emulator.shard import ShardSpec, StepInfo
+from gridemu.model.messages import to_batch
 from gridemu.scenarios.workload import check_scheduler_jobs, generate_jobs
 
 WINDOW_SLICES = 200
@@ -177,9 +178,10 @@ def run_windows(
 
 
 def _fetch(inboxes: list[list[Any]], backend: str) -> list[np.ndarray]:
+    """The batches still in flight at the end, as arrays (in-process shards pass rows)."""
     batches = [b for inbox in inboxes for b in inbox]
     if backend == "ray" and batches:
         import ray
 
         return list(ray.get(batches))
-    return batches
+    return [b if isinstance(b, np.ndarray) else to_batch(b) for b in batches]

@@ -34,6 +34,9 @@ class ShardSpec:
     protocol: dict[str, Any]
     grid: GridInfo
     recurrence: bool = True  # allow the FCFS recurrence where no agent can act
+    #: Outgoing messages as numpy batches (they cross processes: Ray) or as lists of row
+    #: tuples (shards in one process: converting to arrays and back would be pure cost).
+    columnar: bool = True
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -75,37 +78,100 @@ class Shard:
             if spec.recurrence and site.agent.silent and site.scheduler.name == "fcfs" and site.uniform:
                 site.enable_recurrence()
         self.clock = -math.inf  # every event before this time has been handled
+        # The shard's calendar: each site's next event time and send bound, refreshed only for
+        # the sites a window touched (those it advanced or delivered to), so a window costs
+        # in proportion to its busy sites, not to all of them.
+        n = len(self.sites)
+        self.columnar = spec.columnar
+        self.local_of = np.full(len(self.site_to_shard), -1, dtype=np.int64)
+        self.local_of[[s.site_id for s in self.sites]] = np.arange(n)
+        self.shard_of: list[int] = self.site_to_shard.tolist()
+        self.next_t = np.array([s.next_event_time() for s in self.sites], dtype=float).reshape(n)
+        self.bounds = np.array([s.agent.send_bound() for s in self.sites], dtype=float).reshape(n)
+        self.events = sum(s.events for s in self.sites)
+        self.done = sum(_done(s) for s in self.sites)
 
     def status(self) -> StepInfo:
-        return StepInfo(self._next_time(), self._bound(), {}, self._events(), self._done())
+        return StepInfo(self._min(self.next_t), self._min(self.bounds), {}, self.events, self.done)
+
+    @staticmethod
+    def _min(values: np.ndarray) -> float:
+        return float(values.min()) if len(values) else math.inf
 
     def step(self, until: float, *batches: np.ndarray) -> tuple:
         """Deliver ``batches``, handle every event with time < until, return outgoing batches.
 
         Returns ``(info, batch_for_shard_0, ..., batch_for_shard_{S-1})``.
         """
+        sites, next_t, bounds = self.sites, self.next_t, self.bounds
         for batch in batches:
-            for row in batch.tolist():
-                if row[0] < self.clock:
-                    raise InvariantError(
-                        f"causality: message {self.kinds.names[row[5]]!r} from site {row[1]} (seq {row[2]}) to site {row[3]} "
-                        f"due at t={row[0]} arrived after the window that ended at t={self.clock}"
-                    )
-                self.sites[self.index[row[3]]].deliver(row)
-        for site in self.sites:
-            site.bound = site.agent.send_bound()
+            if len(batch):
+                self._deliver(batch)
         rows: list[tuple] = []
         clock = time.perf_counter
-        for site in self.sites:
+        events, done = 0, 0
+        active = np.flatnonzero(next_t < until)
+        new_next, new_bound = [], []
+        for i, bound in zip(active.tolist(), bounds[active].tolist()):
+            site = sites[i]
+            site.bound = bound
+            e0, d0 = site.events, _done(site)
             t0 = clock()
             site.advance(until)
             site.cpu_seconds += clock() - t0
+            events += site.events - e0
+            done += _done(site) - d0
+            new_next.append(site.next_event_time())
+            new_bound.append(site.agent.send_bound())
             if site.outbox:
-                rows.extend(site.outbox)
+                rows += site.outbox
                 site.outbox = []
+        next_t[active] = new_next
+        bounds[active] = new_bound
+        self.events += events
+        self.done += done
         self.clock = until
-        out = [empty_batch()] * self.n_shards
+        out, out_min = self._outgoing(rows)
+        info = StepInfo(self._min(next_t), self._min(bounds), out_min, self.events, self.done)
+        return (info, *out)
+
+    def _deliver(self, batch: "np.ndarray | list[tuple]") -> None:
+        """Queue a batch of messages at their sites (an array from another process, or rows)."""
+        if isinstance(batch, np.ndarray):
+            first = float(batch["deliver"].min())
+            local = self.local_of[batch["dst"]].tolist()
+            rows = batch.tolist()
+        else:
+            first = min(row[0] for row in batch)
+            local_of = self.local_of
+            local = [int(local_of[row[3]]) for row in batch]
+            rows = batch
+        if first < self.clock:
+            row = min(rows, key=lambda r: r[0])
+            raise InvariantError(
+                f"causality: message {self.kinds.names[row[5]]!r} from site {row[1]} (seq {row[2]}) to site "
+                f"{row[3]} due at t={row[0]} arrived after the window that ended at t={self.clock}"
+            )
+        sites = self.sites
+        for i, row in zip(local, rows):
+            sites[i].deliver(row)
+        for i in set(local):  # a delivered message is an event, and may move the bound
+            self.next_t[i] = sites[i].next_event_time()
+            self.bounds[i] = sites[i].agent.send_bound()
+
+    def _outgoing(self, rows: list[tuple]) -> tuple[list[Any], dict[int, float]]:
+        """Rows grouped by destination shard, and the earliest delivery time of each group."""
         out_min: dict[int, float] = {}
+        if not self.columnar:
+            out: list[Any] = [[] for _ in range(self.n_shards)]
+            shard_of = self.shard_of
+            for row in rows:
+                d = shard_of[row[3]]
+                out[d].append(row)
+                if row[0] < out_min.get(d, math.inf):
+                    out_min[d] = row[0]
+            return out, out_min
+        out = [empty_batch()] * self.n_shards
         if rows:
             batch = to_batch(rows)
             dest = self.site_to_shard[batch["dst"]]
@@ -113,21 +179,7 @@ class Shard:
                 part = batch[dest == d]
                 out[int(d)] = part
                 out_min[int(d)] = float(part["deliver"].min())
-        info = StepInfo(self._next_time(), self._bound(), out_min, self._events(), self._done())
-        return (info, *out)
-
-    def _next_time(self) -> float:
-        return min((s.next_event_time() for s in self.sites), default=math.inf)
-
-    def _bound(self) -> float:
-        return min((s.agent.send_bound() for s in self.sites), default=math.inf)
-
-    def _events(self) -> int:
-        return sum(s.events for s in self.sites)
-
-    def _done(self) -> int:
-        # Finished pieces less the pieces split off jobs: equals the job count once all are done.
-        return sum(s.done - s.pieces if not s.fast else s.cursor for s in self.sites)
+        return out, out_min
 
     def results(self, horizon: float) -> dict[str, Any]:
         """Job columns, per-site rows and agent time series, once the run is over."""
@@ -157,3 +209,8 @@ class Shard:
         cols = {k: np.concatenate([j[k] for j in jobs]) for k in jobs[0]} if jobs else {}
         ts_cols = {k: np.concatenate([t[k] for t in series]) for k in series[0]} if series else {}
         return {"jobs": cols, "sites": sites, "timeseries": ts_cols, "usage": usage}
+
+
+def _done(site: Site) -> int:
+    # Finished pieces less the pieces split off jobs: equals the job count once all are done.
+    return site.cursor if site.fast else site.done - site.pieces

@@ -53,7 +53,7 @@ class MessageKind:
     columns under their own names (``job_id``, ``size``, ...).
     """
 
-    __slots__ = ("name", "fields", "job", "view", "_slots")
+    __slots__ = ("name", "fields", "job", "view", "_slots", "_numbers", "_numbers_only")
 
     def __init__(self, name: str, job: bool = False, **fields: str):
         if not name.isidentifier():
@@ -76,6 +76,12 @@ class MessageKind:
         self.fields = dict(fields)
         self.job = job
         self._slots = slots
+        # Kinds whose fields all sit in the two number columns take a faster path.
+        self._numbers = [None, None]
+        for field, pos in slots.items():
+            if pos < 2:
+                self._numbers[pos] = field
+        self._numbers_only = all(pos < 2 for pos in slots.values())
         base = namedtuple(f"{name}_message", names)
         self.view = type(f"{name.title()}Message", (base,), {"__slots__": (), "kind": name, "job": property(_job_record)})
 
@@ -83,6 +89,11 @@ class MessageKind:
         """The payload columns of one message: (value, value2, *job record)."""
         if not fields:
             return (0.0, 0.0) + (job or NO_JOB)
+        if self._numbers_only and len(fields) <= 2:
+            first, second = self._numbers
+            values = (fields.get(first, 0.0) if first else 0.0, fields.get(second, 0.0) if second else 0.0)
+            if len(fields) == (first in fields) + (second in fields):
+                return values + (job or NO_JOB)
         row = [0.0, 0.0, *(job or NO_JOB)]
         slots = self._slots
         for field, value in fields.items():

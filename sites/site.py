@@ -35,7 +35,7 @@ PENDING, QUEUED, RUNNING, DONE, TRANSFERRED = (
 )
 
 JOB_FIELDS = JOB_DTYPE.names
-MIGRATIONS, SIZE, FRAGMENT = (JOB_FIELDS.index(f) for f in ("migrations", "size", "fragment"))
+SIZE, FRAGMENT = (JOB_FIELDS.index(f) for f in ("size", "fragment"))
 
 
 class Site:
@@ -63,6 +63,8 @@ class Site:
         # Job columns, one list per field: c_id, c_owner, c_group, c_release, ...
         for name in JOB_FIELDS:
             setattr(self, "c_" + _short(name), jobs[name].tolist())
+        # The same lists in JOB_DTYPE's field order (a received record is appended field by field).
+        self._columns = [getattr(self, "c_" + _short(name)) for name in JOB_FIELDS]
         self.n_local = len(jobs)
         # Local jobs' fields never change, so results read them from this array.
         self.local_jobs = jobs
@@ -84,9 +86,8 @@ class Site:
         self.bound = -INF
         self.events = 0
         self.done = 0
-        # Usage ledger: processor-time (at this site's speeds) of finished jobs, per
-        # organization and per group path; what fairshare policies read.
-        self.usage_owner: dict[int, float] = {}
+        # Usage ledger, closed by finish(): processor-time (at this site's speeds) of finished
+        # pieces per group path (usage.parquet). Fairshare schedulers keep their own.
         self.usage_group: dict[int, float] = {}
         self.kinds = kinds if kinds is not None else MessageKinds()
         self._job_code = self.kinds.code["job"]
@@ -181,9 +182,15 @@ class Site:
         elif self.r_state[slot] != PENDING:
             raise InvariantError(f"site {self.name} tried to transfer job {self.c_id[slot]} which is not queued")
         self.r_state[slot] = GONE
-        rec = list(self.job_record(slot))
-        rec[MIGRATIONS] += 1
-        self.send(now, dst, "job", job=tuple(rec), tag=tag)
+        self.send(now, dst, "job", job=self._moved_record(slot), tag=tag)
+
+    def _moved_record(self, slot: int) -> tuple:
+        """The job's record as it leaves this site: one migration more."""
+        return (
+            self.c_id[slot], self.c_owner[slot], self.c_group[slot], self.c_release[slot], self.c_size[slot],
+            self.c_procs[slot], self.c_walltime[slot], self.c_priority[slot], self.c_submit[slot], self.c_migrations[slot] + 1,
+            self.c_fragment[slot], self.c_deadline[slot],
+        )
 
     # divisible jobs (thesis ch. 4) ---------------------------------------------
 
@@ -254,9 +261,7 @@ class Site:
         if self.r_state[slot] != QUEUED:
             raise InvariantError(f"site {self.name} offered job {self.c_id[slot]} which is not queued")
         self.r_state[slot] = OFFERED
-        rec = list(self.job_record(slot))
-        rec[MIGRATIONS] += 1
-        self.send(now, dst, "fragment", job=tuple(rec), slot=float(slot), tag=tag)
+        self.send(now, dst, "fragment", job=self._moved_record(slot), slot=float(slot), tag=tag)
 
     def withdraw(self, slot: int) -> None:
         """The receiver took the offered piece: it leaves this site's books."""
@@ -290,8 +295,8 @@ class Site:
 
     def _add_slot(self, record: "tuple | list") -> int:
         slot = len(self.c_id)
-        for name, value in zip(JOB_FIELDS, record):
-            getattr(self, "c_" + _short(name)).append(value)
+        for column, value in zip(self._columns, record):
+            column.append(value)
         self.r_start.append(math.nan)
         self.r_end.append(math.nan)
         self.r_state.append(QUEUED)
@@ -387,7 +392,6 @@ class Site:
         self.setup.pop(slot, None)
         self.r_state[slot] = DONE
         self.done += 1
-        self._charge(slot, q)
         if self._on_finish is not None:
             self._on_finish(slot)
 
@@ -399,12 +403,6 @@ class Site:
                 return True
             heapq.heappop(heap)  # a void completion (the piece was cut shorter): drop it now
         return False
-
-    def _charge(self, slot: int, q: int) -> None:
-        used = (self.r_end[slot] - self.r_start[slot]) * q
-        owner, group = self.c_owner[slot], self.c_group[slot]
-        self.usage_owner[owner] = self.usage_owner.get(owner, 0.0) + used
-        self.usage_group[group] = self.usage_group.get(group, 0.0) + used
 
     def _proc_key(self, p: int) -> tuple[float, int]:
         return (-self.speeds[p], p)
@@ -454,19 +452,22 @@ class Site:
         self._fp_prev = prev
 
     def finish(self, horizon: float) -> None:
-        """Close the books at the end of the run: count completions the recurrence skipped."""
+        """Close the books at the end of the run: count completions the recurrence skipped,
+        and add up the usage ledger from the finished pieces (one vectorized pass)."""
+        n = self.cursor if self.fast else len(self.r_end)
+        ends = np.asarray(self.r_end[:n], dtype=float)
         if self.fast:
-            ends = np.asarray(self.r_end[: self.cursor])
             finished = np.flatnonzero(ends < horizon)
             self.events += len(finished)
             self.done = len(finished)
-            if len(finished):
-                used = (ends[finished] - np.asarray(self.r_start[: self.cursor])[finished]) * np.asarray(self.c_procs)[finished]
-                for ledger, key in ((self.usage_owner, self.c_owner), (self.usage_group, self.c_group)):
-                    keys = np.asarray(key)[finished]
-                    sums = np.bincount(keys, weights=used)
-                    for k in np.flatnonzero(np.bincount(keys)).tolist():
-                        ledger[k] = ledger.get(k, 0.0) + float(sums[k])
+        else:
+            finished = np.flatnonzero(np.asarray(self.r_state, dtype=np.int8) == DONE)
+        if len(finished):
+            used = (ends[finished] - np.asarray(self.r_start[:n])[finished]) * np.asarray(self.c_procs[:n])[finished]
+            keys = np.asarray(self.c_group[:n])[finished]
+            sums = np.bincount(keys, weights=used)
+            for k in np.flatnonzero(np.bincount(keys)).tolist():
+                self.usage_group[k] = float(sums[k])
 
     def results(self, horizon: float) -> dict[str, np.ndarray]:
         """Columns for jobs.parquet of every job this site holds (not those it sent away)."""

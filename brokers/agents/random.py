@@ -10,6 +10,9 @@ from typing import Any
 from gridemu.brokers.agents.base import Agent, GridInfo
 from gridemu.model.rng import PURPOSE_BROKER, site_rng
 
+#: Destinations drawn at once: a block of draws is the same sequence as one draw per call
+#: (numpy's bounded integers), at a fraction of the cost per job.
+BLOCK = 1024
 
 
 class RandomBrokerAgent(Agent):
@@ -19,9 +22,15 @@ class RandomBrokerAgent(Agent):
     def __init__(self, site, grid: GridInfo, params: dict[str, Any]):
         super().__init__(site, grid, params)
         self.rng = site_rng(grid.seed, site.site_id, PURPOSE_BROKER)
+        self.drawn: list[int] = []
+        self.left = site.n_local  # local arrivals still to broker: never draw more than they need
 
     def on_arrival(self, now: float, slot: int) -> bool:
-        dst = int(self.rng.integers(self.grid.n_sites))
+        if not self.drawn:
+            block = min(BLOCK, self.left)
+            self.drawn = self.rng.integers(self.grid.n_sites, size=block).tolist()[::-1]
+            self.left -= block
+        dst = self.drawn.pop()
         if dst == self.site.site_id:
             return False
         self.site.transfer(now, slot, dst)

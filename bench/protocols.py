@@ -1,0 +1,736 @@
+"""Talking sites: gridemu against a bare heapq loop and a SimPy model, with the random broker.
+
+The model (issue 13, "random broker"): N sites of 10 identical processors (speed 1), FCFS,
+single-processor jobs, Poisson arrivals, gamma(shape 2, scale 2) sizes, link latency 1.0
+everywhere, ``protocol = "random"``: each newly submitted job goes to a uniformly random
+site, the submitting site included (then it stays, with no message); a transferred job
+arrives one latency later, is queued there FCFS and is never brokered again.
+
+Arrival rates. The issue says "a quarter of the sites at 3.0/N x R, the rest at 1.4/N x R,
+total R/2 x 1.8". The two halves of that sentence disagree by a factor of 2 (N/4 x 3.0/N x R
++ 3N/4 x 1.4/N x R = 1.8 R, not 0.9 R). This benchmark follows the total: sites
+0..N/4-1 at 3.0/N x R/2 and the others at 1.4/N x R/2, 0.9 R in all. That reading gives
+739 windows at 1,000 sites x 100,000 jobs, close to the issue's 736; the literal per-site
+rates give 376 windows, and at 10,000 sites they would load every site to 144 % under
+random brokering, which never settles. With R/2, at 10,000 sites and R = 20,000 the
+per-site rates are 3.0 and 1.4 (mean 1.8), and every site runs at 72 % load once the
+broker spreads the jobs.
+
+Models (``--models``, comma-separated):
+
+* ``1000x100k``      1,000 sites, 100,000 jobs, R = 200, random broker
+* ``10000x1M``       10,000 sites, 1,000,000 jobs, R = 20,000, random broker
+* ``averaging1000``  1,000 sites, 10,000 jobs, R = 200 (the 1000x100k rates), the
+  ``averaging`` protocol (thesis Alg. 4.1) with a report every 20 time units (``--period``):
+  every site broadcasts its load to all 999 others each round, about a million messages a
+  round, so 10,000 jobs (a release span of about 56 time units, some 6 rounds) already make
+  about 6 million messages. gridemu engines only (the heapq loop and SimPy model the random
+  broker).
+* ``100x10k``        (not in the default list) 100 sites, 10,000 jobs, R = 20: a smoke test.
+
+Engines (``--engines``; every run is a fresh subprocess, so its peak memory is its own):
+
+* ``heapq``  a bare event loop of this model: one global ``heapq`` of (time, kind, site,
+  key, job) events, a ``deque`` FCFS queue and a free count per site. At equal times a
+  site handles completions, then received jobs (keyed by source site and the source's
+  message sequence number), then its own arrivals (keyed by job id), as gridemu does
+  (docs/kernel.md, "Determinism"). Arrivals are pushed lazily (one pending per site). The
+  destinations are gridemu's own draws: ``site_rng(seed, site, PURPOSE_BROKER).integers(N)``
+  once per local arrival, in release order per site (``brokers/agents/random.py``); they
+  are drawn per site in one vectorized call, which numpy makes equal, value for value,
+  to one call per arrival. The draws are part of the timed setup.
+* ``simpy``  SimPy 4: a ``simpy.Resource(capacity=10)`` per site and one process per job,
+  all created at t=0: the process waits until the release, for a transfer waits one
+  latency more, then requests a processor at its destination and holds it for its size.
+  ``simpy_lazy`` (only on request): a source process per site creates each job's process
+  at its release.
+* ``inprocess``  ``emulator.run(scenario, backend="inprocess", shards=1)``.
+* ``ray2``  ``emulator.run(..., backend="ray", shards=2)`` on a private local Ray
+  instance started with ``ensure_ray(num_cpus=2)``; ``rayN`` (any N, e.g. ``ray16`` on a
+  16-core machine) the same with N shards and num_cpus = max(2, min(N, CPUs)).
+
+All engines simulate the same jobs: release, size and submitting site come from gridemu's
+own generator (``scenarios.workload.generate_jobs`` on the loaded scenario).
+
+Columns. "wall s": gridemu: ``summary["global"]["wall_seconds"]`` (shards built ->
+results gathered); heapq and SimPy: their setup (structures, destination draws), loop
+and gather (start/end arrays). Workload generation is outside "wall s" everywhere. jobs/s,
+events/s, msgs/s are over "wall s"; events are local arrivals + received jobs +
+completions (gridemu: its event count; for SimPy the model's events, not SimPy's own);
+messages are transfers (gridemu: ``messages_total``, load reports included). "setup s":
+gridemu's ``setup_seconds`` (shards built; Ray: actors started and shards built in them);
+"loop s": the window loop; "gather s": ``Shard.results`` for every shard; "call s": the
+whole ``emulator.run`` call (also workload generation, result tables, checks, summary;
+``ray.init`` is not in it: see ``ray_init_s`` in the JSON). "ms/win": loop s per window.
+"site cpu s": the summed time of the sites' own event loops (``site_cpu_seconds``); the
+rest of the loop is the kernel's per-window work (delivering batches, send bounds,
+next-event scans, batching messages, the coordinator). "peak MiB": in-process engines
+``ru_maxrss`` of the run's process; Ray: the driver and every process under it, RSS
+summed every 50 ms (bench/throughput.py's TreeSampler; it counts shared pages once per
+process, so it overstates).
+
+Agreement (part of every run): every engine must finish every job (conservation), and its
+mean flow time must lie within 3 standard errors of the reference's (the first gridemu
+engine, else heapq). Start times, end times and executing sites are compared job by job
+with the reference; "same schedule" means they are equal bit for bit.
+
+    python bench/protocols.py [--models 1000x100k,10000x1M,averaging1000]
+                              [--engines heapq,simpy,inprocess,ray2] [--repeat 1]
+                              [--timeout 600] [--period 20] [--json PATH] [--markdown]
+
+The figures are informational: the exit status is 0 whatever they are.
+"""
+from __future__ import annotations
+
+import argparse
+import heapq
+import json
+import math
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from collections import deque
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+# bench/throughput.py: process-tree memory sampling, killing a run's tree, phase marks of
+# the window loop, repeats -> median row, projections, the environment line.
+from throughput import TreeSampler, _environment, _fmt, _instrument, _kill_tree, aggregate, projected_too_slow  # noqa: E402
+
+PROCS, ALPHA, BETA, LATENCY, SEED = 10, 2.0, 2.0, 1.0, 1
+HOT_RATE, COLD_RATE = 3.0, 1.4  # x R / (2 N): a quarter of the sites hot, the rest cold
+DEFAULT_PERIOD = 20.0
+
+MODELS: dict[str, dict[str, Any]] = {
+    "1000x100k": {"sites": 1_000, "jobs": 100_000, "R": 200.0, "protocol": "random"},
+    "10000x1M": {"sites": 10_000, "jobs": 1_000_000, "R": 20_000.0, "protocol": "random"},
+    "averaging1000": {"sites": 1_000, "jobs": 10_000, "R": 200.0, "protocol": "averaging"},
+    # Not in the default list: a smoke test (a few seconds).
+    "100x10k": {"sites": 100, "jobs": 10_000, "R": 20.0, "protocol": "random"},
+}
+DEFAULT_MODELS = ("1000x100k", "10000x1M", "averaging1000")
+DEFAULT_ENGINES = ("heapq", "simpy", "inprocess", "ray2")
+REFERENCE_ENGINES = ("heapq", "simpy", "simpy_lazy")  # models of the random broker only
+
+# The issue's targets (ratios in one run, informational).
+TARGET_VS_HEAPQ = 0.5
+TARGET_VS_SIMPY = 4.0
+TARGET_RAY2_CALL = 1.3
+TARGET_RAY16_CALL = 8.0
+
+
+def ray_shards(engine: str) -> int | None:
+    m = re.fullmatch(r"ray(\d+)", engine)
+    return int(m.group(1)) if m and int(m.group(1)) > 0 else None
+
+
+def label(engine: str) -> str:
+    if engine == "heapq":
+        return "bare heapq loop"
+    if engine == "simpy":
+        return "SimPy model"
+    if engine == "simpy_lazy":
+        return "SimPy, lazy arrivals"
+    if engine == "inprocess":
+        return "gridemu in-process, 1 shard"
+    k = ray_shards(engine)
+    return f"gridemu ray, {k} shard{'s' if k != 1 else ''}"
+
+
+def known_engine(engine: str) -> bool:
+    return engine in ("heapq", "simpy", "simpy_lazy", "inprocess") or ray_shards(engine) is not None
+
+
+def site_rates(n_sites: int, r_total: float) -> list[float]:
+    hot = n_sites // 4
+    return [(HOT_RATE if s < hot else COLD_RATE) / n_sites * r_total / 2 for s in range(n_sites)]
+
+
+def scenario_dict(model: str, period: float) -> dict[str, Any]:
+    spec = MODELS[model]
+    protocol: dict[str, Any] = {"name": spec["protocol"]}
+    if spec["protocol"] == "averaging":
+        protocol["period"] = period
+    return {
+        "run": {"seed": SEED},
+        "sites": {"count": spec["sites"], "procs": PROCS},
+        "network": {"latency": LATENCY},
+        "scheduler": {"name": "fcfs"},
+        "workload": {"kind": "poisson", "rate": site_rates(spec["sites"], spec["R"]), "alpha": ALPHA, "beta": BETA, "jobs": spec["jobs"]},
+        "protocol": protocol,
+        "metrics": {"counterfactual": "none"},
+    }
+
+
+# ---------------------------------------------------------------------------- reference engines
+
+COMPLETE, MESSAGE, ARRIVAL = 0, 1, 2  # gridemu's kind ranks at equal times (no timers here)
+
+
+def _per_site(site: np.ndarray, n_sites: int) -> list[list[int]]:
+    """Job indices of each site, in job-id order (= release order within a site)."""
+    order = np.argsort(site, kind="stable")
+    bounds = np.searchsorted(site[order], np.arange(n_sites + 1)).tolist()
+    order_l = order.tolist()
+    return [order_l[bounds[s] : bounds[s + 1]] for s in range(n_sites)]
+
+
+def broker_draws(per_site: list[list[int]], n_jobs: int, n_sites: int, seed: int) -> list[int]:
+    """The random broker's destination of every job: gridemu's stream of each site, one
+    draw per local arrival in release order (``brokers/agents/random.py``)."""
+    from gridemu.model.rng import PURPOSE_BROKER, site_rng
+
+    dest = np.empty(n_jobs, dtype=np.int64)
+    for s, ids in enumerate(per_site):
+        if ids:
+            dest[ids] = site_rng(seed, s, PURPOSE_BROKER).integers(n_sites, size=len(ids))
+    return dest.tolist()
+
+
+def heapq_random(release: np.ndarray, size: np.ndarray, site: np.ndarray, n_sites: int, m: int, latency: float, seed: int) -> dict[str, Any]:
+    """The random-broker model as one global heapq event loop; returns arrays and phase times."""
+    t0 = time.perf_counter()
+    n = len(release)
+    per_site = _per_site(site, n_sites)
+    dest = broker_draws(per_site, n, n_sites, seed)
+    rel = release.tolist()
+    sz = size.tolist()
+    start = [math.nan] * n
+    end = [math.nan] * n
+    exec_site = [-1] * n
+    free = [m] * n_sites
+    queues = [deque() for _ in range(n_sites)]
+    nxt = [0] * n_sites
+    msg_seq = [0] * n_sites
+    heap: list[tuple] = []
+    for s in range(n_sites):
+        if per_site[s]:
+            j = per_site[s][0]
+            heap.append((rel[j], ARRIVAL, s, j, j))
+    heapq.heapify(heap)
+    push, pop = heapq.heappush, heapq.heappop
+    seq = 0
+    events = messages = 0
+    t1 = time.perf_counter()
+    # Queueing and starting a job are written out inline on purpose: this is the bare
+    # baseline, and a helper call per job would slow exactly what it is meant to measure.
+    while heap:
+        t, kind, s, _, j = pop(heap)
+        events += 1
+        if kind == COMPLETE:
+            q = queues[s]
+            if q:
+                j2 = q.popleft()
+                e = t + sz[j2]
+                start[j2] = t
+                end[j2] = e
+                seq += 1
+                push(heap, (e, COMPLETE, s, seq, j2))
+            else:
+                free[s] += 1
+            continue
+        if kind == ARRIVAL:
+            jobs_s = per_site[s]
+            k = nxt[s] + 1
+            nxt[s] = k
+            if k < len(jobs_s):
+                j2 = jobs_s[k]
+                push(heap, (rel[j2], ARRIVAL, s, j2, j2))
+            d = dest[j]
+            if d != s:  # transferred: delivered one latency later, keyed by (source, its sequence)
+                c = msg_seq[s] + 1
+                msg_seq[s] = c
+                messages += 1
+                push(heap, (t + latency, MESSAGE, d, (s << 32) | c, j))
+                continue
+        # A local job that stays, or a received one (kind == MESSAGE): queue it at s.
+        exec_site[j] = s
+        if free[s] and not queues[s]:
+            free[s] -= 1
+            e = t + sz[j]
+            start[j] = t
+            end[j] = e
+            seq += 1
+            push(heap, (e, COMPLETE, s, seq, j))
+        else:
+            queues[s].append(j)
+    t2 = time.perf_counter()
+    out = {"start": np.array(start), "end": np.array(end), "exec_site": np.array(exec_site)}
+    t3 = time.perf_counter()
+    return {**out, "events": events, "messages": messages, "setup_s": t1 - t0, "loop_s": t2 - t1, "gather_s": t3 - t2}
+
+
+def simpy_random(release: np.ndarray, size: np.ndarray, site: np.ndarray, n_sites: int, m: int, latency: float, seed: int,
+                 lazy: bool = False) -> dict[str, Any]:
+    """The same model in SimPy 4: a Resource(capacity=m) per site; a transfer is a timeout of
+    one latency, then a request at the destination. ``lazy``: job processes are created at
+    their release by one source process per site instead of all at t=0."""
+    import simpy
+
+    t0 = time.perf_counter()
+    n = len(release)
+    per_site = _per_site(site, n_sites)
+    dest = broker_draws(per_site, n, n_sites, seed)
+    rel = release.tolist()
+    sz = size.tolist()
+    env = simpy.Environment()
+    resources = [simpy.Resource(env, capacity=m) for _ in range(n_sites)]
+    start = [math.nan] * n
+    end = [math.nan] * n
+    messages = 0
+
+    def run_job(j: int, d: int):
+        with resources[d].request() as req:
+            yield req
+            start[j] = env.now
+            yield env.timeout(sz[j])
+            end[j] = env.now
+
+    def job(j: int, s: int):
+        nonlocal messages
+        yield env.timeout(rel[j])  # from t=0: lands exactly on the release
+        d = dest[j]
+        if d != s:
+            messages += 1
+            yield env.timeout(latency)  # now + latency, as gridemu's delivery time
+        yield from run_job(j, d)
+
+    def transfer(j: int, d: int):
+        yield env.timeout(latency)
+        yield from run_job(j, d)
+
+    def source(s: int, ids: list[int]):
+        nonlocal messages
+        for j in ids:
+            # Relative delays only: now + (r - now) is r exactly when r <= 2 now (Sterbenz) or
+            # now = 0, else within an ulp (the schedule check shows whether it ever differed).
+            yield env.timeout(rel[j] - env.now)
+            d = dest[j]
+            if d != s:
+                messages += 1
+                env.process(transfer(j, d))
+            else:
+                env.process(run_job(j, d))
+
+    if lazy:
+        for s in range(n_sites):
+            env.process(source(s, per_site[s]))
+    else:
+        for j, s in enumerate(site.tolist()):
+            env.process(job(j, s))
+    t1 = time.perf_counter()
+    env.run()
+    t2 = time.perf_counter()
+    d_arr = np.array(dest)
+    out = {"start": np.array(start), "end": np.array(end), "exec_site": d_arr}
+    t3 = time.perf_counter()
+    # Model events: arrivals, received jobs, completions (not SimPy's internal events).
+    return {**out, "events": 2 * n + messages, "messages": messages, "setup_s": t1 - t0, "loop_s": t2 - t1, "gather_s": t3 - t2}
+
+
+# ---------------------------------------------------------------------------- worker side
+
+
+def worker(engine: str, model: str, period: float, out_dir: Path, tag: str) -> None:
+    import resource
+
+    rec: dict[str, Any] = {"engine": engine, "label": label(engine), "model": model, "jobs": MODELS[model]["jobs"],
+                           "sites": MODELS[model]["sites"]}
+    scenario = scenario_dict(model, period)
+    if engine in REFERENCE_ENGINES:
+        from gridemu.emulator.scenario import load_scenario
+        from gridemu.scenarios.workload import generate_jobs
+
+        loaded = load_scenario(scenario)
+        jobs, _ = generate_jobs(loaded)
+        args = (jobs["release"], jobs["size"], jobs["submit_site"].astype(np.int64), len(loaded.sites), PROCS, LATENCY, loaded.seed)
+        t = time.perf_counter()
+        if engine == "heapq":
+            out = heapq_random(*args)
+        else:
+            out = simpy_random(*args, lazy=engine == "simpy_lazy")
+        rec["wall_s"] = time.perf_counter() - t
+        rec["call_s"] = rec["wall_s"]
+        for k in ("events", "messages", "setup_s", "loop_s", "gather_s"):
+            rec[k] = out[k]
+        job_ids, release = jobs["job_id"], jobs["release"]
+        start, end, exec_site = out["start"], out["end"], out["exec_site"]
+        rec["finished"] = int(np.isfinite(end).sum())
+    else:
+        import gridemu.emulator as emulator
+
+        shards = ray_shards(engine) or 1
+        backend = "inprocess" if engine == "inprocess" else "ray"
+        if backend == "ray":
+            from gridemu.emulator.backends import ensure_ray
+
+            t = time.perf_counter()
+            ensure_ray(num_cpus=max(2, min(shards, os.cpu_count() or 1)))
+            rec["ray_init_s"] = time.perf_counter() - t
+        marks: dict[str, Any] = {}
+        _instrument(marks, backend)
+        t = time.perf_counter()
+        result = emulator.run(scenario, backend=backend, shards=shards)
+        rec["call_s"] = time.perf_counter() - t
+        g = result.summary["global"]
+        rec.update(wall_s=float(g["wall_seconds"]), events=int(g["events"]), windows=int(g["windows"]),
+                   messages=int(g.get("messages_total", 0)), messages_by_kind=g.get("messages", {}))
+        if g.get("site_cpu_seconds") is not None:
+            rec["site_cpu_s"] = float(g["site_cpu_seconds"])
+        if "setup_seconds" in g:
+            rec["setup_s"] = float(g["setup_seconds"])
+        elif "ready" in marks and "specs_start" in marks:
+            rec["setup_s"] = marks["ready"] - marks["specs_start"]
+        if "instrument_error" in marks:
+            rec["instrument_error"] = marks["instrument_error"]
+        if "results_start" in marks and "results_end" in marks:
+            rec["gather_s"] = marks["results_end"] - marks["results_start"]
+            if "ready" in marks:
+                rec["loop_s"] = marks["results_start"] - marks["ready"]
+        if "loop_s" not in rec and "setup_s" in rec:  # no marks: the loop and the gathering together
+            rec["loop_s"] = rec["wall_s"] - rec["setup_s"]
+            rec["loop_includes_gather"] = True
+        rec["jobs_by_state"] = g.get("jobs_by_state")
+        table = result.jobs
+        job_ids = table["job_id"].to_numpy()
+        release = table["release"].to_numpy(dtype=float)
+        start = table["start"].to_numpy(dtype=float)
+        end = table["end"].to_numpy(dtype=float)
+        exec_site = table["exec_site"].to_numpy()
+        rec["finished"] = int((g.get("jobs_by_state") or {}).get("done", 0))
+        if backend == "ray":
+            import ray
+
+            ray.shutdown()
+    flow = end - release
+    done = np.isfinite(flow)
+    rec["mean_flow"] = float(flow[done].mean()) if done.any() else None
+    rec["flow_se"] = float(flow[done].std(ddof=1) / math.sqrt(done.sum())) if done.sum() > 1 else None
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    rec["maxrss_mib"] = usage.ru_maxrss / 1024  # KiB on Linux
+    rec["self_cpu_s"] = usage.ru_utime + usage.ru_stime
+    order = np.argsort(job_ids, kind="stable")
+    np.save(out_dir / f"{tag}.npy", np.stack([np.asarray(job_ids, dtype=float)[order], start[order], end[order],
+                                               np.asarray(exec_site, dtype=float)[order]]))
+    (out_dir / f"{tag}.json").write_text(json.dumps(rec))
+
+
+# ---------------------------------------------------------------------------- parent side
+
+
+def run_one(engine: str, model: str, period: float, out_dir: Path, timeout: float, tag: str) -> dict[str, Any]:
+    """One run in a fresh subprocess, its process tree sampled for memory and CPU."""
+    cmd = [sys.executable, os.path.abspath(__file__), "--_worker", engine, "--_model", model, "--_out", str(out_dir), "--_tag", tag,
+           "--period", repr(period)]
+    env = dict(os.environ, RAY_ADDRESS="local")  # a private Ray instance even beside a `ray start` one
+    base = {"engine": engine, "label": label(engine), "model": model, "jobs": MODELS[model]["jobs"], "sites": MODELS[model]["sites"]}
+    t = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    is_ray = ray_shards(engine) is not None
+    sampler = TreeSampler(proc.pid, 0.05 if is_ray else 0.2)
+    sampler.start()
+    try:
+        _, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _kill_tree(proc)
+        return {**base, "error": f"timed out after {timeout:.0f} s (--timeout)", "timed_out": True}
+    finally:
+        sampler.stop.set()
+        sampler.join()
+    elapsed = time.perf_counter() - t
+    path = out_dir / f"{tag}.json"
+    if proc.returncode != 0 or not path.exists():
+        tail = " | ".join(err.strip().splitlines()[-3:])
+        return {**base, "error": f"exit {proc.returncode}: {tail}"}
+    rec = json.loads(path.read_text())
+    rec.update(sampler.cpu_report(rec.get("self_cpu_s")))
+    rec["process_s"] = elapsed
+    rec["tag"] = tag
+    rec["tree_peak_mib"] = sampler.peak / 2**20
+    rec["tree_peak_parts_mib"] = {k: v / 2**20 for k, v in sampler.peak_parts.items()}
+    if is_ray:
+        rec["peak_mib"], rec["mem_method"] = rec["tree_peak_mib"], "tree"
+    else:
+        rec["peak_mib"], rec["mem_method"] = rec["maxrss_mib"], "maxrss"
+    rec["jobs_per_s"] = rec["jobs"] / rec["wall_s"]
+    rec["events_per_s"] = rec["events"] / rec["wall_s"]
+    rec["messages_per_s"] = rec["messages"] / rec["wall_s"]
+    if rec.get("windows"):
+        rec["ms_per_window"] = 1000 * rec["loop_s"] / rec["windows"] if rec.get("loop_s") is not None else None
+    return rec
+
+
+def check_agreement(group: list[dict[str, Any]], out_dir: Path) -> None:
+    """Conservation, mean flow within noise, and the schedule job by job, against a reference run."""
+    ok = [r for r in group if "tags" in r]
+    ref_row = next((r for r in ok if r["engine"] not in REFERENCE_ENGINES), None) or next((r for r in ok if r["engine"] == "heapq"), None)
+    if ref_row is None and ok:
+        ref_row = ok[0]
+    if ref_row is None:
+        return
+    ref = np.load(out_dir / f"{ref_row['tags'][0]}.npy")
+    for r in ok:
+        r["agree_ref"] = ref_row["engine"]
+        r["conserved"] = r["finished"] == r["jobs"]
+        tol = 3 * (ref_row.get("flow_se") or 0.0)
+        if r.get("mean_flow") is not None and ref_row.get("mean_flow") is not None:
+            r["flow_diff"] = r["mean_flow"] - ref_row["mean_flow"]
+            r["flow_within_noise"] = abs(r["flow_diff"]) <= tol
+        problems = []
+        for tag in r["tags"]:
+            d = np.load(out_dir / f"{tag}.npy")
+            if d.shape != ref.shape or not np.array_equal(d[0], ref[0]):
+                problems.append("different job ids")
+                continue
+            n_start = int((~((d[1] == ref[1]) | (np.isnan(d[1]) & np.isnan(ref[1])))).sum())
+            n_end = int((~((d[2] == ref[2]) | (np.isnan(d[2]) & np.isnan(ref[2])))).sum())
+            n_site = int((d[3] != ref[3]).sum())
+            if n_start or n_end or n_site:
+                diff = np.abs(d[1] - ref[1])
+                problems.append(f"{n_start} starts, {n_end} ends, {n_site} sites differ (max |start diff| {np.nanmax(diff):.3g})")
+        r["same_schedule"] = not problems
+        if problems:
+            r["schedule_diff"] = problems[0]
+
+
+COLUMNS = ["model", "engine", "wall s", "jobs/s", "events/s", "msgs/s", "windows", "ms/win", "setup s", "loop s", "gather s",
+           "call s", "site cpu s", "peak MiB", "mem", "done", "mean flow", "agree", "other CPU"]
+
+
+def table_rows(rows: list[dict[str, Any]]) -> list[list[str]]:
+    out = []
+    for r in rows:
+        if "error" in r or "skipped" in r:
+            note = "FAILED (below)" if "error" in r else "not run (below)"
+            out.append([r["model"], r["label"], note] + ["-"] * (len(COLUMNS) - 3))
+            continue
+        if r.get("same_schedule"):
+            agree = "same schedule"
+        elif "same_schedule" in r:
+            agree = ("flow ok" if r.get("flow_within_noise") else "FLOW DIFFERS") + ("" if r.get("conserved") else ", LOST JOBS")
+        else:
+            agree = "-"
+        wall = r["wall_s"]
+        out.append([
+            r["model"], r["label"] + (f" (x{r['repeats']})" if r.get("repeats", 1) > 1 else ""),
+            _fmt(wall, ".3f"), _fmt(r["jobs_per_s"], ",.0f"), _fmt(r["events_per_s"], ",.0f"), _fmt(r["messages_per_s"], ",.0f"),
+            _fmt(r.get("windows"), ",d"), _fmt(r.get("ms_per_window"), ".2f"),
+            _fmt(r.get("setup_s"), ".3f"), _fmt(r.get("loop_s"), ".3f") + ("*" if r.get("loop_includes_gather") else ""),
+            _fmt(r.get("gather_s"), ".3f"), _fmt(r.get("call_s"), ".3f"), _fmt(r.get("site_cpu_s"), ".3f"),
+            _fmt(r["peak_mib"], ",.0f"), r["mem_method"], f"{r['finished']:,}/{r['jobs']:,}", _fmt(r.get("mean_flow"), ".6f"), agree,
+            _fmt(r.get("other_cores"), ".2f"),
+        ])
+    return out
+
+
+def print_table(rows: list[dict[str, Any]], markdown: bool) -> None:
+    body = table_rows(rows)
+    if markdown:
+        print("| " + " | ".join(COLUMNS) + " |")
+        print("|" + "|".join("---" if i < 2 or c in ("mem", "agree") else "---:" for i, c in enumerate(COLUMNS)) + "|")
+        for b in body:
+            print("| " + " | ".join(b) + " |")
+        return
+    widths = [max(len(c), *(len(b[i]) for b in body)) for i, c in enumerate(COLUMNS)]
+    print("  ".join(c.ljust(w) for c, w in zip(COLUMNS, widths)))
+    print("  ".join("-" * w for w in widths))
+    for b in body:
+        print("  ".join(v.ljust(w) if i < 2 or COLUMNS[i] in ("mem", "agree") else v.rjust(w) for i, (v, w) in enumerate(zip(b, widths))))
+
+
+def find(rows: list[dict[str, Any]], engine: str, model: str) -> dict[str, Any] | None:
+    for r in rows:
+        if r["engine"] == engine and r["model"] == model and "error" not in r and "skipped" not in r:
+            return r
+    return None
+
+
+def ratios(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The issue's targets as ratios of this run, with PASS/MISS (informational)."""
+    out: list[dict[str, Any]] = []
+
+    def add(name: str, value: float | None, target: str, ok: bool | None, note: str = "") -> None:
+        out.append({"ratio": name, "value": value, "target": target, "verdict": None if ok is None else ("PASS" if ok else "MISS"), "note": note})
+
+    for model in dict.fromkeys(r["model"] for r in rows):
+        inproc = find(rows, "inprocess", model)
+        primary = model == "1000x100k"
+        for ref_engine, target in (("heapq", TARGET_VS_HEAPQ), ("simpy", TARGET_VS_SIMPY), ("simpy_lazy", None)):
+            ref = find(rows, ref_engine, model)
+            if not (inproc and ref):
+                continue
+            v = inproc["jobs_per_s"] / ref["jobs_per_s"]
+            note = f"whole emulator.run call against {ref['label']}: {ref['wall_s'] / inproc['call_s']:.2f}x"
+            tgt = f">= {target:g}x" if target else "(no target)"
+            add(f"{model}: in-process 1 shard / {ref['label']}, jobs/s", v, tgt, (v >= target) if (primary and target) else None, note)
+        for r in rows:
+            k = ray_shards(r["engine"])
+            if k is None or r is not find(rows, r["engine"], model) or not inproc:
+                continue
+            v = inproc["call_s"] / r["call_s"]
+            target = TARGET_RAY2_CALL if k == 2 else (TARGET_RAY16_CALL if k == 16 else None)
+            ok = (v >= target) if (target and model == "10000x1M") else None
+            note = (f"kernel wall: {inproc['wall_s'] / r['wall_s']:.2f}x; after setup: "
+                    f"{(inproc['wall_s'] - inproc.get('setup_s', 0)) / max(1e-9, r['wall_s'] - r.get('setup_s', 0)):.2f}x; "
+                    f"call {r['call_s']:.2f} s vs {inproc['call_s']:.2f} s")
+            add(f"{model}: ray {k} shards faster than in-process, whole call", v, f">= {target:g}x" if target else "(no target)", ok, note)
+        if inproc and inproc.get("site_cpu_s") is not None and inproc.get("loop_s") and inproc.get("windows"):
+            outside = inproc["loop_s"] - inproc["site_cpu_s"]
+            visits = inproc["windows"] * inproc["sites"]
+            add(f"{model}: in-process window loop outside the sites' event loops (s)", outside,
+                "(window cost should follow busy sites)", None,
+                f"{outside / inproc['loop_s']:.0%} of the loop; {1e6 * outside / visits:.2f} us per site per window "
+                f"({inproc['windows']:,} windows x {inproc['sites']:,} sites = {visits:,} site visits for {inproc['events']:,} events)")
+    return out
+
+
+def print_ratios(rs: list[dict[str, Any]]) -> None:
+    print("\nTargets (issue 13; informational, the exit status is 0 either way):")
+    if not rs:
+        print("  (no figures: the engines the targets compare did not run)")
+    for r in rs:
+        v = r["value"]
+        val = "-" if v is None else (f"{v:.3f}" if r["ratio"].endswith("(s)") else f"{v:.2f}x")
+        print(f"  [{r['verdict'] or 'info':>4}] {r['ratio']}: {val}  (target {r['target']})")
+        if r["note"]:
+            print(f"         {r['note']}")
+
+
+def environment() -> dict[str, Any]:
+    """bench/throughput.py's environment, with the commit of the gridemu actually imported
+    (which may be a clean clone on PYTHONPATH rather than this checkout)."""
+    info = _environment()
+    try:
+        import importlib.util
+
+        spec = importlib.util.find_spec("gridemu.emulator")
+        where = os.path.realpath(os.path.dirname(spec.origin)) if spec and spec.origin else None
+    except ImportError:
+        where = None
+    if where:
+        rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=where)
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True, cwd=where)
+        if rev.returncode == 0:
+            info["git"] = rev.stdout.strip() + (" (uncommitted changes)" if dirty.stdout.strip() else "")
+        info["gridemu_path"] = os.path.dirname(where)
+    info["summary"] = (
+        f"{info['cpus']} CPUs, {info['memory_gib']} GiB, Python {info['python']}, numpy {info['numpy']}, ray {info['ray']}, "
+        f"simpy {info['simpy']}, gridemu at {info.get('git')} ({info.get('gridemu_path')}), load average {info['load_before'][0]:.2f}"
+    )
+    return info
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--models", default=",".join(DEFAULT_MODELS), help=f"comma-separated, from {','.join(MODELS)}")
+    ap.add_argument("--engines", default=",".join(DEFAULT_ENGINES),
+                    help="comma-separated, from heapq,simpy,simpy_lazy,inprocess,rayN (N shards, e.g. ray2, ray16)")
+    ap.add_argument("--repeat", type=int, default=1, help="runs per (model, engine), each in a fresh process; the median is shown")
+    ap.add_argument("--timeout", type=float, default=600.0, help="seconds allowed per run (default 600)")
+    ap.add_argument("--period", type=float, default=DEFAULT_PERIOD, help="averaging1000: time between load reports (default 20)")
+    ap.add_argument("--json", metavar="PATH", help="write the rows and ratios as JSON")
+    ap.add_argument("--markdown", action="store_true", help="print the table as Markdown")
+    ap.add_argument("--_worker", help=argparse.SUPPRESS)
+    ap.add_argument("--_model", help=argparse.SUPPRESS)
+    ap.add_argument("--_out", help=argparse.SUPPRESS)
+    ap.add_argument("--_tag", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+
+    if args._worker:
+        worker(args._worker, args._model, args.period, Path(args._out), args._tag)
+        return 0
+
+    models = [m.strip() for m in args.models.split(",") if m.strip()]
+    engines = [e.strip() for e in args.engines.split(",") if e.strip()]
+    bad = [m for m in models if m not in MODELS] + [e for e in engines if not known_engine(e)]
+    if bad:
+        ap.error(f"unknown model(s) or engine(s) {bad}; models: {', '.join(MODELS)}; engines: heapq, simpy, simpy_lazy, inprocess, rayN")
+    repeat = max(1, args.repeat)
+    env = environment()
+    print(f"gridemu talking sites: {PROCS} processors per site, FCFS, gamma({ALPHA:g}, {BETA:g}) sizes, latency {LATENCY:g}, seed {SEED}; "
+          f"a quarter of the sites at {HOT_RATE:g}/N x R/2, the rest at {COLD_RATE:g}/N x R/2; averaging period {args.period:g}; "
+          f"{repeat} run(s) per model and engine, each in a fresh process\n{env['summary']}", flush=True)
+    rows: list[dict[str, Any]] = []
+    t_all = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="gridemu-protocols-") as tmp:
+        out_dir = Path(tmp)
+        for model in models:
+            spec = MODELS[model]
+            active = [e for e in engines if spec["protocol"] == "random" or e not in REFERENCE_ENGINES]
+            if len(active) < len(engines):
+                print(f"  {model}: {', '.join(e for e in engines if e not in active)} model the random broker only; not run", flush=True)
+            same_protocol = [r for r in rows if MODELS[r["model"]]["protocol"] == spec["protocol"]]
+            skipped: dict[str, dict[str, Any]] = {}
+            for e in active:
+                skip = projected_too_slow(same_protocol, e, spec["jobs"], args.timeout)
+                if skip:
+                    skipped[e] = {"engine": e, "label": label(e), "model": model, "jobs": spec["jobs"], "sites": spec["sites"], "skipped": skip}
+                    print(f"  {model:<14} {label(e):<30} {skip}", flush=True)
+            active = [e for e in active if e not in skipped]
+            runs: dict[str, list[dict[str, Any]]] = {e: [] for e in active}
+            failed: set[str] = set()
+            retries = {e: 1 for e in active}  # one more try after a crash (Ray not starting on a busy machine)
+            for k in range(repeat):
+                for e in active:
+                    while e not in failed:
+                        r = run_one(e, model, args.period, out_dir, args.timeout, f"{e}-{model}-{k}")
+                        msg = r.get("error") or (f"wall {r['wall_s']:.3f} s, call {r['call_s']:.3f} s, {r['jobs_per_s']:,.0f} jobs/s, "
+                                                 f"peak {r['peak_mib']:,.0f} MiB, mean flow {r['mean_flow']:.6f}")
+                        print(f"  {model:<14} {label(e):<30} run {k + 1}/{repeat}: {msg}", flush=True)
+                        if "error" not in r:
+                            runs[e].append(r)
+                            break
+                        if retries[e] and not r.get("timed_out"):
+                            retries[e] -= 1
+                            continue
+                        runs[e].append(r)
+                        failed.add(e)
+            group = [skipped[e] if e in skipped else aggregate(runs[e]) for e in engines if e in skipped or e in runs]
+            check_agreement(group, out_dir)
+            for f in out_dir.glob("*.npy"):
+                f.unlink()
+            rows.extend(group)
+    total = time.perf_counter() - t_all
+    env["load_after"] = os.getloadavg()
+    print(f"\nTalking sites on {env['cpus']} CPUs (benchmark took {total:.0f} s)")
+    print_table(rows, args.markdown)
+    print(
+        "wall s: gridemu summary wall_seconds (shards built -> results gathered); heapq/SimPy: setup + loop + gather from the job arrays.\n"
+        "jobs/s, events/s, msgs/s over wall s. call s: whole emulator.run call (workload generation, tables, checks, summary; not ray.init).\n"
+        "setup s: shards built (Ray: actors started, shards built in them); loop s: the window loop (* loop and gathering); gather s: results.\n"
+        "site cpu s: the sites' own event loops, summed over shards. peak MiB: maxrss of the run's process; tree = driver + every Ray process.\n"
+        "agree: same schedule = start, end and executing site of every job equal bit for bit to the reference's; else whether the mean flow\n"
+        "time is within 3 standard errors of the reference's and every job finished. other CPU: cores used by other processes (noise)."
+    )
+    for r in rows:
+        if "error" in r or "skipped" in r:
+            print(f"{r['model']}, {r['label']}: {r.get('error') or r.get('skipped')}")
+        elif r.get("failed_repeats"):
+            print(f"{r['model']}, {r['label']}: {len(r['failed_repeats'])} run(s) failed: {r['failed_repeats'][0]}")
+    for model in models:
+        group = [r for r in rows if r["model"] == model and "same_schedule" in r]
+        if group:
+            ref = label(group[0]["agree_ref"])
+            same = all(r["same_schedule"] for r in group)
+            conserved = all(r["conserved"] for r in group)
+            flows = "; ".join(f"{r['label']} {r['mean_flow']:.9f}" for r in group)
+            details = "; ".join(f"{r['label']}: {r['schedule_diff']}" for r in group if not r["same_schedule"])
+            print(f"{model}: every job finished in every engine: {'yes' if conserved else 'NO'}; mean flow time: {flows}; "
+                  f"same schedule as {ref}: {'yes, every engine' if same else 'no (' + details + ')'}")
+    rs = ratios(rows)
+    print_ratios(rs)
+    if args.json:
+        Path(args.json).write_text(json.dumps({"environment": env, "models": models, "engines": engines, "period": args.period,
+                                               "rows": rows, "ratios": rs, "total_s": total}, indent=2, default=str) + "\n")
+        print(f"\nwrote {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
