@@ -76,7 +76,7 @@ with the reference; "same schedule" means they are equal bit for bit.
 
     python bench/protocols.py [--models 1000x100k,10000x1M,averaging1000]
                               [--engines heapq,simpy,inprocess,ray2] [--repeat 1]
-                              [--timeout 600] [--period 20] [--json PATH] [--markdown]
+                              [--timeout 600] [--period 20] [--quiet-wait S] [--json PATH] [--markdown]
 
 The figures are informational: the exit status is 0 whatever they are.
 """
@@ -101,7 +101,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 # bench/throughput.py: process-tree memory sampling, killing a run's tree, phase marks of
 # the window loop, repeats -> median row, projections, the environment line.
-from throughput import TreeSampler, _environment, _fmt, _instrument, _kill_tree, aggregate, projected_too_slow  # noqa: E402
+from throughput import TreeSampler, _environment, _fmt, _instrument, _kill_tree, aggregate, projected_too_slow, wait_quiet  # noqa: E402
 
 PROCS, ALPHA, BETA, LATENCY, SEED = 10, 2.0, 2.0, 1.0, 1
 HOT_RATE, COLD_RATE = 3.0, 1.4  # x R / (2 N): a quarter of the sites hot, the rest cold
@@ -634,6 +634,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=1, help="runs per (model, engine), each in a fresh process; the median is shown")
     ap.add_argument("--timeout", type=float, default=600.0, help="seconds allowed per run (default 600)")
     ap.add_argument("--period", type=float, default=DEFAULT_PERIOD, help="averaging1000: time between load reports (default 20)")
+    ap.add_argument("--quiet-wait", type=float, default=0.0, metavar="S",
+                    help="before each run, wait up to S seconds for other processes to use < 0.25 cores (shared machines)")
     ap.add_argument("--json", metavar="PATH", help="write the rows and ratios as JSON")
     ap.add_argument("--markdown", action="store_true", help="print the table as Markdown")
     ap.add_argument("--_worker", help=argparse.SUPPRESS)
@@ -679,6 +681,10 @@ def main(argv: list[str] | None = None) -> int:
             for k in range(repeat):
                 for e in active:
                     while e not in failed:
+                        if args.quiet_wait > 0:
+                            busy = wait_quiet(args.quiet_wait)
+                            if busy >= 0.25:
+                                print(f"  (machine still busy after {args.quiet_wait:.0f} s: {busy:.2f} cores used by others)", flush=True)
                         r = run_one(e, model, args.period, out_dir, args.timeout, f"{e}-{model}-{k}")
                         msg = r.get("error") or (f"wall {r['wall_s']:.3f} s, call {r['call_s']:.3f} s, {r['jobs_per_s']:,.0f} jobs/s, "
                                                  f"peak {r['peak_mib']:,.0f} MiB, mean flow {r['mean_flow']:.6f}")

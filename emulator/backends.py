@@ -9,6 +9,7 @@ the coordinator.
 from __future__ import annotations
 
 import dataclasses
+import gc
 import socket
 import warnings
 from typing import Any
@@ -46,6 +47,9 @@ class _ShardActor:
     """Ray actor body: a Shard built inside the actor process."""
 
     def __init__(self, spec: ShardSpec):
+        # The actor lives for one run and its shard makes no reference cycles: no cyclic
+        # collection walking the job columns at every window (see engine.run_windows).
+        gc.disable()
         self.shard = Shard(spec)
 
     def status(self) -> StepInfo:
