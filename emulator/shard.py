@@ -17,6 +17,7 @@ from gridemu.brokers import registry
 from gridemu.brokers.agents.base import GridInfo
 from gridemu.model.errors import InvariantError
 from gridemu.model.messages import MessageKinds, empty_batch, to_batch
+from gridemu.sites.results import job_columns
 from gridemu.sites.site import Site
 from gridemu.sites.spec import SiteSpec
 from gridemu.sites.view import SiteView
@@ -183,10 +184,9 @@ class Shard:
 
     def results(self, horizon: float) -> dict[str, Any]:
         """Job columns, per-site rows and agent time series, once the run is over."""
-        jobs, sites, series, usage = [], [], [], []
+        sites, series, usage = [], [], []
         for site in self.sites:
             site.finish(horizon)
-            jobs.append(site.results(horizon))
             sites.append(
                 {
                     "site_id": site.site_id,
@@ -206,7 +206,7 @@ class Shard:
             ts = site.agent.timeseries()
             if ts:
                 series.append(ts)
-        cols = {k: np.concatenate([j[k] for j in jobs]) for k in jobs[0]} if jobs else {}
+        cols = job_columns(self.sites, horizon)
         ts_cols = {k: np.concatenate([t[k] for t in series]) for k in series[0]} if series else {}
         return {"jobs": cols, "sites": sites, "timeseries": ts_cols, "usage": usage}
 

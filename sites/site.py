@@ -62,9 +62,9 @@ class Site:
             jobs = jobs[np.lexsort((jobs["job_id"], jobs["release"]))]
         # Job columns, one list per field: c_id, c_owner, c_group, c_release, ...
         for name in JOB_FIELDS:
-            setattr(self, "c_" + _short(name), jobs[name].tolist())
+            setattr(self, column_name(name), jobs[name].tolist())
         # The same lists in JOB_DTYPE's field order (a received record is appended field by field).
-        self._columns = [getattr(self, "c_" + _short(name)) for name in JOB_FIELDS]
+        self._columns = [getattr(self, column_name(name)) for name in JOB_FIELDS]
         self.n_local = len(jobs)
         # Local jobs' fields never change, so results read them from this array.
         self.local_jobs = jobs
@@ -90,7 +90,7 @@ class Site:
         # pieces per group path (usage.parquet). Fairshare schedulers keep their own.
         self.usage_group: dict[int, float] = {}
         self.kinds = kinds if kinds is not None else MessageKinds()
-        self._job_code = self.kinds.code["job"]
+        self.job_code = self.kinds.code["job"]
         self.sent = [0] * len(self.kinds)
         self.received = 0
         self.cpu_seconds = 0.0  # time spent handling this site's events (its decisions' cost)
@@ -469,42 +469,6 @@ class Site:
             for k in np.flatnonzero(np.bincount(keys)).tolist():
                 self.usage_group[k] = float(sums[k])
 
-    def results(self, horizon: float) -> dict[str, np.ndarray]:
-        """Columns for jobs.parquet of every job this site holds (not those it sent away)."""
-        state = np.asarray(self.r_state, dtype=np.int8)
-        keep = state != GONE
-        offered = (state == OFFERED)[keep]
-        n = self.n_local
-        cols = {
-            name: np.concatenate(
-                [self.local_jobs[name], np.asarray(getattr(self, "c_" + _short(name))[n:], dtype=JOB_DTYPE[name])]
-            )[keep]
-            for name in JOB_FIELDS
-        }
-        for name in self.changed:  # fields agents changed on local jobs: read them from the columns
-            cols[name] = np.asarray(getattr(self, "c_" + _short(name)), dtype=JOB_DTYPE[name])[keep]
-        start = np.asarray(self.r_start)[keep]
-        end = np.asarray(self.r_end)[keep]
-        state = state[keep]
-        # States follow from times and the horizon: the same rule for the event loop and
-        # the recurrence, which computes schedules past the horizon.
-        started = start < horizon
-        finished = end < horizon
-        state = np.where(state == PENDING, PENDING, np.where(finished, DONE, np.where(started, RUNNING, QUEUED)))
-        start = np.where(started, start, np.nan)
-        end = np.where(finished, end, np.nan)
-        # Jobs delivered to this site but due after the horizon are still travelling.
-        arriving = [e[4][N_ROUTING:] for e in self.heap if e[1] == MESSAGE and e[4][5] == self._job_code]
-        if arriving:
-            extra = np.array(arriving, dtype=JOB_DTYPE)
-            cols = {name: np.concatenate([cols[name], extra[name]]) for name in JOB_FIELDS}
-            state = np.concatenate([state, np.full(len(extra), TRANSFERRED)])
-            start = np.concatenate([start, np.full(len(extra), np.nan)])
-            end = np.concatenate([end, np.full(len(extra), np.nan)])
-            offered = np.concatenate([offered, np.zeros(len(extra), dtype=bool)])
-        cols.update(offered=offered, exec_site=np.full(len(state), self.site_id, dtype=np.int32), start=start, end=end, state=state.astype(np.int8))
-        return cols
-
 
 def _sorted_by_release_and_id(jobs: np.ndarray) -> bool:
     rel, ids = jobs["release"], jobs["job_id"]
@@ -515,6 +479,7 @@ def _sorted_by_release_and_id(jobs: np.ndarray) -> bool:
 _SHORT = {"job_id": "id", "submit_site": "submit"}
 
 
-def _short(name: str) -> str:
-    return _SHORT.get(name, name)
+def column_name(field: str) -> str:
+    """The Site attribute holding a job field's column (``c_size``, ``c_id``, ...)."""
+    return "c_" + _SHORT.get(field, field)
 

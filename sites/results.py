@@ -1,0 +1,63 @@
+"""The job columns of a group of sites at the end of a run (what a shard returns for
+jobs.parquet): one conversion per column for the whole group, not one per site."""
+from __future__ import annotations
+
+from itertools import chain
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from gridemu.model.jobs import GONE, JOB_DTYPE, OFFERED
+from gridemu.model.messages import N_ROUTING
+from gridemu.sites.site import DONE, JOB_FIELDS, MESSAGE, PENDING, QUEUED, RUNNING, TRANSFERRED, column_name
+
+if TYPE_CHECKING:  # pragma: no cover
+    from gridemu.sites.site import Site
+
+
+def job_columns(sites: "list[Site]", horizon: float) -> dict[str, np.ndarray]:
+    """Columns for jobs.parquet of every job a group of sites holds (not those they sent
+    away), once their books are closed (:meth:`Site.finish`): one conversion per column
+    for the whole group, not one per site. Rows come site by site; results sort them.
+
+    A site on the FCFS recurrence never receives, splits or changes a job: its columns are
+    its submitted array. The others' columns are their lists, local and received jobs alike.
+    """
+    fast = [site for site in sites if site.fast]
+    slow = [site for site in sites if not site.fast]
+    cols: dict[str, np.ndarray] = {}
+    for name in JOB_FIELDS:
+        parts = [site.local_jobs[name] for site in fast]
+        if slow:
+            attr = column_name(name)
+            parts.append(np.array(list(chain.from_iterable(getattr(site, attr) for site in slow)), dtype=JOB_DTYPE[name]))
+        cols[name] = np.concatenate(parts) if parts else np.zeros(0, dtype=JOB_DTYPE[name])
+    group = fast + slow
+    sizes = [site.n_local if site.fast else len(site.r_state) for site in group]
+    state = np.array(list(chain.from_iterable(site.r_state for site in group)), dtype=np.int8)
+    start = np.array(list(chain.from_iterable(site.r_start for site in group)), dtype=float)
+    end = np.array(list(chain.from_iterable(site.r_end for site in group)), dtype=float)
+    exec_site = np.repeat(np.array([site.site_id for site in group], dtype=np.int32), sizes)
+    keep = state != GONE
+    cols = {name: col[keep] for name, col in cols.items()}
+    state, start, end, exec_site = state[keep], start[keep], end[keep], exec_site[keep]
+    offered = state == OFFERED
+    # States follow from times and the horizon: the same rule for the event loop and
+    # the recurrence, which computes schedules past the horizon.
+    started = start < horizon
+    finished = end < horizon
+    state = np.where(state == PENDING, PENDING, np.where(finished, DONE, np.where(started, RUNNING, QUEUED)))
+    start = np.where(started, start, np.nan)
+    end = np.where(finished, end, np.nan)
+    # Jobs delivered to a site but due after the horizon are still travelling.
+    arriving = [(site.site_id, e[4][N_ROUTING:]) for site in slow for e in site.heap if e[1] == MESSAGE and e[4][5] == site.job_code]
+    if arriving:
+        extra = np.array([rec for _, rec in arriving], dtype=JOB_DTYPE)
+        cols = {name: np.concatenate([cols[name], extra[name]]) for name in JOB_FIELDS}
+        state = np.concatenate([state, np.full(len(extra), TRANSFERRED)])
+        start = np.concatenate([start, np.full(len(extra), np.nan)])
+        end = np.concatenate([end, np.full(len(extra), np.nan)])
+        offered = np.concatenate([offered, np.zeros(len(extra), dtype=bool)])
+        exec_site = np.concatenate([exec_site, np.array([sid for sid, _ in arriving], dtype=np.int32)])
+    cols.update(offered=offered, exec_site=exec_site, start=start, end=end, state=state.astype(np.int8))
+    return cols
