@@ -12,9 +12,9 @@ total R/2 x 1.8". The two halves of that sentence disagree by a factor of 2 (N/4
 0..N/4-1 at 3.0/N x R/2 and the others at 1.4/N x R/2, 0.9 R in all. That reading gives
 739 windows at 1,000 sites x 100,000 jobs, close to the issue's 736; the literal per-site
 rates give 376 windows, and at 10,000 sites they would load every site to 144 % under
-random brokering, which never settles. With R/2, at 10,000 sites and R = 20,000 the
-per-site rates are 3.0 and 1.4 (mean 1.8), and every site runs at 72 % load once the
-broker spreads the jobs.
+random brokering, which never settles (``--rates literal`` runs that reading anyway). With
+R/2, at 10,000 sites and R = 20,000 the per-site rates are 3.0 and 1.4 (mean 1.8), and
+every site runs at 72 % load once the broker spreads the jobs.
 
 Models (``--models``, comma-separated):
 
@@ -76,7 +76,8 @@ with the reference; "same schedule" means they are equal bit for bit.
 
     python bench/protocols.py [--models 1000x100k,10000x1M,averaging1000]
                               [--engines heapq,simpy,inprocess,ray2] [--repeat 1]
-                              [--timeout 600] [--period 20] [--quiet-wait S] [--json PATH] [--markdown]
+                              [--timeout 600] [--period 20] [--rates half|literal]
+                              [--quiet-wait S] [--json PATH] [--markdown]
 
 The figures are informational: the exit status is 0 whatever they are.
 """
@@ -147,12 +148,17 @@ def known_engine(engine: str) -> bool:
     return engine in ("heapq", "simpy", "simpy_lazy", "inprocess") or ray_shards(engine) is not None
 
 
-def site_rates(n_sites: int, r_total: float) -> list[float]:
-    hot = n_sites // 4
-    return [(HOT_RATE if s < hot else COLD_RATE) / n_sites * r_total / 2 for s in range(n_sites)]
+#: --rates: "half" (the default) follows the issue's total, R/2 x 1.8; "literal" its per-site
+#: rates 3.0/N x R and 1.4/N x R, 1.8 R in all (see the module docstring).
+RATE_FACTORS = {"half": 0.5, "literal": 1.0}
 
 
-def scenario_dict(model: str, period: float) -> dict[str, Any]:
+def site_rates(n_sites: int, r_total: float, rates: str = "half") -> list[float]:
+    hot, f = n_sites // 4, RATE_FACTORS[rates]
+    return [(HOT_RATE if s < hot else COLD_RATE) / n_sites * r_total * f for s in range(n_sites)]
+
+
+def scenario_dict(model: str, period: float, rates: str = "half") -> dict[str, Any]:
     spec = MODELS[model]
     protocol: dict[str, Any] = {"name": spec["protocol"]}
     if spec["protocol"] == "averaging":
@@ -162,7 +168,7 @@ def scenario_dict(model: str, period: float) -> dict[str, Any]:
         "sites": {"count": spec["sites"], "procs": PROCS},
         "network": {"latency": LATENCY},
         "scheduler": {"name": "fcfs"},
-        "workload": {"kind": "poisson", "rate": site_rates(spec["sites"], spec["R"]), "alpha": ALPHA, "beta": BETA, "jobs": spec["jobs"]},
+        "workload": {"kind": "poisson", "rate": site_rates(spec["sites"], spec["R"], rates), "alpha": ALPHA, "beta": BETA, "jobs": spec["jobs"]},
         "protocol": protocol,
         "metrics": {"counterfactual": "none"},
     }
@@ -337,12 +343,12 @@ def simpy_random(release: np.ndarray, size: np.ndarray, site: np.ndarray, n_site
 # ---------------------------------------------------------------------------- worker side
 
 
-def worker(engine: str, model: str, period: float, out_dir: Path, tag: str) -> None:
+def worker(engine: str, model: str, period: float, rates: str, out_dir: Path, tag: str) -> None:
     import resource
 
     rec: dict[str, Any] = {"engine": engine, "label": label(engine), "model": model, "jobs": MODELS[model]["jobs"],
                            "sites": MODELS[model]["sites"]}
-    scenario = scenario_dict(model, period)
+    scenario = scenario_dict(model, period, rates)
     if engine in REFERENCE_ENGINES:
         from gridemu.emulator.scenario import load_scenario
         from gridemu.scenarios.workload import generate_jobs
@@ -424,10 +430,10 @@ def worker(engine: str, model: str, period: float, out_dir: Path, tag: str) -> N
 # ---------------------------------------------------------------------------- parent side
 
 
-def run_one(engine: str, model: str, period: float, out_dir: Path, timeout: float, tag: str) -> dict[str, Any]:
+def run_one(engine: str, model: str, period: float, rates: str, out_dir: Path, timeout: float, tag: str) -> dict[str, Any]:
     """One run in a fresh subprocess, its process tree sampled for memory and CPU."""
     cmd = [sys.executable, os.path.abspath(__file__), "--_worker", engine, "--_model", model, "--_out", str(out_dir), "--_tag", tag,
-           "--period", repr(period)]
+           "--period", repr(period), "--rates", rates]
     env = dict(os.environ, RAY_ADDRESS="local")  # a private Ray instance even beside a `ray start` one
     base = {"engine": engine, "label": label(engine), "model": model, "jobs": MODELS[model]["jobs"], "sites": MODELS[model]["sites"]}
     t = time.perf_counter()
@@ -633,6 +639,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="comma-separated, from heapq,simpy,simpy_lazy,inprocess,rayN (N shards, e.g. ray2, ray16)")
     ap.add_argument("--repeat", type=int, default=1, help="runs per (model, engine), each in a fresh process; the median is shown")
     ap.add_argument("--timeout", type=float, default=600.0, help="seconds allowed per run (default 600)")
+    ap.add_argument("--rates", choices=tuple(RATE_FACTORS), default="half",
+                    help="half (default): per-site rates 3.0/N x R/2 and 1.4/N x R/2, the issue's total 0.9 R; "
+                         "literal: 3.0/N x R and 1.4/N x R (1.8 R)")
     ap.add_argument("--period", type=float, default=DEFAULT_PERIOD, help="averaging1000: time between load reports (default 20)")
     ap.add_argument("--quiet-wait", type=float, default=0.0, metavar="S",
                     help="before each run, wait up to S seconds for other processes to use < 0.25 cores (shared machines)")
@@ -645,7 +654,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
 
     if args._worker:
-        worker(args._worker, args._model, args.period, Path(args._out), args._tag)
+        worker(args._worker, args._model, args.period, args.rates, Path(args._out), args._tag)
         return 0
 
     models = [m.strip() for m in args.models.split(",") if m.strip()]
@@ -656,7 +665,8 @@ def main(argv: list[str] | None = None) -> int:
     repeat = max(1, args.repeat)
     env = environment()
     print(f"gridemu talking sites: {PROCS} processors per site, FCFS, gamma({ALPHA:g}, {BETA:g}) sizes, latency {LATENCY:g}, seed {SEED}; "
-          f"a quarter of the sites at {HOT_RATE:g}/N x R/2, the rest at {COLD_RATE:g}/N x R/2; averaging period {args.period:g}; "
+          f"a quarter of the sites at {HOT_RATE:g}/N x R x {RATE_FACTORS[args.rates]:g}, the rest at {COLD_RATE:g}/N x R x "
+          f"{RATE_FACTORS[args.rates]:g} (--rates {args.rates}); averaging period {args.period:g}; "
           f"{repeat} run(s) per model and engine, each in a fresh process\n{env['summary']}", flush=True)
     rows: list[dict[str, Any]] = []
     t_all = time.perf_counter()
@@ -685,7 +695,7 @@ def main(argv: list[str] | None = None) -> int:
                             busy = wait_quiet(args.quiet_wait)
                             if busy >= 0.25:
                                 print(f"  (machine still busy after {args.quiet_wait:.0f} s: {busy:.2f} cores used by others)", flush=True)
-                        r = run_one(e, model, args.period, out_dir, args.timeout, f"{e}-{model}-{k}")
+                        r = run_one(e, model, args.period, args.rates, out_dir, args.timeout, f"{e}-{model}-{k}")
                         msg = r.get("error") or (f"wall {r['wall_s']:.3f} s, call {r['call_s']:.3f} s, {r['jobs_per_s']:,.0f} jobs/s, "
                                                  f"peak {r['peak_mib']:,.0f} MiB, mean flow {r['mean_flow']:.6f}")
                         print(f"  {model:<14} {label(e):<30} run {k + 1}/{repeat}: {msg}", flush=True)
@@ -732,7 +742,7 @@ def main(argv: list[str] | None = None) -> int:
     rs = ratios(rows)
     print_ratios(rs)
     if args.json:
-        Path(args.json).write_text(json.dumps({"environment": env, "models": models, "engines": engines, "period": args.period,
+        Path(args.json).write_text(json.dumps({"environment": env, "models": models, "engines": engines, "period": args.period, "rates": args.rates,
                                                "rows": rows, "ratios": rs, "total_s": total}, indent=2, default=str) + "\n")
         print(f"\nwrote {args.json}")
     return 0

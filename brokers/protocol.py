@@ -88,6 +88,9 @@ class Protocol:
     check_jobs: Callable[[dict[str, Any], np.ndarray, ScenarioFacts], None] | None = None
     grid_info: Callable[[ScenarioFacts], dict[str, Any]] | None = None
     summary: Callable[[RunFacts], dict[str, Any] | None] | None = None
+    #: The agents keep timers forever (rounds, reports): windows are capped at a fixed slice of
+    #: the workload's span, so the run ends at the same barrier whatever else bounds them.
+    periodic: bool = False
     #: The agents start jobs themselves: the ``planned`` scheduler serves only such protocols.
     starts_jobs: bool = False
     #: Jobs are cut into pieces (thesis ch. 4); the summary then scores each period.

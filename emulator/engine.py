@@ -132,6 +132,7 @@ def run_windows(
     if math.isfinite(horizon):
         span = min(span, horizon) if span > 0 else horizon
     slice_ = max(span, lookahead) / WINDOW_SLICES
+    periodic = scenario.plugin.periodic
 
     t0 = time.perf_counter()
     # Shards create and drop millions of small tuples and never leave a reference cycle, so
@@ -156,11 +157,15 @@ def run_windows(
             if math.isinf(horizon) and sum(i.done for i in infos) == len(jobs):
                 break
             bound = min(min(i.bound for i in infos), min(in_min))
-            # Cap windows where agents talk (periodic timers run until the barrier that sees
-            # the last job finish, so the cap keeps event counts the same for every backend
-            # and shard count) or where progress is shown; sites that never talk get one
-            # window, since every barrier costs a Ray round trip.
-            cap = slice_ if (on_progress is not None or math.isfinite(bound)) else math.inf
+            # Periodic protocols' timers run until the barrier that sees the last job finish,
+            # so their windows have a fixed cap: the run then ends after the same events
+            # whatever the windows' other bounds. Sites that never talk get one window (every
+            # barrier costs a Ray round trip) unless progress is shown. Other talking sites'
+            # windows are bounded by their send bounds and the lookahead alone.
+            if periodic or (on_progress is not None and math.isinf(bound)):
+                cap = slice_
+            else:
+                cap = math.inf
             until = min(max(bound, start) + lookahead, horizon, start + cap)
             infos, outs = backend.step(until, inboxes)
             windows += 1

@@ -21,5 +21,5 @@ def grid_info(scenario: ScenarioFacts) -> dict[str, Any]:
 
 PROTOCOL = Protocol(
     "averaging", AveragingAgent, "periodic load reports; senders move whole queued jobs to sites below the mean (Alg. 4.1)",
-    keys=("period", "start"), messages=(LOAD,), check=check, grid_info=grid_info,
+    keys=("period", "start"), messages=(LOAD,), check=check, grid_info=grid_info, periodic=True,
 )

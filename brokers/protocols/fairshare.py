@@ -31,5 +31,5 @@ def check(params: dict[str, Any], scenario: ScenarioFacts) -> None:
 
 PROTOCOL = Protocol(
     "fairshare", FairshareAgent, "usage reports (all-to-all or per-VO services) for grid-wide hierarchical fairshare",
-    keys=("refresh", "exchange", "services", "policy_refresh"), messages=MESSAGES, check=check,
+    keys=("refresh", "exchange", "services", "policy_refresh"), messages=MESSAGES, check=check, periodic=True,
 )
