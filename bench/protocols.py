@@ -591,7 +591,7 @@ def ratios(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
             visits = inproc["windows"] * inproc["sites"]
             add(f"{model}: in-process window loop outside the sites' event loops (s)", outside,
                 "(window cost should follow busy sites)", None,
-                f"{outside / inproc['loop_s']:.0%} of the loop; {1e6 * outside / visits:.2f} us per site per window "
+                f"{outside / inproc['loop_s']:.0%} of the loop; {1e6 * outside / visits:.2f} us per window per hosted site "
                 f"({inproc['windows']:,} windows x {inproc['sites']:,} sites = {visits:,} site visits for {inproc['events']:,} events)")
     return out
 

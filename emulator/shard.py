@@ -193,7 +193,7 @@ class Shard:
                     "name": site.name,
                     "owner": site.owner,
                     "procs": site.m,
-                    "speed_mean": float(np.mean(site.speeds)),
+                    "speed_mean": sum(site.speeds) / site.m,
                     "events": site.events,
                     "cpu_seconds": site.cpu_seconds,
                     "messages_received": site.received,

@@ -25,18 +25,23 @@ def job_columns(sites: "list[Site]", horizon: float) -> dict[str, np.ndarray]:
     """
     fast = [site for site in sites if site.fast]
     slow = [site for site in sites if not site.fast]
+    group = fast + slow
+    sizes = [site.n_local if site.fast else len(site.r_state) for site in group]
+    n_slow = sum(sizes[len(fast):])
+
+    def column(lists, dtype, count: int) -> np.ndarray:
+        return np.fromiter(chain.from_iterable(lists), dtype=dtype, count=count)
+
     cols: dict[str, np.ndarray] = {}
     for name in JOB_FIELDS:
         parts = [site.local_jobs[name] for site in fast]
-        if slow:
-            attr = column_name(name)
-            parts.append(np.array(list(chain.from_iterable(getattr(site, attr) for site in slow)), dtype=JOB_DTYPE[name]))
-        cols[name] = np.concatenate(parts) if parts else np.zeros(0, dtype=JOB_DTYPE[name])
-    group = fast + slow
-    sizes = [site.n_local if site.fast else len(site.r_state) for site in group]
-    state = np.array(list(chain.from_iterable(site.r_state for site in group)), dtype=np.int8)
-    start = np.array(list(chain.from_iterable(site.r_start for site in group)), dtype=float)
-    end = np.array(list(chain.from_iterable(site.r_end for site in group)), dtype=float)
+        attr = column_name(name)
+        parts.append(column((getattr(site, attr) for site in slow), JOB_DTYPE[name], n_slow))
+        cols[name] = np.concatenate(parts)
+    total = sum(sizes)
+    state = column((site.r_state for site in group), np.int8, total)
+    start = column((site.r_start for site in group), float, total)
+    end = column((site.r_end for site in group), float, total)
     exec_site = np.repeat(np.array([site.site_id for site in group], dtype=np.int32), sizes)
     keep = state != GONE
     cols = {name: col[keep] for name, col in cols.items()}
