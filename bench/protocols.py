@@ -26,6 +26,10 @@ Models (``--models``, comma-separated):
   round, so 10,000 jobs (a release span of about 56 time units, some 6 rounds) already make
   about 6 million messages. gridemu engines only (the heapq loop and SimPy model the random
   broker).
+* ``10000x100k``     (not in the default list) 10,000 sites, 100,000 jobs, R = 200: the
+  1000x100k model's total rate over ten times the sites, so about the same events, messages
+  and windows, and some 9,600 of the 10,000 sites without an event in a given window: does
+  a window cost what its busy sites cost, or what all sites cost (an issue target)?
 * ``100x10k``        (not in the default list) 100 sites, 10,000 jobs, R = 20: a smoke test.
 
 Engines (``--engines``; every run is a fresh subprocess, so its peak memory is its own):
@@ -112,7 +116,9 @@ MODELS: dict[str, dict[str, Any]] = {
     "1000x100k": {"sites": 1_000, "jobs": 100_000, "R": 200.0, "protocol": "random"},
     "10000x1M": {"sites": 10_000, "jobs": 1_000_000, "R": 20_000.0, "protocol": "random"},
     "averaging1000": {"sites": 1_000, "jobs": 10_000, "R": 200.0, "protocol": "averaging"},
-    # Not in the default list: a smoke test (a few seconds).
+    # Not in the default list: the 1000x100k jobs' rate over ten times the sites (the same
+    # events and windows, 90 % of the sites idle in any window), and a smoke test.
+    "10000x100k": {"sites": 10_000, "jobs": 100_000, "R": 200.0, "protocol": "random"},
     "100x10k": {"sites": 100, "jobs": 10_000, "R": 20.0, "protocol": "random"},
 }
 DEFAULT_MODELS = ("1000x100k", "10000x1M", "averaging1000")
