@@ -17,7 +17,7 @@ from gridemu.brokers import registry
 from gridemu.brokers.agents.base import GridInfo
 from gridemu.model.errors import InvariantError
 from gridemu.model.messages import MessageKinds, empty_batch, to_batch
-from gridemu.sites.results import job_columns
+from gridemu.sites.results import job_columns, usage_ledger
 from gridemu.sites.site import Site
 from gridemu.sites.spec import SiteSpec
 from gridemu.sites.view import SiteView
@@ -184,7 +184,7 @@ class Shard:
 
     def results(self, horizon: float) -> dict[str, Any]:
         """Job columns, per-site rows and agent time series, once the run is over."""
-        sites, series, usage = [], [], []
+        sites, series = [], []
         for site in self.sites:
             site.finish(horizon)
             sites.append(
@@ -202,11 +202,11 @@ class Shard:
                     **({"jobs_to_default_entry": site.scheduler.unmapped} if site.scheduler.name == "fairshare" else {}),
                 }
             )
-            usage.extend((site.site_id, g, u) for g, u in sorted(site.usage_group.items()))
             ts = site.agent.timeseries()
             if ts:
                 series.append(ts)
         cols = job_columns(self.sites, horizon)
+        usage = usage_ledger(cols)
         ts_cols = {k: np.concatenate([t[k] for t in series]) for k in series[0]} if series else {}
         return {"jobs": cols, "sites": sites, "timeseries": ts_cols, "usage": usage}
 

@@ -66,3 +66,20 @@ def job_columns(sites: "list[Site]", horizon: float) -> dict[str, np.ndarray]:
         exec_site = np.concatenate([exec_site, np.array([sid for sid, _ in arriving], dtype=np.int32)])
     cols.update(offered=offered, exec_site=exec_site, start=start, end=end, state=state.astype(np.int8))
     return cols
+
+
+def usage_ledger(cols: dict[str, np.ndarray]) -> list[tuple[int, int, float]]:
+    """Each site's usage ledger from its job columns: processor-time (at the site's speeds)
+    of its finished pieces per group, as (site, group, usage) sorted by site and group.
+    Each sum runs over the site's pieces in slot order."""
+    done = np.flatnonzero(cols["state"] == DONE)
+    if not len(done):
+        return []
+    used = (cols["end"][done] - cols["start"][done]) * cols["procs"][done]
+    site = cols["exec_site"][done].astype(np.int64)
+    group = cols["group"][done].astype(np.int64)
+    key = site * (int(group.max()) + 1) + group
+    keys, inverse = np.unique(key, return_inverse=True)
+    sums = np.bincount(inverse, weights=used)
+    width = int(group.max()) + 1
+    return list(zip((keys // width).tolist(), (keys % width).tolist(), sums.tolist()))

@@ -86,9 +86,6 @@ class Site:
         self.bound = -INF
         self.events = 0
         self.done = 0
-        # Usage ledger, closed by finish(): processor-time (at this site's speeds) of finished
-        # pieces per group path (usage.parquet). Fairshare schedulers keep their own.
-        self.usage_group: dict[int, float] = {}
         self.kinds = kinds if kinds is not None else MessageKinds()
         self.job_code = self.kinds.code["job"]
         self.sent = [0] * len(self.kinds)
@@ -452,22 +449,11 @@ class Site:
         self._fp_prev = prev
 
     def finish(self, horizon: float) -> None:
-        """Close the books at the end of the run: count completions the recurrence skipped,
-        and add up the usage ledger from the finished pieces (one vectorized pass)."""
-        n = self.cursor if self.fast else len(self.r_end)
-        ends = np.asarray(self.r_end[:n], dtype=float)
+        """Close the books at the end of the run: count the completions the recurrence skipped."""
         if self.fast:
-            finished = np.flatnonzero(ends < horizon)
-            self.events += len(finished)
-            self.done = len(finished)
-        else:
-            finished = np.flatnonzero(np.asarray(self.r_state, dtype=np.int8) == DONE)
-        if len(finished):
-            used = (ends[finished] - np.asarray(self.r_start[:n])[finished]) * np.asarray(self.c_procs[:n])[finished]
-            keys = np.asarray(self.c_group[:n])[finished]
-            sums = np.bincount(keys, weights=used)
-            for k in np.flatnonzero(np.bincount(keys)).tolist():
-                self.usage_group[k] = float(sums[k])
+            finished = int(np.count_nonzero(np.asarray(self.r_end[: self.cursor], dtype=float) < horizon))
+            self.events += finished
+            self.done = finished
 
 
 def _sorted_by_release_and_id(jobs: np.ndarray) -> bool:
