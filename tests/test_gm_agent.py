@@ -1,7 +1,6 @@
 """Greedy migration over messages (the ``gm`` protocol) and the busy schedulers in the emulator."""
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 import pytest
 

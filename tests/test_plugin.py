@@ -8,7 +8,6 @@ passing it on with one more hop: a small protocol that sends, answers and moves 
 from __future__ import annotations
 
 import json
-import math
 from typing import Any
 
 import pandas as pd
