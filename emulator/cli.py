@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
+from gridemu.brokers import registry
 from gridemu.emulator.console import stderr_console
 from gridemu.model.errors import GridemuError, InvariantError
 from gridemu.emulator.scenario import load_scenario, parse_override, read_scenario_file, shipped_scenarios
@@ -40,7 +41,14 @@ def cmd_list(args: argparse.Namespace) -> int:
     for name, path in shipped_scenarios().items():
         raw, _ = read_scenario_file(path)
         table.add_row(name, str(raw.get("run", {}).get("description", "")))
-    Console().print(table)
+    protocols = Table(title="protocols (protocol.name)")
+    for column in ("name", "keys", "what it does"):
+        protocols.add_column(column)
+    for proto in registry.PROTOCOLS.values():
+        protocols.add_row(proto.name, ", ".join(proto.keys), proto.description)
+    console = Console()
+    console.print(table)
+    console.print(protocols)
     return 0
 
 
@@ -144,7 +152,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="gridemu", description="Emulate multi-organization computational grids.")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    sub.add_parser("list", help="list shipped scenarios").set_defaults(func=cmd_list)
+    sub.add_parser("list", help="list shipped scenarios and the protocols they may name").set_defaults(func=cmd_list)
 
     p = sub.add_parser("validate", help="check a scenario; errors name the key")
     p.add_argument("scenario")

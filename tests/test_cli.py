@@ -92,6 +92,12 @@ def test_list_shows_shipped_scenarios(capsys):
     out = capsys.readouterr().out
     assert "quickstart" in out
     assert "averaging" in out  # its description is shown next to its name
+    # Every registered protocol is listed with the keys it reads.
+    from gridemu.brokers.registry import PROTOCOLS
+
+    for name in PROTOCOLS:
+        assert name in out
+    assert "migration_cost" in out and "limit" in out
 
 
 def test_validate_shipped_scenario(capsys):

@@ -10,7 +10,7 @@ from gridemu.brokers.protocol import Protocol, ScenarioFacts, flag, require_iden
 from gridemu.model.checks import check_number, per_site_values
 from gridemu.model.errors import ScenarioError
 
-KEYS = ("period", "start", "min_gap", "limit", "join", "learn", "eta", "window", "cut_running")
+KEYS = ("period", "start", "min_gap", "learn", "eta", "window", "cut_running")
 
 
 def check(params: dict[str, Any], scenario: ScenarioFacts) -> None:
@@ -65,10 +65,10 @@ def check(params: dict[str, Any], scenario: ScenarioFacts) -> None:
 AVERAGING_GAME = Protocol(
     "averaging_game", AveragingGameAgent,
     "divisible jobs cut into pieces; each period a random coalition averages its load (thesis 4.5, Alg. 4.1-4.2)",
-    keys=KEYS, messages=MESSAGES, check=check, divisible=True, periodic=True, level_label="p_k (join coalition)",
+    keys=KEYS + ("join",), messages=MESSAGES, check=check, divisible=True, periodic=True, level_label="p_k (join coalition)",
 )
 BILB = Protocol(
     "bilb", BilbAgent,
     "bounded iterative load balancing on divisible jobs with declared levels l_k (thesis Alg. 4.3, 4.7.3)",
-    keys=KEYS, messages=MESSAGES, check=check, divisible=True, periodic=True, level_label="declared level l_k", level_log=True,
+    keys=KEYS + ("limit",), messages=MESSAGES, check=check, divisible=True, periodic=True, level_label="declared level l_k", level_log=True,
 )
