@@ -3,7 +3,7 @@ jobs.parquet): one conversion per column for the whole group, not one per site."
 from __future__ import annotations
 
 from itertools import chain
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Iterable
 
 import numpy as np
 
@@ -18,31 +18,40 @@ if TYPE_CHECKING:  # pragma: no cover
 def job_columns(sites: "list[Site]", horizon: float) -> dict[str, np.ndarray]:
     """Columns for jobs.parquet of every job a group of sites holds (not those they sent
     away), once their books are closed (:meth:`Site.finish`): one conversion per column
-    for the whole group, not one per site. Rows come site by site; results sort them.
+    for the whole group, not one per site. Results sort the rows by job and fragment.
 
-    A site on the FCFS recurrence never receives, splits or changes a job: its columns are
-    its submitted array. The others' columns are their lists, local and received jobs alike.
+    Rows come in two blocks: every site's submitted jobs (its ``local_jobs`` array, with
+    the fields an agent changed read back from its columns), then every site's received and
+    split-off pieces (from its lists). Only the second block is converted from Python
+    objects. A site on the FCFS recurrence has no second block.
     """
-    fast = [site for site in sites if site.fast]
-    slow = [site for site in sites if not site.fast]
-    group = fast + slow
-    sizes = [site.n_local if site.fast else len(site.r_state) for site in group]
-    n_slow = sum(sizes[len(fast):])
+    n_local = [site.n_local for site in sites]
+    n_other = [len(site.r_state) - site.n_local if not site.fast else 0 for site in sites]
+    local = np.concatenate([site.local_jobs for site in sites]) if sites else np.zeros(0, dtype=JOB_DTYPE)
+    offsets = np.cumsum([0] + n_local).tolist()
+    for k, site in enumerate(sites):
+        for name in site.changed:  # fields agents changed on submitted jobs (sizes cut, deadlines)
+            local[name][offsets[k] : offsets[k + 1]] = getattr(site, column_name(name))[: site.n_local]
+    others = [site for site, n in zip(sites, n_other) if n]
+    count = sum(n_other)
 
-    def column(lists, dtype, count: int) -> np.ndarray:
-        return np.fromiter(chain.from_iterable(lists), dtype=dtype, count=count)
+    def column(lists, dtype, size: int) -> np.ndarray:
+        return np.fromiter(chain.from_iterable(lists), dtype=dtype, count=size)
 
-    cols: dict[str, np.ndarray] = {}
-    for name in JOB_FIELDS:
-        parts = [site.local_jobs[name] for site in fast]
-        attr = column_name(name)
-        parts.append(column((getattr(site, attr) for site in slow), JOB_DTYPE[name], n_slow))
-        cols[name] = np.concatenate(parts)
-    total = sum(sizes)
-    state = column((site.r_state for site in group), np.int8, total)
-    start = column((site.r_start for site in group), float, total)
-    end = column((site.r_end for site in group), float, total)
-    exec_site = np.repeat(np.array([site.site_id for site in group], dtype=np.int32), sizes)
+    def received(attr: str) -> "Iterable[list]":
+        return (getattr(site, attr)[site.n_local :] for site in others)
+
+    cols = {
+        name: np.concatenate([local[name], column(received(column_name(name)), JOB_DTYPE[name], count)])
+        for name in JOB_FIELDS
+    }
+    both = {}
+    for attr, dtype in (("r_state", np.int8), ("r_start", float), ("r_end", float)):
+        head = column((getattr(site, attr)[: site.n_local] for site in sites), dtype, len(local))
+        both[attr] = np.concatenate([head, column(received(attr), dtype, count)])
+    state, start, end = both["r_state"], both["r_start"], both["r_end"]
+    ids = np.array([site.site_id for site in sites], dtype=np.int32)
+    exec_site = np.concatenate([np.repeat(ids, n_local), np.repeat(ids, n_other)])
     keep = state != GONE
     cols = {name: col[keep] for name, col in cols.items()}
     state, start, end, exec_site = state[keep], start[keep], end[keep], exec_site[keep]
@@ -55,7 +64,7 @@ def job_columns(sites: "list[Site]", horizon: float) -> dict[str, np.ndarray]:
     start = np.where(started, start, np.nan)
     end = np.where(finished, end, np.nan)
     # Jobs delivered to a site but due after the horizon are still travelling.
-    arriving = [(site.site_id, e[4][N_ROUTING:]) for site in slow for e in site.heap if e[1] == MESSAGE and e[4][5] == site.job_code]
+    arriving = [(site.site_id, e[4][N_ROUTING:]) for site in sites if not site.fast for e in site.heap if e[1] == MESSAGE and e[4][5] == site.job_code]
     if arriving:
         extra = np.array([rec for _, rec in arriving], dtype=JOB_DTYPE)
         cols = {name: np.concatenate([cols[name], extra[name]]) for name in JOB_FIELDS}
