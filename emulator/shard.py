@@ -86,6 +86,7 @@ class Shard:
         self.columnar = spec.columnar
         self.local_of = np.full(len(self.site_to_shard), -1, dtype=np.int64)
         self.local_of[[s.site_id for s in self.sites]] = np.arange(n)
+        self.local_list: list[int] = self.local_of.tolist()  # the same, for row-by-row lookups
         self.shard_of: list[int] = self.site_to_shard.tolist()
         self.next_t = np.array([s.next_event_time() for s in self.sites], dtype=float).reshape(n)
         self.bounds = np.array([s.agent.send_bound() for s in self.sites], dtype=float).reshape(n)
@@ -143,9 +144,9 @@ class Shard:
             local = self.local_of[batch["dst"]].tolist()
             rows = batch.tolist()
         else:
-            first = min(row[0] for row in batch)
-            local_of = self.local_of
-            local = [int(local_of[row[3]]) for row in batch]
+            first = min(batch)[0]  # rows differ by (delivery, source, sequence) before any other field
+            local_of = self.local_list
+            local = [local_of[row[3]] for row in batch]
             rows = batch
         if first < self.clock:
             row = min(rows, key=lambda r: r[0])
@@ -163,6 +164,8 @@ class Shard:
     def _outgoing(self, rows: list[tuple]) -> tuple[list[Any], dict[int, float]]:
         """Rows grouped by destination shard, and the earliest delivery time of each group."""
         out_min: dict[int, float] = {}
+        if not self.columnar and self.n_shards == 1:
+            return [rows], ({0: min(rows)[0]} if rows else {})
         if not self.columnar:
             out: list[Any] = [[] for _ in range(self.n_shards)]
             shard_of = self.shard_of
