@@ -10,7 +10,7 @@ section of ``summary.json``, and how ``gridemu report`` draws what it recorded.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
@@ -102,7 +102,6 @@ class Protocol:
     level_log: bool = False
     #: ``report --gantt``: a second schedule to draw beside the executed one.
     gantt_compare: Callable[["pd.DataFrame", "pd.DataFrame", dict[str, Any]], GanttCompare | None] | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def require_scheduler(protocol: str, scenario: ScenarioFacts, scheduler: str, why: str) -> None:

@@ -62,13 +62,11 @@ class Shard:
         params = dict(spec.protocol)
         params.update(spec.extra)
         self.sites: list[Site] = []
-        self.index: dict[int, int] = {}
         for i, (s, jobs) in enumerate(zip(spec.sites, spec.jobs)):
             site = Site(s, jobs, spec.latency if isinstance(spec.latency, float) else spec.latency[i], spec.owners[i], self.kinds)
             if site.scheduler.name == "fairshare":
                 site.scheduler.configure(spec.extra["policy"])
             site.agent = protocol.agent(SiteView(site), spec.grid, params)
-            self.index[s.site_id] = i
             self.sites.append(site)
         for site in self.sites:
             site.agent.on_start(0.0)
@@ -88,8 +86,8 @@ class Shard:
         self.local_of[[s.site_id for s in self.sites]] = np.arange(n)
         self.local_list: list[int] = self.local_of.tolist()  # the same, for row-by-row lookups
         self.shard_of: list[int] = self.site_to_shard.tolist()
-        self.next_t = np.array([s.next_event_time() for s in self.sites], dtype=float).reshape(n)
-        self.bounds = np.array([s.agent.send_bound() for s in self.sites], dtype=float).reshape(n)
+        self.next_t = np.array([s.next_event_time() for s in self.sites], dtype=float)
+        self.bounds = np.array([s.agent.send_bound() for s in self.sites], dtype=float)
         self.events = sum(s.events for s in self.sites)
         self.done = sum(_done(s) for s in self.sites)
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
+
 from gridemu.model.errors import ScenarioError
 
 
@@ -52,8 +54,6 @@ def per_site_values(key: str, value: Any, n: int, **checks: bool) -> list[float]
 
 def check_sequential(jobs: Any, who: str) -> None:
     """Every job of a JOB_DTYPE array runs on one processor; else name the first that does not."""
-    import numpy as np  # noqa: PLC0415  (numpy only where jobs are checked)
-
     wide = np.flatnonzero(jobs["procs"] != 1)
     if len(wide):
         j = jobs[wide[0]]
@@ -62,8 +62,6 @@ def check_sequential(jobs: Any, who: str) -> None:
 
 def check_integral(jobs: Any, columns: tuple[str, ...], key: str, why: str) -> None:
     """The named columns of every job hold integers; else name the first job that breaks it."""
-    import numpy as np  # noqa: PLC0415
-
     for col in columns:
         bad = np.flatnonzero(jobs[col] != np.round(jobs[col]))
         if len(bad):

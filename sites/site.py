@@ -164,10 +164,11 @@ class Site:
         self.outbox.append((now + lat, self.site_id, self.msg_seq, dst, now, code) + self.kinds.kinds[code].payload(job, fields))
         self.sent[code] += 1
 
-    def job_record(self, slot: int) -> tuple:
+    def job_record(self, slot: int, moves: int = 0) -> tuple:
+        """The job's fields in JOB_DTYPE order; ``moves`` added to its migrations (a job leaving)."""
         return (
             self.c_id[slot], self.c_owner[slot], self.c_group[slot], self.c_release[slot], self.c_size[slot],
-            self.c_procs[slot], self.c_walltime[slot], self.c_priority[slot], self.c_submit[slot], self.c_migrations[slot],
+            self.c_procs[slot], self.c_walltime[slot], self.c_priority[slot], self.c_submit[slot], self.c_migrations[slot] + moves,
             self.c_fragment[slot], self.c_deadline[slot],
         )
 
@@ -179,15 +180,7 @@ class Site:
         elif self.r_state[slot] != PENDING:
             raise InvariantError(f"site {self.name} tried to transfer job {self.c_id[slot]} which is not queued")
         self.r_state[slot] = GONE
-        self.send(now, dst, "job", job=self._moved_record(slot), tag=tag)
-
-    def _moved_record(self, slot: int) -> tuple:
-        """The job's record as it leaves this site: one migration more."""
-        return (
-            self.c_id[slot], self.c_owner[slot], self.c_group[slot], self.c_release[slot], self.c_size[slot],
-            self.c_procs[slot], self.c_walltime[slot], self.c_priority[slot], self.c_submit[slot], self.c_migrations[slot] + 1,
-            self.c_fragment[slot], self.c_deadline[slot],
-        )
+        self.send(now, dst, "job", job=self.job_record(slot, moves=1), tag=tag)
 
     # divisible jobs (thesis ch. 4) ---------------------------------------------
 
@@ -258,7 +251,7 @@ class Site:
         if self.r_state[slot] != QUEUED:
             raise InvariantError(f"site {self.name} offered job {self.c_id[slot]} which is not queued")
         self.r_state[slot] = OFFERED
-        self.send(now, dst, "fragment", job=self._moved_record(slot), slot=float(slot), tag=tag)
+        self.send(now, dst, "fragment", job=self.job_record(slot, moves=1), slot=float(slot), tag=tag)
 
     def withdraw(self, slot: int) -> None:
         """The receiver took the offered piece: it leaves this site's books."""
@@ -381,7 +374,8 @@ class Site:
                 agent.on_timer(now, payload)
 
     def _finish_piece(self, slot: int) -> None:
-        """The piece in ``slot`` is done at its r_end: free its processors, book its usage."""
+        """The piece in ``slot`` is done at its r_end: free its processors, tell a scheduler that
+        accounts usage (fairshare)."""
         q = self.c_procs[slot]
         self.free_count += q
         for p in self.alloc.pop(slot, ()):
