@@ -10,6 +10,7 @@ shorter window never changes the job table.
 """
 from __future__ import annotations
 
+import ctypes
 import gc
 import math
 import time
@@ -183,11 +184,27 @@ def run_windows(
         in_flight = _fetch(inboxes, backend_name)
     finally:
         backend.close()
+        del backend
         if gc_was_enabled:
             gc.enable()
+    # Sites and their agents refer to each other (agent -> view -> site -> agent): in-process
+    # shards are freed by the cyclic collector only. Their job columns are now copied into
+    # the results, so collect them before the result tables double the peak. Job state is in
+    # typed arrays (a few objects per site), so this pass is short. glibc keeps the freed
+    # small blocks in its heap; handing them back to the system lowers the tables' peak
+    # (1M jobs: 937 -> 517 MiB resident before the tables).
+    gc.collect()
+    _release_free_memory()
     wall = time.perf_counter() - t0
     events = sum(int(s["events"]) for r in results for s in r["sites"])
     return RawRun(scenario, jobs, groups, results, in_flight, windows, events, wall, backend_name, n_shards, {"setup_seconds": setup})
+
+
+def _release_free_memory() -> None:
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc: nothing to do
+        pass
 
 
 def _fetch(inboxes: list[list[Any]], backend: str) -> list[np.ndarray]:

@@ -2,8 +2,7 @@
 jobs.parquet): one conversion per column for the whole group, not one per site."""
 from __future__ import annotations
 
-from itertools import chain
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -20,35 +19,19 @@ def job_columns(sites: "list[Site]", horizon: float) -> dict[str, np.ndarray]:
     away), once their books are closed (:meth:`Site.finish`): one conversion per column
     for the whole group, not one per site. Results sort the rows by job and fragment.
 
-    Rows come in two blocks: every site's submitted jobs (its ``local_jobs`` array, with
-    the fields an agent changed read back from its columns), then every site's received and
-    split-off pieces (from its lists). Only the second block is converted from Python
-    objects. A site on the FCFS recurrence has no second block.
+    Rows come in two blocks, every site's submitted jobs, then every site's received and
+    split-off pieces, read straight from the sites' typed columns (no Python object is
+    converted).
     """
     n_local = [site.n_local for site in sites]
-    n_other = [len(site.r_state) - site.n_local if not site.fast else 0 for site in sites]
-    local = np.concatenate([site.local_jobs for site in sites]) if sites else np.zeros(0, dtype=JOB_DTYPE)
-    offsets = np.cumsum([0] + n_local).tolist()
-    for k, site in enumerate(sites):
-        for name in site.changed:  # fields agents changed on submitted jobs (sizes cut, deadlines)
-            local[name][offsets[k] : offsets[k + 1]] = getattr(site, column_name(name))[: site.n_local]
-    others = [site for site, n in zip(sites, n_other) if n]
-    count = sum(n_other)
+    n_other = [len(site.r_state) - site.n_local for site in sites]
 
-    def column(lists, dtype, size: int) -> np.ndarray:
-        return np.fromiter(chain.from_iterable(lists), dtype=dtype, count=size)
+    def column(attr: str, dtype: "np.dtype") -> np.ndarray:
+        views = [np.frombuffer(getattr(site, attr), dtype=dtype) if len(site.r_state) else np.zeros(0, dtype) for site in sites]
+        return np.concatenate([v[:n] for v, n in zip(views, n_local)] + [v[n:] for v, n in zip(views, n_local)] or [np.zeros(0, dtype)])
 
-    def received(attr: str) -> "Iterable[list]":
-        return (getattr(site, attr)[site.n_local :] for site in others)
-
-    cols = {
-        name: np.concatenate([local[name], column(received(column_name(name)), JOB_DTYPE[name], count)])
-        for name in JOB_FIELDS
-    }
-    both = {}
-    for attr, dtype in (("r_state", np.int8), ("r_start", float), ("r_end", float)):
-        head = column((getattr(site, attr)[: site.n_local] for site in sites), dtype, len(local))
-        both[attr] = np.concatenate([head, column(received(attr), dtype, count)])
+    cols = {name: column(column_name(name), JOB_DTYPE[name]) for name in JOB_FIELDS}
+    both = {attr: column(attr, dtype) for attr, dtype in (("r_state", np.dtype(np.int8)), ("r_start", np.dtype(float)), ("r_end", np.dtype(float)))}
     state, start, end = both["r_state"], both["r_start"], both["r_end"]
     ids = np.array([site.site_id for site in sites], dtype=np.int32)
     exec_site = np.concatenate([np.repeat(ids, n_local), np.repeat(ids, n_other)])

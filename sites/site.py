@@ -13,6 +13,7 @@ from __future__ import annotations
 import bisect
 import heapq
 import math
+from array import array
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -60,19 +61,20 @@ class Site:
 
         if len(jobs) > 1 and not _sorted_by_release_and_id(jobs):
             jobs = jobs[np.lexsort((jobs["job_id"], jobs["release"]))]
-        # Job columns, one list per field: c_id, c_owner, c_group, c_release, ...
+        # Job columns, one typed array per field (8 bytes a value, or 4 or 1, not a Python
+        # object each): c_id, c_owner, c_group, c_release, ...
         for name in JOB_FIELDS:
-            setattr(self, column_name(name), jobs[name].tolist())
-        # The same lists in JOB_DTYPE's field order (a received record is appended field by field).
+            setattr(self, column_name(name), _column(jobs[name]))
+        # The same columns in JOB_DTYPE's field order (a received record is appended field by field).
         self._columns = [getattr(self, column_name(name)) for name in JOB_FIELDS]
         self.n_local = len(jobs)
-        # Local jobs' fields never change, so results read them from this array.
+        # The submitted jobs as given (agents read them; their columns may change: sizes cut).
         self.local_jobs = jobs
         self.cursor = 0
         n = self.n_local
-        self.r_start = [math.nan] * n
-        self.r_end = [math.nan] * n
-        self.r_state = [PENDING] * n
+        self.r_start = array("d", [math.nan]) * n
+        self.r_end = array("d", [math.nan]) * n
+        self.r_state = array("b", [PENDING]) * n
 
         self.scheduler = make_scheduler(spec.scheduler, self)
         self._on_finish = getattr(self.scheduler, "finished", None)  # schedulers that account usage
@@ -92,7 +94,6 @@ class Site:
         self.received = 0
         self.cpu_seconds = 0.0  # time spent handling this site's events (its decisions' cost)
         self.pieces = 0  # pieces split off jobs here; names their fragment ids
-        self.changed: set[str] = set()  # job fields changed after submission (size by splits, deadline)
         self.agent: Any = None  # the protocol's agent (brokers/agents), attached by the shard
         self.fast = False
         self._fp_free: list[float] = []
@@ -216,7 +217,6 @@ class Site:
         rec[SIZE] = amount
         rec[FRAGMENT] = ((self.site_id + 1) << 32) | self.pieces
         self.c_size[slot] -= amount
-        self.changed.add("size")
         return self._add_slot(rec)
 
     def preempt(self, slot: int, now: float) -> int:
@@ -241,7 +241,6 @@ class Site:
     def announce(self, slot: int, deadline: float) -> None:
         """Record the latest finish time promised to the job's submitter (checked at the end)."""
         self.c_deadline[slot] = deadline
-        self.changed.add("deadline")
 
     def offer(self, now: float, slot: int, dst: int, tag: float = 0.0) -> None:
         """Send a copy of a queued piece to ``dst`` and hold it here until ``dst`` answers.
@@ -448,6 +447,16 @@ class Site:
             finished = int(np.count_nonzero(np.asarray(self.r_end[: self.cursor], dtype=float) < horizon))
             self.events += finished
             self.done = finished
+
+
+def _column(values: np.ndarray) -> array:
+    """A typed array holding a copy of a numpy column (same item size)."""
+    col = array(values.dtype.char)
+    if col.itemsize != values.dtype.itemsize:
+        col = array({8: "q", 4: "i"}[values.dtype.itemsize] if values.dtype.kind == "i" else "d")
+        values = values.astype({"q": np.int64, "i": np.int32, "d": np.float64}[col.typecode])
+    col.frombytes(np.ascontiguousarray(values).tobytes())
+    return col
 
 
 def _sorted_by_release_and_id(jobs: np.ndarray) -> bool:

@@ -26,7 +26,7 @@ Acting: ``send``, ``set_timer``, ``transfer``, ``receive_job``, ``enqueue``, ``d
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
@@ -116,8 +116,8 @@ class SiteView:
         """Whether the slot holds one of the jobs submitted here (not received, not split off)."""
         return slot < self._site.n_local
 
-    def local_releases(self) -> list[float]:
-        """Release times of the local jobs, in slot order (ascending)."""
+    def local_releases(self) -> "Sequence[float]":
+        """Release times of the local jobs, in slot order (ascending; a typed array)."""
         return self._site.c_release[: self._site.n_local]
 
     # queue and processors -----------------------------------------------------------
@@ -152,7 +152,6 @@ class SiteView:
         """Record that the job in ``slot`` moved once more (a migration the result file counts)."""
         site = self._site
         site.c_migrations[slot] += 1
-        site.changed.add("migrations")
 
     def is_free(self, proc: int) -> bool:
         """Whether processor ``proc`` is free now (a membership test: no copy, unlike ``free_processors``)."""
