@@ -91,7 +91,7 @@ def piece_table(raw: RawRun) -> pd.DataFrame:
     Codes stay numeric (owner, group, state); sorted by job id and fragment id.
     """
     parts = [r["jobs"] for r in raw.shard_results if r["jobs"]]
-    cols = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]} if parts else {}
+    cols = {k: np.concatenate([p[k] for p in parts]) if len(parts) > 1 else parts[0][k] for k in parts[0]} if parts else {}
     flight = [b for b in raw.in_flight if len(b)]
     if flight:
         # Jobs inside transfer messages still travelling at the horizon.
@@ -106,14 +106,22 @@ def piece_table(raw: RawRun) -> pd.DataFrame:
             offered=np.zeros(len(batch), dtype=bool),
         )
         cols = {k: np.concatenate([cols[k], extra[k]]) for k in cols} if cols else extra
-    df = pd.DataFrame(cols)
-    if len(df) and df["offered"].any():
+    if not cols:
+        return pd.DataFrame(cols)
+    # Sorted and filtered as arrays, one copy of each column: the table is the run's largest
+    # object (10M jobs: a pandas sort_values and a drop would each copy it again).
+    order = np.lexsort((cols["fragment"], cols["job_id"]))  # stable: equal keys keep their order
+    offered = cols.pop("offered")[order]
+    if offered.any():
         # A piece offered to another site is held by its sender until the answer comes; if
         # the receiver took it and the grant was still travelling at the end, it is the receiver's.
-        dup = df.duplicated(["job_id", "fragment"], keep=False).to_numpy()
-        df = df[~(dup & df["offered"].to_numpy())]
-    df = df.drop(columns="offered", errors="ignore")
-    return df.sort_values(["job_id", "fragment"], kind="stable").reset_index(drop=True)
+        ids, frag = cols["job_id"][order], cols["fragment"][order]
+        same = (ids[1:] == ids[:-1]) & (frag[1:] == frag[:-1])
+        dup = np.zeros(len(order), dtype=bool)
+        dup[1:] |= same
+        dup[:-1] |= same
+        order = order[~(dup & offered)]
+    return pd.DataFrame({k: v[order] for k, v in cols.items()}, copy=False)
 
 
 # A job's state from its pieces' states: the least advanced piece decides, except that a
