@@ -108,7 +108,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 # bench/throughput.py: process-tree memory sampling, killing a run's tree, phase marks of
 # the window loop, repeats -> median row, projections, the environment line.
-from throughput import TreeSampler, _environment, _fmt, _instrument, _kill_tree, aggregate, projected_too_slow, wait_quiet  # noqa: E402
+from throughput import _environment, _fmt, _instrument, aggregate, projected_too_slow, run_worker, wait_quiet  # noqa: E402
 
 PROCS, ALPHA, BETA, LATENCY, SEED = 10, 2.0, 2.0, 1.0, 1
 HOT_RATE, COLD_RATE = 3.0, 1.4  # x R / (2 N): a quarter of the sites hot, the rest cold
@@ -444,36 +444,10 @@ def run_one(engine: str, model: str, period: float, rates: str, out_dir: Path, t
     """One run in a fresh subprocess, its process tree sampled for memory and CPU."""
     cmd = [sys.executable, os.path.abspath(__file__), "--_worker", engine, "--_model", model, "--_out", str(out_dir), "--_tag", tag,
            "--period", repr(period), "--rates", rates]
-    env = dict(os.environ, RAY_ADDRESS="local")  # a private Ray instance even beside a `ray start` one
     base = {"engine": engine, "label": label(engine), "model": model, "jobs": MODELS[model]["jobs"], "sites": MODELS[model]["sites"]}
-    t = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-    is_ray = ray_shards(engine) is not None
-    sampler = TreeSampler(proc.pid, 0.05 if is_ray else 0.2)
-    sampler.start()
-    try:
-        _, err = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        _kill_tree(proc)
-        return {**base, "error": f"timed out after {timeout:.0f} s (--timeout)", "timed_out": True}
-    finally:
-        sampler.stop.set()
-        sampler.join()
-    elapsed = time.perf_counter() - t
-    path = out_dir / f"{tag}.json"
-    if proc.returncode != 0 or not path.exists():
-        tail = " | ".join(err.strip().splitlines()[-3:])
-        return {**base, "error": f"exit {proc.returncode}: {tail}"}
-    rec = json.loads(path.read_text())
-    rec.update(sampler.cpu_report(rec.get("self_cpu_s")))
-    rec["process_s"] = elapsed
-    rec["tag"] = tag
-    rec["tree_peak_mib"] = sampler.peak / 2**20
-    rec["tree_peak_parts_mib"] = {k: v / 2**20 for k, v in sampler.peak_parts.items()}
-    if is_ray:
-        rec["peak_mib"], rec["mem_method"] = rec["tree_peak_mib"], "tree"
-    else:
-        rec["peak_mib"], rec["mem_method"] = rec["maxrss_mib"], "maxrss"
+    rec = run_worker(cmd, base, ray_shards(engine) is not None, out_dir, tag, timeout)
+    if "error" in rec:
+        return rec
     rec["jobs_per_s"] = rec["jobs"] / rec["wall_s"]
     rec["events_per_s"] = rec["events"] / rec["wall_s"]
     rec["messages_per_s"] = rec["messages"] / rec["wall_s"]

@@ -447,19 +447,29 @@ def wait_quiet(max_wait: float, threshold: float = 0.25) -> float:
 def run_one(engine: str, n_jobs: int, out_dir: Path, timeout: float, tag: str) -> dict[str, Any]:
     """One run in a fresh subprocess; its start/end arrays are left in ``out_dir/tag.npy``."""
     cmd = [sys.executable, os.path.abspath(__file__), "--_worker", engine, "--_jobs", str(n_jobs), "--_out", str(out_dir), "--_tag", tag]
+    rec = run_worker(cmd, {"engine": engine, "label": ENGINES[engine], "jobs": n_jobs}, engine in RAY_ENGINES, out_dir, tag, timeout)
+    if "error" not in rec:
+        rec["jobs_per_s"] = n_jobs / rec["wall_s"]
+        rec["events_per_s"] = rec["events"] / rec["wall_s"]
+    return rec
+
+
+def run_worker(cmd: list[str], base: dict[str, Any], is_ray: bool, out_dir: Path, tag: str, timeout: float) -> dict[str, Any]:
+    """Run a benchmark worker (``cmd``) in a fresh subprocess, its process tree sampled for
+    memory and CPU; returns the record it wrote to ``out_dir/tag.json`` with the samples
+    added, or ``base`` with an ``error``."""
     # A private Ray instance even when another one runs on this machine (`ray start`):
     # without an address, ray.init() would join it and reject num_cpus.
     env = dict(os.environ, RAY_ADDRESS="local")
     t = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-    sampler = TreeSampler(proc.pid, 0.05 if engine in RAY_ENGINES else 0.2)
+    sampler = TreeSampler(proc.pid, 0.05 if is_ray else 0.2)
     sampler.start()
     try:
         _, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         _kill_tree(proc)
-        sampler.stop.set()
-        return {"engine": engine, "label": ENGINES[engine], "jobs": n_jobs, "error": f"timed out after {timeout:.0f} s (--timeout)", "timed_out": True}
+        return {**base, "error": f"timed out after {timeout:.0f} s (--timeout)", "timed_out": True}
     finally:
         sampler.stop.set()
         sampler.join()
@@ -467,19 +477,17 @@ def run_one(engine: str, n_jobs: int, out_dir: Path, timeout: float, tag: str) -
     path = out_dir / f"{tag}.json"
     if proc.returncode != 0 or not path.exists():
         tail = " | ".join(err.strip().splitlines()[-3:])
-        return {"engine": engine, "label": ENGINES[engine], "jobs": n_jobs, "error": f"exit {proc.returncode}: {tail}"}
+        return {**base, "error": f"exit {proc.returncode}: {tail}"}
     rec = json.loads(path.read_text())
     rec.update(sampler.cpu_report(rec.get("self_cpu_s")))
     rec["process_s"] = elapsed
     rec["tag"] = tag
     rec["tree_peak_mib"] = sampler.peak / 2**20
     rec["tree_peak_parts_mib"] = {k: v / 2**20 for k, v in sampler.peak_parts.items()}
-    if engine in RAY_ENGINES:
+    if is_ray:
         rec["peak_mib"], rec["mem_method"] = rec["tree_peak_mib"], "tree"
     else:
         rec["peak_mib"], rec["mem_method"] = rec["maxrss_mib"], "maxrss"
-    rec["jobs_per_s"] = n_jobs / rec["wall_s"]
-    rec["events_per_s"] = rec["events"] / rec["wall_s"]
     return rec
 
 
