@@ -27,7 +27,7 @@ def job_columns(sites: "list[Site]", horizon: float) -> dict[str, np.ndarray]:
     n_other = [len(site.r_state) - site.n_local for site in sites]
 
     def column(attr: str, dtype: "np.dtype") -> np.ndarray:
-        views = [np.frombuffer(getattr(site, attr), dtype=dtype) if len(site.r_state) else np.zeros(0, dtype) for site in sites]
+        views = [np.frombuffer(getattr(site, attr), dtype=dtype) for site in sites]
         return np.concatenate([v[:n] for v, n in zip(views, n_local)] + [v[n:] for v, n in zip(views, n_local)] or [np.zeros(0, dtype)])
 
     cols = {name: column(column_name(name), JOB_DTYPE[name]) for name in JOB_FIELDS}

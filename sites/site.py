@@ -449,12 +449,13 @@ class Site:
             self.done = finished
 
 
+#: array.array type codes of JOB_DTYPE's field types.
+_TYPECODE = {np.dtype(np.float64): "d", np.dtype(np.int64): "q", np.dtype(np.int32): "i", np.dtype(np.int8): "b"}
+
+
 def _column(values: np.ndarray) -> array:
-    """A typed array holding a copy of a numpy column (same item size)."""
-    col = array(values.dtype.char)
-    if col.itemsize != values.dtype.itemsize:
-        col = array({8: "q", 4: "i"}[values.dtype.itemsize] if values.dtype.kind == "i" else "d")
-        values = values.astype({"q": np.int64, "i": np.int32, "d": np.float64}[col.typecode])
+    """A typed array holding a copy of a numpy column (same item type)."""
+    col = array(_TYPECODE[values.dtype])
     col.frombytes(np.ascontiguousarray(values).tobytes())
     return col
 

@@ -150,8 +150,7 @@ class SiteView:
 
     def count_migration(self, slot: int) -> None:
         """Record that the job in ``slot`` moved once more (a migration the result file counts)."""
-        site = self._site
-        site.c_migrations[slot] += 1
+        self._site.c_migrations[slot] += 1
 
     def is_free(self, proc: int) -> bool:
         """Whether processor ``proc`` is free now (a membership test: no copy, unlike ``free_processors``)."""
