@@ -22,7 +22,7 @@ from gridemu.sites.spec import SiteSpec
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
-    from gridemu.brokers.agents.base import Agent
+    from gridemu.brokers.agents.base import Agent, GridInfo
 
 
 @dataclass(frozen=True)
@@ -91,6 +91,12 @@ class Protocol:
     #: The agents keep timers forever (rounds, reports): windows are capped at a fixed slice of
     #: the workload's span, so the run ends at the same barrier whatever else bounds them.
     periodic: bool = False
+    #: Agents that decide only where each newly submitted job goes, from their site's own
+    #: stream and whatever the state of any site: ``route(grid, site_id, n_jobs, params)``
+    #: gives the destination of each of a site's submitted jobs, in submission order (the
+    #: agent sends with the same function). The kernel may then run FCFS sites with
+    #: identical processors as numpy columns (``sites/fcfs_columns.py``): same job table.
+    route: "Callable[[GridInfo, int, int, dict[str, Any]], np.ndarray] | None" = None
     #: The agents start jobs themselves: the ``planned`` scheduler serves only such protocols.
     starts_jobs: bool = False
     #: Jobs are cut into pieces (thesis ch. 4); the summary then scores each period.

@@ -17,6 +17,7 @@ from gridemu.brokers import registry
 from gridemu.brokers.agents.base import GridInfo
 from gridemu.model.errors import InvariantError
 from gridemu.model.messages import MessageKinds, empty_batch, to_batch
+from gridemu.sites.fcfs_columns import FcfsColumns, RoutedSites
 from gridemu.sites.results import job_columns, usage_ledger
 from gridemu.sites.site import Site
 from gridemu.sites.spec import SiteSpec
@@ -59,9 +60,33 @@ class Shard:
         self.site_to_shard = spec.site_to_shard
         protocol = registry.get(spec.protocol["name"])
         self.kinds = MessageKinds(protocol.messages)
+        self.specs, self.owners = spec.sites, spec.owners
         params = dict(spec.protocol)
         params.update(spec.extra)
+        self.columnar = spec.columnar
+        self.local_of = np.full(len(self.site_to_shard), -1, dtype=np.int64)
+        self.local_of[[s.site_id for s in spec.sites]] = np.arange(len(spec.sites))
+        self.clock = -math.inf  # every event before this time has been handled
         self.sites: list[Site] = []
+        # Routing agents on FCFS sites with identical processors: the whole shard as columns.
+        self.columns: FcfsColumns | None = None
+        if spec.recurrence and protocol.route is not None and all(
+            s.scheduler == "fcfs" and len(set(s.speeds)) == 1 for s in spec.sites
+        ):
+            self.columns = FcfsColumns(
+                RoutedSites(
+                    site_ids=np.array([s.site_id for s in spec.sites], dtype=np.int64),
+                    procs=np.array([s.procs for s in spec.sites], dtype=np.int64),
+                    speeds=np.array([s.speeds[0] for s in spec.sites], dtype=float),
+                    latency=spec.latency if isinstance(spec.latency, float) else np.asarray(spec.latency, dtype=float),
+                    jobs=[_in_submission_order(j) for j in spec.jobs],
+                    routes=[protocol.route(spec.grid, s.site_id, len(j), params) for s, j in zip(spec.sites, spec.jobs)],
+                    job_code=self.kinds.code["job"],
+                )
+            )
+            self.events = 0
+            self.done = 0
+            return
         for i, (s, jobs) in enumerate(zip(spec.sites, spec.jobs)):
             site = Site(s, jobs, spec.latency if isinstance(spec.latency, float) else spec.latency[i], spec.owners[i], self.kinds)
             if site.scheduler.name == "fairshare":
@@ -76,14 +101,10 @@ class Shard:
                 )
             if spec.recurrence and site.agent.silent and site.scheduler.name == "fcfs" and site.uniform:
                 site.enable_recurrence()
-        self.clock = -math.inf  # every event before this time has been handled
         # The shard's calendar: each site's next event time and send bound, refreshed only for
         # the sites a window touched (those it advanced or delivered to), so a window costs
         # in proportion to its busy sites, not to all of them.
         n = len(self.sites)
-        self.columnar = spec.columnar
-        self.local_of = np.full(len(self.site_to_shard), -1, dtype=np.int64)
-        self.local_of[[s.site_id for s in self.sites]] = np.arange(n)
         self.local_list: list[int] = self.local_of.tolist()  # the same, for row-by-row lookups
         self.shard_of: list[int] = self.site_to_shard.tolist()
         self.next_t = np.array([s.next_event_time() for s in self.sites], dtype=float)
@@ -92,6 +113,8 @@ class Shard:
         self.done = sum(_done(s) for s in self.sites)
 
     def status(self) -> StepInfo:
+        if self.columns is not None:
+            return StepInfo(self.columns.next_time(), self.columns.send_bound(), {}, self.events, self.done)
         return StepInfo(self._min(self.next_t), self._min(self.bounds), {}, self.events, self.done)
 
     @staticmethod
@@ -103,6 +126,8 @@ class Shard:
 
         Returns ``(info, batch_for_shard_0, ..., batch_for_shard_{S-1})``.
         """
+        if self.columns is not None:
+            return self._step_columns(until, batches)
         sites, next_t, bounds = self.sites, self.next_t, self.bounds
         for batch in batches:
             if len(batch):
@@ -133,6 +158,18 @@ class Shard:
         self.clock = until
         out, out_min = self._outgoing(rows)
         info = StepInfo(self._min(next_t), self._min(bounds), out_min, self.events, self.done)
+        return (info, *out)
+
+    def _step_columns(self, until: float, batches: tuple) -> tuple:
+        cols = self.columns
+        for batch in batches:
+            cols.deliver(batch)
+        sent = cols.advance(until)
+        self.clock = until
+        self.events = int(cols.events.sum())
+        self.done = cols.done
+        out, out_min = self._split(sent)  # arrays even in one process: they are made as arrays
+        info = StepInfo(cols.next_time(), cols.send_bound(), out_min, self.events, self.done)
         return (info, *out)
 
     def _deliver(self, batch: "np.ndarray | list[tuple]") -> None:
@@ -173,18 +210,23 @@ class Shard:
                 if row[0] < out_min.get(d, math.inf):
                     out_min[d] = row[0]
             return out, out_min
-        out = [empty_batch()] * self.n_shards
-        if rows:
-            batch = to_batch(rows)
+        return self._split(to_batch(rows) if rows else empty_batch())
+
+    def _split(self, batch: np.ndarray) -> tuple[list[np.ndarray], dict[int, float]]:
+        """A batch in delivery order cut by destination shard, and each part's earliest delivery."""
+        out, out_min = [empty_batch()] * self.n_shards, {}
+        if len(batch):
             dest = self.site_to_shard[batch["dst"]]
-            for d in np.unique(dest):
+            for d in np.unique(dest).tolist():
                 part = batch[dest == d]
-                out[int(d)] = part
-                out_min[int(d)] = float(part["deliver"].min())
+                out[d] = part
+                out_min[d] = float(part["deliver"][0])
         return out, out_min
 
     def results(self, horizon: float) -> dict[str, Any]:
         """Job columns, per-site rows and agent time series, once the run is over."""
+        if self.columns is not None:
+            return self._results_columns(horizon)
         sites, series = [], []
         for site in self.sites:
             site.finish(horizon)
@@ -210,6 +252,38 @@ class Shard:
         usage = usage_ledger(cols)
         ts_cols = {k: np.concatenate([t[k] for t in series]) for k in series[0]} if series else {}
         return {"jobs": cols, "sites": sites, "timeseries": ts_cols, "usage": usage}
+
+
+    def _results_columns(self, horizon: float) -> dict[str, Any]:
+        cols = self.columns
+        cols.finish(horizon)
+        counts = cols.site_counts()
+        job = self.kinds.code["job"]
+        sites = []
+        for i, s in enumerate(self.specs):
+            sent = [0] * len(self.kinds)
+            sent[job] = int(counts["sent_jobs"][i])
+            sites.append(
+                {
+                    "site_id": s.site_id,
+                    "name": s.name,
+                    "owner": self.owners[i],
+                    "procs": s.procs,
+                    "speed_mean": sum(s.speeds) / s.procs,
+                    "events": int(counts["events"][i]),
+                    "cpu_seconds": float(counts["cpu_seconds"][i]),
+                    "messages_received": int(counts["received"][i]),
+                    "messages_sent": sum(sent),
+                    **{f"sent_{name}": n for name, n in zip(self.kinds.names, sent)},
+                }
+            )
+        job_cols = cols.job_columns(horizon)
+        return {"jobs": job_cols, "sites": sites, "timeseries": {}, "usage": usage_ledger(job_cols)}
+
+
+def _in_submission_order(jobs: np.ndarray) -> np.ndarray:
+    """A site's jobs in (release, job_id) order, the order its agent numbers them in."""
+    return jobs[np.lexsort((jobs["job_id"], jobs["release"]))]
 
 
 def _done(site: Site) -> int:

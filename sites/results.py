@@ -39,13 +39,7 @@ def job_columns(sites: "list[Site]", horizon: float) -> dict[str, np.ndarray]:
     cols = {name: col[keep] for name, col in cols.items()}
     state, start, end, exec_site = state[keep], start[keep], end[keep], exec_site[keep]
     offered = state == OFFERED
-    # States follow from times and the horizon: the same rule for the event loop and
-    # the recurrence, which computes schedules past the horizon.
-    started = start < horizon
-    finished = end < horizon
-    state = np.where(state == PENDING, PENDING, np.where(finished, DONE, np.where(started, RUNNING, QUEUED)))
-    start = np.where(started, start, np.nan)
-    end = np.where(finished, end, np.nan)
+    state, start, end = settle(state, start, end, horizon)
     # Jobs delivered to a site but due after the horizon are still travelling.
     arriving = [(site.site_id, e[4][N_ROUTING:]) for site in sites if not site.fast for e in site.heap if e[1] == MESSAGE and e[4][5] == site.job_code]
     if arriving:
@@ -58,6 +52,16 @@ def job_columns(sites: "list[Site]", horizon: float) -> dict[str, np.ndarray]:
         exec_site = np.concatenate([exec_site, np.array([sid for sid, _ in arriving], dtype=np.int32)])
     cols.update(offered=offered, exec_site=exec_site, start=start, end=end, state=state.astype(np.int8))
     return cols
+
+
+def settle(state: np.ndarray, start: np.ndarray, end: np.ndarray, horizon: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """States, starts and ends as jobs.parquet reports them at the horizon. States follow
+    from times: the same rule for the event loop and the recurrences, which compute
+    schedules past the horizon. A pending job stays pending."""
+    started = start < horizon
+    finished = end < horizon
+    state = np.where(state == PENDING, PENDING, np.where(finished, DONE, np.where(started, RUNNING, QUEUED)))
+    return state, np.where(started, start, np.nan), np.where(finished, end, np.nan)
 
 
 def usage_ledger(cols: dict[str, np.ndarray]) -> list[tuple[int, int, float]]:

@@ -7,12 +7,18 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from gridemu.brokers.agents.base import Agent, GridInfo
 from gridemu.model.rng import PURPOSE_BROKER, site_rng
 
-#: Destinations drawn at once: a block of draws is the same sequence as one draw per call
-#: (numpy's bounded integers), at a fraction of the cost per job.
-BLOCK = 1024
+
+def random_routes(grid: GridInfo, site_id: int, n_jobs: int, params: dict[str, Any] | None = None) -> np.ndarray:
+    """The random broker's decision: each of a site's ``n_jobs`` submitted jobs, in
+    submission order, goes to a site drawn uniformly from all sites (its own included),
+    from the site's own broker stream. One vectorized draw gives the values of one draw
+    per job (numpy's bounded integers keep their buffer in the bit generator)."""
+    return site_rng(grid.seed, site_id, PURPOSE_BROKER).integers(grid.n_sites, size=n_jobs)
 
 
 class RandomBrokerAgent(Agent):
@@ -21,16 +27,10 @@ class RandomBrokerAgent(Agent):
 
     def __init__(self, site, grid: GridInfo, params: dict[str, Any]):
         super().__init__(site, grid, params)
-        self.rng = site_rng(grid.seed, site.site_id, PURPOSE_BROKER)
-        self.drawn: list[int] = []
-        self.left = site.n_local  # local arrivals still to broker: never draw more than they need
+        self.routes = random_routes(grid, site.site_id, site.n_local, params).tolist()
 
     def on_arrival(self, now: float, slot: int) -> bool:
-        if not self.drawn:
-            block = min(BLOCK, self.left)
-            self.drawn = self.rng.integers(self.grid.n_sites, size=block).tolist()[::-1]
-            self.left -= block
-        dst = self.drawn.pop()
+        dst = self.routes[slot]  # a local job's slot is its submission position
         if dst == self.site.site_id:
             return False
         self.site.transfer(now, slot, dst)

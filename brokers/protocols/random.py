@@ -1,7 +1,9 @@
 """``random``: a broker sends each newly submitted job to a uniformly random site."""
 from __future__ import annotations
 
-from gridemu.brokers.agents.random import RandomBrokerAgent
+from gridemu.brokers.agents.random import RandomBrokerAgent, random_routes
 from gridemu.brokers.protocol import Protocol
 
-PROTOCOL = Protocol("random", RandomBrokerAgent, "each new job goes to a uniformly random site (one transfer)")
+PROTOCOL = Protocol(
+    "random", RandomBrokerAgent, "each new job goes to a uniformly random site (one transfer)", route=random_routes
+)

@@ -1,0 +1,317 @@
+"""FCFS sites whose agents only route new jobs, run as numpy columns (one object per shard).
+
+Some protocols decide one thing only: where each newly submitted job goes, drawn from the
+submitting site's own stream whatever the state of any site (``random``: a uniform site).
+Such a decision needs no hook inside a window, so a shard may hold all its sites' jobs in
+numpy columns and handle each window as arrays: the window's local arrivals are routed with
+the destinations the agents drew, the transfers leave as one message batch, and every
+site's strict FCFS schedule (identical processors) is extended over the jobs queued there
+in the window, by the recurrence of :meth:`Site.enable_recurrence`:
+
+    start_i = max(arrival_i, start_{i-1}, the q_i-th earliest processor free time)
+
+with arrivals in the event loop's order at each site (time, then received messages by
+source and sequence number before local arrivals by release and job id). It gives the job
+table the event loop gives (``tests/test_fcfs_columns.py`` compares them, shard counts,
+horizons, rigid jobs and latency matrices included), at a fraction of the cost: no Python
+object per job or message, and a window costs what its arrivals cost.
+
+Each site's costs stay its own: events, messages sent and received are counted per site;
+the CPU time of a window (the only cost that is not per site here, since no site has its
+own loop) is shared among the sites by the events each handled in it. A job that needs more
+processors than its site has blocks that site's queue for ever, as in the event loop.
+"""
+from __future__ import annotations
+
+import bisect
+import math
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from gridemu.model.errors import InvariantError
+from gridemu.model.jobs import JOB_DTYPE, STATE_CODE
+from gridemu.model.messages import MSG_DTYPE, empty_batch, to_batch
+from gridemu.sites.results import settle
+
+PENDING, QUEUED, TRANSFERRED = STATE_CODE["pending"], STATE_CODE["queued"], STATE_CODE["transferred"]
+# Kind ranks of the event loop at equal times (sites/site.py): messages before arrivals.
+RANK_MESSAGE, RANK_ARRIVAL = 1, 3
+# Below this many queue arrivals per lockstep round, a plain loop over the arrivals is cheaper
+# than a round of array operations (a few sites with long queues in one window).
+LOCKSTEP_MIN_ROWS = 12
+
+
+@dataclass
+class RoutedSites:
+    """What the columns need of a shard's sites: ids, processors, speeds, latency, jobs, routes."""
+
+    site_ids: np.ndarray  # global id of each hosted site
+    procs: np.ndarray  # processors of each hosted site
+    speeds: np.ndarray  # the (identical) processor speed of each hosted site
+    latency: "float | np.ndarray"  # one for every link, or rows: hosted sites, columns: all sites
+    jobs: list[np.ndarray]  # each hosted site's submitted jobs (JOB_DTYPE), in (release, job_id) order
+    routes: list[np.ndarray]  # each hosted site's destination of every submitted job, in that order
+    job_code: int  # the kind code of a job transfer
+
+
+class FcfsColumns:
+    """A shard's FCFS sites with routing agents: job state in numpy columns, windows as arrays."""
+
+    def __init__(self, spec: RoutedSites):
+        n = len(spec.site_ids)
+        self.n = n
+        self.site_ids = np.asarray(spec.site_ids, dtype=np.int64)
+        self.procs = np.asarray(spec.procs, dtype=np.int64)
+        self.speeds = np.asarray(spec.speeds, dtype=float)
+        self.job_code = spec.job_code
+        counts = np.array([len(j) for j in spec.jobs], dtype=np.int64)
+        jobs = np.concatenate(spec.jobs) if n else np.zeros(0, JOB_DTYPE)
+        dest = np.concatenate(spec.routes).astype(np.int64) if n else np.zeros(0, np.int64)
+        home = np.repeat(np.arange(n), counts)  # hosted index of the submitting site
+        # The sends of each site are numbered in submission order, as Site.send numbers them.
+        leaves = dest != self.site_ids[home]
+        sends = np.cumsum(leaves)
+        first = np.concatenate(([0], np.cumsum(counts)[:-1])) if n else np.zeros(0, np.int64)
+        before = np.concatenate(([0], sends))[first] if n else np.zeros(0, np.int64)
+        seq = sends - np.repeat(before, counts)
+        # Local jobs of every hosted site in one table, in release order (ties: site, then
+        # submission order), so a window's arrivals are one slice.
+        order = np.lexsort((np.arange(len(jobs)), home, jobs["release"]))
+        self.jobs = jobs[order]
+        self.home = home[order]
+        self.dest = dest[order]
+        self.leaves = leaves[order]
+        self.seq = seq[order]
+        self.pos = np.empty(len(order), dtype=np.int64)  # submission position within its site
+        self.pos[order] = np.arange(len(order)) - np.repeat(first, counts)
+        self.latency = spec.latency
+        n_local = len(self.jobs)
+        self.start = np.full(n_local, np.nan)
+        self.end = np.full(n_local, np.nan)
+        self.cursor = 0  # local jobs before it have arrived
+        # Each site's processors as free times, sorted; columns past its count stay +inf.
+        width = int(self.procs.max()) if n else 1
+        self.free = np.full((n, width), math.inf)
+        for i, m in enumerate(self.procs.tolist()):
+            self.free[i, :m] = -math.inf
+        self.prev = np.full(n, -math.inf)  # start time of each site's latest job (FCFS order)
+        # Received jobs: message rows delivered here, with their schedule.
+        self.received: list[np.ndarray] = []
+        self.r_start: list[np.ndarray] = []
+        self.r_end: list[np.ndarray] = []
+        self.pending = empty_batch()  # messages delivered to the shard, due in a later window
+        # Per-site counters (the event loop's): events, messages received, jobs sent.
+        self.events = np.zeros(n, dtype=np.int64)
+        self.n_received = np.zeros(n, dtype=np.int64)
+        self.n_sent = np.zeros(n, dtype=np.int64)
+        self.cpu = np.zeros(n)
+        self.done = 0
+        self.clock = -math.inf
+        self.local_index = np.full(int(self.site_ids.max()) + 1 if n else 0, -1, dtype=np.int64)
+        self.local_index[self.site_ids] = np.arange(n)
+
+    # ------------------------------------------------------------------ queries
+
+    def next_time(self) -> float:
+        t = float(self.jobs["release"][self.cursor]) if self.cursor < len(self.jobs) else math.inf
+        if len(self.pending):
+            t = min(t, float(self.pending["deliver"].min()))
+        return t
+
+    def send_bound(self) -> float:
+        """Routing agents send only at a local arrival: the next release."""
+        return float(self.jobs["release"][self.cursor]) if self.cursor < len(self.jobs) else math.inf
+
+    # ------------------------------------------------------------------ a window
+
+    def deliver(self, batch: "np.ndarray | list[tuple]") -> None:
+        """Take messages for the hosted sites (an array, or rows from an event-loop shard)."""
+        if not isinstance(batch, np.ndarray):
+            batch = to_batch(batch)
+        if not len(batch):
+            return
+        if float(batch["deliver"].min()) < self.clock:
+            row = batch[np.argmin(batch["deliver"])]
+            raise InvariantError(
+                f"causality: message from site {row['src']} (seq {row['seq']}) to site {row['dst']} due at "
+                f"t={row['deliver']} arrived after the window that ended at t={self.clock}"
+            )
+        if np.any(batch["mtype"] != self.job_code):
+            raise InvariantError(f"a routing protocol's site got a message that is no job transfer (kinds {set(batch['mtype'].tolist())})")
+        self.pending = np.concatenate((self.pending, batch)) if len(self.pending) else batch
+
+    def advance(self, until: float) -> np.ndarray:
+        """Handle every arrival before ``until``; return the transfers sent, in delivery order."""
+        t0 = time.perf_counter()
+        lo = self.cursor
+        hi = int(np.searchsorted(self.jobs["release"], until, side="left"))
+        self.cursor = hi
+        self.clock = until
+        arrived = np.arange(lo, hi)
+        home = self.home[lo:hi]
+        self._count(self.events, home)
+        go = self.leaves[lo:hi]
+        out = self._transfers(arrived[go])
+        stay = arrived[~go]
+        due = self.pending["deliver"] < until if len(self.pending) else np.zeros(0, bool)
+        got = self.pending[due]
+        if len(got):
+            self.pending = self.pending[~due]
+            self._count(self.n_received, self.local_index[got["dst"]])
+            self._count(self.events, self.local_index[got["dst"]])
+        self._queue(stay, got)
+        # The window's time, shared among the sites by the events each handled in it.
+        touched = np.concatenate((home, self.local_index[got["dst"]])) if len(got) else home
+        if len(touched):
+            share = np.bincount(touched, minlength=self.n)
+            self.cpu += (time.perf_counter() - t0) * share / len(touched)
+        return out
+
+    @staticmethod
+    def _count(counter: np.ndarray, idx: np.ndarray) -> None:
+        if len(idx):
+            counter += np.bincount(idx, minlength=len(counter))
+
+    def _transfers(self, idx: np.ndarray) -> np.ndarray:
+        """Message rows for the local jobs ``idx`` sent away at their release (Site.transfer)."""
+        if not len(idx):
+            return empty_batch()
+        jobs, home, dest = self.jobs[idx], self.home[idx], self.dest[idx]
+        lat = self.latency if isinstance(self.latency, float) else self.latency[home, dest]
+        out = np.zeros(len(idx), dtype=MSG_DTYPE)
+        out["deliver"] = jobs["release"] + lat
+        out["src"] = self.site_ids[home]
+        out["seq"] = self.seq[idx]
+        out["dst"] = dest
+        out["sent"] = jobs["release"]
+        out["mtype"] = self.job_code
+        for name in JOB_DTYPE.names:
+            out["job_" + name] = jobs[name]
+        out["job_migrations"] += 1
+        self._count(self.n_sent, home)
+        return out[np.lexsort((out["seq"], out["src"], out["deliver"]))]
+
+    def _queue(self, stay: np.ndarray, got: np.ndarray) -> None:
+        """Extend each site's FCFS schedule over the jobs queued there in this window."""
+        n_stay, n_got = len(stay), len(got)
+        if not n_stay + n_got:
+            return
+        site = np.concatenate((self.home[stay], self.local_index[got["dst"]]))
+        when = np.concatenate((self.jobs["release"][stay], got["deliver"]))
+        rank = np.concatenate((np.full(n_stay, RANK_ARRIVAL), np.full(n_got, RANK_MESSAGE)))
+        key1 = np.concatenate((self.pos[stay], got["src"].astype(np.int64)))
+        key2 = np.concatenate((np.zeros(n_stay, np.int64), got["seq"]))
+        size = np.concatenate((self.jobs["size"][stay], got["job_size"]))
+        q = np.concatenate((self.jobs["procs"][stay], got["job_procs"])).astype(np.int64)
+        order = np.lexsort((key2, key1, rank, when, site))
+        start, end = self._schedule(site[order], when[order], size[order], q[order])
+        s, e = np.empty(len(order)), np.empty(len(order))
+        s[order], e[order] = start, end
+        self.start[stay], self.end[stay] = s[:n_stay], e[:n_stay]
+        if n_got:
+            self.received.append(got)
+            self.r_start.append(s[n_stay:])
+            self.r_end.append(e[n_stay:])
+        self.done += int(np.count_nonzero(np.isfinite(start)))
+
+    def _schedule(self, site: np.ndarray, when: np.ndarray, size: np.ndarray, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The FCFS recurrence for queue arrivals sorted by site, then event order."""
+        n = len(site)
+        first = np.flatnonzero(np.concatenate(([True], site[1:] != site[:-1])))
+        rank = np.arange(n) - np.repeat(first, np.diff(np.append(first, n)))
+        rounds = int(rank.max()) + 1
+        if n < LOCKSTEP_MIN_ROWS * rounds:
+            return self._schedule_loop(site, when, size, q)
+        start, end = np.empty(n), np.empty(n)
+        free, prev, procs, width = self.free, self.prev, self.procs, self.free.shape[1]
+        cols = np.arange(width)
+        by_round = np.argsort(rank, kind="stable")
+        bounds = np.searchsorted(rank[by_round], np.arange(rounds + 1))
+        for r in range(rounds):
+            rows = by_round[bounds[r] : bounds[r + 1]]  # one arrival of each site at most
+            i, qi = site[rows], q[rows]
+            f = free[i]
+            fits = qi <= procs[i]
+            kth = f[np.arange(len(rows)), np.minimum(qi, width) - 1]
+            s = np.maximum(np.maximum(when[rows], prev[i]), np.where(fits, kth, math.inf))
+            e = s + size[rows] / self.speeds[i]
+            # The q earliest-free processors run the job until e (a blocked site: +inf for ever).
+            f = np.where(cols[None, :] < qi[:, None], e[:, None], f)
+            f.sort(axis=1)
+            free[i] = f
+            prev[i] = s
+            start[rows], end[rows] = s, e
+        return start, end
+
+    def _schedule_loop(self, site: np.ndarray, when: np.ndarray, size: np.ndarray, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The same recurrence, one arrival at a time (few sites with many arrivals each)."""
+        touched = np.unique(site).tolist()
+        rows = dict(zip(touched, self.free[touched].tolist()))
+        prev = dict(zip(touched, self.prev[touched].tolist()))
+        procs, speeds = self.procs.tolist(), self.speeds.tolist()
+        start, end = [], []
+        for i, t, z, k in zip(site.tolist(), when.tolist(), size.tolist(), q.tolist()):
+            f = rows[i]
+            s = max(t, prev[i], f[k - 1] if k <= procs[i] else math.inf)
+            e = s + z / speeds[i]
+            if s < math.inf:
+                del f[:k]
+                pos = bisect.bisect_right(f, e)
+                f[pos:pos] = [e] * k
+            prev[i] = s
+            start.append(s)
+            end.append(e)
+        self.free[touched] = [rows[i] for i in touched]
+        self.prev[touched] = [prev[i] for i in touched]
+        return np.array(start), np.array(end)
+
+    # ------------------------------------------------------------------ the end
+
+    def finish(self, horizon: float) -> None:
+        """Close the books: count the completions before the horizon as events (the event
+        loop handles each as one)."""
+        ends = [self.end[: self.cursor]] + self.r_end
+        sites = [self.home[: self.cursor]] + [self.local_index[g["dst"]] for g in self.received]
+        end, site = np.concatenate(ends), np.concatenate(sites)
+        self._count(self.events, site[end < horizon])
+
+    def job_columns(self, horizon: float) -> dict[str, np.ndarray]:
+        """Columns for jobs.parquet of the jobs these sites hold (as :func:`job_columns`):
+        submitted jobs not sent away, received jobs, and jobs due here after the last window."""
+        kept = np.flatnonzero(~(self.leaves & (np.arange(len(self.jobs)) < self.cursor)))
+        parts = [{name: self.jobs[name][kept] for name in JOB_DTYPE.names}]
+        exec_site = [self.site_ids[self.home[kept]]]
+        start, end = [self.start[kept]], [self.end[kept]]
+        state = [np.where(kept < self.cursor, QUEUED, PENDING).astype(np.int8)]
+        for got, s, e in zip(self.received, self.r_start, self.r_end):
+            parts.append({name: got["job_" + name] for name in JOB_DTYPE.names})
+            exec_site.append(got["dst"])
+            start.append(s)
+            end.append(e)
+            state.append(np.full(len(got), QUEUED, dtype=np.int8))
+        cols = {name: np.concatenate([p[name] for p in parts]) for name in JOB_DTYPE.names}
+        state_, start_, end_ = settle(np.concatenate(state), np.concatenate(start), np.concatenate(end), horizon)
+        state_ = state_.astype(np.int8)
+        travelling = self.pending
+        if len(travelling):  # delivered to the shard, due after the last window: still travelling
+            for name in JOB_DTYPE.names:
+                cols[name] = np.concatenate((cols[name], travelling["job_" + name]))
+            exec_site.append(travelling["dst"])
+            state_ = np.concatenate((state_, np.full(len(travelling), TRANSFERRED, dtype=np.int8)))
+            start_ = np.concatenate((start_, np.full(len(travelling), np.nan)))
+            end_ = np.concatenate((end_, np.full(len(travelling), np.nan)))
+        cols.update(
+            offered=np.zeros(len(state_), dtype=bool),
+            exec_site=np.concatenate(exec_site).astype(np.int32),
+            start=start_,
+            end=end_,
+            state=state_,
+        )
+        return cols
+
+    def site_counts(self) -> dict[str, np.ndarray]:
+        """Per hosted site: events, messages received and jobs sent (the event loop's counters),
+        and CPU seconds (the windows' time shared by events)."""
+        return {"events": self.events, "received": self.n_received, "sent_jobs": self.n_sent, "cpu_seconds": self.cpu}

@@ -1,0 +1,119 @@
+"""FCFS sites with a routing protocol run as numpy columns (sites/fcfs_columns.py): the
+same job table and the same per-site counters as the event loop, in every setting."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import gridemu.emulator as emulator
+from gridemu.emulator.engine import build_shard_specs
+from gridemu.emulator.scenario import load_scenario
+from gridemu.emulator.shard import Shard
+from gridemu.scenarios.workload import generate_jobs
+from gridemu.sites import fcfs_columns
+from tests.conftest import small_grid
+
+COUNTERS = ["site_id", "events", "messages_received", "messages_sent", "sent_job"]
+
+
+def routed_grid(**extra) -> dict:
+    data = small_grid("random", jobs=1200, sites=6)
+    data["sites"]["procs"] = [4, 2, 6, 3, 4, 5]
+    data["workload"]["rate"] = [2.0, 0.6, 0.9, 0.4, 0.8, 1.1]
+    for key, value in extra.items():
+        data.setdefault(key, {}).update(value)
+    return data
+
+
+def assert_same_run(data: dict, **kw) -> emulator.RunResult:
+    fast = emulator.run(data, **kw)
+    slow = emulator.run(data, recurrence=False, **kw)
+    pd.testing.assert_frame_equal(fast.jobs, slow.jobs)
+    pd.testing.assert_frame_equal(fast.sites[COUNTERS], slow.sites[COUNTERS])
+    for key in ("events", "messages", "messages_total"):
+        assert fast.summary["global"][key] == slow.summary["global"][key]
+    return fast
+
+
+def test_the_columns_serve_routing_protocols_on_fcfs_sites_only():
+    def uses_columns(data):
+        scenario = load_scenario(data)
+        jobs, groups = generate_jobs(scenario)
+        return Shard(build_shard_specs(scenario, jobs, 1, groups=groups)[0]).columns is not None
+
+    assert uses_columns(routed_grid())
+    assert not uses_columns(routed_grid(protocol={"name": "local"}))  # silent: the per-site recurrence
+    assert not uses_columns(routed_grid(scheduler={"name": "spt"}))
+    mixed = routed_grid()
+    mixed["sites"] = [{"name": "a", "speeds": [1.0, 2.0]}, {"name": "b", "procs": 3}]
+    mixed["workload"]["rate"] = [1.0, 0.5]
+    assert not uses_columns(mixed)  # processors of two speeds in one site
+    mixed["sites"][0]["speeds"] = [2.0, 2.0]
+    assert uses_columns(mixed)
+
+
+@pytest.mark.parametrize("horizon", [math.inf, 120.0])
+@pytest.mark.parametrize("shards", [1, 4])
+def test_same_job_table_as_the_event_loop(horizon, shards):
+    res = assert_same_run(routed_grid(run={"horizon": horizon}), shards=shards)
+    states = set(res.jobs["state"])
+    assert (res.jobs["migrations"] > 0).any()
+    if math.isfinite(horizon):
+        assert {"done", "pending"} <= states and states - {"done", "pending"}  # some cut mid-way
+    else:
+        assert states == {"done"}
+
+
+def test_rigid_jobs_wider_than_a_site_block_its_queue_as_in_the_event_loop():
+    # Jobs of up to 5 processors submitted at the 5-processor sites; the random broker
+    # sends some to the sites of 2 and 3 processors, where they block the queue for ever.
+    rng = np.random.default_rng(3)
+    jobs = [
+        {"release": float(t), "size": float(z), "site": int(s), "procs": int(q)}
+        for t, z, s, q in zip(np.sort(rng.uniform(0, 300, 400)), rng.gamma(2, 2, 400), rng.choice([0, 4, 5], 400), rng.integers(1, 6, 400))
+    ]
+    data = routed_grid()
+    data["sites"]["procs"] = [5, 2, 6, 3, 5, 5]
+    data["workload"] = {"kind": "jobs", "list": jobs}
+    res = assert_same_run(data)
+    blocked = res.jobs[res.jobs["state"] == "queued"]
+    assert len(blocked) and set(blocked["exec_site"]) <= {1, 3}
+
+
+def test_a_latency_matrix_and_other_speeds():
+    n = 6
+    lat = [[0.0 if i == j else 0.5 + 0.25 * ((i + j) % 3) for j in range(n)] for i in range(n)]
+    data = routed_grid(network={"latency_matrix": lat}, sites={"speed": [1.0, 2.0, 0.5, 1.0, 1.5, 1.0]})
+    data["network"].pop("latency")
+    assert_same_run(data, shards=3)
+
+
+def test_shards_and_packing_give_the_same_table():
+    data = routed_grid()
+    base = emulator.run(data).jobs
+    for shards, packing in [(2, "block"), (3, "round_robin"), (6, "block")]:
+        other = emulator.run(data, shards=shards, overrides={"run.packing": packing}).jobs
+        pd.testing.assert_frame_equal(base, other)
+
+
+def test_lockstep_rounds_and_the_plain_loop_agree(monkeypatch):
+    data = routed_grid(network={"latency": 4.0})
+    data["sites"]["procs"] = [4, 3, 6, 3, 4, 5]
+    data["workload"]["procs"] = {"low": 1, "high": 3}
+    runs = []
+    for threshold in (0, 10**9):  # every window in rounds of arrays / every window one by one
+        monkeypatch.setattr(fcfs_columns, "LOCKSTEP_MIN_ROWS", threshold)
+        runs.append(emulator.run(data).jobs)
+    pd.testing.assert_frame_equal(*runs)
+
+
+def test_cpu_and_messages_are_counted_per_site():
+    res = emulator.run(routed_grid())
+    sites = res.sites
+    assert (sites["cpu_seconds"] > 0).all()
+    assert sites["messages_received"].sum() == sites["sent_job"].sum() == res.summary["global"]["messages"]["job"]
+    moved = res.jobs[res.jobs["migrations"] > 0]
+    np.testing.assert_array_equal(np.bincount(moved["exec_site"], minlength=6), sites["messages_received"])
