@@ -95,6 +95,15 @@ def _finish(raw: RawRun) -> RunResult:
         usage=usage_table(raw),
         summary=summary,
         scenario=scenario.data,
-        pieces=labelled(pieces, scenario.orgs, raw.groups, PIECE_COLUMNS),
+        pieces=_piece_rows(pieces, jobs, scenario.orgs, raw.groups),
     )
+
+
+def _piece_rows(pieces: pd.DataFrame, jobs: pd.DataFrame, orgs: list[str], groups: list[str]) -> pd.DataFrame:
+    """The labelled piece table; where no job was split it shares the job table's columns
+    (the same rows: a second labelled copy would be the run's largest object again)."""
+    if len(pieces) != len(jobs):
+        return labelled(pieces, orgs, groups, PIECE_COLUMNS)
+    cols = {c: (pieces[c] if c == "fragment" else jobs[c]) for c in PIECE_COLUMNS}
+    return pd.DataFrame(cols, copy=False)
 

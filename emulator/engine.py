@@ -23,6 +23,7 @@ from gridemu.brokers.agents.base import GridInfo
 from gridemu.emulator.backends import BACKENDS, ensure_ray, ray_cpus
 from gridemu.emulator.scenario import Scenario
 from gridemu.emulator.shard import ShardSpec, StepInfo
+from gridemu.model.jobs import take
 from gridemu.model.messages import to_batch
 from gridemu.scenarios.workload import check_scheduler_jobs, generate_jobs
 
@@ -76,9 +77,7 @@ def build_shard_specs(
     org_index = {org: k for k, org in enumerate(scenario.orgs)}
     owners = [org_index[s.org] for s in sites]
     grid = GridInfo(len(sites), tuple(owners), scenario.seed, scenario.lookahead, scenario.max_latency)
-    order = np.argsort(jobs["submit_site"], kind="stable")
-    bounds = np.searchsorted(jobs["submit_site"][order], np.arange(len(sites) + 1))
-    per_site = [jobs[order[bounds[i] : bounds[i + 1]]] for i in range(len(sites))]
+    job_shard = site_to_shard[jobs["submit_site"]]
     plugin = scenario.plugin
     extra = plugin.grid_info(scenario.facts()) if plugin.grid_info else {}
     if "policy" in scenario.data:  # the runtime policy tree every fairshare scheduler shares
@@ -91,7 +90,7 @@ def build_shard_specs(
                 shard_id=k,
                 n_shards=n_shards,
                 sites=[sites[i] for i in ids],
-                jobs=[per_site[i] for i in ids],
+                jobs=take(jobs, job_shard == k) if n_shards > 1 else jobs,
                 latency=scenario.latency[ids] if isinstance(scenario.latency, np.ndarray) else scenario.latency,
                 owners=[owners[i] for i in ids],
                 site_to_shard=site_to_shard,

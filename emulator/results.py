@@ -88,9 +88,11 @@ def _json_default(value: Any) -> Any:
 def piece_table(raw: RawRun) -> pd.DataFrame:
     """One row per piece of work a site holds at the end (a job, or a fragment of a divisible one).
 
-    Codes stay numeric (owner, group, state); sorted by job id and fragment id.
+    Takes the job columns out of ``raw.shard_results`` (call it once). Codes stay numeric (owner, group, state); sorted by job id and fragment id.
     """
-    parts = [r["jobs"] for r in raw.shard_results if r["jobs"]]
+    # Taken out of the shard results: the columns below are their only copy from here on.
+    parts = [r.pop("jobs") for r in raw.shard_results]
+    parts = [p for p in parts if p]
     cols = {k: np.concatenate([p[k] for p in parts]) if len(parts) > 1 else parts[0][k] for k in parts[0]} if parts else {}
     flight = [b for b in raw.in_flight if len(b)]
     if flight:
@@ -137,7 +139,9 @@ def job_table(pieces: pd.DataFrame) -> pd.DataFrame:
     its pieces.
     """
     if pieces["job_id"].is_unique:
-        jobs = pieces.copy()
+        # The same columns (a copy would double the run's largest object); a column set on
+        # one table later replaces it there only.
+        jobs = pieces.copy(deep=False)
         jobs["fragments"] = np.ones(len(jobs), dtype=np.int32)
         return jobs
     g = pieces.groupby("job_id", sort=True)
@@ -210,8 +214,8 @@ def timeseries_table(raw: RawRun) -> pd.DataFrame:
 
 def usage_table(raw: RawRun) -> pd.DataFrame:
     """The sites' usage ledgers: processor-time of finished jobs per site and group."""
-    rows = [row for r in raw.shard_results for row in r["usage"]]
-    df = pd.DataFrame(rows, columns=["site_id", "group", "usage"])
+    parts = [r["usage"] for r in raw.shard_results]
+    df = pd.DataFrame({k: np.concatenate([p[k] for p in parts]) for k in ("site_id", "group", "usage")})
     df["group"] = pd.Categorical.from_codes(df["group"].to_numpy(dtype=int), categories=raw.groups)
     return df.sort_values(["site_id", "group"]).reset_index(drop=True)
 

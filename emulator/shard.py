@@ -16,6 +16,7 @@ import numpy as np
 from gridemu.brokers import registry
 from gridemu.brokers.agents.base import GridInfo
 from gridemu.model.errors import InvariantError
+from gridemu.model.jobs import take
 from gridemu.model.messages import MessageKinds, empty_batch, to_batch
 from gridemu.sites.fcfs_columns import FcfsColumns, RoutedSites
 from gridemu.sites.results import job_columns, usage_ledger
@@ -29,7 +30,7 @@ class ShardSpec:
     shard_id: int
     n_shards: int
     sites: list[SiteSpec]
-    jobs: list[np.ndarray]  # one JOB_DTYPE array per hosted site
+    jobs: np.ndarray  # the jobs the hosted sites submit (JOB_DTYPE), in any order
     latency: float | np.ndarray  # one for every link, or rows: hosted sites, columns: all sites
     owners: list[int]  # organization index of each hosted site
     site_to_shard: np.ndarray
@@ -73,22 +74,25 @@ class Shard:
         if spec.recurrence and protocol.route is not None and all(
             s.scheduler == "fcfs" and len(set(s.speeds)) == 1 for s in spec.sites
         ):
+            counts = np.bincount(self.local_of[spec.jobs["submit_site"]], minlength=len(spec.sites))
             self.columns = FcfsColumns(
                 RoutedSites(
                     site_ids=np.array([s.site_id for s in spec.sites], dtype=np.int64),
                     procs=np.array([s.procs for s in spec.sites], dtype=np.int64),
                     speeds=np.array([s.speeds[0] for s in spec.sites], dtype=float),
                     latency=spec.latency if isinstance(spec.latency, float) else np.asarray(spec.latency, dtype=float),
-                    jobs=[_in_submission_order(j) for j in spec.jobs],
-                    routes=[protocol.route(spec.grid, s.site_id, len(j), params) for s, j in zip(spec.sites, spec.jobs)],
+                    jobs=spec.jobs,
+                    routes=[protocol.route(spec.grid, s.site_id, int(k), params) for s, k in zip(spec.sites, counts.tolist())],
                     job_code=self.kinds.code["job"],
                 )
             )
             self.events = 0
             self.done = 0
             return
-        for i, (s, jobs) in enumerate(zip(spec.sites, spec.jobs)):
-            site = Site(s, jobs, spec.latency if isinstance(spec.latency, float) else spec.latency[i], spec.owners[i], self.kinds)
+        jobs, counts = _by_site(spec.jobs, self.local_of)
+        bounds = np.cumsum(counts) - counts
+        for i, (s, first, k) in enumerate(zip(spec.sites, bounds.tolist(), counts.tolist())):
+            site = Site(s, jobs[first : first + k], spec.latency if isinstance(spec.latency, float) else spec.latency[i], spec.owners[i], self.kinds)
             if site.scheduler.name == "fairshare":
                 site.scheduler.configure(spec.extra["policy"])
             site.agent = protocol.agent(SiteView(site), spec.grid, params)
@@ -215,12 +219,20 @@ class Shard:
     def _split(self, batch: np.ndarray) -> tuple[list[np.ndarray], dict[int, float]]:
         """A batch in delivery order cut by destination shard, and each part's earliest delivery."""
         out, out_min = [empty_batch()] * self.n_shards, {}
-        if len(batch):
-            dest = self.site_to_shard[batch["dst"]]
-            for d in np.unique(dest).tolist():
-                part = batch[dest == d]
+        if not len(batch):
+            return out, out_min
+        if self.n_shards == 1:
+            return [batch], {0: float(batch["deliver"][0])}
+        dest = self.site_to_shard[batch["dst"]]
+        order = np.argsort(dest, kind="stable")  # keeps the delivery order within each part
+        counts = np.bincount(dest, minlength=self.n_shards).tolist()
+        lo = 0
+        for d, k in enumerate(counts):
+            if k:
+                part = batch[order[lo : lo + k]]
                 out[d] = part
                 out_min[d] = float(part["deliver"][0])
+                lo += k
         return out, out_min
 
     def results(self, horizon: float) -> dict[str, Any]:
@@ -281,9 +293,16 @@ class Shard:
         return {"jobs": job_cols, "sites": sites, "timeseries": {}, "usage": usage_ledger(job_cols)}
 
 
-def _in_submission_order(jobs: np.ndarray) -> np.ndarray:
-    """A site's jobs in (release, job_id) order, the order its agent numbers them in."""
-    return jobs[np.lexsort((jobs["job_id"], jobs["release"]))]
+def _by_site(jobs: np.ndarray, local_of: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The shard's jobs by hosted site, each site's in submission order (release, job id),
+    and how many each site has."""
+    ids = jobs["job_id"]
+    if len(ids) < 2 or (ids[1:] > ids[:-1]).all():  # in job id order: (release, site) order
+        jobs = take(jobs, np.argsort(jobs["submit_site"], kind="stable"))
+    else:
+        jobs = take(jobs, np.lexsort((ids, jobs["release"], jobs["submit_site"])))
+    counts = np.bincount(local_of[jobs["submit_site"]], minlength=int((local_of >= 0).sum()))
+    return jobs, counts
 
 
 def _done(site: Site) -> int:

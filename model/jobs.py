@@ -48,6 +48,16 @@ STATE_CODE = {name: code for code, name in enumerate(STATES)}
 GONE, OFFERED = -1, -2
 
 
+def take(rows: np.ndarray, index: np.ndarray) -> np.ndarray:
+    """``rows[index]`` for a structured array (an index or a mask), copied as raw bytes.
+
+    numpy copies a structured row field by field; as one opaque block of bytes it is a plain
+    memory copy (a million nearly ordered jobs: 28 ms instead of 224 ms).
+    """
+    block = np.dtype((np.void, rows.dtype.itemsize))
+    return rows.view(block)[index].view(rows.dtype)
+
+
 def empty_jobs(n: int = 0) -> np.ndarray:
     """A zeroed job array of length ``n`` (walltime and deadline NaN, procs 1)."""
     jobs = np.zeros(n, dtype=JOB_DTYPE)

@@ -34,6 +34,11 @@ _ROUTING = [
 ]
 MSG_DTYPE = np.dtype(_ROUTING + [(f"job_{name}", JOB_DTYPE[name]) for name in JOB_DTYPE.names])
 N_ROUTING = len(_ROUTING)
+#: Where a message's job record starts: its columns are JOB_DTYPE's, in order and packed, so
+#: the record is one block of bytes (``job_block``).
+JOB_OFFSET = MSG_DTYPE.fields["job_job_id"][1]
+assert all(MSG_DTYPE.fields["job_" + f][1] - JOB_OFFSET == JOB_DTYPE.fields[f][1] for f in JOB_DTYPE.names)
+assert JOB_OFFSET + JOB_DTYPE.itemsize == MSG_DTYPE.itemsize
 #: A message row without a job: zeros for the job columns, job_id -1, NaN walltime and deadline.
 NO_JOB: tuple = (-1, 0, 0, 0.0, 0.0, 0, float("nan"), 0.0, -1, 0, 0, float("nan"))
 #: Payload columns a kind may name: the two numbers, then the job columns.
@@ -142,6 +147,17 @@ class MessageKinds:
 
     def __getitem__(self, name: str) -> MessageKind:
         return self.kinds[self.code[name]]
+
+
+def job_block(batch: np.ndarray) -> np.ndarray:
+    """The job records of a message batch as a writable (rows, JOB_DTYPE bytes) view:
+    ``job_block(b)[:] = as_bytes(jobs)`` fills them, ``from_bytes(job_block(b))`` copies them out."""
+    return batch.view(np.uint8).reshape(len(batch), MSG_DTYPE.itemsize)[:, JOB_OFFSET:]
+
+
+def jobs_in(batch: np.ndarray) -> np.ndarray:
+    """The job records a batch carries, as a JOB_DTYPE array (one copy of bytes)."""
+    return np.ascontiguousarray(job_block(batch)).view(JOB_DTYPE).reshape(len(batch))
 
 
 def empty_batch() -> np.ndarray:

@@ -18,7 +18,7 @@ import numpy as np
 from gridemu.model.errors import ScenarioError, WorkloadError
 from gridemu.model.rng import PURPOSE_ARRIVALS, PURPOSE_PROCS, PURPOSE_SIZES, site_rng
 from gridemu.model.checks import check_number, check_sequential, per_site_values
-from gridemu.model.jobs import JOB_DTYPE, empty_jobs
+from gridemu.model.jobs import JOB_DTYPE, empty_jobs, take
 from gridemu.scenarios import propositions
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -144,8 +144,13 @@ def generate_jobs(scenario: WorkloadSource) -> tuple[np.ndarray, list[str]]:
 
 
 def _number_jobs(jobs: np.ndarray) -> np.ndarray:
-    order = np.lexsort((np.arange(len(jobs)), jobs["submit_site"], jobs["release"]))
-    jobs = jobs[order]
+    """Job ids are ranks by (release, submitting site, position in the workload)."""
+    site = jobs["submit_site"]
+    if len(site) < 2 or (site[1:] >= site[:-1]).all():  # by site already: one stable sort does it
+        order = np.argsort(jobs["release"], kind="stable")
+    else:
+        order = np.lexsort((site, jobs["release"]))  # lexsort is stable: equal keys keep their order
+    jobs = take(jobs, order)
     jobs["job_id"] = np.arange(len(jobs))
     return jobs
 

@@ -31,8 +31,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from gridemu.model.errors import InvariantError
-from gridemu.model.jobs import JOB_DTYPE, STATE_CODE
-from gridemu.model.messages import MSG_DTYPE, empty_batch, to_batch
+from gridemu.model.jobs import JOB_DTYPE, STATE_CODE, take
+from gridemu.model.messages import MSG_DTYPE, empty_batch, job_block, jobs_in, to_batch
 from gridemu.sites.results import settle
 
 PENDING, QUEUED, TRANSFERRED = STATE_CODE["pending"], STATE_CODE["queued"], STATE_CODE["transferred"]
@@ -51,8 +51,8 @@ class RoutedSites:
     procs: np.ndarray  # processors of each hosted site
     speeds: np.ndarray  # the (identical) processor speed of each hosted site
     latency: "float | np.ndarray"  # one for every link, or rows: hosted sites, columns: all sites
-    jobs: list[np.ndarray]  # each hosted site's submitted jobs (JOB_DTYPE), in (release, job_id) order
-    routes: list[np.ndarray]  # each hosted site's destination of every submitted job, in that order
+    jobs: np.ndarray  # the hosted sites' submitted jobs (JOB_DTYPE), best in job id order
+    routes: list[np.ndarray]  # each hosted site's destination of each of its jobs, in (release, job id) order
     job_code: int  # the kind code of a job transfer
 
 
@@ -66,39 +66,47 @@ class FcfsColumns:
         self.procs = np.asarray(spec.procs, dtype=np.int64)
         self.speeds = np.asarray(spec.speeds, dtype=float)
         self.job_code = spec.job_code
-        counts = np.array([len(j) for j in spec.jobs], dtype=np.int64)
-        jobs = np.concatenate(spec.jobs) if n else np.zeros(0, JOB_DTYPE)
-        dest = np.concatenate(spec.routes).astype(np.int64) if n else np.zeros(0, np.int64)
-        home = np.repeat(np.arange(n), counts)  # hosted index of the submitting site
-        # The sends of each site are numbered in submission order, as Site.send numbers them.
-        leaves = dest != self.site_ids[home]
-        sends = np.cumsum(leaves)
-        first = np.concatenate(([0], np.cumsum(counts)[:-1])) if n else np.zeros(0, np.int64)
-        before = np.concatenate(([0], sends))[first] if n else np.zeros(0, np.int64)
-        seq = sends - np.repeat(before, counts)
-        # Local jobs of every hosted site in one table, in release order (ties: site, then
-        # submission order), so a window's arrivals are one slice.
-        order = np.lexsort((np.arange(len(jobs)), home, jobs["release"]))
-        self.jobs = jobs[order]
-        self.home = home[order]
-        self.dest = dest[order]
-        self.leaves = leaves[order]
-        self.seq = seq[order]
-        self.pos = np.empty(len(order), dtype=np.int64)  # submission position within its site
-        self.pos[order] = np.arange(len(order)) - np.repeat(first, counts)
         self.latency = spec.latency
-        n_local = len(self.jobs)
-        self.start = np.full(n_local, np.nan)
-        self.end = np.full(n_local, np.nan)
+        self.local_index = np.full(int(self.site_ids.max()) + 1 if n else 0, -1, dtype=np.int64)
+        self.local_index[self.site_ids] = np.arange(n)
+        # Local jobs of every hosted site in one table, in release order (ties: site, then job
+        # id), so a window's arrivals are one slice. Generated workloads come in that order.
+        jobs = spec.jobs
+        home = self.local_index[jobs["submit_site"]]
+        release, ids = jobs["release"], jobs["job_id"]
+        if not _ordered(release, home, ids):
+            order = np.lexsort((ids, home, release))
+            jobs, home = take(jobs, order), home[order]
+        self.jobs = jobs
+        self.home = home
+        # Contiguous copies of what every window reads (a field of a structured array is strided).
+        self.release = np.ascontiguousarray(jobs["release"])
+        self.size = np.ascontiguousarray(jobs["size"])
+        self.width = jobs["procs"].astype(np.int64)
+        # Each site's jobs in submission order (its agent's order), and what follows from it:
+        # the destination, the site's send number of each transfer (Site.send numbers them),
+        # and the job's submission position (its rank among a site's arrivals at equal times).
+        by_site = np.argsort(home, kind="stable")
+        counts = np.bincount(home, minlength=n)
+        first = np.repeat(np.cumsum(counts) - counts, counts)
+        self.dest = np.empty(len(jobs), dtype=np.int64)
+        self.dest[by_site] = np.concatenate(spec.routes) if n else []
+        self.leaves = self.dest != self.site_ids[home]
+        sends = np.cumsum(self.leaves[by_site])
+        self.seq = np.empty(len(jobs), dtype=np.int64)
+        self.seq[by_site] = sends - np.concatenate(([0], sends))[first]
+        self.pos = np.empty(len(jobs), dtype=np.int64)
+        self.pos[by_site] = np.arange(len(jobs)) - first
+        self.start = np.full(len(jobs), np.nan)
+        self.end = np.full(len(jobs), np.nan)
         self.cursor = 0  # local jobs before it have arrived
         # Each site's processors as free times, sorted; columns past its count stay +inf.
         width = int(self.procs.max()) if n else 1
-        self.free = np.full((n, width), math.inf)
-        for i, m in enumerate(self.procs.tolist()):
-            self.free[i, :m] = -math.inf
+        self.free = np.where(np.arange(width)[None, :] < self.procs[:, None], -math.inf, math.inf)
         self.prev = np.full(n, -math.inf)  # start time of each site's latest job (FCFS order)
-        # Received jobs: message rows delivered here, with their schedule.
+        # Received jobs (their records, where they run, their schedule), a block per window.
         self.received: list[np.ndarray] = []
+        self.r_site: list[np.ndarray] = []
         self.r_start: list[np.ndarray] = []
         self.r_end: list[np.ndarray] = []
         self.pending = empty_batch()  # messages delivered to the shard, due in a later window
@@ -109,20 +117,18 @@ class FcfsColumns:
         self.cpu = np.zeros(n)
         self.done = 0
         self.clock = -math.inf
-        self.local_index = np.full(int(self.site_ids.max()) + 1 if n else 0, -1, dtype=np.int64)
-        self.local_index[self.site_ids] = np.arange(n)
 
     # ------------------------------------------------------------------ queries
 
     def next_time(self) -> float:
-        t = float(self.jobs["release"][self.cursor]) if self.cursor < len(self.jobs) else math.inf
+        t = float(self.release[self.cursor]) if self.cursor < len(self.release) else math.inf
         if len(self.pending):
             t = min(t, float(self.pending["deliver"].min()))
         return t
 
     def send_bound(self) -> float:
         """Routing agents send only at a local arrival: the next release."""
-        return float(self.jobs["release"][self.cursor]) if self.cursor < len(self.jobs) else math.inf
+        return float(self.release[self.cursor]) if self.cursor < len(self.release) else math.inf
 
     # ------------------------------------------------------------------ a window
 
@@ -146,7 +152,7 @@ class FcfsColumns:
         """Handle every arrival before ``until``; return the transfers sent, in delivery order."""
         t0 = time.perf_counter()
         lo = self.cursor
-        hi = int(np.searchsorted(self.jobs["release"], until, side="left"))
+        hi = int(np.searchsorted(self.release, until, side="left"))
         self.cursor = hi
         self.clock = until
         arrived = np.arange(lo, hi)
@@ -178,20 +184,23 @@ class FcfsColumns:
         """Message rows for the local jobs ``idx`` sent away at their release (Site.transfer)."""
         if not len(idx):
             return empty_batch()
-        jobs, home, dest = self.jobs[idx], self.home[idx], self.dest[idx]
+        home, dest = self.home[idx], self.dest[idx]
         lat = self.latency if isinstance(self.latency, float) else self.latency[home, dest]
         out = np.zeros(len(idx), dtype=MSG_DTYPE)
-        out["deliver"] = jobs["release"] + lat
+        release = self.release[idx]
+        out["deliver"] = release + lat
         out["src"] = self.site_ids[home]
         out["seq"] = self.seq[idx]
         out["dst"] = dest
-        out["sent"] = jobs["release"]
+        out["sent"] = release
         out["mtype"] = self.job_code
-        for name in JOB_DTYPE.names:
-            out["job_" + name] = jobs[name]
+        job_block(out)[:] = take(self.jobs, idx).view(np.uint8).reshape(len(idx), -1)
         out["job_migrations"] += 1
         self._count(self.n_sent, home)
-        return out[np.lexsort((out["seq"], out["src"], out["deliver"]))]
+        deliver = out["deliver"]
+        if len(out) > 1 and not (deliver[1:] > deliver[:-1]).all():  # one latency: in order already
+            out = out[np.lexsort((out["seq"], out["src"], deliver))]
+        return out
 
     def _queue(self, stay: np.ndarray, got: np.ndarray) -> None:
         """Extend each site's FCFS schedule over the jobs queued there in this window."""
@@ -199,19 +208,20 @@ class FcfsColumns:
         if not n_stay + n_got:
             return
         site = np.concatenate((self.home[stay], self.local_index[got["dst"]]))
-        when = np.concatenate((self.jobs["release"][stay], got["deliver"]))
+        when = np.concatenate((self.release[stay], got["deliver"]))
         rank = np.concatenate((np.full(n_stay, RANK_ARRIVAL), np.full(n_got, RANK_MESSAGE)))
         key1 = np.concatenate((self.pos[stay], got["src"].astype(np.int64)))
         key2 = np.concatenate((np.zeros(n_stay, np.int64), got["seq"]))
-        size = np.concatenate((self.jobs["size"][stay], got["job_size"]))
-        q = np.concatenate((self.jobs["procs"][stay], got["job_procs"])).astype(np.int64)
+        size = np.concatenate((self.size[stay], got["job_size"]))
+        q = np.concatenate((self.width[stay], got["job_procs"].astype(np.int64)))
         order = np.lexsort((key2, key1, rank, when, site))
         start, end = self._schedule(site[order], when[order], size[order], q[order])
         s, e = np.empty(len(order)), np.empty(len(order))
         s[order], e[order] = start, end
         self.start[stay], self.end[stay] = s[:n_stay], e[:n_stay]
         if n_got:
-            self.received.append(got)
+            self.received.append(jobs_in(got))
+            self.r_site.append(site[n_stay:])
             self.r_start.append(s[n_stay:])
             self.r_end.append(e[n_stay:])
         self.done += int(np.count_nonzero(np.isfinite(start)))
@@ -272,46 +282,57 @@ class FcfsColumns:
     def finish(self, horizon: float) -> None:
         """Close the books: count the completions before the horizon as events (the event
         loop handles each as one)."""
-        ends = [self.end[: self.cursor]] + self.r_end
-        sites = [self.home[: self.cursor]] + [self.local_index[g["dst"]] for g in self.received]
-        end, site = np.concatenate(ends), np.concatenate(sites)
-        self._count(self.events, site[end < horizon])
+        self._count(self.events, self.home[: self.cursor][self.end[: self.cursor] < horizon])
+        for site, end in zip(self.r_site, self.r_end):
+            self._count(self.events, site[end < horizon])
+        # What only the windows read: freed before the result columns are built (10M jobs: 0.5 GB).
+        del self.release, self.size, self.width, self.dest, self.seq, self.pos
 
     def job_columns(self, horizon: float) -> dict[str, np.ndarray]:
         """Columns for jobs.parquet of the jobs these sites hold (as :func:`job_columns`):
         submitted jobs not sent away, received jobs, and jobs due here after the last window."""
         kept = np.flatnonzero(~(self.leaves & (np.arange(len(self.jobs)) < self.cursor)))
-        parts = [{name: self.jobs[name][kept] for name in JOB_DTYPE.names}]
-        exec_site = [self.site_ids[self.home[kept]]]
-        start, end = [self.start[kept]], [self.end[kept]]
-        state = [np.where(kept < self.cursor, QUEUED, PENDING).astype(np.int8)]
-        for got, s, e in zip(self.received, self.r_start, self.r_end):
-            parts.append({name: got["job_" + name] for name in JOB_DTYPE.names})
-            exec_site.append(got["dst"])
-            start.append(s)
-            end.append(e)
-            state.append(np.full(len(got), QUEUED, dtype=np.int8))
-        cols = {name: np.concatenate([p[name] for p in parts]) for name in JOB_DTYPE.names}
-        state_, start_, end_ = settle(np.concatenate(state), np.concatenate(start), np.concatenate(end), horizon)
-        state_ = state_.astype(np.int8)
-        travelling = self.pending
-        if len(travelling):  # delivered to the shard, due after the last window: still travelling
-            for name in JOB_DTYPE.names:
-                cols[name] = np.concatenate((cols[name], travelling["job_" + name]))
-            exec_site.append(travelling["dst"])
-            state_ = np.concatenate((state_, np.full(len(travelling), TRANSFERRED, dtype=np.int8)))
-            start_ = np.concatenate((start_, np.full(len(travelling), np.nan)))
-            end_ = np.concatenate((end_, np.full(len(travelling), np.nan)))
-        cols.update(
-            offered=np.zeros(len(state_), dtype=bool),
-            exec_site=np.concatenate(exec_site).astype(np.int32),
-            start=start_,
-            end=end_,
-            state=state_,
-        )
+        travelling = self.pending  # delivered to the shard, due after the last window: still travelling
+        # One table of every record held here, filled block by block: each received block is
+        # dropped once copied, so the records are never held twice.
+        rows = np.empty(len(kept) + sum(len(b) for b in self.received) + len(travelling), dtype=JOB_DTYPE)
+        rows[: len(kept)] = take(self.jobs, kept)
+        lo = len(kept)
+        self.received.reverse()
+        while self.received:
+            block = self.received.pop()
+            rows[lo : lo + len(block)] = block
+            lo += len(block)
+        rows[lo:] = jobs_in(travelling)
+        cols = {name: rows[name] for name in JOB_DTYPE.names}
+        n_flying = len(travelling)
+        n_got = len(rows) - len(kept) - n_flying
+        state = np.concatenate((np.where(kept < self.cursor, QUEUED, PENDING), np.full(n_got, QUEUED)))
+        start = np.concatenate([self.start[kept], *self.r_start])
+        end = np.concatenate([self.end[kept], *self.r_end])
+        state, start, end = settle(state, start, end, horizon)
+        state = np.concatenate((state, np.full(n_flying, TRANSFERRED))).astype(np.int8)
+        start = np.concatenate((start, np.full(n_flying, np.nan)))
+        end = np.concatenate((end, np.full(n_flying, np.nan)))
+        exec_site = np.concatenate([self.site_ids[self.home[kept]], *(self.site_ids[s] for s in self.r_site), travelling["dst"]])
+        cols.update(offered=np.zeros(len(state), dtype=bool), exec_site=exec_site.astype(np.int32), start=start, end=end, state=state)
         return cols
 
     def site_counts(self) -> dict[str, np.ndarray]:
         """Per hosted site: events, messages received and jobs sent (the event loop's counters),
         and CPU seconds (the windows' time shared by events)."""
         return {"events": self.events, "received": self.n_received, "sent_jobs": self.n_sent, "cpu_seconds": self.cpu}
+
+
+def _ordered(release: np.ndarray, home: np.ndarray, ids: np.ndarray) -> bool:
+    """Whether jobs are sorted by release, then site, then job id."""
+    if len(release) < 2:
+        return True
+    dr = release[1:] - release[:-1]
+    tie = dr == 0
+    if (dr < 0).any():
+        return False
+    if not tie.any():
+        return True
+    dh = home[1:][tie] - home[:-1][tie]
+    return bool((dh > 0).all() or ((dh >= 0).all() and (ids[1:][tie][dh == 0] > ids[:-1][tie][dh == 0]).all()))

@@ -64,18 +64,16 @@ def settle(state: np.ndarray, start: np.ndarray, end: np.ndarray, horizon: float
     return state, np.where(started, start, np.nan), np.where(finished, end, np.nan)
 
 
-def usage_ledger(cols: dict[str, np.ndarray]) -> list[tuple[int, int, float]]:
+def usage_ledger(cols: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """Each site's usage ledger from its job columns: processor-time (at the site's speeds)
-    of its finished pieces per group, as (site, group, usage) sorted by site and group.
-    Each sum runs over the site's pieces in slot order."""
+    of its finished pieces per group, as columns ``site_id``, ``group``, ``usage`` sorted by
+    site and group. Each sum runs over the site's pieces in slot order."""
     done = np.flatnonzero(cols["state"] == DONE)
     if not len(done):
-        return []
+        return {"site_id": np.zeros(0, np.int64), "group": np.zeros(0, np.int64), "usage": np.zeros(0)}
     used = (cols["end"][done] - cols["start"][done]) * cols["procs"][done]
     site = cols["exec_site"][done].astype(np.int64)
     group = cols["group"][done].astype(np.int64)
-    key = site * (int(group.max()) + 1) + group
-    keys, inverse = np.unique(key, return_inverse=True)
-    sums = np.bincount(inverse, weights=used)
     width = int(group.max()) + 1
-    return list(zip((keys // width).tolist(), (keys % width).tolist(), sums.tolist()))
+    keys, inverse = np.unique(site * width + group, return_inverse=True)
+    return {"site_id": keys // width, "group": keys % width, "usage": np.bincount(inverse, weights=used)}
