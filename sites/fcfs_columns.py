@@ -293,20 +293,20 @@ class FcfsColumns:
         submitted jobs not sent away, received jobs, and jobs due here after the last window."""
         kept = np.flatnonzero(~(self.leaves & (np.arange(len(self.jobs)) < self.cursor)))
         travelling = self.pending  # delivered to the shard, due after the last window: still travelling
-        # One table of every record held here, filled block by block: each received block is
-        # dropped once copied, so the records are never held twice.
-        rows = np.empty(len(kept) + sum(len(b) for b in self.received) + len(travelling), dtype=JOB_DTYPE)
-        rows[: len(kept)] = take(self.jobs, kept)
-        lo = len(kept)
-        self.received.reverse()
-        while self.received:
-            block = self.received.pop()
-            rows[lo : lo + len(block)] = block
+        # Contiguous columns (Ray sends those without a copy), filled block by block: each
+        # received block is dropped once copied, so the records are never held twice.
+        total = len(kept) + sum(len(b) for b in self.received) + len(travelling)
+        cols = {name: np.empty(total, dtype=JOB_DTYPE[name]) for name in JOB_DTYPE.names}
+        blocks = [take(self.jobs, kept), *self.received, jobs_in(travelling)]
+        self.received = []
+        lo = 0
+        while blocks:
+            block = blocks.pop(0)
+            for name in JOB_DTYPE.names:
+                cols[name][lo : lo + len(block)] = block[name]
             lo += len(block)
-        rows[lo:] = jobs_in(travelling)
-        cols = {name: rows[name] for name in JOB_DTYPE.names}
         n_flying = len(travelling)
-        n_got = len(rows) - len(kept) - n_flying
+        n_got = total - len(kept) - n_flying
         state = np.concatenate((np.where(kept < self.cursor, QUEUED, PENDING), np.full(n_got, QUEUED)))
         start = np.concatenate([self.start[kept], *self.r_start])
         end = np.concatenate([self.end[kept], *self.r_end])
