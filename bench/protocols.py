@@ -68,7 +68,8 @@ gridemu's ``setup_seconds`` (shards built; Ray: actors started and shards built 
 "loop s": the window loop; "gather s": ``Shard.results`` for every shard; "call s": the
 whole ``emulator.run`` call (also workload generation, result tables, checks, summary;
 ``ray.init`` is not in it: see ``ray_init_s`` in the JSON). "ms/win": loop s per window.
-"site cpu s": the summed time of the sites' own event loops (``site_cpu_seconds``); the
+"site cpu s": the summed time of the sites' own event loops (``site_cpu_seconds``; where
+sites run as numpy columns, the time of the windows' array work); the
 rest of the loop is the kernel's per-window work (delivering batches, send bounds,
 next-event scans, batching messages, the coordinator). "peak MiB": in-process engines
 ``ru_maxrss`` of the run's process; Ray: the driver and every process under it, RSS
@@ -134,6 +135,8 @@ TARGET_VS_HEAPQ = 0.5
 TARGET_VS_SIMPY = 4.0
 TARGET_RAY2_CALL = 1.3
 TARGET_RAY16_CALL = 8.0
+TARGET_10M_CALL_S = 300.0  # 10000x10M: under 5 minutes ...
+TARGET_10M_PEAK_MIB = 6 * 1024  # ... and 6 GiB, all processes
 
 
 def ray_shards(engine: str) -> int | None:
@@ -570,6 +573,15 @@ def ratios(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
                     f"{(inproc['wall_s'] - inproc.get('setup_s', 0)) / max(1e-9, r['wall_s'] - r.get('setup_s', 0)):.2f}x; "
                     f"call {r['call_s']:.2f} s vs {inproc['call_s']:.2f} s")
             add(f"{model}: ray {k} shards faster than in-process, whole call", v, f">= {target:g}x" if target else "(no target)", ok, note)
+        if model == "10000x10M":
+            for r in rows:
+                if r["model"] != model or r is not find(rows, r["engine"], model) or r.get("call_s") is None:
+                    continue
+                peak = r.get("peak_mib")
+                ok = r["call_s"] < TARGET_10M_CALL_S and peak is not None and peak < TARGET_10M_PEAK_MIB and r.get("finished") == r["jobs"]
+                add(f"{model}: {r['label']}, peak memory and whole call (s)", r["call_s"],
+                    f"< {TARGET_10M_CALL_S:g} s and < {TARGET_10M_PEAK_MIB:,} MiB, every job done", ok,
+                    f"peak {peak:,.0f} MiB ({r.get('mem_method', '')}); {r.get('finished', 0):,} of {r['jobs']:,} jobs done" if peak is not None else "")
         if inproc and inproc.get("site_cpu_s") is not None and inproc.get("loop_s") and inproc.get("windows"):
             outside = inproc["loop_s"] - inproc["site_cpu_s"]
             visits = inproc["windows"] * inproc["sites"]
@@ -704,7 +716,7 @@ def main(argv: list[str] | None = None) -> int:
         "wall s: gridemu summary wall_seconds (shards built -> results gathered); heapq/SimPy: setup + loop + gather from the job arrays.\n"
         "jobs/s, events/s, msgs/s over wall s. call s: whole emulator.run call (workload generation, tables, checks, summary; not ray.init).\n"
         "setup s: shards built (Ray: actors started, shards built in them); loop s: the window loop (* loop and gathering); gather s: results.\n"
-        "site cpu s: the sites' own event loops, summed over shards. peak MiB: maxrss of the run's process; tree = driver + every Ray process.\n"
+        "site cpu s: the sites' own event loops (columns path: the windows' array work), summed over shards. peak MiB: maxrss of the run's process; tree = driver + every Ray process.\n"
         "agree: same schedule = start, end and executing site of every job equal bit for bit to the reference's; else whether the mean flow\n"
         "time is within 3 standard errors of the reference's and every job finished. other CPU: cores used by other processes (noise)."
     )
