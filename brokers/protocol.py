@@ -97,6 +97,10 @@ class Protocol:
     #: agent sends with the same function). The kernel may then run FCFS sites with
     #: identical processors as numpy columns (``sites/fcfs_columns.py``): same job table.
     route: "Callable[[GridInfo, int, int, dict[str, Any]], np.ndarray] | None" = None
+    #: The agents work over any connected topology (``[network] topology``): they send only
+    #: to their neighbors (``Agent.neighbors``, ``Agent.broadcast``). Otherwise the protocol
+    #: runs only on the full graph, where every site hears every other.
+    topologies: bool = False
     #: The agents start jobs themselves: the ``planned`` scheduler serves only such protocols.
     starts_jobs: bool = False
     #: Jobs are cut into pieces (thesis ch. 4); the summary then scores each period.

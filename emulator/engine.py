@@ -76,7 +76,7 @@ def build_shard_specs(
     site_to_shard = pack_sites(len(sites), n_shards, scenario.data["run"]["packing"])
     org_index = {org: k for k, org in enumerate(scenario.orgs)}
     owners = [org_index[s.org] for s in sites]
-    grid = GridInfo(len(sites), tuple(owners), scenario.seed, scenario.lookahead, scenario.max_latency)
+    grid = GridInfo(len(sites), tuple(owners), scenario.seed, scenario.lookahead, scenario.max_latency, scenario.topology.neighbors)
     job_shard = site_to_shard[jobs["submit_site"]]
     plugin = scenario.plugin
     extra = plugin.grid_info(scenario.facts()) if plugin.grid_info else {}

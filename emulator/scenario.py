@@ -18,6 +18,7 @@ import numpy as np
 
 from gridemu.brokers import registry
 from gridemu.brokers.protocol import Protocol, ScenarioFacts
+from gridemu.emulator.topology import Topology, build_topology, link_latency_matrix, smallest_link_latency
 from gridemu.model.checks import check_number, choice, per_site_values
 from gridemu.model.errors import ScenarioError
 from gridemu.scenarios.workload import check_workload
@@ -33,7 +34,7 @@ WORKLOAD_KINDS = ("poisson", "jobs", "csv", "swf", "rigid", "proposition", "stre
 # Keys each section may hold; anything else is a typo the user should hear about.
 _KNOWN = {
     "run": {"seed", "horizon", "backend", "shards", "packing", "lookahead", "name", "description"},
-    "network": {"latency", "latency_matrix"},
+    "network": {"latency", "latency_matrix", "topology", "topology_file"},
     "scheduler": {"name"},
     "metrics": {"counterfactual", "sample_interval", "fairness"},
     "workload": {
@@ -55,6 +56,7 @@ class Scenario:
     lookahead: float
     source: str = "<dict>"
     extra: dict[str, Any] = field(default_factory=dict)
+    topology: Topology = field(default_factory=lambda: Topology("full", None))
 
     @property
     def seed(self) -> int:
@@ -330,6 +332,10 @@ def validate(raw: dict[str, Any], source: str = "<dict>") -> Scenario:
         raise ScenarioError("run.shards", f"{run['shards']} shards for {len(sites)} sites: at most one shard per site")
 
     latency, min_latency = _latency(data, len(sites))
+    topology = build_topology(_table(data, "network"), sites, run["seed"], Path(source).parent if source != "<dict>" else None)
+    if not topology.full:
+        latency = link_latency_matrix(topology, len(sites), latency)
+        min_latency = smallest_link_latency(topology, latency)
     if "lookahead" in run:
         look = check_number("run.lookahead", run["lookahead"])
         if not look > 0:
@@ -346,6 +352,12 @@ def validate(raw: dict[str, Any], source: str = "<dict>") -> Scenario:
     _unknown("protocol", proto, registry.all_keys())
     protocol = registry.get(proto["name"])
     data["protocol"] = proto
+    if not topology.full and not protocol.topologies:
+        raise ScenarioError(
+            "network.topology",
+            f'the {proto["name"]} protocol needs every site to hear every other (topology = "full"); '
+            f"protocols that run over any topology: {', '.join(n for n, p in registry.PROTOCOLS.items() if p.topologies)}",
+        )
 
     metrics = _table(data, "metrics")
     _unknown("metrics", metrics, _KNOWN["metrics"])
@@ -383,4 +395,4 @@ def validate(raw: dict[str, Any], source: str = "<dict>") -> Scenario:
         {"name": s.name, "org": s.org, "speeds": list(s.speeds), "scheduler": s.scheduler} for s in sites
     ]
     orgs = list(dict.fromkeys(s.org for s in sites))
-    return Scenario(data=data, sites=sites, orgs=orgs, latency=latency, lookahead=lookahead, source=source)
+    return Scenario(data=data, sites=sites, orgs=orgs, latency=latency, lookahead=lookahead, source=source, topology=topology)

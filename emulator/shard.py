@@ -95,6 +95,8 @@ class Shard:
             site = Site(s, jobs[first : first + k], spec.latency if isinstance(spec.latency, float) else spec.latency[i], spec.owners[i], self.kinds)
             if site.scheduler.name == "fairshare":
                 site.scheduler.configure(spec.extra["policy"])
+            if spec.grid.neighbors is not None:
+                site.links = frozenset(spec.grid.neighbors[s.site_id])
             site.agent = protocol.agent(SiteView(site), spec.grid, params)
             self.sites.append(site)
         for site in self.sites:

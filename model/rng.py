@@ -10,6 +10,7 @@ PURPOSE_SIZES = 2  # workload generator: job sizes
 PURPOSE_PROCS = 3  # rigid workloads: processor counts
 PURPOSE_BROKER = 4  # the random broker's choice of site
 PURPOSE_COALITION = 5  # averaging game: whether a site joins a period's coalition
+PURPOSE_GOSSIP = 6  # gossip averaging: the neighbor a site exchanges with each round
 
 
 def site_rng(seed: int, site_id: int, purpose: int) -> np.random.Generator:

@@ -95,6 +95,7 @@ class Site:
         self.cpu_seconds = 0.0  # time spent handling this site's events (its decisions' cost)
         self.pieces = 0  # pieces split off jobs here; names their fragment ids
         self.agent: Any = None  # the protocol's agent (brokers/agents), attached by the shard
+        self.links: frozenset[int] | None = None  # the sites it may send to (None: every site)
         self.fast = False
         self._fp_free: list[float] = []
         self._fp_prev = -INF
@@ -160,6 +161,10 @@ class Site:
             raise InvariantError(
                 f"site {self.name} sent a {kind!r} message, a kind its protocol does not declare (declared: {', '.join(self.kinds.names)})"
             ) from None
+        if self.links is not None and dst not in self.links:
+            raise InvariantError(
+                f"site {self.name} sent a {kind!r} message to site {dst}, which is not one of its neighbors in the network topology"
+            )
         self.msg_seq += 1
         lat = self.latency if isinstance(self.latency, float) else self.latency[dst]
         self.outbox.append((now + lat, self.site_id, self.msg_seq, dst, now, code) + self.kinds.kinds[code].payload(job, fields))

@@ -1,9 +1,20 @@
 """Averaging load balancing (thesis ch. 4, Algorithm 4.1), over messages.
 
-Every ``period`` each site broadcasts a load report ``L_k`` (the time at which it would
-finish all work it knows of). A site that holds the reports of every site for a round
-computes the same plan with :func:`averaging_plan` (the reports are identical
-everywhere, so the plans are too) and, if it is a sender, transfers whole queued jobs.
+Every ``period`` each site sends a load report ``L_k`` (the time at which it would finish
+all work it knows of) to its neighbors: every other site on the full graph (the thesis's
+setting), the sites it is linked to in a network topology. A site that holds the reports
+of its whole closed neighborhood (itself and its neighbors) for a round computes
+:func:`averaging_plan` over those loads, in site-id order, and, where it is a sender,
+transfers whole queued jobs. On the full graph every site computes the same plan from the
+same reports (the thesis's coalition is the grid); in a topology the coalition of a site is
+its neighborhood, so neighboring plans overlap and a receiver may get more than its share
+from two senders (diffusion load balancing).
+
+``exchange = "gossip"``: pairwise push-pull averaging instead. Every period each site sends
+its load to one neighbor drawn from its own stream; the receiver, if more loaded, sends half
+the difference (the plan of the pair) and answers with its load; the initiator, if more
+loaded than that answer, sends half the difference. Two messages a site a round, whatever
+the number of sites.
 
 Choices the thesis leaves open for whole (non-divisible) jobs, documented here:
   * a sender moves queued jobs, latest-queued first (they are the ones whose local
@@ -22,9 +33,14 @@ from typing import Any
 from gridemu.brokers.algorithms.averaging import averaging_plan
 from gridemu.brokers.agents.base import Agent, GridInfo
 from gridemu.model.messages import message
+from gridemu.model.rng import PURPOSE_GOSSIP, site_rng
 
 #: A site's load report for one round: L_k and the round number.
 LOAD = message("load", load="value", round="value2")
+#: Gossip: the initiator's load, and the answer of the neighbor it drew.
+GOSSIP = message("gossip", load="value", round="value2")
+GOSSIP_REPLY = message("gossip_reply", load="value", round="value2")
+EXCHANGES = ("neighbors", "gossip")
 
 
 class AveragingAgent(Agent):
@@ -36,6 +52,12 @@ class AveragingAgent(Agent):
         self.period = float(params["period"])
         self.first = float(params["start"])
         self.reports: dict[int, dict[int, float]] = {}
+        self.gossip = params.get("exchange", "neighbors") == "gossip"
+        # The closed neighborhood, in id order: whose reports a round's plan waits for (a
+        # range on the full graph: no list of every site kept at every site).
+        nb = grid.neighbors
+        self.members = range(grid.n_sites) if nb is None else sorted((site.site_id, *nb[site.site_id]))
+        self.rng = site_rng(grid.seed, site.site_id, PURPOSE_GOSSIP) if self.gossip else None
 
     def on_start(self, now: float) -> None:
         if self.grid.n_sites > 1:
@@ -45,25 +67,50 @@ class AveragingAgent(Agent):
         site = self.site
         round_no = int(tag)
         load = site.load(now)
-        self.broadcast(now, "load", load=load, round=round_no)
-        self._report(now, round_no, site.site_id, load)
+        if self.gossip:
+            site.send(now, self._partner(), "gossip", load=load, round=round_no)
+        else:
+            self.broadcast(now, "load", load=load, round=round_no)
+            self._report(now, round_no, site.site_id, load)
         site.set_timer(now + self.period, round_no + 1)
+
+    def _partner(self) -> int:
+        """A neighbor drawn uniformly from this site's gossip stream."""
+        me, nb = self.site.site_id, self.grid.neighbors
+        if nb is None:
+            d = int(self.rng.integers(self.grid.n_sites - 1))
+            return d + (d >= me)
+        return nb[me][int(self.rng.integers(len(nb[me])))]
 
     def on_load(self, now: float, msg) -> None:
         self._report(now, int(msg.round), msg.src, msg.load)
 
+    def on_gossip(self, now: float, msg) -> None:
+        load = self.site.load(now)
+        self._pair(now, int(msg.round), msg.src, msg.load, load)
+        self.site.send(now, msg.src, "gossip_reply", load=load, round=msg.round)
+
+    def on_gossip_reply(self, now: float, msg) -> None:
+        self._pair(now, int(msg.round), msg.src, msg.load, self.site.load(now))
+
+    def _pair(self, now: float, round_no: int, other: int, other_load: float, load: float) -> None:
+        """Push-pull: the pair's plan, carried out where this site is the sender."""
+        members = sorted((self.site.site_id, other))
+        loads = [load if k == self.site.site_id else other_load for k in members]
+        self._balance(now, round_no, members, loads)
+
     def _report(self, now: float, round_no: int, src: int, load: float) -> None:
         got = self.reports.setdefault(round_no, {})
         got[src] = load
-        if len(got) == self.grid.n_sites:
+        if len(got) == len(self.members):
             del self.reports[round_no]
-            loads = [got[k] for k in range(self.grid.n_sites)]
-            self._balance(now, round_no, loads)
+            self._balance(now, round_no, self.members, [got[k] for k in self.members])
 
-    def _balance(self, now: float, round_no: int, loads: list[float]) -> None:
+    def _balance(self, now: float, round_no: int, members: "range | list[int]", loads: list[float]) -> None:
+        """Algorithm 4.1 over ``members`` (site ids, in order) and their loads: this site's part."""
         site = self.site
         me = site.site_id
-        mine = [(l, amount) for k, l, amount in averaging_plan(loads) if k == me]
+        mine = [(members[l], amount) for k, l, amount in averaging_plan(loads) if members[k] == me]
         queue = site.queued()[::-1]  # latest first
         sent_jobs, sent_work = 0, 0.0
         for dst, amount in mine:
@@ -80,7 +127,7 @@ class AveragingAgent(Agent):
                     keep.append(slot)
             queue = keep
         mean = sum(loads) / len(loads)
-        self.records.append((now, me, round_no, loads[me], mean, sent_jobs, sent_work))
+        self.records.append((now, me, round_no, loads[members.index(me)], mean, sent_jobs, sent_work))
 
     def grid_capacity(self, site_id: int) -> float:
         return self.params["capacities"][site_id]

@@ -29,6 +29,8 @@ class GridInfo:
     seed: int
     lookahead: float
     max_latency: float = 0.0  # the slowest link: how long a round's reports may take
+    #: Each site's neighbors, sorted (``[network] topology``); None: every site is linked to every other.
+    neighbors: tuple[tuple[int, ...], ...] | None = None
 
 
 class Agent:
@@ -75,12 +77,18 @@ class Agent:
             f"(from site {msg.src}, seq {msg.seq})"
         )
 
+    def neighbors(self) -> "range | tuple[int, ...] | list[int]":
+        """The sites this one is linked to (every other site on the full graph), in id order."""
+        me, grid = self.site.site_id, self.grid
+        if grid.neighbors is not None:
+            return grid.neighbors[me]
+        return [d for d in range(grid.n_sites) if d != me]
+
     def broadcast(self, now: float, kind: str, job: tuple = (), **fields: Any) -> None:
-        """Send the same message to every other site."""
+        """Send the same message to every neighbor (every other site on the full graph)."""
         site = self.site
-        for dst in range(self.grid.n_sites):
-            if dst != site.site_id:
-                site.send(now, dst, kind, job, **fields)
+        for dst in self.neighbors():
+            site.send(now, dst, kind, job, **fields)
 
     def send_bound(self) -> float:
         """Earliest time this agent could send: by default its site's next event."""

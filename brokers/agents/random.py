@@ -1,6 +1,7 @@
 """``random``: a broker sends each newly submitted job to a uniformly random site.
 
-The draw includes the submitting site itself (then the job stays, with no message).
+The draw includes the submitting site itself (then the job stays, with no message); in a
+network topology it is among the site and its neighbors.
 A job that arrived by transfer is never brokered again.
 """
 from __future__ import annotations
@@ -15,10 +16,15 @@ from gridemu.model.rng import PURPOSE_BROKER, site_rng
 
 def random_routes(grid: GridInfo, site_id: int, n_jobs: int, params: dict[str, Any] | None = None) -> np.ndarray:
     """The random broker's decision: each of a site's ``n_jobs`` submitted jobs, in
-    submission order, goes to a site drawn uniformly from all sites (its own included),
-    from the site's own broker stream. One vectorized draw gives the values of one draw
-    per job (numpy's bounded integers keep their buffer in the bit generator)."""
-    return site_rng(grid.seed, site_id, PURPOSE_BROKER).integers(grid.n_sites, size=n_jobs)
+    submission order, goes to a site drawn uniformly from all sites (its own included), or
+    in a network topology from the site itself and its neighbors, from the site's own
+    broker stream. One vectorized draw gives the values of one draw per job (numpy's
+    bounded integers keep their buffer in the bit generator)."""
+    rng = site_rng(grid.seed, site_id, PURPOSE_BROKER)
+    if grid.neighbors is None:
+        return rng.integers(grid.n_sites, size=n_jobs)
+    choices = np.array((site_id, *grid.neighbors[site_id]), dtype=np.int64)
+    return choices[rng.integers(len(choices), size=n_jobs)]
 
 
 class RandomBrokerAgent(Agent):

@@ -3,15 +3,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from gridemu.brokers.agents.averaging import LOAD, AveragingAgent
+from gridemu.brokers.agents.averaging import EXCHANGES, GOSSIP, GOSSIP_REPLY, LOAD, AveragingAgent
 from gridemu.brokers.protocol import Protocol, ScenarioFacts
-from gridemu.model.checks import check_number
+from gridemu.model.checks import check_number, choice
 
 
 def check(params: dict[str, Any], scenario: ScenarioFacts) -> None:
-    """``period``: time between load reports; ``start``: the first report (default: one period)."""
+    """``period``: time between load reports; ``start``: the first report (default: one period);
+    ``exchange``: ``neighbors`` (every site reports to its neighbors, each balances its
+    neighborhood: all sites on the full graph) or ``gossip`` (pairwise push-pull)."""
     params["period"] = float(check_number("protocol.period", params.get("period", 100.0), positive=True))
     params["start"] = float(check_number("protocol.start", params.get("start", params["period"]), nonneg=True))
+    params["exchange"] = choice("protocol.exchange", params.get("exchange", "neighbors"), EXCHANGES)
 
 
 def grid_info(scenario: ScenarioFacts) -> dict[str, Any]:
@@ -20,6 +23,8 @@ def grid_info(scenario: ScenarioFacts) -> dict[str, Any]:
 
 
 PROTOCOL = Protocol(
-    "averaging", AveragingAgent, "periodic load reports; senders move whole queued jobs to sites below the mean (Alg. 4.1)",
-    keys=("period", "start"), messages=(LOAD,), check=check, grid_info=grid_info, periodic=True,
+    "averaging", AveragingAgent,
+    "periodic load reports to neighbors (or gossip); senders move whole queued jobs to sites below the mean (Alg. 4.1)",
+    keys=("period", "start", "exchange"), messages=(LOAD, GOSSIP, GOSSIP_REPLY), check=check, grid_info=grid_info,
+    periodic=True, topologies=True,
 )

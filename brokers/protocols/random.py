@@ -5,5 +5,9 @@ from gridemu.brokers.agents.random import RandomBrokerAgent, random_routes
 from gridemu.brokers.protocol import Protocol
 
 PROTOCOL = Protocol(
-    "random", RandomBrokerAgent, "each new job goes to a uniformly random site (one transfer)", route=random_routes
+    "random",
+    RandomBrokerAgent,
+    "each new job goes to a uniformly random site, or neighbor in a topology (one transfer)",
+    route=random_routes,
+    topologies=True,
 )
