@@ -20,7 +20,7 @@ from gridemu.model.errors import GridemuError, ScenarioError
 from gridemu.emulator.results import prepare_out
 from gridemu.emulator.scenario import load_scenario, parse_override, read_scenario_file
 
-GLOBAL_FIGURES = ("jobs", "makespan", "mean_flow_time", "events", "messages_total", "windows", "wall_seconds")
+GLOBAL_FIGURES = ("jobs", "makespan", "mean_flow_time", "events", "messages_total", "windows", "wall_seconds", "site_cpu_seconds")
 ORG_FIGURES = (
     "jobs", "jobs_done", "sum_flow_time", "mean_flow_time", "makespan", "jobs_migrated", "sum_flow_time_local", "score",
     "score_period_mean", "score_period_std", "periods_scored",

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# The sweeps behind docs/results/decentralization.md (about 10 minutes on 2 cores).
+#   bash docs/results/decentralization-runs.sh            # OUT=runs/decentralization
+#   python docs/results/decentralization_tables.py runs/decentralization --write
+set -euo pipefail
+OUT=${OUT:-runs/decentralization}
+N=16,64,256,1024,4096
+# Neighborhood averaging over every non-full topology.
+gridemu sweep averaging-topology --quiet --repeat 2 --out "$OUT/neighbors" \
+  --grid network.topology=ring,random:8,smallworld:8:0.1,tree:4,grid2d --grid sites.count=$N
+# Gossip (push-pull with one neighbor a round), on the full graph and two sparse ones.
+gridemu sweep averaging-topology --quiet --repeat 2 --out "$OUT/gossip" --set protocol.exchange=gossip \
+  --grid network.topology=full,random:8,ring --grid sites.count=$N
+# The all-to-all reference (Alg. 4.1 as the thesis runs it): N(N-1) reports a round, so it
+# stops at 1,024 sites (4,096 would be 168 million reports).
+gridemu sweep averaging-topology --quiet --repeat 2 --out "$OUT/full" \
+  --grid network.topology=full --grid sites.count=16,64,256,1024
