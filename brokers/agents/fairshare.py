@@ -14,6 +14,13 @@ its own usage, always fresh, and a cached grid-wide view. This agent keeps that 
     site i mod N); each service sends, every ``refresh``, the sum of the last reports it
     holds to every site. A site subtracts what it last reported itself and adds its fresh
     usage, so its own work is not counted twice; the view is one hop staler than "all";
+  * ``exchange = "tree"``: usage is summed up an aggregation tree and the grid's total
+    pushed back down: site i's parent is (i - 1) // F (``fanout`` F, or the F of a
+    ``tree:F`` network topology). Each round, a site adds its children's subtree sums to its
+    own report and sends the sum to its parent; the root sends the total down, and every
+    site forwards it to its children. A site's view of the others is that total less its
+    own report of the round. 2(N - 1) messages per entry and round instead of N(N - 1);
+    the view is 2 × depth hops stale;
   * ``exchange = "none"``: no reports; the global view is the site's own usage (what a
     site can do alone: local-only fairshare).
 
@@ -46,7 +53,13 @@ USAGE = message("usage", usage="value", mode="value2", entry="group")
 #: One entry of a served subpolicy (its index and its target share, percent); the closing
 #: one names the mount point itself, with ``last`` = 1 (and no target).
 OFFER = message("offer", target="value", last="value2", entry="group")
-MESSAGES = (REQUEST, USAGE, OFFER)
+#: Aggregation tree (``exchange = "tree"``): a subtree's usage of one entry, up to the parent,
+#: and the grid's total, down to the children, for one round; ``entry`` -1 closes a round's
+#: report (a report lists the entries with usage only).
+UP = message("usage_up", usage="value", round="value2", entry="group")
+DOWN = message("usage_down", usage="value", round="value2", entry="group")
+MESSAGES = (REQUEST, USAGE, OFFER, UP, DOWN)
+CLOSE = -1
 
 REPORT, AGGREGATE = 0.0, 1.0  # the ``mode`` of a usage message: a site's report, or a service's sum
 
@@ -78,6 +91,16 @@ class FairshareAgent(Agent):
         self.served = rt.served  # mount point -> the site that serves its subpolicy
         self.fetching: dict[str, dict[str, float]] = {}  # mount point -> entries received so far
         self.sched.unmounted = {m for m, k in self.served.items() if k != site.site_id}
+        # The aggregation tree (exchange = "tree").
+        fanout = int(params.get("fanout", 4))
+        me, n = site.site_id, grid.n_sites
+        self.parent = (me - 1) // fanout if me else -1
+        self.children = [c for c in range(fanout * me + 1, fanout * me + fanout + 1) if c < n]
+        self.round = 0
+        self.own: dict[int, dict[str, float]] = {}  # round -> this site's report
+        self.subtree: dict[int, dict[str, float]] = {}  # round -> the sum so far of its subtree
+        self.waiting: dict[int, set[int]] = {}  # round -> children whose subtree sum is not complete
+        self.total: dict[int, dict[str, float]] = {}  # round -> the grid total coming down
 
     def on_start(self, now: float) -> None:
         if self.exchange != "none" and self.grid.n_sites > 1:
@@ -94,7 +117,14 @@ class FairshareAgent(Agent):
             return
         site, me = self.site, self.site.site_id
         report = self.sched.usage(now, self.sched.conf.approach)
-        if self.exchange == "all":
+        if self.exchange == "tree":
+            r = self.round
+            self.round += 1
+            self.own[r] = report
+            self.subtree[r] = dict(report)
+            self.waiting[r] = set(self.children)
+            self._climb(now, r)
+        elif self.exchange == "all":
             for dst in range(self.grid.n_sites):
                 if dst != me:
                     for entry, u in report.items():
@@ -123,6 +153,46 @@ class FairshareAgent(Agent):
             else:
                 for entry, u in sums.items():
                     self.site.send(now, dst, "usage", usage=u, mode=AGGREGATE, entry=self.index[entry])
+
+    # the aggregation tree ---------------------------------------------------------------
+    def _climb(self, now: float, r: int) -> None:
+        """Once every child's subtree sum of round ``r`` is in: send it up, or (the root) down."""
+        if self.waiting[r] or r not in self.own:
+            return
+        del self.waiting[r]
+        sums = self.subtree.pop(r)
+        if self.parent < 0:
+            self._descend(now, r, sums)
+        else:
+            self._send_report(now, self.parent, "usage_up", r, sums)
+
+    def _descend(self, now: float, r: int, total: dict[str, float]) -> None:
+        own = self.own.pop(r)
+        self.sched.remote[-1] = {e: max(0.0, u - own.get(e, 0.0)) for e, u in total.items()}
+        for child in self.children:
+            self._send_report(now, child, "usage_down", r, total)
+
+    def _send_report(self, now: float, dst: int, kind: str, r: int, usage: dict[str, float]) -> None:
+        for entry, u in usage.items():
+            self.site.send(now, dst, kind, usage=u, round=r, entry=self.index[entry])
+        self.site.send(now, dst, kind, round=r, entry=CLOSE)
+
+    def on_usage_up(self, now: float, msg) -> None:
+        r = int(msg.round)
+        if msg.entry == CLOSE:
+            self.waiting[r].discard(int(msg.src))
+            self._climb(now, r)
+        else:
+            entry = self.entries[int(msg.entry)]
+            sums = self.subtree[r]
+            sums[entry] = sums.get(entry, 0.0) + msg.usage
+
+    def on_usage_down(self, now: float, msg) -> None:
+        r = int(msg.round)
+        if msg.entry == CLOSE:
+            self._descend(now, r, self.total.pop(r, {}))
+        else:
+            self.total.setdefault(r, {})[self.entries[int(msg.entry)]] = msg.usage
 
     # messages -------------------------------------------------------------------------
     def on_request(self, now: float, msg) -> None:

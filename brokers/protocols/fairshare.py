@@ -11,12 +11,35 @@ from gridemu.model.errors import ScenarioError
 
 def check(params: dict[str, Any], scenario: ScenarioFacts) -> None:
     """Usage exchange for grid-wide fairshare: ``refresh`` (seconds between usage reports),
-    ``exchange`` ("all" | "service" | "none"), ``services`` ({VO = site index}: where each
+    ``exchange`` ("all" | "service" | "tree" | "none"), ``fanout`` (of the aggregation tree
+    for "tree"; a ``tree:F`` network topology sets it to F), ``services`` ({VO = site index}: where each
     top-level entry's usage service runs, for exchange = "service") and ``policy_refresh``
     (how often sites fetch the mounted subpolicies from their providers)."""
     n = len(scenario.sites)
     params["refresh"] = check_number("protocol.refresh", params.get("refresh", 60.0), positive=True)
-    params["exchange"] = choice("protocol.exchange", params.get("exchange", "all"), ("all", "service", "none"))
+    params["exchange"] = choice("protocol.exchange", params.get("exchange", "all"), ("all", "service", "tree", "none"))
+    given = "fanout" in params
+    params["fanout"] = int(check_number("protocol.fanout", params.get("fanout", 4), positive=True, integer=True))
+    topology = scenario.data.get("network", {}).get("topology", "full")
+    if topology != "full" or "topology_file" in scenario.data.get("network", {}):
+        shape, _, f = str(topology).partition(":")
+        if params["exchange"] != "tree" or shape != "tree":
+            raise ScenarioError(
+                "network.topology",
+                f'the fairshare protocol sends usage along an aggregation tree (exchange = "tree" with topology = "tree:F") '
+                f"or over the full graph; got exchange = {params['exchange']!r}, topology = {topology!r}",
+            )
+        if given and params["fanout"] != int(f):
+            raise ScenarioError("protocol.fanout", f"the aggregation tree is the network's {topology}: leave fanout out or set it to {f}")
+        params["fanout"] = int(f)  # the tree of the network
+        providers = (scenario.data.get("policy") or {}).get("providers") or {}
+        served = [name for name, p in providers.items() if isinstance(p, dict) and "site" in p]
+        if served:
+            raise ScenarioError(
+                "network.topology",
+                f"every site fetches the subpolicy of policy.providers.{served[0]} from its provider's site directly, "
+                f'which a {topology} topology does not link to every site: use topology = "full" with exchange = "tree"',
+            )
     params["policy_refresh"] = check_number("protocol.policy_refresh", params.get("policy_refresh", 3600.0), positive=True)
     services = params.get("services", {})
     if not isinstance(services, dict):
@@ -30,6 +53,7 @@ def check(params: dict[str, Any], scenario: ScenarioFacts) -> None:
 
 
 PROTOCOL = Protocol(
-    "fairshare", FairshareAgent, "usage reports (all-to-all or per-VO services) for grid-wide hierarchical fairshare",
-    keys=("refresh", "exchange", "services", "policy_refresh"), messages=MESSAGES, check=check, periodic=True,
+    "fairshare", FairshareAgent, "usage reports (all-to-all, per-VO services or an aggregation tree) for grid-wide hierarchical fairshare",
+    keys=("refresh", "exchange", "services", "policy_refresh", "fanout"), messages=MESSAGES, check=check, periodic=True,
+    topologies=True,
 )

@@ -109,11 +109,16 @@ def main(argv: list[str]) -> int:
     for p in plots(df):
         print(f"wrote {p}")
     if "--write" in argv:
-        doc = DOC.read_text()
-        a, b = doc.index(BEGIN) + len(BEGIN), doc.index(END)
-        DOC.write_text(doc[:a] + "\n" + text + "\n" + doc[b:])
-        print(f"wrote the tables into {DOC}")
+        write_between(BEGIN, END, text)
     return 0
+
+
+def write_between(begin: str, end: str, text: str) -> None:
+    """Put ``text`` into the doc between its ``begin`` and ``end`` markers (figures are never typed by hand)."""
+    doc = DOC.read_text()
+    a, b = doc.index(begin) + len(begin), doc.index(end)
+    DOC.write_text(doc[:a] + "\n" + text + "\n" + doc[b:])
+    print(f"wrote {DOC}")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,72 @@
+"""Grid-wide fairshare usage exchange against the number of sites: all-to-all reports, per-VO
+usage services, an aggregation tree, and none (local usage only). For
+docs/results/decentralization.md, section "Fairshare usage".
+
+    python docs/results/decentralization_fairshare.py            # ~5 minutes on 2 cores
+    python docs/results/decentralization_fairshare.py --write    # and put the table in the doc
+
+The policy is the fairshare paper's two-VO tree (tests/test_fairshare.py: VO-A 30 % with
+projects 50/30/20, VO-B 70 % with 60/40, global scope below the resource), 10 processors a
+site, usage reported every 60 s, three hours of streams of 600 s jobs from the 5 project
+groups, each submitting one job every 180/N s somewhere in the grid (the load per site is
+the same at every N: about 1.7 times the capacity, so queues hold every group's jobs).
+"rows/refresh": usage messages per refresh period; "dev": the mean absolute deviation of
+the entries' shares from their targets over the second half of the run (percentage
+points). All-to-all is run in full up to 64 sites; beyond, a run of 3 refresh periods
+measures its rows per refresh only (every site sends every entry it has usage for to the
+N - 1 others: 1,024 sites make about 8 million rows a refresh).
+"""
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from tests.test_fairshare import LEAVES, grid  # noqa: E402  (the tests' policy and workload)
+
+import gridemu.emulator as emulator  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).parent))
+from decentralization_tables import write_between  # noqa: E402
+
+BEGIN, END = "<!-- fairshare:begin (decentralization_fairshare.py --write) -->", "<!-- fairshare:end -->"
+HOURS = 3.0
+SHORT = 180.0  # seconds: the all-to-all runs that only count rows (3 refreshes)
+
+
+def scenario(n: int, exchange: str, seconds: float) -> dict:
+    streams = [{"group": g, "interval": 180.0 / n, "size": 600.0, "spread": 0.4, "overestimate": [0.2, 0.4]} for g in LEAVES]
+    return grid(hours=seconds / 3600.0, sites=n, exchange=exchange, streams=streams)
+
+
+def main(argv: list[str]) -> int:
+    rows = ["| exchange | sites | jobs | usage rows | rows/refresh | rows/site/refresh | dev (points) | wall s |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    per_refresh: dict[tuple[str, int], float] = {}
+    for n in (16, 64, 256, 1024):
+        for exchange in ("all", "service", "tree", "none"):
+            seconds = HOURS * 3600.0 if exchange != "all" or n <= 64 else SHORT
+            t0 = time.perf_counter()
+            res = emulator.run(scenario(n, exchange, seconds))
+            wall = time.perf_counter() - t0
+            msgs = res.summary["global"]["messages"]
+            usage = sum(v for k, v in msgs.items() if k.startswith("usage"))
+            refreshes = seconds / 60.0
+            per_refresh[exchange, n] = usage / refreshes
+            pol = res.summary["policy"]
+            dev = f"{pol['mean_abs_deviation_points']:.2f}" if seconds > SHORT else f"- ({seconds:.0f} s run)"
+            rows.append(
+                f"| {exchange} | {n:,} | {len(res.jobs):,} | {usage:,} | {usage / refreshes:,.0f} | {usage / refreshes / n:.1f} | {dev} | {wall:.1f} |"
+            )
+            print(rows[-1], flush=True)
+    ratio = [f"| {n:,} | {per_refresh['all', n] / per_refresh['tree', n]:.0f}× |" for n in (16, 64, 256, 1024)]
+    text = "\n".join(rows + ["", "| sites | all-to-all rows / tree rows |", "|---:|---:|", *ratio])
+    print(text)
+    if "--write" in argv:
+        write_between(BEGIN, END, text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
