@@ -217,7 +217,7 @@ def test_a_policy_reference_cycle_is_an_error():
     "change,message",
     [
         ({"scheduler": {"name": "fcfs"}}, 'scheduler.name: the fairshare protocol serves the fairshare scheduler'),
-        ({"protocol": {"name": "fairshare", "exchange": "gossip"}}, "protocol.exchange: unknown value 'gossip'"),
+        ({"protocol": {"name": "fairshare", "exchange": "rumor"}}, "protocol.exchange: unknown value 'rumor'"),
         ({"protocol": {"name": "fairshare", "refresh": 0}}, "protocol.refresh: must be > 0"),
     ],
 )

@@ -1,4 +1,5 @@
-"""Grid-wide fairshare usage summed up an aggregation tree (``exchange = "tree"``)."""
+"""Grid-wide fairshare usage summed up an aggregation tree (``exchange = "tree"``) or by
+push-sum gossip (``exchange = "gossip"``)."""
 from __future__ import annotations
 
 import pytest
@@ -71,5 +72,51 @@ def test_a_tree_topology_carries_the_tree_and_other_topologies_are_refused():
         load_scenario(data)
     data = grid(sites=7, exchange="all")
     data["network"]["topology"] = "ring"
-    with pytest.raises(ScenarioError, match="network.topology: the fairshare protocol sends usage along an aggregation tree"):
+    with pytest.raises(ScenarioError, match="network.topology: the fairshare protocol sends usage over a topology by gossip"):
+        load_scenario(data)
+
+
+def test_push_sum_gossip_estimates_the_grid_total_at_every_site(monkeypatch):
+    # Each round, N x mass / weight at every site must approach the sum of every site's
+    # report of that round (what all-to-all sums), here over a sparse random graph.
+    reports: dict[int, dict[int, dict]] = {}
+    estimates: dict[int, dict[int, dict]] = {}
+    kept: dict[int, list[tuple[dict, float]]] = {}  # each site's mass and weight after the last step
+    step = FairshareAgent._push_step
+
+    def record(self, now, r, k):
+        if k == 0:
+            reports.setdefault(r, {})[self.site.site_id] = dict(self.mass)
+        if k == self.steps:
+            n = self.grid.n_sites
+            estimates.setdefault(r, {})[self.site.site_id] = {e: n * s / self.weight for e, s in self.mass.items()}
+            kept.setdefault(r, []).append((dict(self.mass), self.weight))
+        step(self, now, r, k)
+
+    monkeypatch.setattr(FairshareAgent, "_push_step", record)
+    data = grid(hours=1, sites=12, exchange="gossip")
+    data["protocol"]["gossip_rounds"] = 40
+    data["network"].update(topology="random:3", latency=0.5)
+    res = emulator.run(data)
+    n_entries = {r: len({e for rep in reps.values() for e in rep}) for r, reps in reports.items()}
+    rounds = [r for r in estimates if len(estimates[r]) == 12 and n_entries[r]]
+    assert len(rounds) > 30
+    for r in rounds:
+        # Nothing is lost or made: the masses add up to the sum of the reports, the weights to N.
+        assert sum(w for _, w in kept[r]) == pytest.approx(12.0, rel=1e-12)
+        for e in {e for rep in reports[r].values() for e in rep}:
+            exact = sum(rep.get(e, 0.0) for rep in reports[r].values())
+            assert sum(m.get(e, 0.0) for m, _ in kept[r]) == pytest.approx(exact, rel=1e-12, abs=1e-9)
+            for est in estimates[r].values():
+                assert est.get(e, 0.0) == pytest.approx(exact, rel=1e-2, abs=1e-6)
+    # Per refresh: N x rounds x (at most the entries with usage + 1 weight row): no N^2 term.
+    push = res.summary["global"]["messages"]["push"]
+    assert sum(12 * 40 for r in reports) < push <= sum(12 * 40 * (n_entries[r] + 1) for r in reports)
+
+
+def test_gossip_rounds_must_end_within_a_refresh():
+    data = grid(sites=4, exchange="gossip", refresh=10.0)
+    data["protocol"]["gossip_rounds"] = 30
+    data["network"]["latency"] = 0.5
+    with pytest.raises(ScenarioError, match="protocol.gossip_rounds: 30 push-sum steps"):
         load_scenario(data)

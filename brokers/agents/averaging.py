@@ -68,19 +68,11 @@ class AveragingAgent(Agent):
         round_no = int(tag)
         load = site.load(now)
         if self.gossip:
-            site.send(now, self._partner(), "gossip", load=load, round=round_no)
+            site.send(now, self.random_neighbor(self.rng), "gossip", load=load, round=round_no)
         else:
             self.broadcast(now, "load", load=load, round=round_no)
             self._report(now, round_no, site.site_id, load)
         site.set_timer(now + self.period, round_no + 1)
-
-    def _partner(self) -> int:
-        """A neighbor drawn uniformly from this site's gossip stream."""
-        me, nb = self.site.site_id, self.grid.neighbors
-        if nb is None:
-            d = int(self.rng.integers(self.grid.n_sites - 1))
-            return d + (d >= me)
-        return nb[me][int(self.rng.integers(len(nb[me])))]
 
     def on_load(self, now: float, msg) -> None:
         self._report(now, int(msg.round), msg.src, msg.load)

@@ -84,6 +84,14 @@ class Agent:
             return grid.neighbors[me]
         return [d for d in range(grid.n_sites) if d != me]
 
+    def random_neighbor(self, rng: np.random.Generator) -> int:
+        """A neighbor drawn uniformly with the agent's own stream ``rng`` (one draw)."""
+        me, nb = self.site.site_id, self.grid.neighbors
+        if nb is None:
+            d = int(rng.integers(self.grid.n_sites - 1))
+            return d + (d >= me)
+        return nb[me][int(rng.integers(len(nb[me])))]
+
     def broadcast(self, now: float, kind: str, job: tuple = (), **fields: Any) -> None:
         """Send the same message to every neighbor (every other site on the full graph)."""
         site = self.site

@@ -21,6 +21,16 @@ its own usage, always fresh, and a cached grid-wide view. This agent keeps that 
     site forwards it to its children. A site's view of the others is that total less its
     own report of the round. 2(N - 1) messages per entry and round instead of N(N - 1);
     the view is 2 × depth hops stale;
+  * ``exchange = "gossip"``: push-sum aggregation (Kempe, Dobra and Gehrke, 2003) over the
+    network's links. At each refresh a site starts with its report as mass s (per entry)
+    and weight w = 1; for ``gossip_rounds`` steps, one ``max_latency`` apart, it keeps half
+    of (s, w) and sends the other half to a neighbor drawn from its own stream. N × s / w
+    then estimates the grid's total (the sum of s and of w over sites never changes), and
+    the view of the others is that less the site's own report. Rows per refresh:
+    N × rounds × (entries + 1), against N(N - 1) × entries all-to-all; the estimate's error
+    shrinks geometrically with the rounds. (Forwarding every site's newest report with
+    timestamps, the other reading of "gossip", would move at least N(N - 1) rows a refresh:
+    every site's new report must reach every site.)
   * ``exchange = "none"``: no reports; the global view is the site's own usage (what a
     site can do alone: local-only fairshare).
 
@@ -43,6 +53,7 @@ from typing import Any
 from gridemu.brokers.agents.base import Agent, GridInfo
 from gridemu.model.errors import InvariantError, ScenarioError
 from gridemu.model.messages import message
+from gridemu.model.rng import PURPOSE_GOSSIP, site_rng
 
 #: Ask a provider for the subpolicy below a mount point (``entry``: the mount point's index
 #: in the runtime policy's entries).
@@ -58,7 +69,10 @@ OFFER = message("offer", target="value", last="value2", entry="group")
 #: report (a report lists the entries with usage only).
 UP = message("usage_up", usage="value", round="value2", entry="group")
 DOWN = message("usage_down", usage="value", round="value2", entry="group")
-MESSAGES = (REQUEST, USAGE, OFFER, UP, DOWN)
+#: Push-sum gossip (``exchange = "gossip"``): half a site's mass of one entry for a refresh
+#: round; ``entry`` -1 carries half its weight (in ``usage``).
+PUSH = message("push", usage="value", round="value2", entry="group")
+MESSAGES = (REQUEST, USAGE, OFFER, UP, DOWN, PUSH)
 CLOSE = -1
 
 REPORT, AGGREGATE = 0.0, 1.0  # the ``mode`` of a usage message: a site's report, or a service's sum
@@ -101,6 +115,12 @@ class FairshareAgent(Agent):
         self.subtree: dict[int, dict[str, float]] = {}  # round -> the sum so far of its subtree
         self.waiting: dict[int, set[int]] = {}  # round -> children whose subtree sum is not complete
         self.total: dict[int, dict[str, float]] = {}  # round -> the grid total coming down
+        # Push-sum gossip (exchange = "gossip"): this refresh round's mass and weight.
+        self.steps = int(params.get("gossip_rounds", 0))
+        self.step_gap = grid.max_latency
+        self.rng = site_rng(grid.seed, me, PURPOSE_GOSSIP) if self.exchange == "gossip" else None
+        self.mass: dict[str, float] = {}
+        self.weight = 0.0
 
     def on_start(self, now: float) -> None:
         if self.exchange != "none" and self.grid.n_sites > 1:
@@ -115,9 +135,17 @@ class FairshareAgent(Agent):
                     self.site.send(now, k, "request", entry=self.index[point])
             self.site.set_timer(now + self.policy_refresh, "fetch")
             return
+        if isinstance(tag, tuple):  # a push-sum step
+            self._push_step(now, *tag)
+            return
         site, me = self.site, self.site.site_id
         report = self.sched.usage(now, self.sched.conf.approach)
-        if self.exchange == "tree":
+        if self.exchange == "gossip":
+            self.round += 1
+            self.own[self.round] = report
+            self.mass, self.weight = dict(report), 1.0
+            self._push_step(now, self.round, 0)
+        elif self.exchange == "tree":
             r = self.round
             self.round += 1
             self.own[r] = report
@@ -193,6 +221,31 @@ class FairshareAgent(Agent):
             self._descend(now, r, self.total.pop(r, {}))
         else:
             self.total.setdefault(r, {})[self.entries[int(msg.entry)]] = msg.usage
+
+    # push-sum gossip ---------------------------------------------------------------------
+    def _push_step(self, now: float, r: int, step: int) -> None:
+        """Send half the mass and weight to a random neighbor; after the last step, the view."""
+        if step == self.steps:
+            own = self.own.pop(r)
+            n = self.grid.n_sites
+            self.sched.remote[-1] = {e: max(0.0, n * s / self.weight - own.get(e, 0.0)) for e, s in self.mass.items()}
+            return
+        dst = self.random_neighbor(self.rng)
+        self.weight /= 2
+        for entry in self.mass:
+            self.mass[entry] /= 2
+            self.site.send(now, dst, "push", usage=self.mass[entry], round=r, entry=self.index[entry])
+        self.site.send(now, dst, "push", usage=self.weight, round=r, entry=CLOSE)
+        self.site.set_timer(now + self.step_gap, (r, step + 1))
+
+    def on_push(self, now: float, msg) -> None:
+        if int(msg.round) != self.round:  # the round is over (its steps fit in a refresh: checked)
+            return
+        if msg.entry == CLOSE:
+            self.weight += msg.usage
+        else:
+            entry = self.entries[int(msg.entry)]
+            self.mass[entry] = self.mass.get(entry, 0.0) + msg.usage
 
     # messages -------------------------------------------------------------------------
     def on_request(self, now: float, msg) -> None:

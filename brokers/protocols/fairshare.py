@@ -1,6 +1,7 @@
 """``fairshare``: usage reports for grid-wide hierarchical fairshare (fairshare paper)."""
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from gridemu.brokers.agents.fairshare import MESSAGES, FairshareAgent
@@ -11,27 +12,37 @@ from gridemu.model.errors import ScenarioError
 
 def check(params: dict[str, Any], scenario: ScenarioFacts) -> None:
     """Usage exchange for grid-wide fairshare: ``refresh`` (seconds between usage reports),
-    ``exchange`` ("all" | "service" | "tree" | "none"), ``fanout`` (of the aggregation tree
-    for "tree"; a ``tree:F`` network topology sets it to F), ``services`` ({VO = site index}: where each
+    ``exchange`` ("all" | "service" | "tree" | "gossip" | "none"), ``fanout`` (of the
+    aggregation tree for "tree"; a ``tree:F`` network topology sets it to F),
+    ``gossip_rounds`` (push-sum steps per refresh for "gossip", default 2⌈log2 N⌉, at least 4), ``services`` ({VO = site index}: where each
     top-level entry's usage service runs, for exchange = "service") and ``policy_refresh``
     (how often sites fetch the mounted subpolicies from their providers)."""
     n = len(scenario.sites)
     params["refresh"] = check_number("protocol.refresh", params.get("refresh", 60.0), positive=True)
-    params["exchange"] = choice("protocol.exchange", params.get("exchange", "all"), ("all", "service", "tree", "none"))
+    params["exchange"] = choice("protocol.exchange", params.get("exchange", "all"), ("all", "service", "tree", "gossip", "none"))
+    default_rounds = max(4, 2 * math.ceil(math.log2(max(2, n))))
+    params["gossip_rounds"] = int(check_number("protocol.gossip_rounds", params.get("gossip_rounds", default_rounds), positive=True, integer=True))
+    if params["exchange"] == "gossip" and params["gossip_rounds"] * scenario.max_latency >= params["refresh"]:
+        raise ScenarioError(
+            "protocol.gossip_rounds",
+            f"{params['gossip_rounds']} push-sum steps, one largest link latency ({scenario.max_latency}) apart, "
+            f"must end within a refresh period ({params['refresh']}): fewer rounds or a longer refresh",
+        )
     given = "fanout" in params
     params["fanout"] = int(check_number("protocol.fanout", params.get("fanout", 4), positive=True, integer=True))
     topology = scenario.data.get("network", {}).get("topology", "full")
     if topology != "full" or "topology_file" in scenario.data.get("network", {}):
         shape, _, f = str(topology).partition(":")
-        if params["exchange"] != "tree" or shape != "tree":
+        if not (params["exchange"] == "gossip" or (params["exchange"] == "tree" and shape == "tree")):
             raise ScenarioError(
                 "network.topology",
-                f'the fairshare protocol sends usage along an aggregation tree (exchange = "tree" with topology = "tree:F") '
-                f"or over the full graph; got exchange = {params['exchange']!r}, topology = {topology!r}",
+                f'the fairshare protocol sends usage over a topology by gossip (exchange = "gossip") or along an aggregation '
+                f'tree (exchange = "tree" with topology = "tree:F"); got exchange = {params["exchange"]!r}, topology = {topology!r}',
             )
-        if given and params["fanout"] != int(f):
-            raise ScenarioError("protocol.fanout", f"the aggregation tree is the network's {topology}: leave fanout out or set it to {f}")
-        params["fanout"] = int(f)  # the tree of the network
+        if params["exchange"] == "tree":
+            if given and params["fanout"] != int(f):
+                raise ScenarioError("protocol.fanout", f"the aggregation tree is the network's {topology}: leave fanout out or set it to {f}")
+            params["fanout"] = int(f)  # the tree of the network
         providers = (scenario.data.get("policy") or {}).get("providers") or {}
         served = [name for name, p in providers.items() if isinstance(p, dict) and "site" in p]
         if served:
@@ -53,7 +64,7 @@ def check(params: dict[str, Any], scenario: ScenarioFacts) -> None:
 
 
 PROTOCOL = Protocol(
-    "fairshare", FairshareAgent, "usage reports (all-to-all, per-VO services or an aggregation tree) for grid-wide hierarchical fairshare",
-    keys=("refresh", "exchange", "services", "policy_refresh", "fanout"), messages=MESSAGES, check=check, periodic=True,
+    "fairshare", FairshareAgent, "usage reports (all-to-all, per-VO services, an aggregation tree or push-sum gossip) for grid-wide hierarchical fairshare",
+    keys=("refresh", "exchange", "services", "policy_refresh", "fanout", "gossip_rounds"), messages=MESSAGES, check=check, periodic=True,
     topologies=True,
 )

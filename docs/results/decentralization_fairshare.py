@@ -1,5 +1,5 @@
 """Grid-wide fairshare usage exchange against the number of sites: all-to-all reports, per-VO
-usage services, an aggregation tree, and none (local usage only). For
+usage services, an aggregation tree, push-sum gossip, and none (local usage only). For
 docs/results/decentralization.md, section "Fairshare usage".
 
     python docs/results/decentralization_fairshare.py            # ~5 minutes on 2 cores
@@ -45,13 +45,13 @@ def main(argv: list[str]) -> int:
             "|---|---:|---:|---:|---:|---:|---:|---:|"]
     per_refresh: dict[tuple[str, int], float] = {}
     for n in (16, 64, 256, 1024):
-        for exchange in ("all", "service", "tree", "none"):
+        for exchange in ("all", "service", "tree", "gossip", "none"):
             seconds = HOURS * 3600.0 if exchange != "all" or n <= 64 else SHORT
             t0 = time.perf_counter()
             res = emulator.run(scenario(n, exchange, seconds))
             wall = time.perf_counter() - t0
             msgs = res.summary["global"]["messages"]
-            usage = sum(v for k, v in msgs.items() if k.startswith("usage"))
+            usage = sum(v for k, v in msgs.items() if k.startswith("usage") or k == "push")
             refreshes = seconds / 60.0
             per_refresh[exchange, n] = usage / refreshes
             pol = res.summary["policy"]
