@@ -13,7 +13,7 @@ from gridemu.emulator.checks import check_causality, check_conservation, check_g
 from gridemu.emulator.engine import Progress, RawRun, run_windows
 from gridemu.emulator.scenario import Scenario, load_scenario
 from gridemu.emulator.results import (
-    PIECE_COLUMNS, RunResult, job_table, labelled, piece_table, policy_summary, site_table, sites_unmapped, summarize,
+    PIECE_COLUMNS, RunResult, check_out, job_table, labelled, piece_table, policy_summary, site_table, sites_unmapped, summarize,
     timeseries_table, usage_table,
 )
 
@@ -30,6 +30,7 @@ def run(
     overrides: dict[str, Any] | None = None,
     address: str | None = None,
     out: str | Path | None = None,
+    overwrite: bool = False,
     on_progress: Callable[[Progress], None] | None = None,
     recurrence: bool = True,
 ) -> RunResult:
@@ -38,7 +39,9 @@ def run(
     ``scenario`` is a path, a shipped scenario name, a dict or a loaded Scenario;
     ``seed``, ``backend`` and ``shards`` override ``run.*``; ``overrides`` maps dotted
     keys to values (as ``--set``). ``address`` joins a Ray cluster (``auto`` or
-    ``ray://host:port``) and implies the Ray backend. ``out`` writes the result files.
+    ``ray://host:port``) and implies the Ray backend. ``out`` writes the result files (all
+    or nothing; checked before any work; a folder with an earlier run's results only with
+    ``overwrite``).
     ``recurrence=False`` forces the event loop where the FCFS recurrence would apply.
     """
     if address and backend is None:
@@ -47,10 +50,12 @@ def run(
         scenario = load_scenario(scenario, overrides, seed=seed, backend=backend, shards=shards)
     elif overrides or seed is not None or backend is not None or shards is not None:
         scenario = load_scenario(scenario.data, overrides, seed=seed, backend=backend, shards=shards)
+    if out is not None:
+        check_out(out, overwrite)  # before any work
     raw = run_windows(scenario, address=address, on_progress=on_progress, recurrence=recurrence)
     result = _finish(raw)
     if out is not None:
-        result.write(out)
+        result.write(out, overwrite)
     return result
 
 

@@ -14,6 +14,7 @@ from typing import Any, Sequence
 from gridemu.brokers import registry
 from gridemu.emulator.console import stderr_console
 from gridemu.model.errors import GridemuError, InvariantError
+from gridemu.emulator.results import check_out
 from gridemu.emulator.scenario import load_scenario, parse_override, read_scenario_file, shipped_scenarios
 
 EXIT_USAGE = 2
@@ -106,9 +107,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     overrides = _overrides(args.set)
     backend = args.backend or ("ray" if args.address else None)
     scenario = load_scenario(args.scenario, overrides, seed=args.seed, backend=backend, shards=args.shards)
-    out = _out_dir(args)
-    if out.exists() and not out.is_dir():  # fail before the run, not after it
-        raise GridemuError(f"--out: {out} exists and is not a folder")
+    out = check_out(_out_dir(args), args.overwrite)  # fail before the run, not after it
     # --quiet passes no callback at all, so a run where no site talks keeps its single window.
     bar = None if args.quiet else _ProgressBar()
     try:
@@ -116,7 +115,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     finally:
         if bar is not None:
             bar.close()
-    result.write(out)
+    result.write(out, overwrite=args.overwrite)
     if not args.quiet:
         print_summary(result.summary)
         print(f"results written to {out}/")
@@ -162,7 +161,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("run", help="run a scenario and write its results")
     p.add_argument("scenario", help="a scenario file or the name of a shipped scenario")
     p.add_argument("--seed", type=int)
-    p.add_argument("--out", help="result folder (default runs/<scenario>-<time>)")
+    p.add_argument("--out", help="result folder (default runs/<scenario>-<time>); written whole or not at all")
+    p.add_argument("--overwrite", action="store_true", help="replace the results of an earlier run in --out")
     p.add_argument("--backend", choices=["inprocess", "ray"])
     p.add_argument("--shards", type=int, help="number of shards (default: Ray's CPUs, or 1 in-process)")
     p.add_argument("--address", help="join a Ray cluster: auto, or ray://host:port (implies --backend ray)")

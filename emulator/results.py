@@ -18,6 +18,9 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import shutil
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -50,19 +53,66 @@ class RunResult:
     #: One row per piece (``PIECE_COLUMNS``); the same rows as ``jobs`` unless some job was split.
     pieces: pd.DataFrame = field(default_factory=pd.DataFrame)
 
-    def write(self, out: str | Path) -> Path:
-        """Write the result files into ``out`` (created if needed)."""
-        out = prepare_out(out)
-        self.jobs.to_parquet(out / "jobs.parquet", index=False)
-        self.sites.to_parquet(out / "sites.parquet", index=False)
-        if len(self.timeseries):
-            self.timeseries.to_parquet(out / "timeseries.parquet", index=False)
-        self.usage.to_parquet(out / "usage.parquet", index=False)
-        if len(self.pieces) != len(self.jobs):
-            self.pieces.to_parquet(out / "fragments.parquet", index=False)
-        (out / "summary.json").write_text(json.dumps(self.summary, indent=2, default=_json_default) + "\n")
-        (out / "scenario.toml").write_text(to_toml(self.scenario))
+    def write(self, out: str | Path, overwrite: bool = False) -> Path:
+        """Write the result files into ``out``, all or nothing: they are written to a hidden
+        folder beside it and renamed to ``out`` once complete. A folder that already holds a
+        run's results is refused unless ``overwrite`` (then it is replaced whole: no file of
+        the old run stays beside the new ones)."""
+        out = check_out(out, overwrite)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
+        try:
+            self.jobs.to_parquet(tmp / "jobs.parquet", index=False)
+            self.sites.to_parquet(tmp / "sites.parquet", index=False)
+            if len(self.timeseries):
+                self.timeseries.to_parquet(tmp / "timeseries.parquet", index=False)
+            self.usage.to_parquet(tmp / "usage.parquet", index=False)
+            if len(self.pieces) != len(self.jobs):
+                self.pieces.to_parquet(tmp / "fragments.parquet", index=False)
+            (tmp / "summary.json").write_text(json.dumps(self.summary, indent=2, default=_json_default) + "\n")
+            (tmp / "scenario.toml").write_text(to_toml(self.scenario))
+            _replace(tmp, out)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
         return out
+
+
+#: Files that make a folder a run's results (``check_out`` refuses to mix two runs).
+RESULT_FILES = ("summary.json", "jobs.parquet", "sites.parquet", "scenario.toml")
+
+
+def check_out(out: str | Path, overwrite: bool = False) -> Path:
+    """The result folder ``out``, checked before any work: its parent can be created and
+    written, it is not a file, and it holds no earlier run's results (unless ``overwrite``)."""
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise GridemuError(f"--out: {out} exists and is not a folder")
+    if out.is_dir() and not overwrite:
+        held = [f for f in RESULT_FILES if (out / f).exists()]
+        if held:
+            raise GridemuError(f"--out: {out} holds the results of an earlier run ({held[0]}): choose another folder or add --overwrite")
+    parent = out.absolute().parent
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        raise GridemuError(f"--out: cannot create {out}: a part of {parent} is a file") from None
+    except OSError as exc:
+        raise GridemuError(f"--out: cannot create {out}: {exc.strerror or exc}") from None
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise GridemuError(f"--out: cannot write in {parent}")
+    return out
+
+
+def _replace(tmp: Path, out: Path) -> None:
+    """Rename the complete ``tmp`` to ``out``; an existing ``out`` is moved aside first and
+    removed once the new one is in place."""
+    old = None
+    if out.is_dir() and any(out.iterdir()):
+        old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
+        out.replace(old / out.name)
+    os.replace(tmp, out)  # an empty folder of that name is replaced too
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
 
 
 def prepare_out(out: str | Path) -> Path:

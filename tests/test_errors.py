@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+import gridemu.emulator as emulator
 from gridemu.emulator.cli import main
 
 # A valid little scenario the file-based cases start from.
@@ -305,3 +306,47 @@ def test_unreachable_address_fails_fast(tmp_path):
     assert "--address" in errors[0] and "ray://127.0.0.1:1" in errors[0]
     assert not (tmp_path / "out").exists()
     assert lines == errors, f"stderr holds more than the one error line: {proc.stderr!r}"
+
+
+# --------------------------------------------------------------------------- result folders
+
+SMALL_RUN = ["run", "quickstart", "--backend", "inprocess", "--quiet", "--set", "workload.jobs=50", "--set", "metrics.counterfactual=none"]
+
+
+def test_an_earlier_runs_results_are_kept_unless_overwrite(tmp_path, capsys):
+    out = tmp_path / "r"
+    assert call(SMALL_RUN + ["--out", out]) == 0
+    (out / "fragments.parquet").write_text("a file of the earlier run")
+    before = (out / "summary.json").read_text()
+    expect_error(capsys, SMALL_RUN + ["--out", out, "--set", "protocol.name=random"], str(out), "holds the results of an earlier run", "--overwrite")
+    assert (out / "summary.json").read_text() == before
+    assert call(SMALL_RUN + ["--out", out, "--set", "protocol.name=random", "--overwrite"]) == 0
+    assert not (out / "fragments.parquet").exists()  # replaced whole: nothing of the old run stays
+    assert '"protocol": "random"' in (out / "summary.json").read_text()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r"]  # no partial or old folder left
+
+
+def test_an_empty_folder_is_a_fine_out(tmp_path):
+    (tmp_path / "r").mkdir()
+    assert call(SMALL_RUN + ["--out", tmp_path / "r"]) == 0
+    assert (tmp_path / "r" / "jobs.parquet").exists()
+
+
+def test_out_under_a_file_fails_before_the_run(tmp_path, capsys, monkeypatch):
+    import gridemu.emulator.api as api
+
+    write(tmp_path, "taken", "a file\n")
+    monkeypatch.setattr(api, "run_windows", lambda *a, **k: pytest.fail("the run started"))
+    expect_error(capsys, SMALL_RUN + ["--out", tmp_path / "taken" / "r"], "is a file")
+
+
+def test_results_are_written_whole_or_not_at_all(tmp_path, monkeypatch):
+    import gridemu.emulator.results as results
+
+    def broken(*a, **k):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(results, "to_toml", broken)  # the last file written fails
+    with pytest.raises(OSError, match="disk full"):
+        emulator.run("quickstart", backend="inprocess", overrides={"workload.jobs": 50}, out=tmp_path / "r")
+    assert list(tmp_path.iterdir()) == []  # no result folder, no partial one
