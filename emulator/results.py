@@ -92,12 +92,7 @@ def check_out(out: str | Path, overwrite: bool = False) -> Path:
         if held:
             raise GridemuError(f"--out: {out} holds the results of an earlier run ({held[0]}): choose another folder or add --overwrite")
     parent = out.absolute().parent
-    try:
-        parent.mkdir(parents=True, exist_ok=True)
-    except (FileExistsError, NotADirectoryError):
-        raise GridemuError(f"--out: cannot create {out}: a part of {parent} is a file") from None
-    except OSError as exc:
-        raise GridemuError(f"--out: cannot create {out}: {exc.strerror or exc}") from None
+    _make_folder(parent, out)
     if not os.access(parent, os.W_OK | os.X_OK):
         raise GridemuError(f"--out: cannot write in {parent}")
     return out
@@ -116,15 +111,20 @@ def _replace(tmp: Path, out: Path) -> None:
 
 
 def prepare_out(out: str | Path) -> Path:
-    """Create the result folder, or say clearly why it cannot be."""
+    """Create the result folder (a sweep's), or say clearly why it cannot be."""
     out = Path(out)
+    _make_folder(out, out)
+    return out
+
+
+def _make_folder(folder: Path, out: Path) -> None:
+    """Create ``folder`` (and its parents) for the result folder ``out``, or one clear error."""
     try:
-        out.mkdir(parents=True, exist_ok=True)
+        folder.mkdir(parents=True, exist_ok=True)
     except (FileExistsError, NotADirectoryError):
-        raise GridemuError(f"--out: {out} exists and is not a folder") from None
+        raise GridemuError(f"--out: cannot create {out}: {folder} or a folder above it is a file") from None
     except OSError as exc:
         raise GridemuError(f"--out: cannot create {out}: {exc.strerror or exc}") from None
-    return out
 
 
 def _json_default(value: Any) -> Any:
