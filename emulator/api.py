@@ -49,7 +49,7 @@ def run(
     if not isinstance(scenario, Scenario):
         scenario = load_scenario(scenario, overrides, seed=seed, backend=backend, shards=shards)
     elif overrides or seed is not None or backend is not None or shards is not None:
-        scenario = load_scenario(scenario.data, overrides, seed=seed, backend=backend, shards=shards)
+        scenario = load_scenario(scenario.data, overrides, source=scenario.source, seed=seed, backend=backend, shards=shards)
     if out is not None:
         check_out(out, overwrite)  # before any work
     raw = run_windows(scenario, address=address, on_progress=on_progress, recurrence=recurrence)
@@ -70,7 +70,9 @@ def _finish(raw: RawRun) -> RunResult:
     local = None
     if scenario.data["metrics"].get("counterfactual") == "local":
         # The same workload with no cooperation: what each organization would have had alone.
-        local_scenario = load_scenario(scenario.data, {"protocol": {"name": "local"}, "run.backend": "inprocess", "run.shards": 1})
+        local_scenario = load_scenario(
+            scenario.data, {"protocol": {"name": "local"}, "run.backend": "inprocess", "run.shards": 1}, source=scenario.source
+        )
         local = job_table(piece_table(run_windows(local_scenario)))
     summary = summarize(raw, table, sites, local)
     plugin = scenario.plugin

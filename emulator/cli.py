@@ -130,10 +130,19 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    from gridemu.emulator.sweep import parse_grid, sweep
+    from gridemu.emulator.sweep import SweepFailed, parse_grid, sweep
 
     grid = parse_grid(args.grid or [])
     out = _out_dir(args, prefix="sweep-")
+    try:
+        _sweep(args, sweep, grid, out)
+    except SweepFailed as exc:  # the finished points are written: not a usage error
+        print(f"gridemu: sweep: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _sweep(args: argparse.Namespace, sweep: Any, grid: list, out: Path) -> None:
     sweep(
         args.scenario,
         grid,
@@ -143,8 +152,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         address=args.address,
         quiet=args.quiet,
         workers=args.workers,
+        overwrite=args.overwrite,
     )
-    return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -180,7 +189,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("scenario")
     p.add_argument("--grid", action="append", metavar="KEY=V1,V2,...", help="a swept key and its values (repeatable)")
     p.add_argument("--repeat", type=int, default=1, help="seeds per setting: run.seed, run.seed+1, ...")
-    p.add_argument("--out", help="result folder (default runs/sweep-<scenario>-<time>)")
+    p.add_argument("--out", help="result folder (default runs/sweep-<scenario>-<time>); written whole or not at all")
+    p.add_argument("--overwrite", action="store_true", help="replace the results of an earlier sweep in --out")
     p.add_argument("--address", help="join a Ray cluster: auto, or ray://host:port")
     p.add_argument("--workers", type=int, help="parallel tasks (default: Ray's CPUs)")
     p.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a scenario key (repeatable)")

@@ -23,7 +23,7 @@ import shutil
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import pandas as pd
@@ -58,37 +58,47 @@ class RunResult:
         folder beside it and renamed to ``out`` once complete. A folder that already holds a
         run's results is refused unless ``overwrite`` (then it is replaced whole: no file of
         the old run stays beside the new ones)."""
-        out = check_out(out, overwrite)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
-        try:
-            self.jobs.to_parquet(tmp / "jobs.parquet", index=False)
-            self.sites.to_parquet(tmp / "sites.parquet", index=False)
-            if len(self.timeseries):
-                self.timeseries.to_parquet(tmp / "timeseries.parquet", index=False)
-            self.usage.to_parquet(tmp / "usage.parquet", index=False)
-            if len(self.pieces) != len(self.jobs):
-                self.pieces.to_parquet(tmp / "fragments.parquet", index=False)
-            (tmp / "summary.json").write_text(json.dumps(self.summary, indent=2, default=_json_default) + "\n")
-            (tmp / "scenario.toml").write_text(to_toml(self.scenario))
-            _replace(tmp, out)
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
-        return out
+        return write_whole(out, self._write_files, overwrite)
+
+    def _write_files(self, folder: Path) -> None:
+        self.jobs.to_parquet(folder / "jobs.parquet", index=False)
+        self.sites.to_parquet(folder / "sites.parquet", index=False)
+        if len(self.timeseries):
+            self.timeseries.to_parquet(folder / "timeseries.parquet", index=False)
+        self.usage.to_parquet(folder / "usage.parquet", index=False)
+        if len(self.pieces) != len(self.jobs):
+            self.pieces.to_parquet(folder / "fragments.parquet", index=False)
+        (folder / "summary.json").write_text(json.dumps(self.summary, indent=2, default=_json_default) + "\n")
+        (folder / "scenario.toml").write_text(to_toml(self.scenario))
+
+
+def write_whole(out: str | Path, write: "Callable[[Path], None]", overwrite: bool = False, results: tuple[str, ...] = ()) -> Path:
+    """Result files written all or nothing: ``write(folder)`` fills a hidden folder beside
+    ``out``, which is then renamed to ``out`` (an earlier run's folder only with ``overwrite``)."""
+    out = check_out(out, overwrite, results or RESULT_FILES)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
+    try:
+        write(tmp)
+        _replace(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return out
 
 
 #: Files that make a folder a run's results (``check_out`` refuses to mix two runs).
 RESULT_FILES = ("summary.json", "jobs.parquet", "sites.parquet", "scenario.toml")
 
 
-def check_out(out: str | Path, overwrite: bool = False) -> Path:
+def check_out(out: str | Path, overwrite: bool = False, results: tuple[str, ...] = RESULT_FILES) -> Path:
     """The result folder ``out``, checked before any work: its parent can be created and
-    written, it is not a file, and it holds no earlier run's results (unless ``overwrite``)."""
+    written, it is not a file, and it holds none of an earlier run's ``results`` files
+    (unless ``overwrite``)."""
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise GridemuError(f"--out: {out} exists and is not a folder")
     if out.is_dir() and not overwrite:
-        held = [f for f in RESULT_FILES if (out / f).exists()]
+        held = [f for f in results if (out / f).exists()]
         if held:
             raise GridemuError(f"--out: {out} holds the results of an earlier run ({held[0]}): choose another folder or add --overwrite")
     parent = out.absolute().parent
@@ -108,13 +118,6 @@ def _replace(tmp: Path, out: Path) -> None:
     os.replace(tmp, out)  # an empty folder of that name is replaced too
     if old is not None:
         shutil.rmtree(old, ignore_errors=True)
-
-
-def prepare_out(out: str | Path) -> Path:
-    """Create the result folder (a sweep's), or say clearly why it cannot be."""
-    out = Path(out)
-    _make_folder(out, out)
-    return out
 
 
 def _make_folder(folder: Path, out: Path) -> None:

@@ -162,15 +162,17 @@ def apply_overrides(data: dict[str, Any], overrides: dict[str, Any]) -> dict[str
 def load_scenario(
     ref: str | Path | dict[str, Any],
     overrides: dict[str, Any] | None = None,
+    source: str | None = None,
     **run_settings: Any,
 ) -> Scenario:
     """Load, override and validate a scenario.
 
-    ``ref`` is a path, a shipped scenario name or a dict. ``run_settings`` (seed, backend,
-    shards, horizon) are shortcuts for ``run.*`` overrides; ``None`` values are ignored.
+    ``ref`` is a path, a shipped scenario name or a dict; ``source`` is where a dict was read
+    from (files it names relative to that file are found beside it). ``run_settings`` (seed,
+    backend, shards, horizon) are shortcuts for ``run.*`` overrides; ``None`` values are ignored.
     """
     if isinstance(ref, dict):
-        raw, source = copy.deepcopy(ref), "<dict>"
+        raw, source = copy.deepcopy(ref), source or "<dict>"
     else:
         raw, source = read_scenario_file(ref)
     sets = dict(overrides or {})

@@ -17,7 +17,7 @@ from typing import Any
 import pandas as pd
 
 from gridemu.model.errors import GridemuError, ScenarioError
-from gridemu.emulator.results import prepare_out
+from gridemu.emulator.results import check_out, write_whole
 from gridemu.emulator.scenario import load_scenario, parse_override, read_scenario_file
 
 GLOBAL_FIGURES = ("jobs", "makespan", "mean_flow_time", "events", "messages_total", "windows", "wall_seconds", "site_cpu_seconds")
@@ -42,13 +42,14 @@ def parse_grid(items: list[str]) -> list[tuple[str, list[Any]]]:
     return grid
 
 
-def run_one(data: dict[str, Any], settings: dict[str, Any], seed: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """One sweep point: (row for runs.parquet, rows for orgs.parquet)."""
+def run_one(data: dict[str, Any], settings: dict[str, Any], seed: int, source: str | None = None) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """One sweep point: (row for runs.parquet, rows for orgs.parquet). ``source``: the
+    scenario file ``data`` was read from (its relative file names are found beside it)."""
     from gridemu.emulator.api import run
 
     sets = dict(settings)
-    sets.update({"run.backend": "inprocess", "run.shards": 1})
-    result = run(data, seed=seed, overrides=sets)
+    sets.update({"run.backend": "inprocess", "run.shards": 1, "run.seed": seed})
+    result = run(load_scenario(data, sets, source=source))
     g = result.summary["global"]
     row = {**settings, "seed": seed, **{f: g.get(f) for f in GLOBAL_FIGURES}}
     row.update({f"messages_{kind}": n for kind, n in g["messages"].items()})
@@ -78,18 +79,25 @@ def sweep(
     address: str | None = None,
     quiet: bool = False,
     workers: int | None = None,
+    overwrite: bool = False,
 ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """Run every setting of ``grid`` with seeds run.seed .. run.seed+repeat-1; see module doc."""
+    """Run every setting of ``grid`` with seeds run.seed .. run.seed+repeat-1; see module doc.
+
+    A point whose run fails does not stop the others: every finished point is written, the
+    failed ones go to ``failures.csv`` with their error, and a :class:`SweepFailed` naming
+    the first is raised once the files are written."""
     from gridemu.emulator.backends import ensure_ray
 
     if repeat < 1:
         raise ScenarioError("--repeat", f"must be >= 1, got {repeat}")
-    data = scenario if isinstance(scenario, dict) else read_scenario_file(scenario)[0]
-    base = load_scenario(data, overrides)
+    data, source = (scenario, None) if isinstance(scenario, dict) else read_scenario_file(scenario)
+    base = load_scenario(data, overrides, source=source)
     keys = [k for k, _ in grid]
     points = [dict(zip(keys, combo)) for combo in itertools.product(*[v for _, v in grid])] or [{}]
     for point in points:  # fail before launching anything
-        load_scenario(data, {**(overrides or {}), **point})
+        load_scenario(data, {**(overrides or {}), **point}, source=source)
+    if out is not None:
+        out = check_out(out, overwrite, SWEEP_FILES)
     # A swept run.seed is the first seed of that point's repeats.
     tasks = [(point, int(point.get("run.seed", base.seed)) + r) for point in points for r in range(repeat)]
 
@@ -100,7 +108,7 @@ def sweep(
     payload = ray.put(apply_overrides(data, overrides or {}))
     remote = ray.remote(num_cpus=1)(run_one)
     limit = workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
-    rows, org_rows = [], []
+    rows, org_rows, failed = [], [], []
     pending: dict[Any, int] = {}
     queue = list(enumerate(tasks))
     progress = None
@@ -117,37 +125,58 @@ def sweep(
         while queue or pending:
             while queue and len(pending) < limit:
                 i, (point, seed) = queue.pop(0)
-                pending[remote.remote(payload, point, seed)] = i
+                pending[remote.remote(payload, point, seed, source)] = i
             done, _ = ray.wait(list(pending), num_returns=1)
             for ref in done:
-                pending.pop(ref)
+                point, seed = tasks[pending.pop(ref)]
                 try:
                     row, orgs = ray.get(ref)
-                except ray.exceptions.RayTaskError as exc:
+                except ray.exceptions.RayError as exc:
                     cause = exc.cause if isinstance(getattr(exc, "cause", None), Exception) else exc
-                    if isinstance(cause, GridemuError):
-                        raise cause from None
-                    raise
-                rows.append(row)
-                org_rows.extend(orgs)
+                    first = (str(cause).strip().splitlines() or [""])[0]
+                    failed.append({**point, "seed": seed, "error": f"{type(cause).__name__}: {first}"})
+                else:
+                    rows.append(row)
+                    org_rows.extend(orgs)
                 if progress is not None:
                     progress.advance(bar)
     finally:
         if progress is not None:
             progress.stop()
     order = keys + ["seed"]
-    runs = pd.DataFrame(rows).sort_values(order).reset_index(drop=True)
-    orgs_df = pd.DataFrame(org_rows).sort_values(order + ["organization"]).reset_index(drop=True)
-    table = aggregate(runs, keys)
+    runs = pd.DataFrame(rows, columns=None if rows else order)
+    runs = runs.sort_values(order).reset_index(drop=True)
+    orgs_df = pd.DataFrame(org_rows, columns=None if org_rows else order + ["organization"])
+    orgs_df = orgs_df.sort_values(order + ["organization"]).reset_index(drop=True)
+    failures = pd.DataFrame(failed, columns=None if failed else order + ["error"]).sort_values(order).reset_index(drop=True)
+    table = aggregate(runs, keys) if rows else pd.DataFrame()
+
+    def write(folder: Path) -> None:
+        runs.to_parquet(folder / "runs.parquet", index=False)
+        runs.to_csv(folder / "runs.csv", index=False)
+        orgs_df.to_parquet(folder / "orgs.parquet", index=False)
+        table.to_csv(folder / "table.csv")
+        if failed:
+            failures.to_csv(folder / "failures.csv", index=False)
+
     if out is not None:
-        out = prepare_out(out)
-        runs.to_parquet(out / "runs.parquet", index=False)
-        runs.to_csv(out / "runs.csv", index=False)
-        orgs_df.to_parquet(out / "orgs.parquet", index=False)
-        table.to_csv(out / "table.csv")
-    if not quiet:
-        _print_table(table, len(tasks), time.perf_counter() - t0, out)
+        write_whole(out, write, overwrite, SWEEP_FILES)
+    if not quiet and rows:
+        _print_table(table, len(rows), time.perf_counter() - t0, out)
+    if failed:
+        where = f"; the {len(rows)} finished runs are in {out}/, the failed ones in {out}/failures.csv" if out is not None else ""
+        first = failures.iloc[0]
+        setting = ", ".join(f"{k}={first[k]}" for k in order)
+        raise SweepFailed(f"{len(failed)} of {len(tasks)} runs failed (first: {setting}: {first['error']}){where}")
     return runs, orgs_df, table
+
+
+#: A sweep's result files (an earlier sweep's are kept unless overwrite).
+SWEEP_FILES = ("runs.parquet", "runs.csv", "orgs.parquet", "table.csv", "failures.csv")
+
+
+class SweepFailed(GridemuError):
+    """Some points of a sweep failed; the finished ones were written."""
 
 
 def aggregate(runs: pd.DataFrame, keys: list[str]) -> pd.DataFrame:

@@ -459,3 +459,27 @@ def test_report_gantt_packs_jobs_without_overlap(tmp_path):
     bad["start"] = 0.0
     with pytest.raises(GridemuError, match=r"job \d+ needs \d+ processors of site 0"):
         gantt_boxes(bad, {0: 16})
+
+
+def test_a_failed_sweep_point_keeps_the_others(ray_session, tmp_path, capsys):
+    # The broken CSV passes validation (it exists) and fails when its run reads it.
+    good = tmp_path / "good.csv"
+    good.write_text("release,size,site\n0,1.0,0\n1,2.0,1\n2,3.0,0\n")
+    bad = tmp_path / "bad.csv"
+    bad.write_text("release,size,site\n0,1.0,0\n1,2.0\n")
+    scenario = tmp_path / "s.toml"
+    scenario.write_text('[sites]\ncount = 2\nprocs = 1\n[workload]\nkind = "csv"\npath = "good.csv"\n[protocol]\nname = "local"\n')
+    out = tmp_path / "sw"
+    code = run_cli("sweep", scenario, "--grid", f"workload.path={good},{bad}", "--repeat", 2, "--quiet", "--out", out)
+    err = capsys.readouterr().err
+    assert code == 1
+    assert "2 of 4 runs failed" in err and "bad.csv:3: wrong number of columns" in err and "Traceback" not in err
+    runs = pd.read_parquet(out / "runs.parquet")
+    assert len(runs) == 2 and set(runs["workload.path"]) == {str(good)}
+    failures = pd.read_csv(out / "failures.csv")
+    assert len(failures) == 2 and failures["error"].str.contains("bad.csv:3:").all()
+    # An earlier sweep's folder is kept unless --overwrite; "good.csv" is found beside the scenario.
+    code = run_cli("sweep", scenario, "--grid", "run.seed=1,2", "--quiet", "--out", out)
+    assert code == 2 and "holds the results of an earlier run" in capsys.readouterr().err
+    assert run_cli("sweep", scenario, "--grid", "run.seed=1,2", "--quiet", "--out", out, "--overwrite") == 0
+    assert not (out / "failures.csv").exists() and len(pd.read_parquet(out / "runs.parquet")) == 2
