@@ -6,6 +6,7 @@ and exits with code 2; no traceback.
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import time
 from pathlib import Path
@@ -119,7 +120,24 @@ def cmd_run(args: argparse.Namespace) -> int:
     if not args.quiet:
         print_summary(result.summary)
         print(f"results written to {out}/")
-    return 0
+    return _unfinished(result.summary, scenario.horizon, args.strict)
+
+
+def _unfinished(summary: dict, horizon: float, strict: bool) -> int:
+    """Warn when a run without a horizon ended with jobs that never finished (a job too wide
+    for the site it was sent to stays queued there); ``--strict`` makes it exit code 1."""
+    states = summary["global"]["jobs_by_state"]
+    left = {state: n for state, n in states.items() if state != "done" and n}
+    if math.isfinite(horizon) or not left:
+        return 0
+    total = summary["global"]["jobs"]
+    what = ", ".join(f"{state} {n:,}" for state, n in left.items())
+    print(
+        f"gridemu: warning: {sum(left.values()):,} of {total:,} jobs never finished ({what}); mean flow time and "
+        "makespan cover the finished jobs only (jobs.parquet has each job's state)",
+        file=sys.stderr,
+    )
+    return 1 if strict else 0
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -177,6 +195,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--address", help="join a Ray cluster: auto, or ray://host:port (implies --backend ray)")
     p.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a scenario key (repeatable)")
     p.add_argument("--quiet", action="store_true", help="no progress and no summary table")
+    p.add_argument("--strict", action="store_true", help="exit 1 when a run without a horizon ends with unfinished jobs")
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("report", help="tables and plots of a finished run")

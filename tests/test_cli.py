@@ -483,3 +483,25 @@ def test_a_failed_sweep_point_keeps_the_others(ray_session, tmp_path, capsys):
     assert code == 2 and "holds the results of an earlier run" in capsys.readouterr().err
     assert run_cli("sweep", scenario, "--grid", "run.seed=1,2", "--quiet", "--out", out, "--overwrite") == 0
     assert not (out / "failures.csv").exists() and len(pd.read_parquet(out / "runs.parquet")) == 2
+
+
+def test_jobs_that_never_finish_are_reported_and_strict_fails(tmp_path, capsys):
+    # 4-processor jobs submitted at the 4-processor site; the random broker sends some to the
+    # 2-processor site, where they wait for ever (no horizon: the run ends when nothing is left).
+    (tmp_path / "jobs.csv").write_text("release,size,site,procs\n" + "".join(f"{i},5.0,0,4\n" for i in range(30)))
+    scenario = tmp_path / "s.toml"
+    scenario.write_text(
+        '[sites]\ncount = 2\nprocs = [4, 2]\n[workload]\nkind = "csv"\npath = "jobs.csv"\n[protocol]\nname = "random"\n'
+    )
+    argv = ["run", scenario, "--backend", "inprocess", "--quiet"]
+    assert run_cli(*argv, "--out", tmp_path / "a") == 0
+    err = capsys.readouterr().err
+    jobs = read_jobs(tmp_path / "a")
+    stuck = int((jobs["state"] != "done").sum())
+    assert stuck > 0 and set(jobs.loc[jobs["state"] != "done", "exec_site"]) == {1}
+    assert f"warning: {stuck} of 30 jobs never finished (queued {stuck})" in err
+    assert run_cli(*argv, "--out", tmp_path / "b", "--strict") == 1
+    assert "never finished" in capsys.readouterr().err
+    # With a horizon, jobs cut by it are expected: no warning.
+    assert run_cli(*argv, "--out", tmp_path / "c", "--strict", "--set", "run.horizon=50") == 0
+    assert "warning" not in capsys.readouterr().err
