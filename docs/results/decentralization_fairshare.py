@@ -12,7 +12,9 @@ groups, each submitting one job every 180/N s somewhere in the grid (the load pe
 the same at every N: about 1.7 times the capacity, so queues hold every group's jobs).
 "rows/refresh": usage messages per refresh period; "dev": the mean absolute deviation of
 the entries' shares from their targets over the second half of the run (percentage
-points). All-to-all is run in full up to 64 sites; beyond, a run of 3 refresh periods
+points); "entries settled": how many policy entries' shares stay within ±2 points of their
+targets from some time on, and the latest such time (the time to converge). All-to-all is
+run in full up to 64 sites; beyond, a run of 3 refresh periods
 measures its rows per refresh only (every site sends every entry it has usage for to the
 N - 1 others: 1,024 sites make about 8 million rows a refresh).
 """
@@ -41,8 +43,8 @@ def scenario(n: int, exchange: str, seconds: float) -> dict:
 
 
 def main(argv: list[str]) -> int:
-    rows = ["| exchange | sites | jobs | usage rows | rows/refresh | rows/site/refresh | dev (points) | wall s |",
-            "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    rows = ["| exchange | sites | jobs | usage rows | rows/refresh | rows/site/refresh | dev (points) | entries settled | wall s |",
+            "|---|---:|---:|---:|---:|---:|---:|---|---:|"]
     per_refresh: dict[tuple[str, int], float] = {}
     for n in (16, 64, 256, 1024):
         for exchange in ("all", "service", "tree", "gossip", "none"):
@@ -56,8 +58,11 @@ def main(argv: list[str]) -> int:
             per_refresh[exchange, n] = usage / refreshes
             pol = res.summary["policy"]
             dev = f"{pol['mean_abs_deviation_points']:.2f}" if seconds > SHORT else f"- ({seconds:.0f} s run)"
+            settled = [e["within_2_points_from"] for e in pol["entries"].values()]
+            done = [t for t in settled if t is not None]
+            when = f"{len(done)} of {len(settled)}, last at {max(done):,.0f} s" if done and seconds > SHORT else "-"
             rows.append(
-                f"| {exchange} | {n:,} | {len(res.jobs):,} | {usage:,} | {usage / refreshes:,.0f} | {usage / refreshes / n:.1f} | {dev} | {wall:.1f} |"
+                f"| {exchange} | {n:,} | {len(res.jobs):,} | {usage:,} | {usage / refreshes:,.0f} | {usage / refreshes / n:.1f} | {dev} | {when} | {wall:.1f} |"
             )
             print(rows[-1], flush=True)
     ratio = [f"| {n:,} | {per_refresh['all', n] / per_refresh['tree', n]:.0f}× |" for n in (16, 64, 256, 1024)]
