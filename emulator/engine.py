@@ -23,6 +23,7 @@ from gridemu.brokers.agents.base import GridInfo
 from gridemu.emulator.backends import BACKENDS, ensure_ray, ray_cpus
 from gridemu.emulator.scenario import Scenario
 from gridemu.emulator.shard import ShardSpec, StepInfo
+from gridemu.model.errors import GridemuError
 from gridemu.model.jobs import take
 from gridemu.model.messages import to_batch
 from gridemu.scenarios.workload import check_scheduler_jobs, generate_jobs
@@ -167,6 +168,11 @@ def run_windows(
             else:
                 cap = math.inf
             until = min(max(bound, start) + lookahead, horizon, start + cap)
+            if not until > start:  # t + lookahead == t once t is large enough beside it
+                raise GridemuError(
+                    f"run.lookahead: a window of {lookahead:g} no longer advances virtual time at t={start:g} "
+                    "(float resolution): use a larger network.latency or run.lookahead, or a shorter run"
+                )
             infos, outs = backend.step(until, inboxes)
             windows += 1
             inboxes = [[] for _ in range(n_shards)]

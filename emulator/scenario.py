@@ -47,6 +47,14 @@ _KNOWN = {
 }
 
 
+#: Bounds that keep a run finite: a site's processors (each is state), the sites of a grid,
+#: and the smallest link latency (the kernel's lookahead: a window must advance the clock
+#: by it at any virtual time the run reaches, and below this it no longer does in floats).
+MAX_PROCS = 1_000_000
+MAX_SITES = 10_000_000
+MIN_LATENCY = 1e-9
+
+
 @dataclass
 class Scenario:
     data: dict[str, Any]
@@ -209,17 +217,17 @@ def _draw_procs(key: str, spec: Any, n: int, seed: int) -> list[int]:
             return _split_total(key, spec, dist, n)
         rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(0x50524F43,)))
         if dist == "uniform":
-            low = int(check_number(f"{key}.low", spec.get("low", 1), positive=True, integer=True))
-            high = int(check_number(f"{key}.high", spec.get("high", low), positive=True, integer=True))
+            low = int(check_number(f"{key}.low", spec.get("low", 1), positive=True, integer=True, most=MAX_PROCS))
+            high = int(check_number(f"{key}.high", spec.get("high", low), positive=True, integer=True, most=MAX_PROCS))
             if high < low:
                 raise ScenarioError(f"{key}.high", f"must be >= low ({low}), got {high}")
             return rng.integers(low, high + 1, size=n).tolist()
         a = check_number(f"{key}.a", spec.get("a", 1.4267), positive=True)
         if a <= 1:
             raise ScenarioError(f"{key}.a", f"a Zipf exponent must be > 1, got {a}")
-        cap = int(check_number(f"{key}.max", spec.get("max", 1024), positive=True, integer=True))
+        cap = int(check_number(f"{key}.max", spec.get("max", 1024), positive=True, integer=True, most=MAX_PROCS))
         return np.minimum(rng.zipf(a, size=n), cap).tolist()
-    return [int(v) for v in per_site_values(key, spec, n, positive=True, integer=True)]
+    return [int(v) for v in per_site_values(key, spec, n, positive=True, integer=True, most=MAX_PROCS)]
 
 
 def _split_total(key: str, spec: dict[str, Any], dist: str, n: int) -> list[int]:
@@ -258,10 +266,10 @@ def _build_sites(data: dict[str, Any], default_scheduler: str, seed: int) -> lis
                 speeds = entry["speeds"]
                 if not isinstance(speeds, list) or not speeds:
                     raise ScenarioError(f"{key}.speeds", "must be a non-empty list of speeds")
-                speeds = [check_number(f"{key}.speeds[{j}]", s, positive=True) for j, s in enumerate(speeds)]
+                speeds = [check_number(f"{key}.speeds[{j}]", s, positive=True, finite=True) for j, s in enumerate(speeds)]
             else:
-                procs = int(check_number(f"{key}.procs", entry.get("procs", 1), positive=True, integer=True))
-                speed = check_number(f"{key}.speed", entry.get("speed", 1.0), positive=True)
+                procs = int(check_number(f"{key}.procs", entry.get("procs", 1), positive=True, integer=True, most=MAX_PROCS))
+                speed = check_number(f"{key}.speed", entry.get("speed", 1.0), positive=True, finite=True)
                 speeds = [speed] * procs
             scheduler = choice(f"{key}.scheduler", entry.get("scheduler", default_scheduler), SCHEDULERS)
             specs.append(SiteSpec(i, name, str(entry.get("org", name)), tuple(float(s) for s in speeds), scheduler))
@@ -273,9 +281,9 @@ def _build_sites(data: dict[str, Any], default_scheduler: str, seed: int) -> lis
     if not isinstance(raw, dict):
         raise ScenarioError("sites", "must be a list of [[sites]] tables or a [sites] table")
     _unknown("sites", raw, _KNOWN["sites"])
-    count = int(check_number("sites.count", raw.get("count", 0), positive=True, integer=True))
+    count = int(check_number("sites.count", raw.get("count", 0), positive=True, integer=True, most=MAX_SITES))
     procs = _draw_procs("sites.procs", raw.get("procs", 1), count, seed)
-    speeds = per_site_values("sites.speed", raw.get("speed", 1.0), count, positive=True)
+    speeds = per_site_values("sites.speed", raw.get("speed", 1.0), count, positive=True, finite=True)
     scheduler = choice("sites.scheduler", raw.get("scheduler", default_scheduler), SCHEDULERS)
     width = len(str(count - 1))
     return [
@@ -298,10 +306,12 @@ def _latency(data: dict[str, Any], n: int) -> tuple[float | np.ndarray, float]:
         if arr.shape != (n, n):
             raise ScenarioError("network.latency_matrix", f"must be {n}x{n} (one row per site), got shape {arr.shape}")
         off = arr[~np.eye(n, dtype=bool)]
-        if n > 1 and not (off > 0).all():
-            raise ScenarioError("network.latency_matrix", "every latency between two sites must be > 0")
+        if n > 1 and not ((off >= MIN_LATENCY) & np.isfinite(off)).all():
+            raise ScenarioError("network.latency_matrix", f"every latency between two sites must be a finite number >= {MIN_LATENCY:g}")
         return arr, (float(off.min()) if n > 1 else float(arr[0, 0]))
-    lat = float(check_number("network.latency", net.get("latency", 1.0), positive=True))
+    lat = float(check_number("network.latency", net.get("latency", 1.0), positive=True, finite=True))
+    if lat < MIN_LATENCY:
+        raise ScenarioError("network.latency", f"must be >= {MIN_LATENCY:g} (a window spans at least one link latency), got {lat!r}")
     return lat, lat
 
 
@@ -338,10 +348,12 @@ def validate(raw: dict[str, Any], source: str = "<dict>") -> Scenario:
     if not topology.full:
         latency = link_latency_matrix(topology, len(sites), latency)
         min_latency = smallest_link_latency(topology, latency)
+        if min_latency < MIN_LATENCY:
+            raise ScenarioError("network.topology_file", f"every link latency must be >= {MIN_LATENCY:g}, got {min_latency!r}")
     if "lookahead" in run:
         look = check_number("run.lookahead", run["lookahead"])
-        if not look > 0:
-            raise ScenarioError("run.lookahead", f"must be > 0, got {look!r}")
+        if not look >= MIN_LATENCY:
+            raise ScenarioError("run.lookahead", f"must be >= {MIN_LATENCY:g}, got {look!r}")
         if look > min_latency:
             raise ScenarioError("run.lookahead", f"must be <= the smallest link latency {min_latency}, got {look}")
         lookahead = float(look)

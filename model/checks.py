@@ -10,13 +10,20 @@ import numpy as np
 from gridemu.model.errors import ScenarioError
 
 
-def check_number(key: str, value: Any, *, positive: bool = False, nonneg: bool = False, integer: bool = False) -> float:
+def check_number(
+    key: str, value: Any, *, positive: bool = False, nonneg: bool = False, integer: bool = False, finite: bool = False,
+    most: float | None = None,
+) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ScenarioError(key, f"must be a number, got {value!r}")
     if integer and (not float(value).is_integer() or math.isinf(value)):
         raise ScenarioError(key, f"must be an integer, got {value!r}")
     if math.isnan(value):
         raise ScenarioError(key, "must be a number, got nan")
+    if finite and math.isinf(value):
+        raise ScenarioError(key, f"must be a finite number, got {value!r}")
+    if most is not None and value > most:
+        raise ScenarioError(key, f"must be at most {most:g}, got {value!r}")
     if positive and not value > 0:
         raise ScenarioError(key, f"must be > 0, got {value!r}")
     if nonneg and value < 0:
@@ -30,7 +37,7 @@ def choice(key: str, value: Any, allowed: tuple[str, ...]) -> str:
     return value
 
 
-def per_site_values(key: str, value: Any, n: int, **checks: bool) -> list[float]:
+def per_site_values(key: str, value: Any, n: int, **checks: Any) -> list[float]:
     """A scalar for every site, a list with one value per site, or a table
     ``{default = x, 0 = y, ...}``: x for every site but those named by index (so a grid with
     one overloaded site keeps its shape when ``sites.count`` is swept)."""

@@ -44,7 +44,7 @@ RIGID_KEY = (0x524947,)
 RIGID_MODELS = ("uni", "lublin")
 
 
-def _per_site(key: str, value: Any, n: int, **checks: bool) -> np.ndarray:
+def _per_site(key: str, value: Any, n: int, **checks: Any) -> np.ndarray:
     return np.array(per_site_values(key, value, n, **checks))
 
 
@@ -53,9 +53,11 @@ def check_workload(wl: dict[str, Any], sites: list["SiteSpec"]) -> None:
     kind = wl["kind"]
     n = len(sites)
     if kind == "poisson":
-        _per_site("workload.rate", wl.get("rate", 1.0), n, positive=True)
-        _per_site("workload.alpha", wl.get("alpha", 2.0), n, positive=True)
-        _per_site("workload.beta", wl.get("beta", 2.0), n, positive=True)
+        rates = _per_site("workload.rate", wl.get("rate", 1.0), n, positive=True, finite=True)
+        if rates.max() > np.finfo(float).max / max(1, n):  # their sum must stay a finite number
+            raise ScenarioError("workload.rate", f"the rates add up to more than a float holds (largest {rates.max():g})")
+        _per_site("workload.alpha", wl.get("alpha", 2.0), n, positive=True, finite=True)
+        _per_site("workload.beta", wl.get("beta", 2.0), n, positive=True, finite=True)
         if "jobs" not in wl and "until" not in wl:
             raise ScenarioError("workload.jobs", "give the total number of jobs (jobs) or the end of arrivals (until)")
         if "jobs" in wl:
@@ -65,7 +67,7 @@ def check_workload(wl: dict[str, Any], sites: list["SiteSpec"]) -> None:
         if "until" in wl:
             check_number("workload.until", wl["until"], positive=True)
         _check_procs(wl.get("procs", 1), sites)
-        _per_site("workload.priority", wl.get("priority", 0.0), n, nonneg=True)
+        _per_site("workload.priority", wl.get("priority", 0.0), n, nonneg=True, finite=True)
     elif kind == "jobs":
         entries = wl.get("list")
         if not isinstance(entries, list) or not entries:

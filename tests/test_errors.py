@@ -350,3 +350,35 @@ def test_results_are_written_whole_or_not_at_all(tmp_path, monkeypatch):
     with pytest.raises(OSError, match="disk full"):
         emulator.run("quickstart", backend="inprocess", overrides={"workload.jobs": 50}, out=tmp_path / "r")
     assert list(tmp_path.iterdir()) == []  # no result folder, no partial one
+
+
+# --------------------------------------------------------------------------- numbers that would crash or hang a run
+
+
+@pytest.mark.parametrize(
+    ("setting", "needle"),
+    [
+        ("workload.rate=inf", "workload.rate: must be a finite number"),  # was a ValueError traceback
+        ("workload.beta=inf", "workload.beta: must be a finite number"),  # infinite sizes: the run never ended
+        ("workload.rate=1e308", "workload.rate: the rates add up to more than a float holds"),  # 8 jobs instead of 200, exit 0
+        ("sites.procs=1e12", "sites.procs: must be at most 1e+06"),  # MemoryError
+        ("sites.count=1e12", "sites.count: must be at most 1e+07"),
+        ("network.latency=inf", "network.latency: must be a finite number"),  # hung
+        ("network.latency=1e-300", "network.latency: must be >= 1e-09"),  # t + latency == t: hung
+        ("run.lookahead=1e-12", "run.lookahead: must be >= 1e-09"),
+        ("sites.speed=inf", "sites.speed: must be a finite number"),
+    ],
+)
+def test_numbers_that_would_crash_or_hang_are_refused_before_the_run(capsys, setting, needle):
+    expect_error(capsys, ["run", "quickstart", "--backend", "inprocess", "--quiet", "--set", "workload.jobs=200", "--set", setting], needle)
+
+
+def test_a_lookahead_below_the_float_resolution_of_the_clock_stops_with_one_line(tmp_path, capsys):
+    # Releases near 1e12: t + 1e-9 == t, so a window would never advance the clock.
+    (tmp_path / "jobs.csv").write_text("release,size,site\n1e12,1.0,0\n1e12,2.0,1\n")
+    scenario = tmp_path / "s.toml"
+    scenario.write_text(
+        '[network]\nlatency = 1e-9\n[sites]\ncount = 2\nprocs = 1\n[workload]\nkind = "csv"\npath = "jobs.csv"\n'
+        '[protocol]\nname = "random"\n'
+    )
+    expect_error(capsys, ["run", scenario, "--backend", "inprocess", "--quiet", "--out", tmp_path / "o"], "run.lookahead", "float resolution")
