@@ -362,6 +362,8 @@ def validate(raw: dict[str, Any], source: str = "<dict>") -> Scenario:
     run["lookahead"] = lookahead
 
     proto = _table(data, "protocol")
+    if "name" not in proto and proto:
+        raise ScenarioError("protocol.name", f"missing: the [protocol] table sets {', '.join(sorted(proto))} but names no protocol")
     proto["name"] = choice("protocol.name", proto.get("name", "local"), tuple(registry.PROTOCOLS))
     _unknown("protocol", proto, registry.all_keys())
     protocol = registry.get(proto["name"])

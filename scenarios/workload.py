@@ -85,6 +85,8 @@ def check_workload(wl: dict[str, Any], sites: list["SiteSpec"]) -> None:
             raise ScenarioError("workload.path", f"give the {kind} file's path")
         if not Path(path).exists():
             raise ScenarioError("workload.path", f"no such file: {path}")
+        if not Path(path).is_file():
+            raise ScenarioError("workload.path", f"{path} is a folder, not a {kind} file")
         if kind == "swf" and "orgs" in wl:
             orgs = check_number("workload.orgs", wl["orgs"])
             if orgs <= 0 or not orgs.is_integer():
@@ -142,6 +144,9 @@ def generate_jobs(scenario: WorkloadSource) -> tuple[np.ndarray, list[str]]:
         jobs, groups = _streams(scenario)
     else:
         jobs, groups = _swf_jobs(scenario)
+    if not len(jobs):
+        where = f" ({wl['path']})" if "path" in wl else ""
+        raise WorkloadError(f"the {kind} workload{where} has no job to run (an empty file, a header alone, or every job filtered out)")
     return _number_jobs(jobs), groups
 
 
@@ -251,8 +256,8 @@ def _rows_to_jobs(rows: list[dict[str, Any]], sites: list["SiteSpec"], where: st
         for req in ("release", "size", "site"):
             if req not in row or row[req] in ("", None):
                 raise ScenarioError(f"{label}.{req}", "missing")
-        release = check_number(f"{label}.release", _as_number(row["release"], f"{label}.release"), nonneg=True)
-        size = check_number(f"{label}.size", _as_number(row["size"], f"{label}.size"), positive=True)
+        release = check_number(f"{label}.release", _as_number(row["release"], f"{label}.release"), nonneg=True, finite=True)
+        size = check_number(f"{label}.size", _as_number(row["size"], f"{label}.size"), positive=True, finite=True)
         procs = check_number(f"{label}.procs", _as_number(row.get("procs", 1), f"{label}.procs"), positive=True)
         if not procs.is_integer():
             raise ScenarioError(f"{label}.procs", f"must be an integer, got {row.get('procs')!r}")
@@ -295,14 +300,17 @@ def _as_number(value: Any, key: str) -> Any:
 
 def _csv_jobs(path: Path, sites: list["SiteSpec"]) -> tuple[np.ndarray, list[str]]:
     """A CSV job list with a header naming columns release,size,site[,procs,group,walltime,priority]."""
-    with path.open(newline="") as fh:
-        reader = csv.DictReader(fh)
-        if reader.fieldnames is None:
-            raise WorkloadError(f"{path}:1: empty CSV file; expected a header line")
-        rows = [dict(r) for r in reader]
-        for i, r in enumerate(rows):
-            if None in r or None in r.values():
-                raise WorkloadError(f"{path}:{i + 2}: wrong number of columns (header has {len(reader.fieldnames)})")
+    try:
+        with path.open(newline="", encoding="utf-8") as fh:
+            reader = csv.DictReader(fh)
+            if reader.fieldnames is None:
+                raise WorkloadError(f"{path}:1: empty CSV file; expected a header line")
+            rows = [dict(r) for r in reader]
+    except UnicodeDecodeError:
+        raise WorkloadError(f"{path}: not a text CSV file (UTF-8)") from None
+    for i, r in enumerate(rows):
+        if None in r or None in r.values():
+            raise WorkloadError(f"{path}:{i + 2}: wrong number of columns (header has {len(reader.fieldnames)})")
     try:
         return _rows_to_jobs(rows, sites, f"{path}:")
     except ScenarioError as exc:

@@ -382,3 +382,33 @@ def test_a_lookahead_below_the_float_resolution_of_the_clock_stops_with_one_line
         '[protocol]\nname = "random"\n'
     )
     expect_error(capsys, ["run", scenario, "--backend", "inprocess", "--quiet", "--out", tmp_path / "o"], "run.lookahead", "float resolution")
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "needle"),
+    [
+        ("folder.csv", None, "workload.path: {path} is a folder, not a csv file"),  # was IsADirectoryError
+        ("bin.csv", b"\xff\xfe\x00\x81binary", "not a text CSV file"),  # was UnicodeDecodeError
+        ("header.csv", b"release,size,site\n", "has no job to run"),  # ran 0 jobs, exit 0
+        ("inf.csv", b"release,size,site\n0,inf,0\n1,2,1\n", "inf.csv:2.size: must be a finite number"),  # a job that never ended
+    ],
+)
+def test_broken_job_files_are_one_line_and_exit_2(tmp_path, capsys, name, content, needle):
+    path = tmp_path / name
+    if content is None:
+        path.mkdir()
+    else:
+        path.write_bytes(content)
+    scenario = write(tmp_path, "s.toml", f'[sites]\ncount = 2\nprocs = 1\n[workload]\nkind = "csv"\npath = "{path}"\n')
+    expect_error(capsys, ["run", scenario, "--backend", "inprocess", "--quiet", "--out", tmp_path / "o"], needle.format(path=path))
+    assert not (tmp_path / "o").exists()
+
+
+def test_an_empty_swf_trace_is_refused(tmp_path, capsys):
+    trace = write(tmp_path, "empty.swf", "")
+    scenario = write(tmp_path, "s.toml", f'[sites]\ncount = 2\nprocs = 1\n[workload]\nkind = "swf"\npath = "{trace}"\n')
+    expect_error(capsys, ["run", scenario, "--backend", "inprocess", "--quiet", "--out", tmp_path / "o"], "has no job to run")
+
+
+def test_protocol_keys_without_a_name_are_refused(capsys):
+    expect_error(capsys, ["validate", "quickstart", "--set", "protocol={period = 5.0}"], "protocol.name: missing", "period")
