@@ -405,6 +405,9 @@ def validate(raw: dict[str, Any], source: str = "<dict>") -> Scenario:
         from gridemu.sites.fairshare_runtime import build
 
         build(data["policy"], [], Path(source).parent if source != "<dict>" else None)
+        for name, spec in (data["policy"].get("providers") or {}).items():
+            if isinstance(spec, dict) and isinstance(spec.get("site"), int) and spec["site"] >= len(sites):
+                raise ScenarioError(f"policy.providers.{name}.site", f"must be a site index 0..{len(sites) - 1}, got {spec['site']}")
     elif any(s.scheduler == "fairshare" for s in sites):
         raise ScenarioError("scheduler.name", "the fairshare scheduler needs a share policy: add a [policy] section")
     data["sites"] = [

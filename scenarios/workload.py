@@ -42,6 +42,9 @@ STREAMS_KEY = 0x53545245
 #: The rigid-job instance of a run (thesis ch. 5) is one global draw, not per site.
 RIGID_KEY = (0x524947,)
 RIGID_MODELS = ("uni", "lublin")
+#: The most jobs a generated workload may have (about 100 bytes each in a run, several
+#: copies in the result tables): past it a run is refused before anything is generated.
+MAX_JOBS = 100_000_000
 
 
 def _per_site(key: str, value: Any, n: int, **checks: Any) -> np.ndarray:
@@ -61,11 +64,16 @@ def check_workload(wl: dict[str, Any], sites: list["SiteSpec"]) -> None:
         if "jobs" not in wl and "until" not in wl:
             raise ScenarioError("workload.jobs", "give the total number of jobs (jobs) or the end of arrivals (until)")
         if "jobs" in wl:
-            jobs = check_number("workload.jobs", wl["jobs"], positive=True)
+            jobs = check_number("workload.jobs", wl["jobs"], positive=True, most=MAX_JOBS)
             if not jobs.is_integer():
                 raise ScenarioError("workload.jobs", f"must be an integer, got {wl['jobs']!r}")
         if "until" in wl:
-            check_number("workload.until", wl["until"], positive=True)
+            until = check_number("workload.until", wl["until"], positive=True)
+            if "jobs" not in wl and rates.sum() * until > MAX_JOBS:
+                raise ScenarioError(
+                    "workload.until", f"arrivals until {until:g} at {rates.sum():g} jobs per time unit make about "
+                    f"{rates.sum() * until:.3g} jobs (at most {MAX_JOBS:,}: split the study, or give workload.jobs)"
+                )
         _check_procs(wl.get("procs", 1), sites)
         _per_site("workload.priority", wl.get("priority", 0.0), n, nonneg=True, finite=True)
     elif kind == "jobs":

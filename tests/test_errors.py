@@ -412,3 +412,26 @@ def test_an_empty_swf_trace_is_refused(tmp_path, capsys):
 
 def test_protocol_keys_without_a_name_are_refused(capsys):
     expect_error(capsys, ["validate", "quickstart", "--set", "protocol={period = 5.0}"], "protocol.name: missing", "period")
+
+
+def test_a_policy_provider_on_a_site_that_does_not_exist_is_refused(capsys):
+    # It passed validation and raised IndexError in the middle of the run.
+    expect_error(capsys, ["validate", "fairshare-swegrid", "--set", "policy.providers.VO-A.site=99"], "policy.providers.VO-A.site", "0..5", "99")
+
+
+def test_validate_sizes_a_huge_generated_workload_without_drawing_it(capsys):
+    # It used to draw the whole workload (5 GiB after 100 s at 10^10 jobs).
+    expect_error(capsys, ["validate", "quickstart", "--set", "workload.jobs=1e10"], "workload.jobs: must be at most 1e+08")
+    assert call(["validate", "quickstart", "--set", "workload.jobs=5e7"]) == 0
+    assert "50,000,000 jobs" in capsys.readouterr().out
+    expect_error(capsys, ["validate", "bilb", "--set", "workload.until=1e12"], "workload.until", "split the study")
+
+
+def test_report_on_a_damaged_run_folder_is_one_line(tmp_path, capsys):
+    out = tmp_path / "r"
+    assert call(SMALL_RUN + ["--out", out]) == 0
+    (out / "summary.json").write_text("{broken")
+    expect_error(capsys, ["report", out, "--no-plot"], "summary.json: not a readable summary")
+    (out / "summary.json").write_text("{}")
+    (out / "jobs.parquet").write_bytes(b"not parquet")
+    expect_error(capsys, ["report", out, "--no-plot"], "jobs.parquet: not a readable Parquet table")
