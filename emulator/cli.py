@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import signal
 import sys
 import time
 from pathlib import Path
@@ -232,8 +233,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.exit(EXIT_USAGE, f"gridemu: error: --shards: must be >= 1, got {args.shards}\n")
     if getattr(args, "repeat", None) is not None and args.repeat <= 0:
         parser.exit(EXIT_USAGE, f"gridemu: error: --repeat: must be >= 1, got {args.repeat}\n")
+    previous = _stop_on_sigterm()
     try:
         return args.func(args)
+    except Terminated:
+        print("gridemu: terminated (SIGTERM)", file=sys.stderr)
+        return 128 + signal.SIGTERM
     except InvariantError as exc:
         print(f"gridemu: invariant violated: {exc}", file=sys.stderr)
         return EXIT_INVARIANT
@@ -243,6 +248,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("gridemu: interrupted", file=sys.stderr)
         return 130
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+class Terminated(BaseException):
+    """SIGTERM, raised in the main thread so that the run unwinds like an interrupt: the
+    shards (Ray actors) are closed and no result folder is left half-written."""
+
+
+def _stop_on_sigterm() -> Any:
+    def stop(signum: int, frame: Any) -> None:
+        raise Terminated()
+
+    try:
+        return signal.signal(signal.SIGTERM, stop)
+    except ValueError:  # not the main thread (main() called from a worker thread): leave it
+        return None
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -9,8 +9,10 @@ from __future__ import annotations
 import json
 import math
 import shutil
+import signal
 import subprocess
 import sys
+import time
 import tomllib
 from importlib import metadata
 from pathlib import Path
@@ -505,3 +507,21 @@ def test_jobs_that_never_finish_are_reported_and_strict_fails(tmp_path, capsys):
     # With a horizon, jobs cut by it are expected: no warning.
     assert run_cli(*argv, "--out", tmp_path / "c", "--strict", "--set", "run.horizon=50") == 0
     assert "warning" not in capsys.readouterr().err
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("sig", "code", "word"), [(signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "terminated")])
+def test_sigint_and_sigterm_stop_a_run_cleanly(tmp_path, sig, code, word):
+    out = tmp_path / "r"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gridemu.emulator.cli", "run", "quickstart", "--backend", "inprocess", "--quiet",
+         "--set", "workload.jobs=3000000", "--out", str(out)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    time.sleep(5)  # past the imports: inside the run
+    assert proc.poll() is None, proc.communicate()
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == code, err
+    assert err.strip() == f"gridemu: {word}" + (" (SIGTERM)" if sig == signal.SIGTERM else "")
+    assert list(tmp_path.iterdir()) == []  # no result folder, whole or partial
