@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import dataclasses
 import gc
+import signal
 import socket
+import threading
 import warnings
 from typing import Any
 
@@ -73,6 +75,7 @@ def ensure_ray(address: str | None = None, num_cpus: int | None = None) -> Any:
     if ray.is_initialized():
         return ray
     kwargs: dict[str, Any] = {"include_dashboard": False, "logging_level": "ERROR", "log_to_driver": False}
+    caller = signal.getsignal(signal.SIGTERM) if threading.current_thread() is threading.main_thread() else None
     if address:
         _check_reachable(address)
         try:
@@ -85,7 +88,15 @@ def ensure_ray(address: str | None = None, num_cpus: int | None = None) -> Any:
     else:
         # "local" starts a private instance even when a cluster from `ray start` runs here.
         ray.init(address="local", num_cpus=num_cpus, **kwargs)
+    _restore_sigterm(caller)
     return ray
+
+
+def _restore_sigterm(handler: Any) -> None:
+    """Give SIGTERM back to the caller's handler: ray.init installs its own (a bare exit, and
+    a C++ stack dump), which would skip closing the shards and gridemu's one-line message."""
+    if handler is not None and threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, handler)
 
 
 def _check_reachable(address: str, timeout: float = 5.0) -> None:

@@ -525,3 +525,63 @@ def test_sigint_and_sigterm_stop_a_run_cleanly(tmp_path, sig, code, word):
     assert proc.returncode == code, err
     assert err.strip() == f"gridemu: {word}" + (" (SIGTERM)" if sig == signal.SIGTERM else "")
     assert list(tmp_path.iterdir()) == []  # no result folder, whole or partial
+
+
+def _actors(pids: set[int]) -> list[int]:
+    """The shard actors' worker processes among ``pids`` (Ray names them ray::_ShardActor)."""
+    found = []
+    for p in pids:
+        try:
+            if b"_ShardActor" in Path(f"/proc/{p}/cmdline").read_bytes():
+                found.append(p)
+        except OSError:
+            pass
+    return found
+
+
+def _running(pid: int) -> bool:
+    try:
+        return "zombie" not in Path(f"/proc/{pid}/status").read_text().lower()
+    except OSError:  # gone
+        return False
+
+
+def _process_tree(pid: int) -> set[int]:
+    """pid and every process below it (Linux /proc)."""
+    parents: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        parents.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    tree, todo = set(), [pid]
+    while todo:
+        p = todo.pop()
+        tree.add(p)
+        todo.extend(parents.get(p, []))
+    return tree
+
+
+@pytest.mark.slow
+def test_sigterm_on_ray_closes_the_shards_and_leaves_no_ray_process(tmp_path):
+    out = tmp_path / "r"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gridemu.emulator.cli", "run", "quickstart", "--backend", "ray", "--shards", "2", "--quiet",
+         "--set", "workload.jobs=3000000", "--out", str(out)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    deadline = time.monotonic() + 90
+    while not _actors(_process_tree(proc.pid)) and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.5)  # until the shard actors exist (ray.init has returned)
+    time.sleep(2)
+    tree = _process_tree(proc.pid)
+    assert proc.poll() is None and _actors(tree), proc.communicate()
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=90)
+    assert proc.returncode == 143, err
+    assert err.strip() == "gridemu: terminated (SIGTERM)"  # no C++ stack dump
+    time.sleep(2)
+    alive = {p for p in tree if _running(p)}
+    assert not alive, f"processes left: {alive}"
+    assert list(tmp_path.iterdir()) == []
