@@ -17,7 +17,6 @@ from gridemu.brokers import registry
 from gridemu.emulator.console import stderr_console
 from gridemu.model.errors import GridemuError, InvariantError
 from gridemu.emulator.results import check_out
-from gridemu.model.checks import per_site_values
 from gridemu.emulator.scenario import load_scenario, parse_override, read_scenario_file, shipped_scenarios
 
 EXIT_USAGE = 2
@@ -57,14 +56,13 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from gridemu.scenarios.workload import generate_jobs
+    from gridemu.scenarios.workload import generate_jobs, poisson_size
 
     sc = load_scenario(args.scenario, _overrides(args.set))
     wl = sc.workload
     if wl["kind"] == "poisson":
         # Generated workloads are sized, not drawn: validating 10^8 jobs takes no memory.
-        rate = sum(per_site_values("workload.rate", wl.get("rate", 1.0), len(sc.sites)))
-        count = f"{int(wl['jobs']):,} jobs" if "jobs" in wl else f"about {rate * float(wl['until']):,.0f} jobs"
+        count = f"{'' if 'jobs' in wl else 'about '}{poisson_size(wl, len(sc.sites)):,.0f} jobs"
     else:
         # Reading job lists and traces whole shows their errors here too.
         count = f"{len(generate_jobs(sc)[0]):,} jobs"
@@ -161,25 +159,21 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     grid = parse_grid(args.grid or [])
     out = _out_dir(args, prefix="sweep-")
     try:
-        _sweep(args, sweep, grid, out)
+        sweep(
+            args.scenario,
+            grid,
+            repeat=args.repeat,
+            overrides=_overrides(args.set),
+            out=out,
+            address=args.address,
+            quiet=args.quiet,
+            workers=args.workers,
+            overwrite=args.overwrite,
+        )
     except SweepFailed as exc:  # the finished points are written: not a usage error
         print(f"gridemu: sweep: {exc}", file=sys.stderr)
         return 1
     return 0
-
-
-def _sweep(args: argparse.Namespace, sweep: Any, grid: list, out: Path) -> None:
-    sweep(
-        args.scenario,
-        grid,
-        repeat=args.repeat,
-        overrides=_overrides(args.set),
-        out=out,
-        address=args.address,
-        quiet=args.quiet,
-        workers=args.workers,
-        overwrite=args.overwrite,
-    )
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -306,12 +306,10 @@ def _latency(data: dict[str, Any], n: int) -> tuple[float | np.ndarray, float]:
         if arr.shape != (n, n):
             raise ScenarioError("network.latency_matrix", f"must be {n}x{n} (one row per site), got shape {arr.shape}")
         off = arr[~np.eye(n, dtype=bool)]
-        if n > 1 and not ((off >= MIN_LATENCY) & np.isfinite(off)).all():
-            raise ScenarioError("network.latency_matrix", f"every latency between two sites must be a finite number >= {MIN_LATENCY:g}")
+        if n > 1 and not ((off > 0) & np.isfinite(off)).all():
+            raise ScenarioError("network.latency_matrix", "every latency between two sites must be a finite number > 0")
         return arr, (float(off.min()) if n > 1 else float(arr[0, 0]))
     lat = float(check_number("network.latency", net.get("latency", 1.0), positive=True, finite=True))
-    if lat < MIN_LATENCY:
-        raise ScenarioError("network.latency", f"must be >= {MIN_LATENCY:g} (a window spans at least one link latency), got {lat!r}")
     return lat, lat
 
 
@@ -344,12 +342,14 @@ def validate(raw: dict[str, Any], source: str = "<dict>") -> Scenario:
         raise ScenarioError("run.shards", f"{run['shards']} shards for {len(sites)} sites: at most one shard per site")
 
     latency, min_latency = _latency(data, len(sites))
-    topology = build_topology(_table(data, "network"), sites, run["seed"], Path(source).parent if source != "<dict>" else None)
+    net = _table(data, "network")
+    topology = build_topology(net, sites, run["seed"], Path(source).parent if source != "<dict>" else None)
     if not topology.full:
         latency = link_latency_matrix(topology, len(sites), latency)
         min_latency = smallest_link_latency(topology, latency)
-        if min_latency < MIN_LATENCY:
-            raise ScenarioError("network.topology_file", f"every link latency must be >= {MIN_LATENCY:g}, got {min_latency!r}")
+    if min_latency < MIN_LATENCY:  # a window spans at least one link latency
+        key = "network.topology_file" if topology.link_latency else ("network.latency_matrix" if "latency_matrix" in net else "network.latency")
+        raise ScenarioError(key, f"must be >= {MIN_LATENCY:g} (a window spans at least one link latency), got {min_latency!r}")
     if "lookahead" in run:
         look = check_number("run.lookahead", run["lookahead"])
         if not look >= MIN_LATENCY:

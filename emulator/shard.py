@@ -242,23 +242,12 @@ class Shard:
         if self.columns is not None:
             return self._results_columns(horizon)
         sites, series = [], []
-        for site in self.sites:
+        for i, site in enumerate(self.sites):
             site.finish(horizon)
-            sites.append(
-                {
-                    "site_id": site.site_id,
-                    "name": site.name,
-                    "owner": site.owner,
-                    "procs": site.m,
-                    "speed_mean": sum(site.speeds) / site.m,
-                    "events": site.events,
-                    "cpu_seconds": site.cpu_seconds,
-                    "messages_received": site.received,
-                    "messages_sent": sum(site.sent),
-                    **{f"sent_{name}": n for name, n in zip(self.kinds.names, site.sent)},
-                    **({"jobs_to_default_entry": site.scheduler.unmapped} if site.scheduler.name == "fairshare" else {}),
-                }
-            )
+            row = self._site_row(i, site.events, site.cpu_seconds, site.received, site.sent)
+            if site.scheduler.name == "fairshare":
+                row["jobs_to_default_entry"] = site.scheduler.unmapped
+            sites.append(row)
             ts = site.agent.timeseries()
             if ts:
                 series.append(ts)
@@ -267,32 +256,34 @@ class Shard:
         ts_cols = {k: np.concatenate([t[k] for t in series]) for k in series[0]} if series else {}
         return {"jobs": cols, "sites": sites, "timeseries": ts_cols, "usage": usage}
 
-
     def _results_columns(self, horizon: float) -> dict[str, Any]:
         cols = self.columns
         cols.finish(horizon)
         counts = cols.site_counts()
         job = self.kinds.code["job"]
         sites = []
-        for i, s in enumerate(self.specs):
+        for i in range(len(self.specs)):
             sent = [0] * len(self.kinds)
             sent[job] = int(counts["sent_jobs"][i])
-            sites.append(
-                {
-                    "site_id": s.site_id,
-                    "name": s.name,
-                    "owner": self.owners[i],
-                    "procs": s.procs,
-                    "speed_mean": sum(s.speeds) / s.procs,
-                    "events": int(counts["events"][i]),
-                    "cpu_seconds": float(counts["cpu_seconds"][i]),
-                    "messages_received": int(counts["received"][i]),
-                    "messages_sent": sum(sent),
-                    **{f"sent_{name}": n for name, n in zip(self.kinds.names, sent)},
-                }
-            )
+            sites.append(self._site_row(i, int(counts["events"][i]), float(counts["cpu_seconds"][i]), int(counts["received"][i]), sent))
         job_cols = cols.job_columns(horizon)
         return {"jobs": job_cols, "sites": sites, "timeseries": {}, "usage": usage_ledger(job_cols)}
+
+    def _site_row(self, i: int, events: int, cpu: float, received: int, sent: list[int]) -> dict[str, Any]:
+        """The sites.parquet row of hosted site ``i`` (``sent``: messages by kind code)."""
+        s = self.specs[i]
+        return {
+            "site_id": s.site_id,
+            "name": s.name,
+            "owner": self.owners[i],
+            "procs": s.procs,
+            "speed_mean": sum(s.speeds) / s.procs,
+            "events": events,
+            "cpu_seconds": cpu,
+            "messages_received": received,
+            "messages_sent": sum(sent),
+            **{f"sent_{name}": n for name, n in zip(self.kinds.names, sent)},
+        }
 
 
 def _by_site(jobs: np.ndarray, local_of: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -150,8 +150,9 @@ class MessageKinds:
 
 
 def job_block(batch: np.ndarray) -> np.ndarray:
-    """The job records of a message batch as a writable (rows, JOB_DTYPE bytes) view:
-    ``job_block(b)[:] = as_bytes(jobs)`` fills them, ``from_bytes(job_block(b))`` copies them out."""
+    """The job records of a message batch as a writable (rows, JOB_DTYPE bytes) uint8 view:
+    ``job_block(b)[:] = jobs.view(np.uint8).reshape(len(jobs), -1)`` fills them; :func:`jobs_in`
+    copies them out."""
     return batch.view(np.uint8).reshape(len(batch), MSG_DTYPE.itemsize)[:, JOB_OFFSET:]
 
 

@@ -51,6 +51,13 @@ def _per_site(key: str, value: Any, n: int, **checks: Any) -> np.ndarray:
     return np.array(per_site_values(key, value, n, **checks))
 
 
+def poisson_size(wl: dict[str, Any], n_sites: int) -> float:
+    """The jobs a Poisson workload makes: ``jobs``, or about its rates × ``until`` (not drawn)."""
+    if "jobs" in wl:
+        return float(wl["jobs"])
+    return float(_per_site("workload.rate", wl.get("rate", 1.0), n_sites).sum()) * float(wl["until"])
+
+
 def check_workload(wl: dict[str, Any], sites: list["SiteSpec"]) -> None:
     """Validate ``[workload]`` without generating it (``gridemu validate``)."""
     kind = wl["kind"]
@@ -69,10 +76,10 @@ def check_workload(wl: dict[str, Any], sites: list["SiteSpec"]) -> None:
                 raise ScenarioError("workload.jobs", f"must be an integer, got {wl['jobs']!r}")
         if "until" in wl:
             until = check_number("workload.until", wl["until"], positive=True)
-            if "jobs" not in wl and rates.sum() * until > MAX_JOBS:
+            if "jobs" not in wl and poisson_size(wl, n) > MAX_JOBS:
                 raise ScenarioError(
                     "workload.until", f"arrivals until {until:g} at {rates.sum():g} jobs per time unit make about "
-                    f"{rates.sum() * until:.3g} jobs (at most {MAX_JOBS:,}: split the study, or give workload.jobs)"
+                    f"{poisson_size(wl, n):.3g} jobs (at most {MAX_JOBS:,}: split the study, or give workload.jobs)"
                 )
         _check_procs(wl.get("procs", 1), sites)
         _per_site("workload.priority", wl.get("priority", 0.0), n, nonneg=True, finite=True)

@@ -435,3 +435,9 @@ def test_report_on_a_damaged_run_folder_is_one_line(tmp_path, capsys):
     (out / "summary.json").write_text("{}")
     (out / "jobs.parquet").write_bytes(b"not parquet")
     expect_error(capsys, ["report", out, "--no-plot"], "jobs.parquet: not a readable Parquet table")
+
+
+def test_a_latency_matrix_below_the_floor_names_the_matrix(tmp_path, capsys):
+    scenario = write(tmp_path, "s.toml", "[sites]\ncount = 2\nprocs = 1\n[network]\nlatency_matrix = [[0, 1e-12], [1e-12, 0]]\n"
+                     "[workload]\nrate = 1.0\njobs = 10\n")
+    expect_error(capsys, ["validate", scenario], "network.latency_matrix: must be >= 1e-09")

@@ -140,15 +140,14 @@ class FairshareAgent(Agent):
             return
         site, me = self.site, self.site.site_id
         report = self.sched.usage(now, self.sched.conf.approach)
-        if self.exchange == "gossip":
+        if self.exchange in ("gossip", "tree"):
             self.round += 1
-            self.own[self.round] = report
-            self.mass, self.weight = dict(report), 1.0
-            self._push_step(now, self.round, 0)
-        elif self.exchange == "tree":
             r = self.round
-            self.round += 1
             self.own[r] = report
+        if self.exchange == "gossip":
+            self.mass, self.weight = dict(report), 1.0
+            self._push_step(now, r, 0)
+        elif self.exchange == "tree":
             self.subtree[r] = dict(report)
             self.waiting[r] = set(self.children)
             self._climb(now, r)
