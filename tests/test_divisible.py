@@ -328,6 +328,62 @@ def test_random_grids_keep_guarantees_and_conserve_work(n, limit, latency, seed,
     assert math.isclose(result.pieces["size"].sum(), result.jobs["size"].sum(), rel_tol=1e-9)
 
 
+# ----------------------------------------------------------------------------- over a topology
+
+
+def star_of_three(protocol: str, **proto) -> dict:
+    """Sites 1 and 2 hang off site 0 (tree:2); site 1 holds 12 time units of work, site 2 six."""
+    jobs = [{"release": 0.0, "size": 12.0, "site": 1}, {"release": 0.0, "size": 6.0, "site": 2}]
+    return {
+        "run": {"seed": 1}, "network": {"latency": 0.01, "topology": "tree:2"}, "sites": {"count": 3, "procs": 1},
+        "workload": {"kind": "jobs", "list": jobs},
+        "protocol": {"name": protocol, "start": 1.0, "min_gap": 100.0, **proto},  # one round before all is done
+        "metrics": {"counterfactual": "none"},
+    }
+
+
+@pytest.mark.parametrize("protocol,extra", [("bilb", {"limit": 1000.0}), ("averaging_game", {"join": 1.0})])
+def test_each_site_balances_its_own_neighborhood(protocol, extra):
+    """Worked by hand. At t = 1 the loads are 0, 11, 5. Site 1 sees only {0, 1} (mean 5.5) and
+    sends 5.5 to site 0; site 2 sees {0, 2} (mean 2.5) and sends 2.5; site 0 sees all three
+    but is the least loaded and sends nothing. Site 0 gets both pieces at 1.02 (two
+    latencies) and queues the less loaded sender's first. (The full graph's plan, mean 16/3,
+    would send 2.5 from site 2 and 5.67 from site 1, part of it to site 2.)"""
+    res = emulator.run(star_of_three(protocol, **extra))
+    moved = res.pieces[res.pieces["exec_site"] == 0].sort_values("start")
+    assert moved["submit_site"].tolist() == [2, 1]
+    assert moved["size"].tolist() == pytest.approx([2.5, 5.5])
+    assert moved["start"].tolist() == pytest.approx([1.02, 3.52]) and moved["end"].tolist() == pytest.approx([3.52, 9.02])
+    assert res.jobs.sort_values("job_id")["end"].tolist() == pytest.approx([9.02, 3.52])
+    # offers go to neighbors only: 2 + 1 + 1 per round, one round
+    assert res.summary["global"]["messages"]["offer"] == 4
+    full = emulator.run(star_of_three(protocol, **extra), overrides={"network.topology": "full"})
+    assert sorted(full.pieces[full.pieces["exec_site"] != full.pieces["submit_site"]]["size"]) != pytest.approx([2.5, 5.5])
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    n=st.integers(3, 9),
+    topology=st.sampled_from(["ring", "random:2", "tree:2", "smallworld:2:0.3", "grid2d"]),
+    limit=st.sampled_from([1.0, 10.0, 1000.0]),
+    latency=st.sampled_from([1e-4, 0.3, 2.0]),
+    seed=st.integers(0, 10_000),
+    protocol=st.sampled_from(["bilb", "averaging_game"]),
+)
+def test_neighborhood_rounds_keep_guarantees_and_conserve_work(n, topology, limit, latency, seed, protocol):
+    proto = {"limit": limit} if protocol == "bilb" else {"join": 0.7}
+    data = grid(protocol, n=n, until=150.0, latency=latency, **proto)
+    data["network"]["topology"] = topology
+    data["run"]["seed"] = seed
+    result = emulator.run(data)  # causality, links, conservation and every announced finish time are checked by the run
+    assert (result.jobs["state"] == "done").all()
+    assert math.isclose(result.pieces["size"].sum(), result.jobs["size"].sum(), rel_tol=1e-9)
+    nb = load_scenario(data).topology.neighbors
+    offers = result.sites.set_index("site_id")["sent_offer"].to_numpy()
+    rounds = offers / np.array([len(nb[k]) for k in range(n)])
+    assert np.allclose(rounds, rounds[0])  # every site offers to each neighbor once a round, on one clock
+
+
 # ----------------------------------------------------------------------------- sweeps
 
 

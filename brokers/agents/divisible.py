@@ -28,6 +28,13 @@ A round, as every site runs it (no site ever reads another's state):
      so these waits form chains that end at the least loaded site).
   5. On ``grant`` the sender drops its copy; on ``refuse`` its copy runs where it was.
 
+Over a network topology (``[network] topology``, thesis ch. 4's coalition read as the
+neighborhood) a site offers to its neighbors only and computes the plan over its closed
+neighborhood; neighboring plans overlap, as in diffusion load balancing. Rounds then come on
+a common clock, every ``min_gap`` (at least three latencies), since the plan's next round
+time is a neighborhood's, not the grid's; how a receiver learns that its transfers are in
+is ``DivisibleAgent._local_round``'s docstring. On the full graph nothing of this applies.
+
 Every local job is announced, at submission, the latest finish time max(L_k, r) + p:
 FCFS never lets a later piece overtake it, and the receivers' test above keeps what it
 sends away on time. ``emulator.checks.check_guarantees`` verifies it at the end.
@@ -120,7 +127,14 @@ class DivisibleAgent(Agent):
         super().__init__(site, grid, params)
         self.period = float(params["period"])
         self.start = float(params["start"])
-        self.gap = max(float(params["min_gap"]), (2 * grid.n_sites + 3) * grid.max_latency)
+        nb = grid.neighbors
+        #: Whose offers a round's plan waits for: every site on the full graph, else the closed
+        #: neighborhood (itself and its neighbors), in id order.
+        self.members = range(grid.n_sites) if nb is None else sorted((site.site_id, *nb[site.site_id]))
+        self.everywhere = nb is None  # every site computes the same plan (the thesis's setting)
+        # Full graph: at least the time a round takes with chains of senders (module doc).
+        # Over a topology rounds come on a common clock and nobody waits for a chain: 3 latencies.
+        self.gap = max(float(params["min_gap"]), (2 * grid.n_sites + 3 if nb is None else 3) * grid.max_latency)
         self.learn = bool(params["learn"])
         self.eta = float(params["eta"])
         self.window = tuple(params["window"])
@@ -227,27 +241,54 @@ class DivisibleAgent(Agent):
                 f"site {self.site.name}: an offer from site {src} came before the round of t={self.round_time} was settled"
             )
         self.offers[src] = (load, level)
-        if len(self.offers) == self.grid.n_sites:
+        if len(self.offers) == len(self.members):
             self._round(now)
 
     def _round(self, now: float) -> None:
-        n = self.grid.n_sites
-        loads = [self.offers[k][0] for k in range(n)]
-        levels = [self.offers[k][1] for k in range(n)]
+        members, offers = self.members, self.offers
         self.offers = {}
-        plan, delay = self.plan(loads, levels)
-        self.site.set_timer(self.round_time + max(delay, self.gap), "round")
+        plan, delay = self.plan([offers[k][0] for k in members], [offers[k][1] for k in members])
+        if not self.everywhere:
+            plan = [(members[k], members[l], amount) for k, l, amount in plan]
         self._counts[0] += 1
         me = self.site.site_id
         mine = [(l, amount) for k, l, amount in plan if k == me]
-        if mine:
-            self._cut(now, mine, now + (3 + 2 * chain_depth(plan)) * self.grid.max_latency)
-        self.expect = [k for k, l, _ in plan if l == me]
+        if self.everywhere:
+            self.site.set_timer(self.round_time + max(delay, self.gap), "round")
+            if mine:
+                self._cut(now, mine, now + (3 + 2 * chain_depth(plan)) * self.grid.max_latency)
+            self.expect = [k for k, l, _ in plan if l == me]
+        else:
+            self._local_round(now, offers, mine)
         self._settle(now)
 
+    def _local_round(self, now: float, offers: dict[int, tuple[float, float]], mine: list[tuple[int, float]]) -> None:
+        """A round over a topology: this site's part of its own neighborhood's plan.
+
+        Neighboring plans differ, so a receiver cannot know who sends to it; but every plan
+        sends only down the order of (load, id), which every site reads alike from the
+        offers. So each site ends a transfer (pieces or an empty marker) to every neighbor
+        below it, and waits for one from every neighbor above it, judging their pieces in
+        that order (the less loaded sender first). It judges without waiting for its own
+        pieces' answers: a chain of senders could be as long as the grid, so the queue a
+        piece is judged against still holds what this site offered (a receiver may refuse
+        what it would have had room for; every guarantee holds, as the queue only shrinks).
+        """
+        rank = {k: (load, k) for k, (load, _) in offers.items()}
+        me = self.site.site_id
+        self.site.set_timer(self.round_time + self.gap, "round")
+        if mine:
+            self._cut(now, mine, now + 3 * self.grid.max_latency)
+        sent_to = {l for l, _ in mine}
+        for l in self.members:
+            if rank[l] < rank[me] and l not in sent_to:
+                self.site.send(now, l, "fragment", slot=-1.0, tag=LAST)
+        self.expect = sorted((k for k in self.members if rank[k] > rank[me]), key=rank.__getitem__)
+
     def _settle(self, now: float) -> None:
-        """Judge the round's pieces once every transfer is in and the own pieces are answered."""
-        if self.expect is None or self.waiting or len(self.complete) < len(self.expect):
+        """Judge the round's pieces once every transfer is in (and, on the full graph, the own
+        pieces are answered)."""
+        if self.expect is None or (self.everywhere and self.waiting) or len(self.complete) < len(self.expect):
             return
         for k in self.expect:
             for msg in self.inbox.get(k, ()):

@@ -17,7 +17,8 @@ def check(params: dict[str, Any], scenario: ScenarioFacts) -> None:
     """Settings of the thesis ch. 4 protocols (averaging game, BILB), defaults filled in.
 
     ``period`` is T, the time between strategy decisions; ``start`` the first round;
-    ``min_gap`` the least time between two rounds (the thesis simulator's time unit);
+    ``min_gap`` the least time between two rounds (the thesis simulator's time unit; over a
+    network topology, the time between rounds);
     ``limit`` the declared participation level l_k (BILB; a number or one per site);
     ``join`` the probability p_k of joining the coalition (averaging game; one per site or
     one for all); ``learn`` turns on Algorithm 4.2 / section 4.7.3 with coefficient ``eta``;
@@ -65,10 +66,10 @@ def check(params: dict[str, Any], scenario: ScenarioFacts) -> None:
 AVERAGING_GAME = Protocol(
     "averaging_game", AveragingGameAgent,
     "divisible jobs cut into pieces; each period a random coalition averages its load (thesis 4.5, Alg. 4.1-4.2)",
-    keys=KEYS + ("join",), messages=MESSAGES, check=check, divisible=True, periodic=True, level_label="p_k (join coalition)",
+    keys=KEYS + ("join",), messages=MESSAGES, check=check, divisible=True, periodic=True, level_label="p_k (join coalition)", topologies=True,
 )
 BILB = Protocol(
     "bilb", BilbAgent,
     "bounded iterative load balancing on divisible jobs with declared levels l_k (thesis Alg. 4.3, 4.7.3)",
-    keys=KEYS + ("limit",), messages=MESSAGES, check=check, divisible=True, periodic=True, level_label="declared level l_k", level_log=True,
+    keys=KEYS + ("limit",), messages=MESSAGES, check=check, divisible=True, periodic=True, level_label="declared level l_k", level_log=True, topologies=True,
 )
