@@ -267,3 +267,37 @@ def test_subpolicies_reach_the_sites_by_message_and_mount_then(monkeypatch):
     assert msgs["request"] == 2 * 3  # two sites, at 0, 1 h and 2 h
     assert msgs["offer"] == 2 * 3 * 4  # three projects and a closing row per answer
     assert abs(final(result)["VO-A/P-A1"] - 0.5) < 0.05
+
+
+def test_subpolicies_travel_hop_by_hop_over_a_ring(monkeypatch):
+    """Five sites on a ring, VO-A's subpolicy served by site 1. Sites 0 and 2 ask site 1 and
+    mount after one round trip (600 s); sites 3 and 4 are two hops away: they ask 2 and 0,
+    whose own requests are on their way, and get the copy forwarded when it comes (900 s)."""
+    import copy
+
+    from gridemu.brokers.agents.fairshare import FairshareAgent
+
+    mounted: dict[int, float] = {}
+    real = FairshareAgent.on_offer
+
+    def record(self, now, msg):
+        real(self, now, msg)
+        if msg.last == 1.0:
+            mounted.setdefault(self.site.site_id, now)
+
+    monkeypatch.setattr(FairshareAgent, "on_offer", record)
+    data = grid(hours=3)
+    data["sites"]["count"] = 5
+    data["network"] = {"latency": 300.0, "topology": "ring"}
+    data["protocol"]["exchange"] = "none"
+    tree = copy.deepcopy(TREE)
+    projects = tree["children"][0].pop("children")
+    tree["children"][0].pop("scope")
+    tree["children"][0]["ref"] = "A"
+    data["policy"]["tree"] = tree
+    data["policy"]["providers"] = {"A": {"site": 1, "tree": {"name": "A", "type": "subpolicy", "scope": "global", "children": projects}}}
+    result = emulator.run(data)
+    assert mounted == {0: 600.0, 2: 600.0, 3: 900.0, 4: 900.0}
+    msgs = result.summary["global"]["messages"]
+    assert msgs["request"] == 4 * 3  # four sites at 0, 1 h and 2 h; nobody asks twice
+    assert msgs["offer"] == 4 * msgs["request"]  # three projects and a closing row per answer

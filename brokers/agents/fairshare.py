@@ -44,7 +44,12 @@ and every ``policy_refresh`` seconds; the provider answers with one ``offer`` me
 of the subpolicy (its index in the runtime policy and its share) and a closing one. Until
 the subpolicy arrives, a site maps the jobs below the mount point to the mount point
 itself (the VO entry): it enforces the VO's share but not yet its projects'. Subpolicies
-are fixed during a run, so later refreshes deliver the same shares (checked).
+are fixed during a run, so later refreshes deliver the same shares (checked). Over a
+sparse network topology a site asks the first hop of a shortest path to the provider
+(lowest id among equals); a site asked for a subpolicy answers from the copy it received,
+or, with none yet, waits for the answer to its own request (one in flight at a time) and
+answers every neighbor that asked when the copy comes. At the first fetch a site d hops
+from the provider mounts after d + 1 latencies.
 """
 from __future__ import annotations
 
@@ -105,6 +110,11 @@ class FairshareAgent(Agent):
         self.served = rt.served  # mount point -> the site that serves its subpolicy
         self.fetching: dict[str, dict[str, float]] = {}  # mount point -> entries received so far
         self.sched.unmounted = {m for m, k in self.served.items() if k != site.site_id}
+        # Where a site asks for a subpolicy: its provider on the full graph, else the first
+        # hop of a shortest path to it (routing from the network's shape, not its state).
+        self.hop = {m: self._next_hop(k) for m, k in self.served.items() if k != site.site_id}
+        self.copies: dict[str, dict[str, float]] = {}  # mount point -> the subpolicy as received
+        self.pending: dict[str, list[int]] = {}  # mount point asked for -> neighbors waiting for this site's copy
         # The aggregation tree (exchange = "tree").
         fanout = int(params.get("fanout", 4))
         me, n = site.site_id, grid.n_sites
@@ -128,11 +138,26 @@ class FairshareAgent(Agent):
         if any(k != self.site.site_id for k in self.served.values()):
             self.site.set_timer(0.0, "fetch")
 
+    def _next_hop(self, provider: int) -> int:
+        nb, me = self.grid.neighbors, self.site.site_id
+        if nb is None:
+            return provider
+        dist = {provider: 0}
+        frontier = [provider]
+        while me not in dist:  # breadth-first from the provider, until this site is reached
+            nxt = []
+            for k in frontier:
+                for d in nb[k]:
+                    if d not in dist:
+                        dist[d] = dist[k] + 1
+                        nxt.append(d)
+            frontier = nxt
+        return min(d for d in nb[me] if dist.get(d) == dist[me] - 1)
+
     def on_timer(self, now: float, tag: Any) -> None:
         if tag == "fetch":
-            for point, k in self.served.items():
-                if k != self.site.site_id:
-                    self.site.send(now, k, "request", entry=self.index[point])
+            for point in self.hop:
+                self._ask(now, point)
             self.site.set_timer(now + self.policy_refresh, "fetch")
             return
         if isinstance(tag, tuple):  # a push-sum step
@@ -248,13 +273,31 @@ class FairshareAgent(Agent):
 
     # messages -------------------------------------------------------------------------
     def on_request(self, now: float, msg) -> None:
-        """Serve a subpolicy: one offer per entry below the mount point, then a closing one."""
+        """Serve a subpolicy (one offer per entry below the mount point, then a closing one):
+        from the policy at its provider, from the copy received at a relay; a relay that has
+        none yet asks its own next hop and answers once the copy comes."""
         point = self.entries[int(msg.entry)]
         src = int(msg.src)
-        for e in self.entries:
-            if e.startswith(point + "/"):
-                self.site.send(now, src, "offer", target=100 * self.sched.conf.targets[e], entry=self.index[e])
-        self.site.send(now, src, "offer", last=1.0, entry=self.index[point])
+        if self.served[point] == self.site.site_id:
+            targets = self.sched.conf.targets
+            self._serve(now, src, point, {e: 100 * targets[e] for e in self.entries if e.startswith(point + "/")})
+        elif point in self.copies:
+            self._serve(now, src, point, self.copies[point])
+        else:
+            self._ask(now, point)
+            if src not in self.pending[point]:
+                self.pending[point].append(src)
+
+    def _ask(self, now: float, point: str) -> None:
+        """Ask the next hop for a subpolicy, unless this site's request is already on its way."""
+        if point not in self.pending:
+            self.pending[point] = []
+            self.site.send(now, self.hop[point], "request", entry=self.index[point])
+
+    def _serve(self, now: float, dst: int, point: str, shares: dict[str, float]) -> None:
+        for e, target in shares.items():
+            self.site.send(now, dst, "offer", target=target, entry=self.index[e])
+        self.site.send(now, dst, "offer", last=1.0, entry=self.index[point])
 
     def on_offer(self, now: float, msg) -> None:
         entry = self.entries[int(msg.entry)]
@@ -266,8 +309,11 @@ class FairshareAgent(Agent):
         want = {e: 100 * self.sched.conf.targets[e] for e in self.entries if e.startswith(entry + "/")}
         if got != want:
             raise InvariantError(f"site {self.site.name}: the subpolicy served for {entry} changed during the run ({got} != {want})")
+        self.copies[entry] = got
         if entry in self.sched.unmounted:
             self.sched.mount(entry)
+        for dst in self.pending.pop(entry, ()):
+            self._serve(now, dst, entry, got)
 
     def on_usage(self, now: float, msg) -> None:
         src, entry, u = int(msg.src), self.entries[int(msg.entry)], msg.usage

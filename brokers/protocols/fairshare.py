@@ -33,7 +33,7 @@ def check(params: dict[str, Any], scenario: ScenarioFacts) -> None:
     topology = scenario.data.get("network", {}).get("topology", "full")
     if topology != "full" or "topology_file" in scenario.data.get("network", {}):
         shape, _, f = str(topology).partition(":")
-        if not (params["exchange"] == "gossip" or (params["exchange"] == "tree" and shape == "tree")):
+        if not (params["exchange"] in ("gossip", "none") or (params["exchange"] == "tree" and shape == "tree")):
             raise ScenarioError(
                 "network.topology",
                 f'the fairshare protocol sends usage over a topology by gossip (exchange = "gossip") or along an aggregation '
@@ -43,14 +43,6 @@ def check(params: dict[str, Any], scenario: ScenarioFacts) -> None:
             if given and params["fanout"] != int(f):
                 raise ScenarioError("protocol.fanout", f"the aggregation tree is the network's {topology}: leave fanout out or set it to {f}")
             params["fanout"] = int(f)  # the tree of the network
-        providers = (scenario.data.get("policy") or {}).get("providers") or {}
-        served = [name for name, p in providers.items() if isinstance(p, dict) and "site" in p]
-        if served:
-            raise ScenarioError(
-                "network.topology",
-                f"every site fetches the subpolicy of policy.providers.{served[0]} from its provider's site directly, "
-                f'which a {topology} topology does not link to every site: use topology = "full" with exchange = "tree"',
-            )
     params["policy_refresh"] = check_number("protocol.policy_refresh", params.get("policy_refresh", 3600.0), positive=True)
     services = params.get("services", {})
     if not isinstance(services, dict):
