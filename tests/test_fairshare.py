@@ -236,11 +236,21 @@ def test_the_fairshare_scheduler_needs_a_policy():
         emulator.run(data)
 
 
+def served_by_site_1(data: dict) -> None:
+    """Mount VO-A's projects from a provider whose subpolicy site 1 serves."""
+    import copy
+
+    tree = copy.deepcopy(TREE)
+    projects = tree["children"][0].pop("children")
+    tree["children"][0].pop("scope")
+    tree["children"][0]["ref"] = "A"
+    data["policy"]["tree"] = tree
+    data["policy"]["providers"] = {"A": {"site": 1, "tree": {"name": "A", "type": "subpolicy", "scope": "global", "children": projects}}}
+
+
 def test_subpolicies_reach_the_sites_by_message_and_mount_then(monkeypatch):
     """VO-A's subpolicy is served by site 1. The other sites ask for it at 0 and get it one
     round trip later (2 × latency): only then do VO-A's jobs go to the projects' queues."""
-    import copy
-
     from gridemu.sites.schedulers import FairshareScheduler
 
     mounted: list[tuple[int, str, int]] = []
@@ -254,12 +264,7 @@ def test_subpolicies_reach_the_sites_by_message_and_mount_then(monkeypatch):
     monkeypatch.setattr(FairshareScheduler, "mount", record)
     data = grid(hours=3)
     data["network"]["latency"] = 300.0
-    tree = copy.deepcopy(TREE)
-    projects = tree["children"][0].pop("children")
-    tree["children"][0].pop("scope")
-    tree["children"][0]["ref"] = "A"
-    data["policy"]["tree"] = tree
-    data["policy"]["providers"] = {"A": {"site": 1, "tree": {"name": "A", "type": "subpolicy", "scope": "global", "children": projects}}}
+    served_by_site_1(data)
     result = emulator.run(data)
     assert sorted((k, p) for k, p, _ in mounted) == [(0, "VO-A"), (2, "VO-A")]
     assert all(n > 0 for _, _, n in mounted)  # VO-A's jobs waited at the mount point until then
@@ -273,8 +278,6 @@ def test_subpolicies_travel_hop_by_hop_over_a_ring(monkeypatch):
     """Five sites on a ring, VO-A's subpolicy served by site 1. Sites 0 and 2 ask site 1 and
     mount after one round trip (600 s); sites 3 and 4 are two hops away: they ask 2 and 0,
     whose own requests are on their way, and get the copy forwarded when it comes (900 s)."""
-    import copy
-
     from gridemu.brokers.agents.fairshare import FairshareAgent
 
     mounted: dict[int, float] = {}
@@ -290,12 +293,7 @@ def test_subpolicies_travel_hop_by_hop_over_a_ring(monkeypatch):
     data["sites"]["count"] = 5
     data["network"] = {"latency": 300.0, "topology": "ring"}
     data["protocol"]["exchange"] = "none"
-    tree = copy.deepcopy(TREE)
-    projects = tree["children"][0].pop("children")
-    tree["children"][0].pop("scope")
-    tree["children"][0]["ref"] = "A"
-    data["policy"]["tree"] = tree
-    data["policy"]["providers"] = {"A": {"site": 1, "tree": {"name": "A", "type": "subpolicy", "scope": "global", "children": projects}}}
+    served_by_site_1(data)
     result = emulator.run(data)
     assert mounted == {0: 600.0, 2: 600.0, 3: 900.0, 4: 900.0}
     msgs = result.summary["global"]["messages"]
