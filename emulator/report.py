@@ -317,7 +317,9 @@ def gantt_boxes(jobs: pd.DataFrame, site_procs: dict[int, int]) -> pd.DataFrame:
 
     Sites with identical processors do not record which processors a job used; here each
     job, in start order, takes the q lowest-numbered processors free at its start (a job
-    ending at t frees them for one starting at t). Returns one row per contiguous run of
+    ending at t frees them for one starting at t, to float rounding: a schedule rebuilt from
+    the job table, such as molba's local one, adds up lengths in another order than the run
+    did). Returns one row per contiguous run of
     processors: job_id, owner, site, start, end (the horizon where unfinished), first
     processor, count. A job that cannot be placed means the run overbooked a site: error.
     """
@@ -328,7 +330,7 @@ def gantt_boxes(jobs: pd.DataFrame, site_procs: dict[int, int]) -> pd.DataFrame:
         m = int(site_procs[int(site)])
         busy_until = np.full(m, -np.inf)
         for job in part.itertuples():
-            free = np.flatnonzero(busy_until <= job.start)[: int(job.procs)]
+            free = np.flatnonzero(busy_until <= job.start + 1e-9 * max(1.0, abs(job.start)))[: int(job.procs)]
             if len(free) < job.procs:
                 raise GridemuError(f"job {job.job_id} needs {job.procs} processors of site {site} at t={job.start}; {len(free)} are free")
             busy_until[free] = job.stop

@@ -463,6 +463,20 @@ def test_report_gantt_packs_jobs_without_overlap(tmp_path):
         gantt_boxes(bad, {0: 16})
 
 
+def test_gantt_frees_processors_at_an_end_equal_to_a_start_up_to_rounding():
+    """505.007 + 14 is 519.0070000000001 in floats: a schedule rebuilt from the job table (molba's
+    local one) must still let a job starting at 519.007 take every processor (the README's
+    ``gridemu report runs/m1 --gantt`` failed on this)."""
+    from gridemu.emulator.report import gantt_boxes
+
+    jobs = pd.DataFrame({
+        "job_id": [0, 1], "owner": ["org0", "org0"], "exec_site": [0, 0], "procs": [38, 38],
+        "start": [505.007, 519.007], "end": [505.007 + 14, 530.0],
+    })
+    boxes = gantt_boxes(jobs, {0: 38})
+    assert boxes["proc"].tolist() == [0, 0] and boxes["count"].tolist() == [38, 38]
+
+
 def test_a_failed_sweep_point_keeps_the_others(ray_session, tmp_path, capsys):
     # The broken CSV passes validation (it exists) and fails when its run reads it.
     good = tmp_path / "good.csv"
