@@ -1,6 +1,7 @@
 """Tables and plots of docs/results/decentralization.md from the sweeps of
-decentralization-runs.sh: what averaging load balancing (thesis Alg. 4.1) costs and keeps
-when each site hears only its neighbors, for N = 16 to 4,096 sites.
+decentralization-runs.sh: what averaging load balancing (thesis Alg. 4.1, whole jobs) and
+BILB (Alg. 4.3, divisible pieces) cost and keep when each site hears only its neighbors,
+for N = 16 to 4,096 sites.
 
     bash docs/results/decentralization-runs.sh
     python docs/results/decentralization_tables.py runs/decentralization           # print the tables
@@ -29,26 +30,49 @@ import pandas as pd  # noqa: E402
 DOC = Path(__file__).with_name("decentralization.md")
 IMG = Path(__file__).with_name("img")
 BEGIN, END = "<!-- tables:begin (decentralization_tables.py --write) -->", "<!-- tables:end -->"
+BILB_BEGIN, BILB_END = "<!-- bilb:begin (decentralization_tables.py --write) -->", "<!-- bilb:end -->"
+GAP_BEGIN, GAP_END = "<!-- bilb-gap:begin (decentralization_tables.py --write) -->", "<!-- bilb-gap:end -->"
+#: The sweep folders of each study (decentralization-runs.sh); "gossip" folders hold the gossip exchange.
+AVERAGING = ("full", "neighbors", "gossip")
+BILB = ("bilb-full", "bilb-neighbors", "bilb-4096")
 
 
-def load(root: Path) -> pd.DataFrame:
+def per_run(root: Path, part: str) -> pd.DataFrame:
+    """One sweep's runs with their organizations' figures: the S_k spread, the flow time alone."""
+    runs = pd.read_parquet(root / part / "runs.parquet")
+    orgs = pd.read_parquet(root / part / "orgs.parquet")
+    keys = list(runs.columns[: runs.columns.get_loc("seed") + 1])  # the sweep's settings and the seed
+    by = orgs.groupby(keys)
+    figures = by["score"].agg(["std", "mean"]).rename(columns={"std": "score_sd", "mean": "score_avg"})
+    figures["flow_local"] = by["sum_flow_time_local"].sum() / by["jobs"].sum()
+    figures["sites"] = by.size()
+    runs = runs.set_index(keys).join(figures).reset_index()
+    runs["msgs_per_job"] = runs["messages_total"] / runs["jobs"]
+    runs["rows_per_site_t"] = runs["messages_total"] / runs["sites"] / runs["makespan"]
+    runs["cpu_us_per_job"] = 1e6 * runs["site_cpu_seconds"] / runs["jobs"]
+    return runs
+
+
+def load(root: Path, parts: tuple[str, ...]) -> pd.DataFrame:
     rows = []
-    for part in ("full", "neighbors", "gossip"):
-        runs = pd.read_parquet(root / part / "runs.parquet")
-        orgs = pd.read_parquet(root / part / "orgs.parquet")
-        keys = ["network.topology", "sites.count", "seed"]
-        spread = orgs.groupby(keys)["score"].agg(["std", "mean"]).rename(columns={"std": "score_sd", "mean": "score_avg"})
-        local = orgs.groupby(keys).apply(lambda o: o["sum_flow_time_local"].sum() / o["jobs"].sum(), include_groups=False)
-        runs = runs.set_index(keys).join(spread).assign(flow_local=local).reset_index()
-        runs["exchange"] = "gossip" if part == "gossip" else "neighbors"
+    for part in parts:
+        runs = per_run(root, part)
+        runs["variant"] = ("gossip, " if part == "gossip" else "") + runs["network.topology"]
         rows.append(runs)
     df = pd.concat(rows, ignore_index=True)
-    df["variant"] = np.where(df["exchange"] == "gossip", "gossip, " + df["network.topology"], df["network.topology"])
-    df["sites"] = df["sites.count"]
-    df["msgs_per_job"] = df["messages_total"] / df["jobs"]
-    df["rows_per_site_t"] = df["messages_total"] / df["sites"] / df["makespan"]
-    df["cpu_us_per_job"] = 1e6 * df["site_cpu_seconds"] / df["jobs"]
-    return df.groupby(["variant", "sites"], sort=False).mean(numeric_only=True).reset_index()
+    df = df.groupby(["variant", "sites"], sort=False).mean(numeric_only=True).reset_index()
+    first = {v: i for i, v in enumerate(dict.fromkeys(df["variant"]))}  # the sweeps' order, sizes ascending
+    return df.sort_values(["variant", "sites"], key=lambda c: c.map(first) if c.name == "variant" else c, ignore_index=True)
+
+
+def gap_table(root: Path) -> str:
+    """BILB over random:8 at 256 sites against the time between rounds (sweep ``bilb-gap``)."""
+    df = per_run(root, "bilb-gap").groupby("protocol.min_gap").mean(numeric_only=True).reset_index()
+    out = ["| min_gap (time units between rounds) | msgs/job | rows/site/t | flow | local | flow/local |", "|---:|---:|---:|---:|---:|---:|"]
+    for _, r in df.iterrows():
+        out.append(f"| {r['protocol.min_gap']:g} | {r.msgs_per_job:.2f} | {r.rows_per_site_t:.3f} | {r.mean_flow_time:.2f} | "
+                   f"{r.flow_local:.2f} | {r.mean_flow_time / r.flow_local:.2f} |")
+    return "\n".join(out)
 
 
 def tables(df: pd.DataFrame) -> str:
@@ -68,7 +92,7 @@ def tables(df: pd.DataFrame) -> str:
     return "\n".join(out + growth)
 
 
-def plots(df: pd.DataFrame) -> list[Path]:
+def plots(df: pd.DataFrame, name: str, protocol: str) -> Path:
     IMG.mkdir(exist_ok=True)
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), constrained_layout=True)
     colors = plt.get_cmap("tab10").colors
@@ -87,29 +111,40 @@ def plots(df: pd.DataFrame) -> list[Path]:
         ax.set_xlabel("sites N")
         ax.grid(alpha=0.3)
     axes[0].set_yscale("log")
-    axes[0].set_ylabel("messages per job (reports + transfers)")
-    axes[0].set_title("What the sites send")
+    axes[0].yaxis.set_major_locator(matplotlib.ticker.LogLocator(subs=(1.0, 2.0, 5.0)))
+    axes[0].yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda y, _: f"{y:g}"))
+    axes[0].yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+    axes[0].set_ylabel("messages per job (every kind)")
+    axes[0].set_title(f"{protocol}: what the sites send", fontsize=10)
     axes[1].set_ylabel("mean flow time / mean flow time alone")
     axes[1].set_ylim(0, 1.1)
-    axes[1].set_title("What load balancing keeps (lower is better)")
+    axes[1].set_title(f"{protocol}: what load balancing keeps (lower is better)", fontsize=10)
     handles, labels = axes[1].get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside right center", fontsize=8, title="topology (exchange)")
-    path = IMG / "decentralization-averaging.png"
+    path = IMG / f"decentralization-{name}.png"
     fig.savefig(path, dpi=120)
-    return [path]
+    return path
 
 
 def main(argv: list[str]) -> int:
     if not argv:
         print(__doc__)
         return 2
-    df = load(Path(argv[0]))
-    text = tables(df)
+    root = Path(argv[0])
+    for parts, name, protocol, markers in (
+        (AVERAGING, "averaging", "averaging (Alg. 4.1)", (BEGIN, END)),
+        (BILB, "bilb", "BILB (Alg. 4.3)", (BILB_BEGIN, BILB_END)),
+    ):
+        df = load(root, parts)
+        text = tables(df)
+        print(text)
+        print(f"wrote {plots(df, name, protocol)}")
+        if "--write" in argv:
+            write_between(*markers, text)
+    text = gap_table(root)
     print(text)
-    for p in plots(df):
-        print(f"wrote {p}")
     if "--write" in argv:
-        write_between(BEGIN, END, text)
+        write_between(GAP_BEGIN, GAP_END, text)
     return 0
 
 
