@@ -369,19 +369,44 @@ def test_each_site_balances_its_own_neighborhood(protocol, extra):
     latency=st.sampled_from([1e-4, 0.3, 2.0]),
     seed=st.integers(0, 10_000),
     protocol=st.sampled_from(["bilb", "averaging_game"]),
+    exchange=st.sampled_from(["neighbors", "gossip"]),
 )
-def test_neighborhood_rounds_keep_guarantees_and_conserve_work(n, topology, limit, latency, seed, protocol):
+def test_neighborhood_rounds_keep_guarantees_and_conserve_work(n, topology, limit, latency, seed, protocol, exchange):
     proto = {"limit": limit} if protocol == "bilb" else {"join": 0.7}
-    data = grid(protocol, n=n, until=150.0, latency=latency, **proto)
+    data = grid(protocol, n=n, until=150.0, latency=latency, exchange=exchange, **proto)
     data["network"]["topology"] = topology
     data["run"]["seed"] = seed
     result = emulator.run(data)  # causality, links, conservation and every announced finish time are checked by the run
     assert (result.jobs["state"] == "done").all()
     assert math.isclose(result.pieces["size"].sum(), result.jobs["size"].sum(), rel_tol=1e-9)
+    sites = result.sites.set_index("site_id")
+    if exchange == "gossip":  # one drawn neighbor a round, and an answer to every site that drew it
+        assert (sites["sent_pair"] == sites["sent_pair"].iloc[0]).all()
+        pairs, answers = sites["sent_pair"].sum(), sites["sent_offer"].sum()
+        assert pairs - n <= answers <= pairs  # the last round's may come after the run's end
+        return
     nb = load_scenario(data).topology.neighbors
-    offers = result.sites.set_index("site_id")["sent_offer"].to_numpy()
-    rounds = offers / np.array([len(nb[k]) for k in range(n)])
+    rounds = sites["sent_offer"].to_numpy() / np.array([len(nb[k]) for k in range(n)])
     assert np.allclose(rounds, rounds[0])  # every site offers to each neighbor once a round, on one clock
+
+
+@pytest.mark.parametrize("protocol,extra", [("bilb", {"limit": 1000.0}), ("averaging_game", {"join": 1.0})])
+def test_gossip_rounds_spread_a_static_load_over_a_ring(protocol, extra):
+    """300 time units of work at site 0 of a ring of 8, nothing else: pairwise rounds carry
+    pieces of it around the ring, and every announced finish time is kept (checked by the run)."""
+    jobs = [{"release": 0.0, "size": 10.0, "site": 0} for _ in range(30)]
+    data = {
+        "run": {"seed": 3}, "network": {"latency": 0.01, "topology": "ring"}, "sites": {"count": 8, "procs": 1},
+        "workload": {"kind": "jobs", "list": jobs},
+        "protocol": {"name": protocol, "start": 0.5, "exchange": "gossip", **extra},
+        "metrics": {"counterfactual": "none"},
+    }
+    res = emulator.run(data)
+    work = res.pieces.groupby("exec_site")["size"].sum().reindex(range(8), fill_value=0.0)
+    assert set(work[work > 0].index) == set(range(8))  # it reached the far side (4 hops away)
+    assert work.sum() == pytest.approx(300.0)
+    assert work[0] < 150.0  # more than half went elsewhere
+    assert res.jobs["end"].max() < 150.0  # against 300 alone
 
 
 # ----------------------------------------------------------------------------- sweeps

@@ -35,6 +35,15 @@ a common clock, every ``min_gap`` (at least three latencies), since the plan's n
 time is a neighborhood's, not the grid's; how a receiver learns that its transfers are in
 is ``DivisibleAgent._local_round``'s docstring. On the full graph nothing of this applies.
 
+``exchange = "gossip"``: pairwise rounds instead, on the same clock. Each site draws one
+neighbor from its own stream and sends it its offer (``pair``); the drawn site answers with
+its own. A site's partners for the round are the neighbor it drew and every site that drew
+it (a symmetric relation, so both ends of a pair see it); one latency after the round time
+every ``pair`` to it is in (messages come before timers at one instant), and once its drawn
+neighbor's answer is in too it plans over itself and its partners as a neighborhood round
+does. About three offers a site and round whatever its degree, and rounds at least four
+latencies apart.
+
 Every local job is announced, at submission, the latest finish time max(L_k, r) + p:
 FCFS never lets a later piece overtake it, and the receivers' test above keeps what it
 sends away on time. ``emulator.checks.check_guarantees`` verifies it at the end.
@@ -73,6 +82,7 @@ from gridemu.brokers.references.load_balancing import CUT_EPS as EPS, SAME_INSTA
 from gridemu.brokers.algorithms.strategies import flow_ratio, local_flow_time
 from gridemu.model.errors import InvariantError
 from gridemu.model.messages import message
+from gridemu.model.rng import PURPOSE_GOSSIP, site_rng
 from gridemu.sites.site import QUEUED, RUNNING
 
 #: A site's offer for a round (thesis Alg. 4.3): its load L_k and its level (l_k, or 1/0 in/out of the coalition).
@@ -81,8 +91,11 @@ OFFER = message("offer", load="value", level="value2")
 GRANT = message("grant", slot="value", finish="value2")
 #: The receiver refuses an offered piece: it stays where it was.
 REFUSE = message("refuse", slot="value")
+#: Gossip: a site's offer to the neighbor it drew this round, which answers with its own ``offer``.
+PAIR = message("pair", load="value", level="value2")
 #: Pieces travel as the kernel's ``fragment`` kind (job, ``slot`` at the sender, ``tag``).
-MESSAGES = (OFFER, GRANT, REFUSE)
+MESSAGES = (OFFER, GRANT, REFUSE, PAIR)
+EXCHANGES = ("neighbors", "gossip")
 
 #: ``tag`` of the last piece (or the empty marker, a fragment with no job) of a transfer.
 LAST = 1.0
@@ -131,10 +144,16 @@ class DivisibleAgent(Agent):
         #: Whose offers a round's plan waits for: every site on the full graph, else the closed
         #: neighborhood (itself and its neighbors), in id order.
         self.members = range(grid.n_sites) if nb is None else sorted((site.site_id, *nb[site.site_id]))
-        self.everywhere = nb is None  # every site computes the same plan (the thesis's setting)
+        self.gossip = params.get("exchange", "neighbors") == "gossip"
+        self.rng_gossip = site_rng(grid.seed, site.site_id, PURPOSE_GOSSIP) if self.gossip else None
+        self.everywhere = nb is None and not self.gossip  # every site computes the same plan (the thesis's setting)
         # Full graph: at least the time a round takes with chains of senders (module doc).
-        # Over a topology rounds come on a common clock and nobody waits for a chain: 3 latencies.
-        self.gap = max(float(params["min_gap"]), (2 * grid.n_sites + 3 if nb is None else 3) * grid.max_latency)
+        # Over a topology rounds come on a common clock and nobody waits for a chain: 3
+        # latencies; with gossip one more, as the partners' offers take two.
+        latencies = 2 * grid.n_sites + 3 if self.everywhere else 4 if self.gossip else 3
+        self.gap = max(float(params["min_gap"]), latencies * grid.max_latency)
+        self.pick = -1  # gossip: the neighbor drawn this round, until its answer comes
+        self.partners_in = False  # gossip: every offer of a site that drew this one is in
         self.learn = bool(params["learn"])
         self.eta = float(params["eta"])
         self.window = tuple(params["window"])
@@ -194,15 +213,47 @@ class DivisibleAgent(Agent):
             self._heard(j, now)
 
     def on_timer(self, now: float, tag: Any) -> None:
+        if tag == "partners":
+            self.partners_in = True
+            self._pair_round(now)
+            return
         self._periods(now)
         self.round_time = now
         load = self.site.load(now) - now
         level = self.level()
+        if self.gossip:
+            self.offers = {self.site.site_id: (load, level)}
+            self.pick = self.random_neighbor(self.rng_gossip)
+            self.partners_in = False
+            self.site.send(now, self.pick, "pair", load=load, level=level)
+            # Offers leave at the round time, so every one to this site is in one latency later
+            # (messages come before timers at one instant).
+            self.site.set_timer(now + self.grid.max_latency, "partners")
+            self.site.set_timer(now + self.gap, "round")
+            return
         self.broadcast(now, "offer", load=load, level=level)
         self._offer(now, self.site.site_id, load, level)
 
     def on_offer(self, now: float, msg) -> None:
+        if self.gossip:  # the drawn neighbor's answer
+            self.offers[int(msg.src)] = (float(msg.load), float(msg.level))
+            self.pick = -1
+            self._pair_round(now)
+            return
         self._offer(now, int(msg.src), float(msg.load), float(msg.level))
+
+    def on_pair(self, now: float, msg) -> None:
+        """Gossip: a neighbor drew this site; both are partners this round. Answer with the own offer."""
+        self.offers[int(msg.src)] = (float(msg.load), float(msg.level))
+        load, level = self.offers[self.site.site_id]
+        self.site.send(now, int(msg.src), "offer", load=load, level=level)
+
+    def _pair_round(self, now: float) -> None:
+        """Gossip: once the drawn neighbor answered and every site that drew this one is in,
+        plan over the partners (partnership is symmetric: k drew l or l drew k)."""
+        if self.partners_in and self.pick < 0:
+            self.partners_in = False
+            self._round(now, sorted(self.offers))
 
     def on_fragment(self, now: float, msg) -> None:
         src = int(msg.src)
@@ -242,10 +293,11 @@ class DivisibleAgent(Agent):
             )
         self.offers[src] = (load, level)
         if len(self.offers) == len(self.members):
-            self._round(now)
+            self._round(now, self.members)
 
-    def _round(self, now: float) -> None:
-        members, offers = self.members, self.offers
+    def _round(self, now: float, members: "range | list[int]") -> None:
+        """Plan over ``members`` (site ids, ascending) from their offers; carry out this site's part."""
+        offers = self.offers
         self.offers = {}
         plan, delay = self.plan([offers[k][0] for k in members], [offers[k][1] for k in members])
         if not self.everywhere:
@@ -259,11 +311,11 @@ class DivisibleAgent(Agent):
                 self._cut(now, mine, now + (3 + 2 * chain_depth(plan)) * self.grid.max_latency)
             self.expect = [k for k, l, _ in plan if l == me]
         else:
-            self._local_round(now, offers, mine)
+            self._local_round(now, members, offers, mine)
         self._settle(now)
 
-    def _local_round(self, now: float, offers: dict[int, tuple[float, float]], mine: list[tuple[int, float]]) -> None:
-        """A round over a topology: this site's part of its own neighborhood's plan.
+    def _local_round(self, now: float, members: list[int], offers: dict[int, tuple[float, float]], mine: list[tuple[int, float]]) -> None:
+        """A round over a topology (or with gossip partners): this site's part of its own neighborhood's plan.
 
         Neighboring plans differ, so a receiver cannot know who sends to it; but every plan
         sends only down the order of (load, id), which every site reads alike from the
@@ -276,14 +328,15 @@ class DivisibleAgent(Agent):
         """
         rank = {k: (load, k) for k, (load, _) in offers.items()}
         me = self.site.site_id
-        self.site.set_timer(self.round_time + self.gap, "round")
+        if not self.gossip:  # a gossip round set its next one when it began
+            self.site.set_timer(self.round_time + self.gap, "round")
         if mine:
             self._cut(now, mine, now + 3 * self.grid.max_latency)
         sent_to = {l for l, _ in mine}
-        for l in self.members:
+        for l in members:
             if rank[l] < rank[me] and l not in sent_to:
                 self.site.send(now, l, "fragment", slot=-1.0, tag=LAST)
-        self.expect = sorted((k for k in self.members if rank[k] > rank[me]), key=rank.__getitem__)
+        self.expect = sorted((k for k in members if rank[k] > rank[me]), key=rank.__getitem__)
 
     def _settle(self, now: float) -> None:
         """Judge the round's pieces once every transfer is in (and, on the full graph, the own

@@ -5,12 +5,12 @@ from typing import Any
 
 from gridemu.brokers.agents.averaging_game import AveragingGameAgent
 from gridemu.brokers.agents.bilb import BilbAgent
-from gridemu.brokers.agents.divisible import MESSAGES
+from gridemu.brokers.agents.divisible import EXCHANGES, MESSAGES
 from gridemu.brokers.protocol import Protocol, ScenarioFacts, flag, require_identical_processors
-from gridemu.model.checks import check_number, per_site_values
+from gridemu.model.checks import check_number, choice, per_site_values
 from gridemu.model.errors import ScenarioError
 
-KEYS = ("period", "start", "min_gap", "learn", "eta", "window", "cut_running")
+KEYS = ("period", "start", "min_gap", "learn", "eta", "window", "cut_running", "exchange")
 
 
 def check(params: dict[str, Any], scenario: ScenarioFacts) -> None:
@@ -23,7 +23,9 @@ def check(params: dict[str, Any], scenario: ScenarioFacts) -> None:
     ``join`` the probability p_k of joining the coalition (averaging game; one per site or
     one for all); ``learn`` turns on Algorithm 4.2 / section 4.7.3 with coefficient ``eta``;
     ``window`` the part of a period whose jobs are evaluated (thesis: 0.2T to 0.8T);
-    ``cut_running`` whether the unprocessed part of a running piece may be sent away.
+    ``cut_running`` whether the unprocessed part of a running piece may be sent away;
+    ``exchange``: ``neighbors`` (each site plans its closed neighborhood: the whole grid on the
+    full graph) or ``gossip`` (each round with the neighbor it draws and those that drew it).
     """
     name = params["name"]
     sites = scenario.sites
@@ -39,6 +41,7 @@ def check(params: dict[str, Any], scenario: ScenarioFacts) -> None:
     params["min_gap"] = check_number("protocol.min_gap", params.get("min_gap", 1.0), positive=True)
     learn = flag(params, "learn", False)
     flag(params, "cut_running", True)
+    params["exchange"] = choice("protocol.exchange", params.get("exchange", "neighbors"), EXCHANGES)
     params["eta"] = check_number("protocol.eta", params.get("eta", 0.1), positive=True)
     if params["eta"] > 1:
         raise ScenarioError("protocol.eta", f"the learning coefficient must be in (0, 1], got {params['eta']}")

@@ -23,6 +23,9 @@ gridemu sweep bilb-topology --quiet --out "$OUT/bilb-4096" \
   --grid network.topology=ring,random:8 --grid sites.count=4096
 gridemu sweep bilb-topology --quiet --repeat 2 --out "$OUT/bilb-full" \
   --grid network.topology=full --grid sites.count=16,64
+# BILB's pairwise (gossip) rounds: with the neighbor a site draws and those that drew it.
+gridemu sweep bilb-topology --quiet --repeat 2 --out "$OUT/bilb-gossip" --set protocol.exchange=gossip \
+  --grid network.topology=full,random:8,ring --grid sites.count=16,64,256,1024,4096
 # BILB over random:8 at 256 sites: fewer rounds (min_gap) against messages and flow time.
 gridemu sweep bilb-topology --quiet --repeat 2 --out "$OUT/bilb-gap" --set sites.count=256 \
   --grid protocol.min_gap=1,2,5,10

@@ -34,7 +34,7 @@ BILB_BEGIN, BILB_END = "<!-- bilb:begin (decentralization_tables.py --write) -->
 GAP_BEGIN, GAP_END = "<!-- bilb-gap:begin (decentralization_tables.py --write) -->", "<!-- bilb-gap:end -->"
 #: The sweep folders of each study (decentralization-runs.sh); "gossip" folders hold the gossip exchange.
 AVERAGING = ("full", "neighbors", "gossip")
-BILB = ("bilb-full", "bilb-neighbors", "bilb-4096")
+BILB = ("bilb-full", "bilb-neighbors", "bilb-4096", "bilb-gossip")
 
 
 def per_run(root: Path, part: str) -> pd.DataFrame:
@@ -57,7 +57,7 @@ def load(root: Path, parts: tuple[str, ...]) -> pd.DataFrame:
     rows = []
     for part in parts:
         runs = per_run(root, part)
-        runs["variant"] = ("gossip, " if part == "gossip" else "") + runs["network.topology"]
+        runs["variant"] = ("gossip, " if part.endswith("gossip") else "") + runs["network.topology"]
         rows.append(runs)
     df = pd.concat(rows, ignore_index=True)
     df = df.groupby(["variant", "sites"], sort=False).mean(numeric_only=True).reset_index()
