@@ -38,9 +38,19 @@ def choice(key: str, value: Any, allowed: tuple[str, ...]) -> str:
 
 
 def per_site_values(key: str, value: Any, n: int, **checks: Any) -> list[float]:
-    """A scalar for every site, a list with one value per site, or a table
+    """A scalar for every site, a list with one value per site, a table
     ``{default = x, 0 = y, ...}``: x for every site but those named by index (so a grid with
-    one overloaded site keeps its shape when ``sites.count`` is swept)."""
+    one overloaded site keeps its shape when ``sites.count`` is swept), or a table
+    ``{cycle = [a, b, ...]}``: site i gets the (i mod length)-th value (so a grid keeps the
+    *fraction* of such sites when ``sites.count`` is swept)."""
+    if isinstance(value, dict) and "cycle" in value:
+        cycle = value["cycle"]
+        if len(value) > 1:
+            raise ScenarioError(key, f"a cycle of per-site values stands alone, got also {', '.join(str(k) for k in value if k != 'cycle')}")
+        if not isinstance(cycle, list) or not cycle:
+            raise ScenarioError(f"{key}.cycle", f"must be a non-empty list of values repeated over the sites, got {cycle!r}")
+        pattern = [check_number(f"{key}.cycle[{i}]", v, **checks) for i, v in enumerate(cycle)]
+        return [pattern[i % len(pattern)] for i in range(n)]
     if isinstance(value, dict):
         if "default" not in value:
             raise ScenarioError(key, "a table of per-site values needs a default (e.g. {default = 2.0, 0 = 3.0})")

@@ -141,6 +141,9 @@ SET_CASES = [
     pytest.param("network.latency=-1.5", ["network.latency", "-1.5"], id="latency-negative"),
     pytest.param("workload.rate=-1.0", ["workload.rate", "-1.0"], id="rate-negative"),
     pytest.param("workload.rate=[1.6, 0.6, -0.6, 0.6, 0.6, 0.6, 0.6, 0.6]", ["workload.rate[2]"], id="rate-negative-per-site"),
+    pytest.param("workload.rate={cycle=[1.0, -0.5]}", ["workload.rate.cycle[1]", "-0.5"], id="rate-negative-in-cycle"),
+    pytest.param("workload.rate={cycle=[]}", ["workload.rate.cycle", "non-empty list"], id="rate-empty-cycle"),
+    pytest.param("workload.rate={cycle=[1.0], default=2.0}", ["workload.rate", "stands alone", "default"], id="rate-cycle-and-default"),
     pytest.param("workload.alpha=-2.0", ["workload.alpha", "-2.0"], id="alpha-negative"),
     pytest.param("workload.beta=-0.5", ["workload.beta", "-0.5"], id="beta-negative"),
     pytest.param("workload.jobs=1.5", ["workload.jobs", "1.5"], id="jobs-fractional"),
@@ -151,6 +154,20 @@ SET_CASES = [
 @pytest.mark.parametrize("override, needles", SET_CASES)
 def test_bad_key_or_value_is_named(capsys, override, needles):
     expect_error(capsys, ["validate", "quickstart", "--set", override], *needles)
+
+
+def test_a_cycle_of_per_site_values_repeats_over_the_sites():
+    import numpy as np
+
+    from gridemu.emulator.scenario import load_scenario
+    from gridemu.model.checks import per_site_values
+    from gridemu.scenarios.workload import generate_jobs
+
+    assert per_site_values("workload.rate", {"cycle": [3.0, 0.5]}, 5, positive=True) == [3.0, 0.5, 3.0, 0.5, 3.0]
+    scenario = load_scenario("quickstart", overrides={"workload.rate": {"cycle": [2.0, 1.0, 1.0, 1.0]}, "sites.count": 8})
+    jobs, _ = generate_jobs(scenario)
+    per_site = np.bincount(jobs["submit_site"], minlength=8)
+    assert per_site[[0, 4]].min() > per_site[[1, 2, 3, 5, 6, 7]].max()  # a quarter of the sites at twice the rate
 
 
 def test_run_refuses_bad_protocol_before_writing_anything(tmp_path, capsys):
