@@ -117,13 +117,18 @@ def shipped_scenarios() -> dict[str, Path]:
 
 
 def read_scenario_file(ref: str | Path) -> tuple[dict[str, Any], str]:
-    """Read a scenario by path or shipped name; returns (raw dict, source label)."""
+    """Read a scenario by path or shipped name; returns (raw dict, source label).
+
+    A file of that name wins over a shipped scenario; a folder does not (a working
+    directory with a ``runs/shapley`` or ``shapley/`` folder must not hide ``shapley``)."""
     path = Path(ref)
-    if not path.exists():
+    if not path.is_file():
         shipped = shipped_scenarios()
         if str(ref) in shipped:
             path = shipped[str(ref)]
-        else:
+        elif path.is_dir():
+            raise ScenarioError("scenario", f"{path} is a folder, not a scenario file (shipped scenarios: gridemu list)")
+        elif not path.exists():
             names = ", ".join(shipped) or "none"
             raise ScenarioError("scenario", f"no file or shipped scenario named {str(ref)!r} (shipped: {names})")
     try:

@@ -119,6 +119,14 @@ def test_scenario_path_is_a_directory(tmp_path, capsys):
     expect_error(capsys, ["validate", tmp_path], str(tmp_path))
 
 
+def test_a_folder_named_like_a_shipped_scenario_does_not_hide_it(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "quickstart").mkdir()
+    assert main(["validate", "quickstart"]) == 0
+    assert "ok" in capsys.readouterr().out
+    expect_error(capsys, ["validate", tmp_path / "quickstart"], "is a folder, not a scenario file")
+
+
 def test_scenario_file_not_utf8(tmp_path, capsys):
     path = tmp_path / "latin1.toml"
     path.write_bytes('[run]\ndescription = "caf\u00e9"\n'.encode("latin-1"))
