@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import signal
 import sys
 import time
@@ -38,6 +39,14 @@ def cmd_list(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.table import Table
 
+    if args.plain or not sys.stdout.isatty():
+        # One line per scenario and per protocol, tab-separated: what scripts read.
+        for name, path in shipped_scenarios().items():
+            raw, _ = read_scenario_file(path)
+            print(f"scenario\t{name}\t{raw.get('run', {}).get('description', '')}")
+        for proto in registry.PROTOCOLS.values():
+            print(f"protocol\t{proto.name}\t{proto.description}\t{','.join(proto.keys)}")
+        return 0
     table = Table(title="shipped scenarios")
     table.add_column("name")
     table.add_column("description")
@@ -176,23 +185,35 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     return 0
 
 
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("gridemu")
+    except PackageNotFoundError:  # run from a checkout that was never installed
+        return "unknown (not installed)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="gridemu", description="Emulate multi-organization computational grids.")
+    parser.add_argument("--version", action="version", version=f"gridemu {_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    sub.add_parser("list", help="list shipped scenarios and the protocols they may name").set_defaults(func=cmd_list)
+    p = sub.add_parser("list", help="list shipped scenarios and the protocols they may name")
+    p.add_argument("--plain", action="store_true", help="tab-separated lines: kind, name, description (and a protocol's keys); the default when not on a terminal")
+    p.set_defaults(func=cmd_list)
 
     p = sub.add_parser("validate", help="check a scenario; errors name the key")
-    p.add_argument("scenario")
+    p.add_argument("scenario", help="a scenario file or the name of a shipped scenario")
     p.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a scenario key (repeatable)")
     p.set_defaults(func=cmd_validate)
 
     p = sub.add_parser("run", help="run a scenario and write its results")
     p.add_argument("scenario", help="a scenario file or the name of a shipped scenario")
-    p.add_argument("--seed", type=int)
+    p.add_argument("--seed", type=int, help="the run's seed (default: run.seed of the scenario)")
     p.add_argument("--out", help="result folder (default runs/<scenario>-<time>); written whole or not at all")
     p.add_argument("--overwrite", action="store_true", help="replace the results of an earlier run in --out")
-    p.add_argument("--backend", choices=["inprocess", "ray"])
+    p.add_argument("--backend", choices=["inprocess", "ray"], help="one process, or shards on Ray actors (default: run.backend)")
     p.add_argument("--shards", type=int, help="number of shards (default: Ray's CPUs, or 1 in-process)")
     p.add_argument("--address", help="join a Ray cluster: auto, or ray://host:port (implies --backend ray)")
     p.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a scenario key (repeatable)")
@@ -201,13 +222,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("report", help="tables and plots of a finished run")
-    p.add_argument("dir")
-    p.add_argument("--no-plot", action="store_true")
+    p.add_argument("dir", help="a run's or a sweep's result folder")
+    p.add_argument("--no-plot", action="store_true", help="tables only, no PNG")
     p.add_argument("--gantt", action="store_true", help="also draw DIR/gantt.png: jobs as boxes of processors over time, per site")
     p.set_defaults(func=cmd_report)
 
     p = sub.add_parser("sweep", help="run the cartesian product of settings and seeds in parallel (Ray tasks)")
-    p.add_argument("scenario")
+    p.add_argument("scenario", help="a scenario file or the name of a shipped scenario")
     p.add_argument("--grid", action="append", metavar="KEY=V1,V2,...", help="a swept key and its values (repeatable)")
     p.add_argument("--repeat", type=int, default=1, help="seeds per setting: run.seed, run.seed+1, ...")
     p.add_argument("--out", help="result folder (default runs/sweep-<scenario>-<time>); written whole or not at all")
@@ -215,7 +236,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--address", help="join a Ray cluster: auto, or ray://host:port")
     p.add_argument("--workers", type=int, help="parallel tasks (default: Ray's CPUs)")
     p.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a scenario key (repeatable)")
-    p.add_argument("--quiet", action="store_true")
+    p.add_argument("--quiet", action="store_true", help="no progress and no table")
     p.set_defaults(func=cmd_sweep)
     return parser
 
@@ -242,6 +263,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("gridemu: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # the reader stopped early (gridemu list | head): not an error
+        # Point stdout at devnull so the interpreter's last flush does not fail again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)

@@ -102,6 +102,27 @@ def test_list_shows_shipped_scenarios(capsys):
     assert "migration_cost" in out and "limit" in out
 
 
+def test_list_is_plain_lines_for_scripts(capsys):
+    from gridemu.brokers.registry import PROTOCOLS
+    from gridemu.emulator.scenario import shipped_scenarios
+
+    assert run_cli("list", "--plain") == 0  # also the default here: capsys is not a terminal
+    rows = [line.split("\t") for line in capsys.readouterr().out.splitlines()]
+    assert {r[1] for r in rows if r[0] == "scenario"} == set(shipped_scenarios())
+    assert {r[1] for r in rows if r[0] == "protocol"} == set(PROTOCOLS)
+    assert all(len(r) == (4 if r[0] == "protocol" else 3) for r in rows)
+    assert "┃" not in "".join(sum(rows, []))  # no box drawing
+
+
+def test_version(capsys):
+    from importlib.metadata import version
+
+    with pytest.raises(SystemExit) as exit_:
+        run_cli("--version")
+    assert exit_.value.code == 0
+    assert capsys.readouterr().out.strip() == f"gridemu {version('gridemu')}"
+
+
 def test_validate_shipped_scenario(capsys):
     assert run_cli("validate", "quickstart") == 0
     out = capsys.readouterr().out
