@@ -87,7 +87,15 @@ def ensure_ray(address: str | None = None, num_cpus: int | None = None) -> Any:
             raise GridemuError(f"--address: cannot reach a Ray cluster at {address!r}: {str(exc).splitlines()[0]}") from None
     else:
         # "local" starts a private instance even when a cluster from `ray start` runs here.
-        ray.init(address="local", num_cpus=num_cpus, **kwargs)
+        try:
+            ray.init(address="local", num_cpus=num_cpus, **kwargs)
+        except Exception as exc:  # e.g. "node timed out during startup" on a loaded machine
+            _restore_sigterm(caller)
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            raise GridemuError(
+                f"cannot start a local Ray instance ({type(exc).__name__}: {first}); try again when the machine is "
+                "less loaded, or run without Ray: --backend inprocess"
+            ) from None
     _restore_sigterm(caller)
     return ray
 

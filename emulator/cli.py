@@ -178,6 +178,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             quiet=args.quiet,
             workers=args.workers,
             overwrite=args.overwrite,
+            backend=args.backend,
         )
     except SweepFailed as exc:  # the finished points are written: not a usage error
         print(f"gridemu: sweep: {exc}", file=sys.stderr)
@@ -235,6 +236,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--overwrite", action="store_true", help="replace the results of an earlier sweep in --out")
     p.add_argument("--address", help="join a Ray cluster: auto, or ray://host:port")
     p.add_argument("--workers", type=int, help="parallel tasks (default: Ray's CPUs)")
+    p.add_argument("--backend", choices=["ray", "inprocess"], default="ray",
+                   help="ray: runs in parallel as Ray tasks (default); inprocess: one after another, no Ray")
     p.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a scenario key (repeatable)")
     p.add_argument("--quiet", action="store_true", help="no progress and no table")
     p.set_defaults(func=cmd_sweep)

@@ -1,4 +1,5 @@
-"""``gridemu sweep``: the cartesian product of settings and seeds, one Ray task per run.
+"""``gridemu sweep``: the cartesian product of settings and seeds, one Ray task per run
+(or, with ``backend = "inprocess"``, one run after another in this process, no Ray).
 
 Each task runs one emulation with the in-process backend. Results, in ``OUT``:
 ``runs.parquet`` (and ``runs.csv``): one row per run: the swept settings, the seed, and
@@ -80,14 +81,14 @@ def sweep(
     quiet: bool = False,
     workers: int | None = None,
     overwrite: bool = False,
+    backend: str = "ray",
 ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """Run every setting of ``grid`` with seeds run.seed .. run.seed+repeat-1; see module doc.
+    ``backend = "inprocess"`` runs them one after another in this process (no Ray).
 
     A point whose run fails does not stop the others: every finished point is written, the
     failed ones go to ``failures.csv`` with their error, and a :class:`SweepFailed` naming
     the first is raised once the files are written."""
-    from gridemu.emulator.backends import ensure_ray
-
     if repeat < 1:
         raise ScenarioError("--repeat", f"must be >= 1, got {repeat}")
     data, source = (scenario, None) if isinstance(scenario, dict) else read_scenario_file(scenario)
@@ -101,16 +102,24 @@ def sweep(
     # A swept run.seed is the first seed of that point's repeats.
     tasks = [(point, int(point.get("run.seed", base.seed)) + r) for point in points for r in range(repeat)]
 
-    ray = ensure_ray(address)
+    if backend not in ("ray", "inprocess"):
+        raise ScenarioError("--backend", f"must be ray or inprocess, got {backend!r}")
     # The base overrides travel inside the scenario data, so each task starts from one dict.
     from gridemu.emulator.scenario import apply_overrides
 
-    payload = ray.put(apply_overrides(data, overrides or {}))
-    remote = ray.remote(num_cpus=1)(run_one)
-    limit = workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
+    base_data = apply_overrides(data, overrides or {})
     rows, org_rows, failed = [], [], []
-    pending: dict[Any, int] = {}
-    queue = list(enumerate(tasks))
+
+    def record(point: dict[str, Any], seed: int, outcome: tuple | BaseException) -> None:
+        if isinstance(outcome, BaseException):
+            first = (str(outcome).strip().splitlines() or [""])[0]
+            failed.append({**point, "seed": seed, "error": f"{type(outcome).__name__}: {first}"})
+        else:
+            rows.append(outcome[0])
+            org_rows.extend(outcome[1])
+        if progress is not None:
+            progress.advance(bar)
+
     progress = None
     if not quiet:
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -122,24 +131,15 @@ def sweep(
         bar = progress.add_task("runs", total=len(tasks))
     t0 = time.perf_counter()
     try:
-        while queue or pending:
-            while queue and len(pending) < limit:
-                i, (point, seed) = queue.pop(0)
-                pending[remote.remote(payload, point, seed, source)] = i
-            done, _ = ray.wait(list(pending), num_returns=1)
-            for ref in done:
-                point, seed = tasks[pending.pop(ref)]
+        if backend == "inprocess":
+            for point, seed in tasks:
                 try:
-                    row, orgs = ray.get(ref)
-                except ray.exceptions.RayError as exc:
-                    cause = exc.cause if isinstance(getattr(exc, "cause", None), Exception) else exc
-                    first = (str(cause).strip().splitlines() or [""])[0]
-                    failed.append({**point, "seed": seed, "error": f"{type(cause).__name__}: {first}"})
-                else:
-                    rows.append(row)
-                    org_rows.extend(orgs)
-                if progress is not None:
-                    progress.advance(bar)
+                    outcome = run_one(base_data, point, seed, source)
+                except Exception as exc:  # as a Ray task's failure: recorded, the others go on
+                    outcome = exc
+                record(point, seed, outcome)
+        else:
+            _ray_tasks(base_data, tasks, source, address, workers, record)
     finally:
         if progress is not None:
             progress.stop()
@@ -171,6 +171,31 @@ def sweep(
     return runs, orgs_df, table
 
 
+def _ray_tasks(data: dict[str, Any], tasks: list[tuple[dict[str, Any], int]], source: str | None,
+               address: str | None, workers: int | None, record: Any) -> None:
+    """Run the sweep's points as Ray tasks, at most ``workers`` at once; ``record`` each outcome."""
+    from gridemu.emulator.backends import ensure_ray
+
+    ray = ensure_ray(address)
+    payload = ray.put(data)
+    remote = ray.remote(num_cpus=1)(run_one)
+    limit = workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
+    pending: dict[Any, int] = {}
+    queue = list(enumerate(tasks))
+    while queue or pending:
+        while queue and len(pending) < limit:
+            i, (point, seed) = queue.pop(0)
+            pending[remote.remote(payload, point, seed, source)] = i
+        done, _ = ray.wait(list(pending), num_returns=1)
+        for ref in done:
+            point, seed = tasks[pending.pop(ref)]
+            try:
+                outcome = ray.get(ref)
+            except ray.exceptions.RayError as exc:
+                outcome = exc.cause if isinstance(getattr(exc, "cause", None), Exception) else exc
+            record(point, seed, outcome)
+
+
 #: A sweep's result files (an earlier sweep's are kept unless overwrite).
 SWEEP_FILES = ("runs.parquet", "runs.csv", "orgs.parquet", "table.csv", "failures.csv")
 
@@ -192,18 +217,25 @@ def aggregate(runs: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
 
 
 def _print_table(table: pd.DataFrame, n: int, wall: float, out: Path | None) -> None:
+    """The main figures per setting as ``mean ± std`` over seeds, headers never cut (the
+    full table, every figure's mean and std in its own column, is table.csv)."""
+    import sys
+
     from rich.console import Console
     from rich.table import Table
 
-    show = [c for c in table.columns if c.split("_")[0] in ("runs", "makespan", "mean", "score", "messages")][:8]
-    t = Table(title=f"sweep: {n} runs in {wall:.1f} s")
+    figures = [f for f in ("mean_flow_time", "makespan", "messages_total", "score_mean") if f"{f}_mean" in table.columns]
+    t = Table(title=f"sweep: {n} runs in {wall:.1f} s (mean ± std over seeds)")
     index_names = [n for n in (table.index.names or []) if n]
-    for name in index_names + show:
-        t.add_column(str(name), justify="right")
+    for name in index_names + ["runs"] * ("runs" in table.columns) + figures:
+        t.add_column(str(name), justify="right", min_width=len(str(name)))
     for idx, row in table.iterrows():
         idx = idx if isinstance(idx, tuple) else (idx,)
-        cells = [str(v) for v in idx][: len(index_names)] + [f"{row[c]:.4g}" if pd.notna(row[c]) else "-" for c in show]
+        cells = [str(v) for v in idx][: len(index_names)] + ([str(int(row["runs"]))] if "runs" in table.columns else [])
+        for f in figures:
+            mean, std = row[f"{f}_mean"], row[f"{f}_std"]
+            cells.append("-" if pd.isna(mean) else f"{mean:.4g}" + (f" ± {std:.2g}" if pd.notna(std) else ""))
         t.add_row(*cells)
-    Console(width=140).print(t)
+    (Console() if sys.stdout.isatty() else Console(width=160)).print(t)
     if out is not None:
-        print(f"sweep results written to {out}/ (runs.parquet, orgs.parquet, table.csv)")
+        print(f"sweep results written to {out}/ (runs.parquet, runs.csv, orgs.parquet, table.csv: every figure's mean and std)")

@@ -522,6 +522,48 @@ def test_a_failed_sweep_point_keeps_the_others(ray_session, tmp_path, capsys):
     assert not (out / "failures.csv").exists() and len(pd.read_parquet(out / "runs.parquet")) == 2
 
 
+def test_a_sweep_without_ray_gives_the_same_runs_and_keeps_failures(ray_session, tmp_path, capsys):
+    good = tmp_path / "good.csv"
+    good.write_text("release,size,site\n0,1.0,0\n1,2.0,1\n2,3.0,0\n")
+    bad = tmp_path / "bad.csv"
+    bad.write_text("release,size,site\n0,1.0,0\n1,2.0\n")
+    scenario = tmp_path / "s.toml"
+    scenario.write_text('[sites]\ncount = 2\nprocs = 1\n[workload]\nkind = "csv"\npath = "good.csv"\n[protocol]\nname = "random"\n')
+    grid = ["--grid", "run.seed=1,2,3", "--quiet"]
+    assert run_cli("sweep", scenario, *grid, "--out", tmp_path / "ray") == 0
+    assert run_cli("sweep", scenario, *grid, "--out", tmp_path / "local", "--backend", "inprocess") == 0
+    timing = ["wall_seconds", "site_cpu_seconds"]
+    on_ray, local = (pd.read_parquet(tmp_path / d / "runs.parquet").drop(columns=timing) for d in ("ray", "local"))
+    pd.testing.assert_frame_equal(on_ray, local)
+    code = run_cli("sweep", scenario, "--grid", f"workload.path={good},{bad}", "--quiet", "--out", tmp_path / "f", "--backend", "inprocess")
+    assert code == 1 and "1 of 2 runs failed" in capsys.readouterr().err
+    assert pd.read_csv(tmp_path / "f" / "failures.csv")["error"].str.contains("bad.csv:3:").all()
+
+
+def test_a_sweep_table_shows_whole_column_names(tmp_path, capsys):
+    assert run_cli("sweep", "quickstart", "--backend", "inprocess", "--grid", "protocol.name=local,random",
+                   "--set", "workload.jobs=300", "--out", tmp_path / "s") == 0
+    out = capsys.readouterr().out
+    for name in ("protocol.name", "mean_flow_time", "makespan", "messages_total"):
+        assert name in out
+    assert "…" not in out and " ± " in out
+    assert {"mean_flow_time_mean", "mean_flow_time_std"} <= set(pd.read_csv(tmp_path / "s" / "table.csv").columns)
+
+
+def test_ray_failing_to_start_is_one_line_and_exit_2(monkeypatch, tmp_path, capsys):
+    import ray
+
+    def timed_out(*args, **kwargs):
+        raise RuntimeError("The node with node id 42 timed out during startup.\nmore lines")
+
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)
+    monkeypatch.setattr(ray, "init", timed_out)
+    assert run_cli("sweep", "quickstart", "--grid", "run.seed=1,2", "--quiet", "--out", tmp_path / "s") == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "cannot start a local Ray instance" in err and "timed out during startup" in err
+    assert "--backend inprocess" in err and not (tmp_path / "s").exists()
+
+
 def test_jobs_that_never_finish_are_reported_and_strict_fails(tmp_path, capsys):
     # 4-processor jobs submitted at the 4-processor site; the random broker sends some to the
     # 2-processor site, where they wait for ever (no horizon: the run ends when nothing is left).
