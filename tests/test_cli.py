@@ -498,14 +498,20 @@ def test_gantt_frees_processors_at_an_end_equal_to_a_start_up_to_rounding():
     assert boxes["proc"].tolist() == [0, 0] and boxes["count"].tolist() == [38, 38]
 
 
-def test_a_failed_sweep_point_keeps_the_others(ray_session, tmp_path, capsys):
-    # The broken CSV passes validation (it exists) and fails when its run reads it.
-    good = tmp_path / "good.csv"
+def csv_sweep(folder: Path, protocol: str = "local") -> tuple[Path, Path, Path]:
+    """A scenario reading good.csv beside it, and a bad.csv that passes validation (it
+    exists) but fails when a run reads it: (good, bad, scenario)."""
+    good = folder / "good.csv"
     good.write_text("release,size,site\n0,1.0,0\n1,2.0,1\n2,3.0,0\n")
-    bad = tmp_path / "bad.csv"
+    bad = folder / "bad.csv"
     bad.write_text("release,size,site\n0,1.0,0\n1,2.0\n")
-    scenario = tmp_path / "s.toml"
-    scenario.write_text('[sites]\ncount = 2\nprocs = 1\n[workload]\nkind = "csv"\npath = "good.csv"\n[protocol]\nname = "local"\n')
+    scenario = folder / "s.toml"
+    scenario.write_text(f'[sites]\ncount = 2\nprocs = 1\n[workload]\nkind = "csv"\npath = "good.csv"\n[protocol]\nname = "{protocol}"\n')
+    return good, bad, scenario
+
+
+def test_a_failed_sweep_point_keeps_the_others(ray_session, tmp_path, capsys):
+    good, bad, scenario = csv_sweep(tmp_path)
     out = tmp_path / "sw"
     code = run_cli("sweep", scenario, "--grid", f"workload.path={good},{bad}", "--repeat", 2, "--quiet", "--out", out)
     err = capsys.readouterr().err
@@ -523,12 +529,7 @@ def test_a_failed_sweep_point_keeps_the_others(ray_session, tmp_path, capsys):
 
 
 def test_a_sweep_without_ray_gives_the_same_runs_and_keeps_failures(ray_session, tmp_path, capsys):
-    good = tmp_path / "good.csv"
-    good.write_text("release,size,site\n0,1.0,0\n1,2.0,1\n2,3.0,0\n")
-    bad = tmp_path / "bad.csv"
-    bad.write_text("release,size,site\n0,1.0,0\n1,2.0\n")
-    scenario = tmp_path / "s.toml"
-    scenario.write_text('[sites]\ncount = 2\nprocs = 1\n[workload]\nkind = "csv"\npath = "good.csv"\n[protocol]\nname = "random"\n')
+    good, bad, scenario = csv_sweep(tmp_path, "random")
     grid = ["--grid", "run.seed=1,2,3", "--quiet"]
     assert run_cli("sweep", scenario, *grid, "--out", tmp_path / "ray") == 0
     assert run_cli("sweep", scenario, *grid, "--out", tmp_path / "local", "--backend", "inprocess") == 0
