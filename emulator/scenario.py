@@ -216,8 +216,15 @@ def _draw_procs(key: str, spec: Any, n: int, seed: int) -> list[int]:
     """Processor counts: an int, a list, or {dist = "uniform"|"zipf", ...}; with ``total``,
     the counts add up to it (the Shapley papers' "processors per organization follow Zipf or
     uniform distributions, totalling the trace's machine size")."""
-    if isinstance(spec, dict):
+    if isinstance(spec, dict) and "dist" in spec:
         dist = choice(f"{key}.dist", spec.get("dist"), ("uniform", "zipf"))
+        if "total" in spec:
+            allowed = {"dist", "total"} | ({"a"} if dist == "zipf" else set())
+        else:
+            allowed = {"dist"} | ({"low", "high"} if dist == "uniform" else {"a", "max"})
+        unknown = sorted(set(spec) - allowed)
+        if unknown:
+            raise ScenarioError(f"{key}.{unknown[0]}", f"unknown key for dist = {dist!r} (allowed: {', '.join(sorted(allowed))})")
         if "total" in spec:
             return _split_total(key, spec, dist, n)
         rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(0x50524F43,)))

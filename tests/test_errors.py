@@ -152,6 +152,8 @@ SET_CASES = [
     pytest.param("workload.rate={cycle=[1.0, -0.5]}", ["workload.rate.cycle[1]", "-0.5"], id="rate-negative-in-cycle"),
     pytest.param("workload.rate={cycle=[]}", ["workload.rate.cycle", "non-empty list"], id="rate-empty-cycle"),
     pytest.param("workload.rate={cycle=[1.0], default=2.0}", ["workload.rate", "stands alone", "default"], id="rate-cycle-and-default"),
+    pytest.param('sites.procs={dist="zipf", alpha=1}', ["sites.procs.alpha", "unknown key", "a, dist, max"], id="procs-zipf-unknown-key"),
+    pytest.param('sites.procs={dist="uniform", total=40, low=2}', ["sites.procs.low", "unknown key"], id="procs-total-with-low"),
     pytest.param("workload.alpha=-2.0", ["workload.alpha", "-2.0"], id="alpha-negative"),
     pytest.param("workload.beta=-0.5", ["workload.beta", "-0.5"], id="beta-negative"),
     pytest.param("workload.jobs=1.5", ["workload.jobs", "1.5"], id="jobs-fractional"),
