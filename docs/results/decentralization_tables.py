@@ -95,11 +95,14 @@ def tables(df: pd.DataFrame) -> str:
 def plots(df: pd.DataFrame, name: str, protocol: str) -> Path:
     IMG.mkdir(exist_ok=True)
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), constrained_layout=True)
-    colors = plt.get_cmap("tab10").colors
-    for k, (variant, g) in enumerate(df.groupby("variant", sort=False)):
-        full = variant == "full"
-        style = dict(marker="o", lw=2.4 if full else 1.4, color="black" if full else colors[k % 10],
-                     ls=":" if variant.startswith("gossip") else "-")
+    # One color per topology in every figure; gossip dotted in its topology's color.
+    colors = {"full": "black", "ring": "tab:red", "random:8": "tab:green", "grid2d": "tab:orange",
+              "smallworld:8:0.1": "tab:purple", "tree:4": "tab:brown"}
+    for variant, g in df.groupby("variant", sort=False):
+        topology = variant.removeprefix("gossip, ")
+        gossip = variant.startswith("gossip")
+        style = dict(marker="s" if gossip else "o", lw=2.4 if variant == "full" else 1.4,
+                     color=colors.get(topology, "tab:gray"), ls=":" if gossip else "-")
         axes[0].plot(g["sites"], g["msgs_per_job"], label=variant, **style)
         axes[1].plot(g["sites"], g["mean_flow_time"] / g["flow_local"], label=variant, **style)
     axes[1].axhline(1.0, color="grey", ls="--", lw=1, label="every site alone (no balancing)")
