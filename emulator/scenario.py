@@ -304,11 +304,27 @@ def _build_sites(data: dict[str, Any], default_scheduler: str, seed: int) -> lis
     ]
 
 
-def _latency(data: dict[str, Any], n: int) -> tuple[float | np.ndarray, float]:
+def _latency(data: dict[str, Any], n: int, seed: int) -> tuple[float | np.ndarray, float]:
     """(latency, smallest link latency). A uniform latency stays a number: a 10,000-site
-    matrix would take 800 MB for nothing."""
+    matrix would take 800 MB for nothing. ``latency = {dist = "uniform", low, high}`` draws
+    each link's latency (symmetric) from the run's seed."""
     net = _table(data, "network")
     _unknown("network", net, _KNOWN["network"])
+    if isinstance(net.get("latency"), dict):
+        spec = net["latency"]
+        choice("network.latency.dist", spec.get("dist"), ("uniform",))
+        unknown = sorted(set(spec) - {"dist", "low", "high"})
+        if unknown:
+            raise ScenarioError(f"network.latency.{unknown[0]}", "unknown key (allowed: dist, low, high)")
+        low = float(check_number("network.latency.low", spec.get("low"), positive=True, finite=True))
+        high = float(check_number("network.latency.high", spec.get("high"), positive=True, finite=True))
+        if high < low:
+            raise ScenarioError("network.latency.high", f"must be >= low ({low}), got {high}")
+        rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(0x4C4154,)))  # "LAT": its own stream
+        upper = np.triu(rng.uniform(low, high, size=(n, n)), 1)
+        arr = upper + upper.T
+        np.fill_diagonal(arr, low)
+        return arr, (float(arr[~np.eye(n, dtype=bool)].min()) if n > 1 else low)
     if "latency_matrix" in net:
         mat = net["latency_matrix"]
         try:
@@ -353,7 +369,7 @@ def validate(raw: dict[str, Any], source: str = "<dict>") -> Scenario:
     if run["shards"] > len(sites):
         raise ScenarioError("run.shards", f"{run['shards']} shards for {len(sites)} sites: at most one shard per site")
 
-    latency, min_latency = _latency(data, len(sites))
+    latency, min_latency = _latency(data, len(sites), run["seed"])
     net = _table(data, "network")
     topology = build_topology(net, sites, run["seed"], Path(source).parent if source != "<dict>" else None)
     if not topology.full:

@@ -114,6 +114,22 @@ def test_edge_file_errors_name_the_line(tmp_path, text, words):
     assert words in str(err.value)
 
 
+def test_link_latencies_drawn_from_a_distribution_are_symmetric_and_set_the_lookahead():
+    data = small_grid("random", jobs=300, sites=6, network={"topology": "ring", "latency": {"dist": "uniform", "low": 0.5, "high": 2.0}})
+    scenario = load_scenario(data)
+    lat = scenario.latency
+    assert lat.shape == (6, 6) and np.allclose(lat, lat.T)
+    off = lat[~np.eye(6, dtype=bool)]
+    assert (off >= 0.5).all() and (off <= 2.0).all() and len(set(off.round(12))) == 15  # each link its own
+    links = [lat[i, j] for i, nb in enumerate(scenario.topology.neighbors) for j in nb]
+    assert scenario.lookahead == min(links)
+    assert np.array_equal(load_scenario(data).latency, lat)  # drawn from the seed
+    data["run"]["seed"] += 1
+    assert not np.array_equal(load_scenario(data).latency, lat)
+    res = emulator.run(data)  # messages keep each link's latency: causality is checked by the run
+    assert (res.jobs["state"] == "done").all()
+
+
 def test_an_edge_file_with_names_and_latencies_sets_the_links_and_the_lookahead(tmp_path):
     path = tmp_path / "edges.csv"
     path.write_text("source,target,latency\nsite0,site1,0.5\nsite1,site2,2.0\nsite2,site3,1.5\nsite3,site0,0.75\n")
