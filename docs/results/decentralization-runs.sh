@@ -20,7 +20,7 @@ gridemu sweep averaging-topology --quiet --repeat 2 --out "$OUT/full" \
 gridemu sweep bilb-topology --quiet --repeat 2 --out "$OUT/bilb-neighbors" \
   --grid network.topology=ring,random:8,tree:4,grid2d --grid sites.count=16,64,256,1024
 gridemu sweep bilb-topology --quiet --out "$OUT/bilb-4096" \
-  --grid network.topology=ring,random:8 --grid sites.count=4096
+  --grid network.topology=ring,random:8,tree:4,grid2d --grid sites.count=4096
 gridemu sweep bilb-topology --quiet --repeat 2 --out "$OUT/bilb-full" \
   --grid network.topology=full --grid sites.count=16,64
 # BILB's pairwise (gossip) rounds: with the neighbor a site draws and those that drew it.

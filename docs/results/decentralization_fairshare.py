@@ -2,7 +2,7 @@
 usage services, an aggregation tree, push-sum gossip, and none (local usage only). For
 docs/results/decentralization.md, section "Fairshare usage".
 
-    python docs/results/decentralization_fairshare.py            # ~5 minutes on 2 cores
+    python docs/results/decentralization_fairshare.py            # ~23 minutes on 2 cores
     python docs/results/decentralization_fairshare.py --write    # and put the table in the doc
 
 The policy is the fairshare paper's two-VO tree (tests/test_fairshare.py: VO-A 30 % with
@@ -34,6 +34,7 @@ from decentralization_tables import write_between  # noqa: E402
 
 BEGIN, END = "<!-- fairshare:begin (decentralization_fairshare.py --write) -->", "<!-- fairshare:end -->"
 HOURS = 3.0
+SIZES = (16, 64, 256, 1024, 4096)
 SHORT = 180.0  # seconds: the all-to-all runs that only count rows (3 refreshes)
 
 
@@ -46,7 +47,7 @@ def main(argv: list[str]) -> int:
     rows = ["| exchange | sites | jobs | usage rows | rows/refresh | rows/site/refresh | dev (points) | entries settled | wall s |",
             "|---|---:|---:|---:|---:|---:|---:|---|---:|"]
     per_refresh: dict[tuple[str, int], float] = {}
-    for n in (16, 64, 256, 1024):
+    for n in SIZES:
         for exchange in ("all", "service", "tree", "gossip", "none"):
             seconds = HOURS * 3600.0 if exchange != "all" or n <= 64 else SHORT
             t0 = time.perf_counter()
@@ -65,7 +66,7 @@ def main(argv: list[str]) -> int:
                 f"| {exchange} | {n:,} | {len(res.jobs):,} | {usage:,} | {usage / refreshes:,.0f} | {usage / refreshes / n:.1f} | {dev} | {when} | {wall:.1f} |"
             )
             print(rows[-1], flush=True)
-    ratio = [f"| {n:,} | {per_refresh['all', n] / per_refresh['tree', n]:.0f}× |" for n in (16, 64, 256, 1024)]
+    ratio = [f"| {n:,} | {per_refresh['all', n] / per_refresh['tree', n]:.0f}× |" for n in SIZES]
     text = "\n".join(rows + ["", "| sites | all-to-all rows / tree rows |", "|---:|---:|", *ratio])
     print(text)
     if "--write" in argv:
