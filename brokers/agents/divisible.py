@@ -65,21 +65,18 @@ Choices the thesis leaves open (documented in ``docs/results/bilb.md`` too):
     offer), or the part of its queue it would start within ``(3 + 2 × chain depth) ×
     max_latency``: the answer may take that long, and an offered piece at the head of the
     queue holds the processor idle.
-  * A site learns its jobs' finish times from its own completions and from grants (the
-    finish time a receiver promised; a piece forwarded again only finishes earlier), and
-    uses the announced time for a piece it has no news of. Strategy updates happen at the
-    first round of a period, for every period since the last one.
+  * What a site knows of its jobs' finish times, and when strategies are updated: see
+    ``brokers/agents/divisible_ledger.py``.
 """
 from __future__ import annotations
 
-import bisect
 import math
 from typing import Any
 
 from gridemu.brokers.agents.base import Agent, GridInfo
+from gridemu.brokers.agents.divisible_ledger import PeriodLedger
 # The reference's thresholds: the agent and its oracle follow one rule set.
 from gridemu.brokers.references.load_balancing import CUT_EPS as EPS, SAME_INSTANT
-from gridemu.brokers.algorithms.strategies import flow_ratio, local_flow_time
 from gridemu.model.errors import InvariantError
 from gridemu.model.messages import message
 from gridemu.model.rng import PURPOSE_GOSSIP, site_rng
@@ -126,7 +123,7 @@ def chain_depth(plan: Plan) -> int:
     return max((walk(k) for k in targets), default=0)
 
 
-class DivisibleAgent(Agent):
+class DivisibleAgent(PeriodLedger, Agent):
     """Rounds of offers, a common plan, pieces offered and granted or refused (module doc)."""
 
     name = "divisible"
@@ -166,13 +163,7 @@ class DivisibleAgent(Agent):
         self.inbox: dict[int, list[tuple]] = {}  # pieces received this round, by sender
         self.complete: set[int] = set()  # senders whose transfer has fully arrived
         self.queued_at: dict[int, float] = {}  # slot -> when it was queued here (slots past the local jobs)
-        n = site.n_local
-        self.local_slot: dict[int, int] | None = None  # job id -> slot of a local job, built when needed
-        self.known_end = [-math.inf] * n  # latest finish time heard of for each local job's pieces
-        self.open_pieces = [1] * n  # pieces of each local job with no finish time heard of yet
-        self.period_no = -1
-        self.member = True
-        self._counts = [0, 0.0, 0.0, 0]  # rounds, work sent, work received, pieces refused (this period)
+        self._init_ledger(site)
 
     # ---------------------------------------------------------------- strategy (subclasses)
     def level(self) -> float:
@@ -414,52 +405,3 @@ class DivisibleAgent(Agent):
     def _queued_at(self, slot: int) -> float:
         site = self.site
         return site.release(slot) if site.is_local(slot) else self.queued_at[slot]
-
-    # ---------------------------------------------------------------- what a site knows of its jobs
-    def _local_job(self, slot: int) -> int:
-        """Index of the local job a piece belongs to, or -1 for another organization's piece."""
-        site = self.site
-        if site.is_local(slot):
-            return slot
-        if site.submit_site(slot) != site.site_id:
-            return -1
-        if self.local_slot is None:
-            self.local_slot = {job: k for k, job in enumerate(site.local_jobs["job_id"].tolist())}
-        return self.local_slot[site.job_id(slot)]
-
-    def _heard(self, job: int, finish: float) -> None:
-        if finish > self.known_end[job]:
-            self.known_end[job] = finish
-        self.open_pieces[job] -= 1
-
-    # ---------------------------------------------------------------- periods and learning
-    def _periods(self, now: float) -> None:
-        current = math.floor((now - self.start) / self.period)
-        while self.period_no < current:
-            self.period_no += 1
-            if self.period_no > 0:
-                self._evaluate(self.period_no - 1)
-            self.decide()
-
-    def _evaluate(self, period_no: int) -> None:
-        """Algorithm 4.2 on the jobs submitted in the window of a finished period."""
-        site = self.site
-        begin = self.start + period_no * self.period
-        releases = site.local_releases()
-        lo = bisect.bisect_left(releases, begin + self.window[0] * self.period)
-        hi = bisect.bisect_right(releases, begin + self.window[1] * self.period)
-        # Whole jobs' sizes: a split local slot's c_size is only what stayed here.
-        flow_local = local_flow_time(releases[lo:hi], (site.local_jobs["size"][lo:hi] / self.speed).tolist())
-        flow = 0.0
-        for j in range(lo, hi):
-            end = self.known_end[j] if self.open_pieces[j] <= 0 else site.deadline(j)
-            flow += end - releases[j]
-        ratio = flow_ratio(flow, flow_local) if flow_local > 0 else math.nan
-        if self.learn and self.member and flow_local > 0:
-            self.adjust(ratio)
-        rounds, sent, received, refused = self._counts
-        self.records.append(
-            (begin + self.period, site.site_id, period_no, self.strategy(), self.member, ratio, flow, flow_local,
-             rounds, sent, received, refused)
-        )
-        self._counts = [0, 0.0, 0.0, 0]
