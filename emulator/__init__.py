@@ -10,10 +10,10 @@ from gridemu.emulator.scenario import load_scenario, shipped_scenarios
 
 def __getattr__(name: str):
     # run and RunResult pull in pandas; shard actors import the kernel without needing it.
-    if name in ("run", "RunResult"):
+    if name in ("run", "resume", "RunResult"):
         from gridemu.emulator import api, results
 
-        return api.run if name == "run" else results.RunResult
+        return results.RunResult if name == "RunResult" else getattr(api, name)
     raise AttributeError(f"module 'gridemu.emulator' has no attribute {name!r}")
 
-__all__ = ["run", "load_scenario", "shipped_scenarios", "RunResult", "GridemuError", "ScenarioError", "WorkloadError", "InvariantError"]
+__all__ = ["run", "resume", "load_scenario", "shipped_scenarios", "RunResult", "GridemuError", "ScenarioError", "WorkloadError", "InvariantError"]

@@ -9,9 +9,11 @@ from typing import Any, Callable
 
 from gridemu.brokers.metrics import fairness_summary
 from gridemu.brokers.protocol import RunFacts
+from gridemu.emulator import checkpoint as ckpt
 from gridemu.emulator.checks import check_causality, check_conservation, check_guarantees
 from gridemu.emulator.engine import Progress, RawRun, run_windows
 from gridemu.emulator.scenario import Scenario, load_scenario
+from gridemu.model.errors import ScenarioError
 from gridemu.emulator.results import (
     PIECE_COLUMNS, RunResult, check_out, job_table, labelled, piece_table, policy_summary, site_table, sites_unmapped, summarize,
     timeseries_table, usage_table,
@@ -33,6 +35,7 @@ def run(
     overwrite: bool = False,
     on_progress: Callable[[Progress], None] | None = None,
     recurrence: bool = True,
+    checkpoint: float | None = None,
 ) -> RunResult:
     """Run one emulation and return its tables (pandas) and summary (dict).
 
@@ -43,6 +46,8 @@ def run(
     or nothing; checked before any work; a folder with an earlier run's results only with
     ``overwrite``).
     ``recurrence=False`` forces the event loop where the FCFS recurrence would apply.
+    ``checkpoint``: seconds (of wall time) between checkpoints at barriers, written to
+    ``out/checkpoint.pkl`` for :func:`resume` (0: at every barrier; see emulator/checkpoint.py).
     """
     if address and backend is None:
         backend = "ray"
@@ -50,12 +55,42 @@ def run(
         scenario = load_scenario(scenario, overrides, seed=seed, backend=backend, shards=shards)
     elif overrides or seed is not None or backend is not None or shards is not None:
         scenario = load_scenario(scenario.data, overrides, source=scenario.source, seed=seed, backend=backend, shards=shards)
+    if checkpoint is not None and not checkpoint >= 0:
+        raise ScenarioError("--checkpoint", f"must be a number of seconds >= 0, got {checkpoint}")
+    target = None
     if out is not None:
         check_out(out, overwrite)  # before any work
-    raw = run_windows(scenario, address=address, on_progress=on_progress, recurrence=recurrence)
+        if checkpoint is not None:
+            Path(out).mkdir(parents=True, exist_ok=True)
+            target = Path(out) / ckpt.FILE
+    raw = run_windows(
+        scenario, address=address, on_progress=on_progress, recurrence=recurrence, checkpoint_every=checkpoint, checkpoint_to=target,
+    )
     result = _finish(raw)
     if out is not None:
-        result.write(out, overwrite)
+        result.write(out, overwrite)  # replaces the folder, and the checkpoint with it
+    return result
+
+
+def resume(
+    out: str | Path,
+    *,
+    backend: str | None = None,
+    address: str | None = None,
+    on_progress: Callable[[Progress], None] | None = None,
+    checkpoint: float | None = None,
+) -> RunResult:
+    """Go on with a stopped run from the checkpoint in ``out`` and write its results there:
+    the same job table as a run that was never stopped. ``backend`` may differ from the
+    stopped run's (shards are the same objects on either)."""
+    state = ckpt.load(Path(out))
+    scenario = load_scenario(state["scenario"], source=state["source"], backend=backend or state["backend"])
+    raw = run_windows(
+        scenario, address=address, on_progress=on_progress, resume=state["checkpoint"], n_shards=state["shards"],
+        checkpoint_every=checkpoint, checkpoint_to=Path(out) / ckpt.FILE if checkpoint is not None else None,
+    )
+    result = _finish(raw)
+    result.write(out, overwrite=False)
     return result
 
 

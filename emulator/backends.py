@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import gc
+import pickle
 import signal
 import socket
 import threading
@@ -20,12 +21,25 @@ from gridemu.model.errors import GridemuError
 from gridemu.emulator.shard import Shard, ShardSpec, StepInfo
 
 
+class ShardLost(GridemuError):
+    """A shard's actor died (its process was killed, its node lost)."""
+
+
 class InProcessBackend:
     name = "inprocess"
 
-    def __init__(self, specs: list[ShardSpec]):
+    def __init__(self, specs: list[ShardSpec], states: list[bytes] | None = None):
         # Shards in one process hand each other rows, not arrays (nothing is serialized).
-        self.shards = [Shard(dataclasses.replace(s, columnar=False)) for s in specs]
+        if states is not None:
+            self.shards = [pickle.loads(b) for b in states]
+        else:
+            self.shards = [Shard(dataclasses.replace(s, columnar=False)) for s in specs]
+
+    def snapshot(self) -> list[bytes]:
+        return [pickle.dumps(s, protocol=pickle.HIGHEST_PROTOCOL) for s in self.shards]
+
+    def materialize(self, inboxes: list[list[Any]]) -> list[list[Any]]:
+        return inboxes  # rows already: nothing refers to another process
 
     def status(self) -> list[StepInfo]:
         return [s.status() for s in self.shards]
@@ -48,11 +62,14 @@ class InProcessBackend:
 class _ShardActor:
     """Ray actor body: a Shard built inside the actor process."""
 
-    def __init__(self, spec: ShardSpec):
+    def __init__(self, spec: ShardSpec, state: bytes | None = None):
         # The actor lives for one run and its shard makes no reference cycles: no cyclic
         # collection walking the job columns at every window (see engine.run_windows).
         gc.disable()
-        self.shard = Shard(spec)
+        self.shard = pickle.loads(state) if state is not None else Shard(spec)
+
+    def snapshot(self) -> bytes:
+        return pickle.dumps(self.shard, protocol=pickle.HIGHEST_PROTOCOL)
 
     def status(self) -> StepInfo:
         return self.shard.status()
@@ -130,7 +147,7 @@ def ray_cpus() -> int:
 class RayBackend:
     name = "ray"
 
-    def __init__(self, specs: list[ShardSpec]):
+    def __init__(self, specs: list[ShardSpec], states: list[bytes] | None = None):
         import ray
 
         self.ray = ray
@@ -139,18 +156,34 @@ class RayBackend:
         cpus = min(1.0, ray_cpus() / n)
         actor = ray.remote(num_cpus=cpus, scheduling_strategy="SPREAD")(_ShardActor)
         self.n = n
-        self.actors = [actor.remote(ray.put(spec)) for spec in specs]
+        states = states or [None] * n
+        self.actors = [actor.remote(ray.put(spec), ray.put(state) if state else None) for spec, state in zip(specs, states)]
+
+    def _get(self, refs: list[Any]) -> list[Any]:
+        try:
+            return self.ray.get(refs)
+        except self.ray.exceptions.RayActorError as exc:
+            first = (str(exc).strip().splitlines() or [""])[0]
+            raise ShardLost(f"a shard actor died ({type(exc).__name__}: {first})") from None
 
     def status(self) -> list[StepInfo]:
-        return self.ray.get([a.status.remote() for a in self.actors])
+        return self._get([a.status.remote() for a in self.actors])
 
     def step(self, until: float, inboxes: list[list[Any]]) -> tuple[list[StepInfo], list[list[Any]]]:
         refs = [a.step.options(num_returns=self.n + 1).remote(until, *inbox) for a, inbox in zip(self.actors, inboxes)]
-        infos = self.ray.get([r[0] for r in refs])
+        infos = self._get([r[0] for r in refs])
         return infos, [r[1:] for r in refs]
 
+    def snapshot(self) -> list[bytes]:
+        return self._get([a.snapshot.remote() for a in self.actors])
+
+    def materialize(self, inboxes: list[list[Any]]) -> list[list[Any]]:
+        """The batches behind the next window's object references (a checkpoint must not
+        refer to objects that die with their actors)."""
+        return [list(self._get(list(inbox))) if inbox else [] for inbox in inboxes]
+
     def results(self, horizon: float) -> list[dict[str, Any]]:
-        return self.ray.get([a.results.remote(horizon) for a in self.actors])
+        return self._get([a.results.remote(horizon) for a in self.actors])
 
     def close(self) -> None:
         for a in self.actors:

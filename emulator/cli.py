@@ -118,24 +118,50 @@ class _ProgressBar:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from gridemu.emulator.api import run
-    from gridemu.emulator.report import print_summary
 
     overrides = _overrides(args.set)
     backend = args.backend or ("ray" if args.address else None)
     scenario = load_scenario(args.scenario, overrides, seed=args.seed, backend=backend, shards=args.shards)
     out = check_out(_out_dir(args), args.overwrite)  # fail before the run, not after it
-    # --quiet passes no callback at all, so a run where no site talks keeps its single window.
+    result = _with_progress(args, out, lambda bar: run(
+        scenario, address=args.address, on_progress=bar, out=out, overwrite=args.overwrite, checkpoint=args.checkpoint))
+    return _unfinished(result.summary, scenario.horizon, args.strict)
+
+
+def _with_progress(args: argparse.Namespace, out: Path, go: Any) -> Any:
+    """Run ``go(progress bar)`` (no bar with --quiet, so a run where no site talks keeps its
+    single window), name the checkpoint to resume from if stopped, and print the summary."""
+    from gridemu.emulator.report import print_summary
+
     bar = None if args.quiet else _ProgressBar()
     try:
-        result = run(scenario, address=args.address, on_progress=bar)
+        result = go(bar)
+    except (KeyboardInterrupt, Terminated, SystemError):
+        _resume_hint(out)
+        raise
     finally:
         if bar is not None:
             bar.close()
-    result.write(out, overwrite=args.overwrite)
     if not args.quiet:
         print_summary(result.summary)
         print(f"results written to {out}/")
-    return _unfinished(result.summary, scenario.horizon, args.strict)
+    return result
+
+
+def _resume_hint(out: Path) -> None:
+    from gridemu.emulator.checkpoint import FILE
+
+    if (out / FILE).is_file():
+        print(f"gridemu: the last checkpoint is in {out}/{FILE}: gridemu resume {out}", file=sys.stderr)
+
+
+def cmd_resume(args: argparse.Namespace) -> int:
+    from gridemu.emulator.api import resume
+
+    out = Path(args.dir)
+    result = _with_progress(args, out, lambda bar: resume(
+        out, backend=args.backend, address=args.address, on_progress=bar, checkpoint=args.checkpoint))
+    return _unfinished(result.summary, float(result.scenario["run"]["horizon"]), args.strict)
 
 
 def _unfinished(summary: dict, horizon: float, strict: bool) -> int:
@@ -220,7 +246,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a scenario key (repeatable)")
     p.add_argument("--quiet", action="store_true", help="no progress and no summary table")
     p.add_argument("--strict", action="store_true", help="exit 1 when a run without a horizon ends with unfinished jobs")
+    p.add_argument("--checkpoint", type=float, metavar="SECONDS",
+                   help="save the run's state at a barrier every SECONDS of wall time to OUT/checkpoint.pkl (gridemu resume OUT)")
     p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("resume", help="go on with a stopped run from the checkpoint in its result folder")
+    p.add_argument("dir", help="the stopped run's --out folder (it holds checkpoint.pkl)")
+    p.add_argument("--backend", choices=["inprocess", "ray"], help="default: the stopped run's")
+    p.add_argument("--address", help="join a Ray cluster: auto, or ray://host:port")
+    p.add_argument("--checkpoint", type=float, metavar="SECONDS", help="keep checkpointing every SECONDS")
+    p.add_argument("--quiet", action="store_true", help="no progress and no summary table")
+    p.add_argument("--strict", action="store_true", help="exit 1 when a run without a horizon ends with unfinished jobs")
+    p.set_defaults(func=cmd_resume)
 
     p = sub.add_parser("report", help="tables and plots of a finished run")
     p.add_argument("dir", help="a run's or a sweep's result folder")
@@ -253,7 +290,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.exit(EXIT_USAGE, f"gridemu: error: --repeat: must be >= 1, got {args.repeat}\n")
     previous = _stop_on_sigterm()
     try:
-        return args.func(args)
+        try:
+            return args.func(args)
+        except SystemError as exc:
+            # SIGTERM inside a Ray call (ray.get checks signals): Ray wraps our Terminated.
+            if isinstance(exc.__cause__, Terminated):
+                raise exc.__cause__ from None
+            raise
     except Terminated:
         print("gridemu: terminated (SIGTERM)", file=sys.stderr)
         return 128 + signal.SIGTERM

@@ -13,14 +13,17 @@ from __future__ import annotations
 import ctypes
 import gc
 import math
+import sys
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
 
 from gridemu.brokers.agents.base import GridInfo
-from gridemu.emulator.backends import BACKENDS, ensure_ray, ray_cpus
+from gridemu.emulator import checkpoint as ckpt
+from gridemu.emulator.backends import BACKENDS, ShardLost, ensure_ray, ray_cpus
 from gridemu.emulator.scenario import Scenario
 from gridemu.emulator.shard import ShardSpec, StepInfo
 from gridemu.model.errors import GridemuError
@@ -29,6 +32,8 @@ from gridemu.model.messages import to_batch
 from gridemu.scenarios.workload import check_scheduler_jobs, generate_jobs
 
 WINDOW_SLICES = 200
+#: Lost shards rebuilt in one run before giving up (a node that keeps failing is not transient).
+MAX_REBUILDS = 3
 
 
 @dataclass
@@ -117,12 +122,21 @@ def run_windows(
     address: str | None = None,
     on_progress: Callable[[Progress], None] | None = None,
     recurrence: bool = True,
+    checkpoint_every: float | None = None,
+    checkpoint_to: Path | None = None,
+    resume: ckpt.Checkpoint | None = None,
+    n_shards: int | None = None,
 ) -> RawRun:
-    """Run a validated scenario to its horizon (or until no event is left)."""
+    """Run a validated scenario to its horizon (or until no event is left).
+
+    ``checkpoint_every`` (wall seconds; 0: at every barrier) keeps a checkpoint at a
+    barrier that often, written to ``checkpoint_to`` when given; a lost Ray shard rebuilds
+    every shard from the last one (or from the start) and replays the windows since.
+    ``resume`` goes on from a checkpoint (with its ``n_shards``)."""
     backend_name = scenario.data["run"]["backend"]
     if backend_name == "ray":
         ensure_ray(address)
-    n_shards = resolve_shards(scenario, backend_name)
+    n_shards = n_shards or resolve_shards(scenario, backend_name)
     jobs, groups = generate_jobs(scenario)
     check_scheduler_jobs(scenario.sites, jobs)
     if scenario.plugin.check_jobs is not None:
@@ -141,13 +155,14 @@ def run_windows(
     # 300,000-job run, growing with the job count): it is paused for the run.
     gc_was_enabled = gc.isenabled()
     gc.disable()
-    backend = BACKENDS[backend_name](build_shard_specs(scenario, jobs, n_shards, recurrence, groups))
+    specs = build_shard_specs(scenario, jobs, n_shards, recurrence, groups)
+    make = BACKENDS[backend_name]
+    backend = make(specs, resume.shards if resume is not None else None)
     try:
-        infos: list[StepInfo] = backend.status()
+        last = resume or ckpt.Checkpoint(0, backend.status(), [[] for _ in range(n_shards)], [math.inf] * n_shards, None)
+        windows, infos, inboxes, in_min = _restart(last)
         setup = time.perf_counter() - t0  # building shards (Ray: starting actors)
-        inboxes: list[list[Any]] = [[] for _ in range(n_shards)]
-        in_min = [math.inf] * n_shards
-        windows = 0
+        saved_at, rebuilds = time.perf_counter(), 0
         while True:
             start = min(min(i.next_time for i in infos), min(in_min))
             if start >= horizon or math.isinf(start):
@@ -173,7 +188,18 @@ def run_windows(
                     f"run.lookahead: a window of {lookahead:g} no longer advances virtual time at t={start:g} "
                     "(float resolution): use a larger network.latency or run.lookahead, or a shorter run"
                 )
-            infos, outs = backend.step(until, inboxes)
+            try:
+                infos, outs = backend.step(until, inboxes)
+            except ShardLost as lost:
+                rebuilds += 1
+                if rebuilds > MAX_REBUILDS:
+                    raise GridemuError(f"{lost}, and {MAX_REBUILDS} rebuilds did not get the run through") from None
+                where = f"the checkpoint of window {last.windows}" if last.shards is not None else "the start"
+                print(f"gridemu: warning: {lost}; rebuilding the shards from {where} and replaying the windows since", file=sys.stderr)
+                backend.close()
+                backend = make(specs, last.shards)
+                windows, infos, inboxes, in_min = _restart(last)
+                continue
             windows += 1
             inboxes = [[] for _ in range(n_shards)]
             in_min = [math.inf] * n_shards
@@ -181,6 +207,12 @@ def run_windows(
                 for dest, t in info.out_min.items():
                     inboxes[dest].append(out[dest])
                     in_min[dest] = min(in_min[dest], t)
+            if checkpoint_every is not None and time.perf_counter() - saved_at >= checkpoint_every:
+                inboxes = backend.materialize(inboxes)
+                last = ckpt.Checkpoint(windows, list(infos), [list(b) for b in inboxes], list(in_min), backend.snapshot())
+                if checkpoint_to is not None:
+                    ckpt.save(checkpoint_to, last, scenario.data, scenario.source, backend_name, n_shards)
+                saved_at = time.perf_counter()
             if on_progress is not None:
                 on_progress(
                     Progress(until, span, sum(i.done for i in infos), len(jobs), sum(i.events for i in infos), time.perf_counter() - t0)
@@ -205,6 +237,11 @@ def run_windows(
     return RawRun(scenario, jobs, groups, results, in_flight, windows, events, wall, backend_name, n_shards, {"setup_seconds": setup})
 
 
+def _restart(c: ckpt.Checkpoint) -> tuple[int, list[StepInfo], list[list[Any]], list[float]]:
+    """The loop's counters and inboxes from a checkpoint (copies: a replay must not eat it)."""
+    return c.windows, list(c.infos), [list(b) for b in c.inboxes], list(c.in_min)
+
+
 def _release_free_memory() -> None:
     try:
         ctypes.CDLL("libc.so.6").malloc_trim(0)
@@ -218,5 +255,8 @@ def _fetch(inboxes: list[list[Any]], backend: str) -> list[np.ndarray]:
     if backend == "ray" and batches:
         import ray
 
-        return list(ray.get(batches))
+        # References to batches still in the shards; a checkpoint has fetched some already.
+        refs = [i for i, b in enumerate(batches) if isinstance(b, ray.ObjectRef)]
+        for i, batch in zip(refs, ray.get([batches[i] for i in refs])):
+            batches[i] = batch
     return [b if isinstance(b, np.ndarray) else to_batch(b) for b in batches]

@@ -186,7 +186,9 @@ def _ray_tasks(data: dict[str, Any], tasks: list[tuple[dict[str, Any], int]], so
         while queue and len(pending) < limit:
             i, (point, seed) = queue.pop(0)
             pending[remote.remote(payload, point, seed, source)] = i
-        done, _ = ray.wait(list(pending), num_returns=1)
+        # A bounded wait: a signal handler (SIGTERM, Ctrl-C) only runs between waits, and a
+        # run may take minutes.
+        done, _ = ray.wait(list(pending), num_returns=1, timeout=0.5)
         for ref in done:
             point, seed = tasks[pending.pop(ref)]
             try:

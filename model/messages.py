@@ -88,7 +88,15 @@ class MessageKind:
                 self._numbers[pos] = field
         self._numbers_only = all(pos < 2 for pos in slots.values())
         base = namedtuple(f"{name}_message", names)
-        self.view = type(f"{name.title()}Message", (base,), {"__slots__": (), "kind": name, "job": property(_job_record)})
+        self.view = type(
+            f"{name.title()}Message", (base,),
+            {"__slots__": (), "kind": name, "job": property(_job_record), "__reduce__": lambda v, kind=self: (_view_of, (kind, tuple(v)))},
+        )
+
+    def __reduce__(self) -> tuple:
+        # The view class is made at run time: a checkpoint rebuilds the kind (and so its view
+        # class) from its declaration instead of looking the class up by name.
+        return (_kind_of, (self.name, self.job, self.fields))
 
     def payload(self, job: tuple, fields: dict[str, Any]) -> tuple:
         """The payload columns of one message: (value, value2, *job record)."""
@@ -117,6 +125,14 @@ def _job_record(view: tuple) -> tuple:
     return tuple(view[N_ROUTING:])
 
 
+def _kind_of(name: str, job: bool, fields: dict[str, str]) -> "MessageKind":
+    return MessageKind(name, job, **fields)
+
+
+def _view_of(kind: "MessageKind", values: tuple) -> tuple:
+    return kind.view(*values)
+
+
 def message(name: str, job: bool = False, **fields: str) -> MessageKind:
     """Declare a message kind: ``message("grant", slot="value", finish="value2")``."""
     return MessageKind(name, job, **fields)
@@ -141,6 +157,9 @@ class MessageKinds:
             raise ValueError(f"message kinds declared twice: {', '.join(sorted(dup))}")
         self.code = {k.name: code for code, k in enumerate(self.kinds)}
         self.views = tuple(k.view for k in self.kinds)
+
+    def __reduce__(self) -> tuple:
+        return (MessageKinds, (self.kinds[len(KERNEL_KINDS):],))
 
     def __len__(self) -> int:
         return len(self.kinds)

@@ -1,0 +1,64 @@
+"""Checkpoints at window barriers: every shard's state, the messages between shards, and
+the coordinator's counters, enough to go on from that barrier as if nothing had happened.
+
+A barrier is a consistent cut: no shard is inside a window and every message sent so far
+is either delivered or in an inbox for the next window. Shards are plain objects whose
+state pickles (sites, queues, agents, random streams), so a checkpoint is one pickle per
+shard plus the inboxes. A checkpoint is kept in memory (a lost Ray shard rebuilds every
+shard from it and replays the windows since; each shard is deterministic given its inputs,
+so the job table is the same) and, with ``--checkpoint SECONDS``, written to
+``OUT/checkpoint.pkl`` (atomically) for ``gridemu resume OUT``. The results, once written,
+replace the folder and the checkpoint with it.
+"""
+from __future__ import annotations
+
+import os
+import pickle
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gridemu.emulator.shard import StepInfo
+from gridemu.model.errors import GridemuError
+
+FILE = "checkpoint.pkl"
+FORMAT = 1
+
+
+@dataclass
+class Checkpoint:
+    """The coordinator's state at a barrier (``shards`` None: as built, before the first window)."""
+
+    windows: int
+    infos: list[StepInfo]
+    inboxes: list[list[Any]]  # per destination shard: batches (arrays or rows) for the next window
+    in_min: list[float]
+    shards: list[bytes] | None
+
+
+def save(path: Path, checkpoint: Checkpoint, data: dict[str, Any], source: str | None, backend: str, n_shards: int) -> None:
+    """Write the checkpoint and what a resume needs (the validated scenario) all or nothing."""
+    tmp = path.with_name(f".{path.name}.partial")
+    try:
+        with tmp.open("wb") as fh:
+            pickle.dump({"format": FORMAT, "scenario": data, "source": source, "backend": backend, "shards": n_shards,
+                         "checkpoint": checkpoint}, fh, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(tmp, path)
+    except BaseException:  # a signal while writing: the previous checkpoint stays whole
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def load(folder: Path) -> dict[str, Any]:
+    """What :func:`save` wrote in ``folder``; one clear error when there is none or it is damaged."""
+    path = Path(folder) / FILE
+    if not path.is_file():
+        raise GridemuError(f"resume: {folder} holds no checkpoint ({FILE}): run with --checkpoint SECONDS to leave one")
+    try:
+        with path.open("rb") as fh:
+            state = pickle.load(fh)
+    except Exception as exc:  # truncated or foreign file: pickle raises many kinds
+        raise GridemuError(f"resume: {path} is damaged ({type(exc).__name__}: {exc})") from None
+    if not isinstance(state, dict) or state.get("format") != FORMAT:
+        raise GridemuError(f"resume: {path} is not a gridemu checkpoint of this version")
+    return state

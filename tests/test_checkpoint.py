@@ -1,0 +1,109 @@
+"""Checkpoints at barriers (emulator/checkpoint.py): a stopped run resumes to the job table of
+a run never stopped, and a lost Ray shard is rebuilt and replayed to the same job table."""
+from __future__ import annotations
+
+import pytest
+
+import gridemu.emulator as emulator
+from gridemu.emulator import backends
+from gridemu.emulator.cli import main
+from gridemu.model.errors import GridemuError
+from tests.golden import digest
+
+SMALL = {
+    "quickstart": {"workload.jobs": 3000},
+    "bilb-topology": {"sites.count": 12, "workload.until": 100.0},
+    "gm-grid": {},
+    "molba": {},
+}
+
+
+def stop_at(window: int):
+    """An on_progress callback that stops the run (as Ctrl-C would) after ``window`` windows."""
+    seen = {"n": 0}
+
+    def stop(progress) -> None:
+        seen["n"] += 1
+        if seen["n"] == window:
+            raise KeyboardInterrupt
+
+    return stop
+
+
+@pytest.mark.parametrize("name", sorted(SMALL))
+def test_a_stopped_run_resumes_to_the_same_job_table(tmp_path, name):
+    kw = {"backend": "inprocess", "shards": 2, "overrides": SMALL[name]}
+    whole = emulator.run(name, **kw)
+    out = tmp_path / "r"
+    with pytest.raises(KeyboardInterrupt):
+        emulator.run(name, **kw, out=out, checkpoint=0, on_progress=stop_at(5))
+    assert [p.name for p in out.iterdir()] == ["checkpoint.pkl"]  # no result file, whole or partial
+    resumed = emulator.resume(out)
+    assert digest(resumed.jobs) == digest(whole.jobs)
+    assert resumed.summary["global"]["mean_flow_time"] == whole.summary["global"]["mean_flow_time"]
+    names = {p.name for p in out.iterdir()}
+    assert "jobs.parquet" in names and "checkpoint.pkl" not in names  # the results replaced the checkpoint
+
+
+@pytest.mark.parametrize(("before", "after"), [("inprocess", "ray"), ("ray", "inprocess")])
+def test_a_checkpoint_resumes_on_the_other_backend(ray_session, tmp_path, before, after):
+    kw = {"shards": 2, "overrides": SMALL["quickstart"]}
+    whole = emulator.run("quickstart", backend="inprocess", **kw)
+    with pytest.raises(KeyboardInterrupt):
+        emulator.run("quickstart", backend=before, **kw, out=tmp_path / "r", checkpoint=0, on_progress=stop_at(3))
+    assert digest(emulator.resume(tmp_path / "r", backend=after).jobs) == digest(whole.jobs)
+
+
+def kill_shard_at(monkeypatch, calls: set[int]) -> dict:
+    """Kill shard actor 1 (no restart) just before the given step calls of the Ray backend."""
+    real = backends.RayBackend.step
+    seen = {"n": 0}
+
+    def step(self, until, inboxes):
+        seen["n"] += 1
+        if seen["n"] in calls:
+            self.ray.kill(self.actors[1], no_restart=True)
+        return real(self, until, inboxes)
+
+    monkeypatch.setattr(backends.RayBackend, "step", step)
+    return seen
+
+
+@pytest.mark.parametrize("every", [None, 0.0])
+def test_a_lost_shard_actor_is_rebuilt_and_the_run_ends_the_same(ray_session, monkeypatch, capsys, every):
+    small = SMALL["quickstart"]
+    whole = emulator.run("quickstart", backend="inprocess", overrides=small)
+    kill_shard_at(monkeypatch, {9})
+    res = emulator.run("quickstart", backend="ray", shards=2, checkpoint=every, overrides=small)
+    assert digest(res.jobs) == digest(whole.jobs)
+    err = capsys.readouterr().err
+    assert "a shard actor died (ActorDiedError" in err
+    assert ("from the start" in err) if every is None else ("from the checkpoint of window 8" in err)
+
+
+def test_a_shard_that_keeps_dying_stops_the_run_with_one_error(ray_session, monkeypatch):
+    kill_shard_at(monkeypatch, set(range(3, 200, 3)))
+    with pytest.raises(GridemuError, match="a shard actor died .* 3 rebuilds did not get the run through"):
+        emulator.run("quickstart", backend="ray", shards=2, overrides=SMALL["quickstart"])
+
+
+def test_resume_without_a_checkpoint_or_with_a_damaged_one_is_one_line(tmp_path, capsys):
+    assert main(["resume", str(tmp_path)]) == 2
+    assert "holds no checkpoint (checkpoint.pkl)" in capsys.readouterr().err
+    (tmp_path / "checkpoint.pkl").write_bytes(b"not a pickle at all")
+    assert main(["resume", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "is damaged" in err
+    assert main(["run", "quickstart", "--checkpoint", "-1", "--out", str(tmp_path / "x")]) == 2
+    assert "--checkpoint: must be a number of seconds >= 0" in capsys.readouterr().err
+
+
+def test_cli_resume_writes_the_results_of_the_stopped_run(tmp_path, capsys):
+    out = tmp_path / "r"
+    with pytest.raises(KeyboardInterrupt):
+        emulator.run("quickstart", backend="inprocess", overrides=SMALL["quickstart"], out=out, checkpoint=0, on_progress=stop_at(4))
+    assert main(["resume", str(out), "--quiet"]) == 0
+    whole = emulator.run("quickstart", backend="inprocess", overrides=SMALL["quickstart"])
+    import pandas as pd
+
+    assert digest(pd.read_parquet(out / "jobs.parquet")) == digest(whole.jobs)
