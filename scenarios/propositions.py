@@ -103,10 +103,10 @@ def workload_rows(wl: dict[str, Any]) -> list[Row]:
     (Proposition 2's better-off type), "alone" keeps only j_{n+1} (Proposition 3's J').
     Proposition 3's n is ``X``, to be the site's processor count."""
     number = wl.get("number")
-    if number not in VARIANTS:
+    if isinstance(number, bool) or not isinstance(number, int) or number not in VARIANTS:
         raise ScenarioError("workload.number", f"must be 1, 2 or 3 (the paper's Propositions), got {number!r}")
     variant = wl.get("variant", "base")
-    if variant not in VARIANTS[number]:
+    if not isinstance(variant, str) or variant not in VARIANTS[number]:
         raise ScenarioError("workload.variant", f"Proposition {number} has variants {', '.join(VARIANTS[number])}, got {variant!r}")
     try:
         if number == 3:

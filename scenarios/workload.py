@@ -215,6 +215,14 @@ def _poisson(scenario: WorkloadSource) -> tuple[np.ndarray, list[str]]:
         part = empty_jobs(k)
         part["release"] = release
         part["size"] = site_rng(seed, s.site_id, PURPOSE_SIZES).gamma(alpha[s.site_id], beta[s.site_id], size=k)
+        if k and not part["size"].min() > 0:
+            # A tiny shape or scale draws sizes that underflow to 0: no model runs a job of no work.
+            j = int(np.argmin(part["size"]))
+            raise ScenarioError(
+                "workload.alpha",
+                f"site {s.name}'s gamma(alpha={alpha[s.site_id]:g}, beta={beta[s.site_id]:g}) sizes underflow to 0 "
+                f"(its job {j} drew {float(part['size'][j])!r}): use a larger alpha or beta",
+            )
         part["procs"] = _draw_job_procs(wl.get("procs", 1), seed, s.site_id, k)
         part["submit_site"] = s.site_id
         part["owner"] = org_index[s.org]
@@ -434,12 +442,21 @@ def _check_streams(wl: dict[str, Any], sites: list["SiteSpec"]) -> list[dict[str
         stop = st.get("stop", until)
         if stop is None:
             raise ScenarioError(f"{key}.stop", "give stop (or workload.until): when the stream ends")
-        stop = check_number(f"{key}.stop", stop, nonneg=True)
+        stop = check_number(f"{key}.stop", stop, nonneg=True, finite=True)
+        interval = check_number(f"{key}.interval", st.get("interval", 15.0), positive=True)
         out.append({
-            "group": group, "interval": check_number(f"{key}.interval", st.get("interval", 15.0), positive=True),
-            "size": check_number(f"{key}.size", st.get("size", 3600.0), positive=True), "spread": spread,
+            "group": group, "interval": interval,
+            "size": check_number(f"{key}.size", st.get("size", 3600.0), positive=True, finite=True), "spread": spread,
             "overestimate": (lo, hi), "sites": targets, "start": start, "stop": stop,
         })
+    # Sized before drawing, as a Poisson workload is: a tiny interval must not allocate for hours.
+    total = sum(max(0.0, (st["stop"] - st["start"]) / st["interval"]) for st in out)
+    if total > MAX_JOBS:
+        worst = max(range(len(out)), key=lambda i: (out[i]["stop"] - out[i]["start"]) / out[i]["interval"])
+        raise ScenarioError(
+            f"workload.streams[{worst}].interval",
+            f"the streams would submit {total:.3g} jobs (at most {MAX_JOBS:,}): a longer interval or a shorter stream",
+        )
     return out
 
 

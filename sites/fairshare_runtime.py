@@ -110,7 +110,10 @@ def build(conf: Mapping[str, Any], groups: list[str], base: Path | None = None, 
     tree = load_policy_tree(conf, "policy", base)
     providers = {}
     sites_of: dict[str, int] = {}
-    for name, spec in (conf.get("providers") or {}).items():
+    given = conf.get("providers") or {}
+    if not isinstance(given, Mapping):
+        raise ScenarioError("policy.providers", f"must be a table of providers (name = {{tree or file, site}}), got {given!r}")
+    for name, spec in given.items():
         if not isinstance(spec, dict):
             raise ScenarioError(f"policy.providers.{name}", "must be a table with tree or file, and site")
         for k in spec:

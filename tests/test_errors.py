@@ -449,6 +449,22 @@ def test_a_policy_provider_on_a_site_that_does_not_exist_is_refused(capsys):
     expect_error(capsys, ["validate", "fairshare-swegrid", "--set", "policy.providers.VO-A.site=99"], "policy.providers.VO-A.site", "0..5", "99")
 
 
+def test_cases_the_fuzzer_found_are_one_line_and_exit_2(tmp_path, capsys):
+    """tests/test_fuzz.py found these: each was a Python traceback (or a 86 GiB allocation)."""
+    expect_error(capsys, ["validate", "fairshare-idle", "--set", "policy.providers=\"x\""], "policy.providers", "must be a table")
+    expect_error(capsys, ["validate", "gm-prop1", "--set", "workload.number=[]"], "workload.number", "must be 1, 2 or 3")
+    expect_error(capsys, ["validate", "shapley", "--set", "protocol.samples=1.5e10"], "protocol.samples", "at most 1e+06")  # ran for ever
+    out = tmp_path / "g"
+    expect_error(capsys, ["run", "gm-grid", "--set", "workload.alpha=2e-6", "--out", out], "workload.alpha", "underflow to 0")
+    assert not out.exists()
+    from gridemu.emulator.scenario import read_scenario_file, shipped_scenarios
+
+    raw, _ = read_scenario_file(shipped_scenarios()["fairshare-idle"])
+    raw["workload"]["streams"][0]["interval"] = 1.5e-5
+    with pytest.raises(emulator.ScenarioError, match=r"workload.streams\[0\].interval: the streams would submit 1.15e\+10 jobs"):
+        emulator.load_scenario(raw)
+
+
 def test_validate_sizes_a_huge_generated_workload_without_drawing_it(capsys):
     # It used to draw the whole workload (5 GiB after 100 s at 10^10 jobs).
     expect_error(capsys, ["validate", "quickstart", "--set", "workload.jobs=1e10"], "workload.jobs: must be at most 1e+08")

@@ -45,7 +45,8 @@ def check(params: dict[str, Any], scenario: ScenarioFacts) -> None:
     if "ref" in compare and len(sites) > 10:
         raise ScenarioError("protocol.compare", f"REF is exponential and takes at most 10 organizations, here {len(sites)}: compare rand or directcontr instead")
     params["compare"] = compare
-    params["samples"] = int(check_number("protocol.samples", params.get("samples", 10), positive=True, integer=True))
+    # RAND(N) simulates N random orders of the coalitions per window: past 10^6 a run would not end.
+    params["samples"] = int(check_number("protocol.samples", params.get("samples", 10), positive=True, integer=True, most=1_000_000))
 
 
 def check_jobs(params: dict[str, Any], jobs: np.ndarray, scenario: ScenarioFacts) -> None:
