@@ -450,7 +450,7 @@ def _check_streams(wl: dict[str, Any], sites: list["SiteSpec"]) -> list[dict[str
             "overestimate": (lo, hi), "sites": targets, "start": start, "stop": stop,
         })
     # Sized before drawing, as a Poisson workload is: a tiny interval must not allocate for hours.
-    total = sum(max(0.0, (st["stop"] - st["start"]) / st["interval"]) for st in out)
+    total = streams_size(out)
     if total > MAX_JOBS:
         worst = max(range(len(out)), key=lambda i: (out[i]["stop"] - out[i]["start"]) / out[i]["interval"])
         raise ScenarioError(
@@ -458,6 +458,21 @@ def _check_streams(wl: dict[str, Any], sites: list["SiteSpec"]) -> list[dict[str
             f"the streams would submit {total:.3g} jobs (at most {MAX_JOBS:,}): a longer interval or a shorter stream",
         )
     return out
+
+
+def streams_size(streams: list[dict[str, Any]]) -> float:
+    """The jobs checked streams submit (not drawn)."""
+    return sum(max(0.0, (st["stop"] - st["start"]) / st["interval"]) for st in streams)
+
+
+def expected_jobs(wl: dict[str, Any], sites: list["SiteSpec"]) -> float | None:
+    """About how many jobs a generated workload makes, without drawing it (None: the jobs
+    come from a list or a file, whose size is what it is)."""
+    if wl["kind"] == "poisson":
+        return poisson_size(wl, len(sites))
+    if wl["kind"] == "streams":
+        return streams_size(_check_streams(wl, sites))
+    return float(wl["jobs"]) if "jobs" in wl else None
 
 
 def _streams(scenario: WorkloadSource) -> tuple[np.ndarray, list[str]]:

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from gridemu.emulator.api import run
 from gridemu.emulator.scenario import load_scenario, read_scenario_file, shipped_scenarios
 from gridemu.model.errors import GridemuError, InvariantError
-from gridemu.scenarios.workload import generate_jobs, poisson_size
+from gridemu.scenarios.workload import expected_jobs, generate_jobs
 
 #: Shipped scenarios with the overrides that keep a run of them short.
 SMALL: dict[str, dict[str, Any]] = {
@@ -73,15 +73,6 @@ def mutate(data: dict, path: tuple, value: Any, how: str) -> None:
         node[path[-1]] = value
 
 
-def estimated_jobs(wl: dict[str, Any], n_sites: int) -> float:
-    """About how many jobs a validated workload makes, without drawing them."""
-    if wl["kind"] == "poisson":
-        return poisson_size(wl, n_sites)
-    if wl["kind"] == "streams":
-        return sum((st.get("stop", wl.get("until", 0.0)) - st.get("start", 0.0)) / st.get("interval", 15.0) for st in wl["streams"])
-    return float(wl.get("jobs", 0))
-
-
 class Hang(Exception):
     pass
 
@@ -103,7 +94,7 @@ def test_mutated_shipped_scenarios_are_refused_by_key_or_run_cleanly(name, data)
         mutate(raw, path, data.draw(st.sampled_from(SCALES if how == "scale" else VALUES)), how)
     try:
         scenario = load_scenario(raw, source=source)
-        if estimated_jobs(scenario.workload, len(scenario.sites)) > 5000 or len(scenario.sites) > 64:
+        if (expected_jobs(scenario.workload, scenario.sites) or 0) > 5000 or len(scenario.sites) > 64:
             return  # accepted and large (a valid scenario): running it is not this test's job
         generate_jobs(scenario)
     except InvariantError:

@@ -212,6 +212,8 @@ class DivisibleAgent(PeriodLedger, Agent):
         self.round_time = now
         load = self.site.load(now) - now
         level = self.level()
+        if not self.everywhere:  # a common clock (module doc)
+            self.site.set_timer(now + self.gap, "round")
         if self.gossip:
             self.offers = {self.site.site_id: (load, level)}
             self.pick = self.random_neighbor(self.rng_gossip)
@@ -220,7 +222,6 @@ class DivisibleAgent(PeriodLedger, Agent):
             # Offers leave at the round time, so every one to this site is in one latency later
             # (messages come before timers at one instant).
             self.site.set_timer(now + self.grid.max_latency, "partners")
-            self.site.set_timer(now + self.gap, "round")
             return
         self.broadcast(now, "offer", load=load, level=level)
         self._offer(now, self.site.site_id, load, level)
@@ -319,8 +320,6 @@ class DivisibleAgent(PeriodLedger, Agent):
         """
         rank = {k: (load, k) for k, (load, _) in offers.items()}
         me = self.site.site_id
-        if not self.gossip:  # a gossip round set its next one when it began
-            self.site.set_timer(self.round_time + self.gap, "round")
         if mine:
             self._cut(now, mine, now + 3 * self.grid.max_latency)
         sent_to = {l for l, _ in mine}

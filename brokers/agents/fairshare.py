@@ -279,14 +279,18 @@ class FairshareAgent(Agent):
         point = self.entries[int(msg.entry)]
         src = int(msg.src)
         if self.served[point] == self.site.site_id:
-            targets = self.sched.conf.targets
-            self._serve(now, src, point, {e: 100 * targets[e] for e in self.entries if e.startswith(point + "/")})
+            self._serve(now, src, point, self._policy_shares(point))
         elif point in self.copies:
             self._serve(now, src, point, self.copies[point])
         else:
             self._ask(now, point)
             if src not in self.pending[point]:
                 self.pending[point].append(src)
+
+    def _policy_shares(self, point: str) -> dict[str, float]:
+        """The subpolicy below a mount point as the run's policy has it: entry -> target share, percent."""
+        targets = self.sched.conf.targets
+        return {e: 100 * targets[e] for e in self.entries if e.startswith(point + "/")}
 
     def _ask(self, now: float, point: str) -> None:
         """Ask the next hop for a subpolicy, unless this site's request is already on its way."""
@@ -306,7 +310,7 @@ class FairshareAgent(Agent):
             self.fetching.setdefault(point, {})[entry] = msg.target
             return
         got = self.fetching.pop(entry, {})
-        want = {e: 100 * self.sched.conf.targets[e] for e in self.entries if e.startswith(entry + "/")}
+        want = self._policy_shares(entry)
         if got != want:
             raise InvariantError(f"site {self.site.name}: the subpolicy served for {entry} changed during the run ({got} != {want})")
         self.copies[entry] = got
