@@ -17,7 +17,7 @@ import threading
 import warnings
 from typing import Any
 
-from gridemu.model.errors import GridemuError
+from gridemu.model.errors import GridemuError, first_line
 from gridemu.emulator.shard import Shard, ShardSpec, StepInfo
 
 
@@ -101,14 +101,14 @@ def ensure_ray(address: str | None = None, num_cpus: int | None = None) -> Any:
                 warnings.simplefilter("ignore")
                 ray.init(address=address, **kwargs)
         except Exception as exc:  # Ray raises ConnectionError, RuntimeError or its own types
-            raise GridemuError(f"--address: cannot reach a Ray cluster at {address!r}: {str(exc).splitlines()[0]}") from None
+            raise GridemuError(f"--address: cannot reach a Ray cluster at {address!r}: {first_line(exc)}") from None
     else:
         # "local" starts a private instance even when a cluster from `ray start` runs here.
         try:
             ray.init(address="local", num_cpus=num_cpus, **kwargs)
         except Exception as exc:  # e.g. "node timed out during startup" on a loaded machine
             _restore_sigterm(caller)
-            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            first = first_line(exc, type(exc).__name__)
             raise GridemuError(
                 f"cannot start a local Ray instance ({type(exc).__name__}: {first}); try again when the machine is "
                 "less loaded, or run without Ray: --backend inprocess"
@@ -163,7 +163,7 @@ class RayBackend:
         try:
             return self.ray.get(refs)
         except self.ray.exceptions.RayActorError as exc:
-            first = (str(exc).strip().splitlines() or [""])[0]
+            first = first_line(exc)
             raise ShardLost(f"a shard actor died ({type(exc).__name__}: {first})") from None
 
     def status(self) -> list[StepInfo]:

@@ -17,7 +17,7 @@ from typing import Any
 
 import pandas as pd
 
-from gridemu.model.errors import GridemuError, ScenarioError
+from gridemu.model.errors import GridemuError, ScenarioError, first_line
 from gridemu.emulator.results import check_out, write_whole
 from gridemu.emulator.scenario import load_scenario, parse_override, read_scenario_file
 
@@ -112,8 +112,7 @@ def sweep(
 
     def record(point: dict[str, Any], seed: int, outcome: tuple | BaseException) -> None:
         if isinstance(outcome, BaseException):
-            first = (str(outcome).strip().splitlines() or [""])[0]
-            failed.append({**point, "seed": seed, "error": f"{type(outcome).__name__}: {first}"})
+            failed.append({**point, "seed": seed, "error": f"{type(outcome).__name__}: {first_line(outcome)}"})
         else:
             rows.append(outcome[0])
             org_rows.extend(outcome[1])

@@ -21,3 +21,9 @@ class WorkloadError(GridemuError):
 
 class InvariantError(GridemuError):
     """A run broke conservation or causality; the message names the job or message."""
+
+
+def first_line(exc: BaseException, default: str = "") -> str:
+    """The first line of an exception's message (Ray's errors carry whole tracebacks), or ``default``."""
+    lines = str(exc).strip().splitlines()
+    return lines[0] if lines else default
