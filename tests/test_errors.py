@@ -458,11 +458,13 @@ def test_cases_the_fuzzer_found_are_one_line_and_exit_2(tmp_path, capsys):
     expect_error(capsys, ["run", "gm-grid", "--set", "workload.alpha=2e-6", "--out", out], "workload.alpha", "underflow to 0")
     assert not out.exists()
     from gridemu.emulator.scenario import read_scenario_file, shipped_scenarios
+    from gridemu.emulator.scenario_toml import to_toml
 
     raw, _ = read_scenario_file(shipped_scenarios()["fairshare-idle"])
     raw["workload"]["streams"][0]["interval"] = 1.5e-5
-    with pytest.raises(emulator.ScenarioError, match=r"workload.streams\[0\].interval: the streams would submit 1.15e\+10 jobs"):
-        emulator.load_scenario(raw)
+    path = tmp_path / "tiny-interval.toml"
+    path.write_text(to_toml(raw))
+    expect_error(capsys, ["validate", path], "workload.streams[0].interval", "the streams would submit 1.15e+10 jobs")
 
 
 def test_validate_sizes_a_huge_generated_workload_without_drawing_it(capsys):
