@@ -88,6 +88,11 @@ def build_shard_specs(
     extra = plugin.grid_info(scenario.facts()) if plugin.grid_info else {}
     if "policy" in scenario.data:  # the runtime policy tree every fairshare scheduler shares
         extra["policy"] = scenario.runtime_policy(groups or [], set(np.unique(jobs["group"]).tolist()))
+        for k, why in enumerate(extra["policy"].partial.values()):
+            if k == 5:
+                print(f"gridemu: warning: and {len(extra['policy'].partial) - 5} more such groups", file=sys.stderr)
+                break
+            print(f"gridemu: warning: {why}", file=sys.stderr)
     specs = []
     for k in range(n_shards):
         ids = np.flatnonzero(site_to_shard == k)

@@ -55,6 +55,10 @@ class RuntimePolicy:
     # mount point (entry path of the local policy with ref) -> the site serving its subpolicy;
     # the subpolicy reaches the other sites by message (protocol fairshare)
     served: dict[str, int] = field(default_factory=dict)
+    #: Groups whose path leaves the tree at an entry that has children, none of that name
+    #: (a typo, or a user the policy does not list): their jobs count at that entry (the
+    #: paper's rule); group -> what the run warns about it.
+    partial: dict[str, str] = field(default_factory=dict)
 
     def mount_point(self, entry: str, unmounted: set[str]) -> str:
         """``entry``, or the mount point above it whose subpolicy has not arrived yet."""
@@ -154,9 +158,16 @@ def build(conf: Mapping[str, Any], groups: list[str], base: Path | None = None, 
     default = conf.get("default")
     if default is not None and default not in all_entries:
         raise ScenarioError("policy.default", f"no entry {default!r} in the policy (entries: {', '.join(all_entries)})")
-    entry_of, unmapped = [], []
+    entry_of, unmapped, partial = [], [], {}
     for i, g in enumerate(groups):
         path = map_path(tree, g)
+        if path and len(path) < len(g.split("/")) and (used is None or i in used):
+            children = _entry(tree, path[-1]).children
+            if children:
+                partial[g] = (
+                    f"jobs of group {g!r} count at policy entry {path[-1]!r}: {g.split('/')[len(path)]!r} is none of its "
+                    f"children ({', '.join(c.name for c in children)})"
+                )
         if not path:
             if default is None and used is not None and i not in used:
                 entry_of.append(all_entries[0])  # no job has this group
@@ -173,8 +184,16 @@ def build(conf: Mapping[str, Any], groups: list[str], base: Path | None = None, 
     return RuntimePolicy(
         policy=tree, entries=all_entries, entry_of_group=entry_of, group_unmapped=unmapped, default=default,
         approach=approaches["approach"], local_approach=approaches["local_approach"], windows=Windows(length, count, decay),
-        w_fs=w_fs, w_qt=w_qt, targets=target_shares(tree), depth=depth(tree), paths=paths, served=served,
+        w_fs=w_fs, w_qt=w_qt, targets=target_shares(tree), depth=depth(tree), paths=paths, served=served, partial=partial,
     )
+
+
+def _entry(tree: Entry, path: str) -> Entry:
+    """The entry at an entry path (``VO-A/P-A1``) of ``tree``."""
+    entry = tree
+    for name in path.split("/"):
+        entry = next(c for c in entry.children if c.name == name)
+    return entry
 
 
 def _refs(entry: Entry, prefix: str | None = None):

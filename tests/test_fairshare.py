@@ -299,3 +299,17 @@ def test_subpolicies_travel_hop_by_hop_over_a_ring(monkeypatch):
     msgs = result.summary["global"]["messages"]
     assert msgs["request"] == 4 * 3  # four sites at 0, 1 h and 2 h; nobody asks twice
     assert msgs["offer"] == 4 * msgs["request"]  # three projects and a closing row per answer
+
+
+def test_a_group_that_leaves_the_tree_at_an_inner_entry_is_warned_about(capsys):
+    # 'P-A1x' is a typo of 'P-A1': by the paper's rule its jobs count at VO-A; the run says so.
+    from gridemu.emulator.scenario import load_scenario
+
+    sc = load_scenario("fairshare-imbalanced")
+    rt = sc.runtime_policy(["VO-A/P-A1x", "VO-A/P-A1", "VO-B/P-B1/U-B11/x", "VO-A"])
+    assert list(rt.partial) == ["VO-A/P-A1x"]  # a leaf, or the entry itself, is no typo
+    assert rt.entry_of_group[0] == "VO-A"
+    streams = [{"group": "VO-A/P-A1x", "sites": [0, 1], "interval": 30.0, "size": 60.0}]
+    emulator.run("fairshare-imbalanced", overrides={"workload.streams": streams, "run.horizon": 600.0})
+    err = capsys.readouterr().err
+    assert "'P-A1x' is none of its children (P-A1, P-A2, P-A3)" in err
