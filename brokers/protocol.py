@@ -103,6 +103,9 @@ class Protocol:
     topologies: bool = False
     #: The agents start jobs themselves: the ``planned`` scheduler serves only such protocols.
     starts_jobs: bool = False
+    #: The agents keep working when sites crash and messages are lost or late (``[faults]``,
+    #: sites/faults.py): they hold no state about other sites' jobs and wait for no answer.
+    faults: bool = False
     #: Jobs are cut into pieces (thesis ch. 4); the summary then scores each period.
     divisible: bool = False
     #: EF/WPM/ILV figures (migration paper) in summary.json unless metrics.fairness says no.

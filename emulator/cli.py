@@ -78,6 +78,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     print(
         f"{sc.source}: ok: {len(sc.sites)} sites, {len(sc.orgs)} organizations, {count}, "
         f"protocol {sc.protocol['name']}, workload {wl['kind']}, lookahead {sc.lookahead}"
+        + (f", faults: {sc.faults.describe()}" if sc.faults is not None else "")
     )
     return 0
 
@@ -173,6 +174,12 @@ def _unfinished(summary: dict, horizon: float, strict: bool) -> int:
         return 0
     total = summary["global"]["jobs"]
     what = ", ".join(f"{state} {n:,}" for state, n in left.items())
+    if "stalled_at" in summary["global"]:
+        print(
+            f"gridemu: warning: the run stopped at t={summary['global']['stalled_at']:g}: no job could move any more "
+            "(none running, arriving or travelling) and only the protocol's timers were left",
+            file=sys.stderr,
+        )
     print(
         f"gridemu: warning: {sum(left.values()):,} of {total:,} jobs never finished ({what}); mean flow time and "
         "makespan cover the finished jobs only (jobs.parquet has each job's state)",

@@ -109,6 +109,7 @@ def build_shard_specs(
                 grid=grid,
                 recurrence=recurrence,
                 extra=extra,
+                faults=scenario.faults,
             )
         )
     return specs
@@ -152,7 +153,8 @@ def run_windows(
     if math.isfinite(horizon):
         span = min(span, horizon) if span > 0 else horizon
     slice_ = max(span, lookahead) / WINDOW_SLICES
-    periodic = scenario.plugin.periodic
+    # Random crashes ([faults] mtbf) come forever, as periodic protocols' timers do.
+    periodic = scenario.plugin.periodic or (scenario.faults is not None and math.isfinite(scenario.faults.mtbf))
 
     t0 = time.perf_counter()
     # Shards create and drop millions of small tuples and never leave a reference cycle, so
@@ -168,6 +170,12 @@ def run_windows(
         windows, infos, inboxes, in_min = _restart(last)
         setup = time.perf_counter() - t0  # building shards (Ray: starting actors)
         saved_at, rebuilds = time.perf_counter(), 0
+        # Liveness (periodic protocols without a horizon): no job finished for `stall_span` of
+        # virtual time, and twice in a row nothing that could move a job without an agent's
+        # decision: the run is stuck with only timers left, and stops.
+        stall_span = max(span, 10 * (scenario.max_latency + (scenario.faults.delay_max if scenario.faults else 0.0)))
+        stall_done, stall_since, stall_seen = -1, 0.0, 0
+        stalled_at = None
         while True:
             start = min(min(i.next_time for i in infos), min(in_min))
             if start >= horizon or math.isinf(start):
@@ -223,6 +231,16 @@ def run_windows(
                 on_progress(
                     Progress(until, span, sum(i.done for i in infos), len(jobs), sum(i.events for i in infos), time.perf_counter() - t0)
                 )
+            if periodic and math.isinf(horizon):
+                done_now = sum(i.done for i in infos)
+                if done_now != stall_done:
+                    stall_done, stall_since, stall_seen = done_now, until, 0
+                elif until - stall_since >= stall_span:
+                    stall_since = until
+                    stall_seen = stall_seen + 1 if sum(i.live for i in backend.status()) == 0 else 0
+                    if stall_seen == 2:
+                        stalled_at = until
+                        break
         results = backend.results(horizon)
         in_flight = _fetch(inboxes, backend_name)
     finally:
@@ -240,7 +258,10 @@ def run_windows(
     _release_free_memory()
     wall = time.perf_counter() - t0
     events = sum(int(s["events"]) for r in results for s in r["sites"])
-    return RawRun(scenario, jobs, groups, results, in_flight, windows, events, wall, backend_name, n_shards, {"setup_seconds": setup})
+    extra = {"setup_seconds": setup}
+    if stalled_at is not None:
+        extra["stalled_at"] = stalled_at
+    return RawRun(scenario, jobs, groups, results, in_flight, windows, events, wall, backend_name, n_shards, extra)
 
 
 def _restart(c: ckpt.Checkpoint) -> tuple[int, list[StepInfo], list[list[Any]], list[float]]:

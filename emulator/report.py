@@ -63,6 +63,10 @@ def print_summary(summary: dict[str, Any]) -> None:
     gt.add_row("jobs by state", ", ".join(f"{k} {v:,}" for k, v in g["jobs_by_state"].items()))
     if g.get("messages"):
         gt.add_row("messages by type", ", ".join(f"{k} {v:,}" for k, v in g["messages"].items()))
+    if "faults" in g:
+        f = g["faults"]
+        gt.add_row("faults", f"{f['crashes']:,} crashes, {f['jobs_killed']:,} jobs requeued, {f['jobs_lost']:,} lost, "
+                   f"{f['messages_lost']:,} messages lost, {f['messages_late']:,} late")
     console.print(gt)
     proto = summary.get("protocol")
     if proto:

@@ -32,6 +32,7 @@ from gridemu.emulator.engine import RawRun
 from gridemu.model.errors import GridemuError
 from gridemu.emulator.scenario_toml import to_toml
 from gridemu.model.jobs import JOB_DTYPE, STATE_CODE, STATES
+from gridemu.sites.faults import FAULT_COLUMNS
 
 JOB_COLUMNS = [
     "job_id", "owner", "group", "release", "size", "procs", "submit_site", "exec_site", "start", "end", "migrations", "state",
@@ -181,7 +182,7 @@ def piece_table(raw: RawRun) -> pd.DataFrame:
 
 # A job's state from its pieces' states: the least advanced piece decides, except that a
 # job with a piece started (or done) and another waiting is running.
-_STATE_RANK = np.array([0, 2, 3, 4, 5, 1])  # pending, queued, running, done, rejected, transferred
+_STATE_RANK = np.array([0, 2, 3, 4, 5, 1, 6])  # pending, queued, running, done, rejected, transferred, lost
 _RANK_STATE = np.argsort(_STATE_RANK)
 
 
@@ -375,6 +376,14 @@ def summarize(raw: RawRun, table: pd.DataFrame, sites: pd.DataFrame, local_table
         "seed": raw.scenario.seed,
         "protocol": raw.scenario.protocol["name"],
     }
+    if "stalled_at" in raw.extra:  # liveness: stopped with only timers left (engine.run_windows)
+        glob["stalled_at"] = raw.extra["stalled_at"]
+    if raw.scenario.faults is not None:
+        # Sums of the sites' fault columns (sites.parquet); messages_total counts lost ones too.
+        glob["faults"] = {
+            ("sites_down_at_end" if c == "down_at_end" else c): (float if c in ("downtime", "work_lost") else int)(sites[c].sum())
+            for c in FAULT_COLUMNS
+        }
     if "swf_skipped" in raw.scenario.extra:
         glob["trace_jobs_skipped"] = raw.scenario.extra["swf_skipped"]
     return {"global": glob, "organizations": per_org}

@@ -22,6 +22,7 @@ from gridemu.emulator.topology import Topology, build_topology, link_latency_mat
 from gridemu.model.checks import check_number, choice, per_site_values
 from gridemu.model.errors import ScenarioError
 from gridemu.scenarios.workload import check_workload
+from gridemu.sites.faults import FaultPlan, parse_faults
 from gridemu.sites.spec import SiteSpec
 
 SHIPPED_DIR = Path(__file__).resolve().parent.parent / "scenarios" / "data"
@@ -65,6 +66,7 @@ class Scenario:
     source: str = "<dict>"
     extra: dict[str, Any] = field(default_factory=dict)
     topology: Topology = field(default_factory=lambda: Topology("full", None))
+    faults: FaultPlan | None = None  # [faults] (sites/faults.py)
 
     @property
     def seed(self) -> int:
@@ -345,7 +347,7 @@ def validate(raw: dict[str, Any], source: str = "<dict>") -> Scenario:
     """Check every key of a raw scenario dict and fill defaults; see module doc."""
     if not isinstance(raw, dict):
         raise ScenarioError("scenario", "must be a table")
-    allowed_top = set(_KNOWN) - {"site"} | {"policy", "protocol"}
+    allowed_top = set(_KNOWN) - {"site"} | {"policy", "protocol", "faults"}
     for key in raw:
         if key not in allowed_top:
             raise ScenarioError(key, f"unknown section (allowed: {', '.join(sorted(allowed_top))})")
@@ -438,8 +440,15 @@ def validate(raw: dict[str, Any], source: str = "<dict>") -> Scenario:
                 raise ScenarioError(f"policy.providers.{name}.site", f"must be a site index 0..{len(sites) - 1}, got {spec['site']}")
     elif any(s.scheduler == "fairshare" for s in sites):
         raise ScenarioError("scheduler.name", "the fairshare scheduler needs a share policy: add a [policy] section")
+    faults = None
+    if "faults" in data:
+        faults = parse_faults(data["faults"], [s.name for s in sites])
+        if not protocol.faults:
+            able = ", ".join(n for n, p in registry.PROTOCOLS.items() if p.faults)
+            raise ScenarioError("faults", f"the {proto['name']} protocol does not run with faults (it waits for answers or tracks other sites' jobs); protocols that do: {able}")
+        data["faults"]["on_crash"] = faults.on_crash
     data["sites"] = [
         {"name": s.name, "org": s.org, "speeds": list(s.speeds), "scheduler": s.scheduler} for s in sites
     ]
     orgs = list(dict.fromkeys(s.org for s in sites))
-    return Scenario(data=data, sites=sites, orgs=orgs, latency=latency, lookahead=lookahead, source=source, topology=topology)
+    return Scenario(data=data, sites=sites, orgs=orgs, latency=latency, lookahead=lookahead, source=source, topology=topology, faults=faults)

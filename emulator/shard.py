@@ -18,9 +18,11 @@ from gridemu.brokers.agents.base import GridInfo
 from gridemu.model.errors import InvariantError
 from gridemu.model.jobs import take
 from gridemu.model.messages import MessageKinds, empty_batch, to_batch
+from gridemu.sites import faults
+from gridemu.sites.faults import FaultPlan
 from gridemu.sites.fcfs_columns import FcfsColumns, RoutedSites
 from gridemu.sites.results import job_columns, usage_ledger
-from gridemu.sites.site import Site
+from gridemu.sites.site import MESSAGE, Site
 from gridemu.sites.spec import SiteSpec
 from gridemu.sites.view import SiteView
 
@@ -41,6 +43,7 @@ class ShardSpec:
     #: tuples (shards in one process: converting to arrays and back would be pure cost).
     columnar: bool = True
     extra: dict[str, Any] = field(default_factory=dict)
+    faults: FaultPlan | None = None  # [faults]: each site plays its own
 
 
 @dataclass
@@ -52,6 +55,10 @@ class StepInfo:
     out_min: dict[int, float]  # destination shard -> earliest delivery in its batch
     events: int
     done: int
+    #: Positive while some job can still move without an agent's decision (running, not yet
+    #: submitted, travelling in a site's heap, held by a site that will be repaired); counted
+    #: by ``status()`` only (the coordinator asks when no job has finished for a while).
+    live: int = -1
 
 
 class Shard:
@@ -71,7 +78,7 @@ class Shard:
         self.sites: list[Site] = []
         # Routing agents on FCFS sites with identical processors: the whole shard as columns.
         self.columns: FcfsColumns | None = None
-        if spec.recurrence and protocol.route is not None and all(
+        if spec.recurrence and spec.faults is None and protocol.route is not None and all(
             s.scheduler == "fcfs" and len(set(s.speeds)) == 1 for s in spec.sites
         ):
             counts = np.bincount(self.local_of[spec.jobs["submit_site"]], minlength=len(spec.sites))
@@ -98,6 +105,8 @@ class Shard:
             if spec.grid.neighbors is not None:
                 site.links = frozenset(spec.grid.neighbors[s.site_id])
             site.agent = protocol.agent(SiteView(site), spec.grid, params)
+            if spec.faults is not None:
+                faults.arm(site, spec.faults.for_site(s.site_id, spec.grid.seed))
             self.sites.append(site)
         for site in self.sites:
             site.agent.on_start(0.0)
@@ -105,7 +114,7 @@ class Shard:
                 raise InvariantError(
                     f"site {site.name}: the {site.agent.name} agent sent a message from on_start; set a timer at 0 and send from it"
                 )
-            if spec.recurrence and site.agent.silent and site.scheduler.name == "fcfs" and site.uniform:
+            if spec.recurrence and site.faults is None and site.agent.silent and site.scheduler.name == "fcfs" and site.uniform:
                 site.enable_recurrence()
         # The shard's calendar: each site's next event time and send bound, refreshed only for
         # the sites a window touched (those it advanced or delivered to), so a window costs
@@ -114,14 +123,15 @@ class Shard:
         self.local_list: list[int] = self.local_of.tolist()  # the same, for row-by-row lookups
         self.shard_of: list[int] = self.site_to_shard.tolist()
         self.next_t = np.array([s.next_event_time() for s in self.sites], dtype=float)
-        self.bounds = np.array([s.agent.send_bound() for s in self.sites], dtype=float)
+        self.bounds = np.array([s.send_bound() for s in self.sites], dtype=float)
         self.events = sum(s.events for s in self.sites)
         self.done = sum(_done(s) for s in self.sites)
 
     def status(self) -> StepInfo:
         if self.columns is not None:
-            return StepInfo(self.columns.next_time(), self.columns.send_bound(), {}, self.events, self.done)
-        return StepInfo(self._min(self.next_t), self._min(self.bounds), {}, self.events, self.done)
+            cols = self.columns
+            return StepInfo(cols.next_time(), cols.send_bound(), {}, self.events, self.done, len(cols.release) - cols.done)
+        return StepInfo(self._min(self.next_t), self._min(self.bounds), {}, self.events, self.done, sum(map(_live, self.sites)))
 
     @staticmethod
     def _min(values: np.ndarray) -> float:
@@ -153,7 +163,7 @@ class Shard:
             events += site.events - e0
             done += _done(site) - d0
             new_next.append(site.next_event_time())
-            new_bound.append(site.agent.send_bound())
+            new_bound.append(site.send_bound())
             if site.outbox:
                 rows += site.outbox
                 site.outbox = []
@@ -200,7 +210,7 @@ class Shard:
             sites[i].deliver(row)
         for i in set(local):  # a delivered message is an event, and may move the bound
             self.next_t[i] = sites[i].next_event_time()
-            self.bounds[i] = sites[i].agent.send_bound()
+            self.bounds[i] = sites[i].send_bound()
 
     def _outgoing(self, rows: list[tuple]) -> tuple[list[Any], dict[int, float]]:
         """Rows grouped by destination shard, and the earliest delivery time of each group."""
@@ -247,6 +257,8 @@ class Shard:
             row = self._site_row(i, site.events, site.cpu_seconds, site.received, site.sent)
             if site.scheduler.name == "fairshare":
                 row["jobs_to_default_entry"] = site.scheduler.unmapped
+            if site.faults is not None:
+                row.update(faults.site_counts(site, horizon))
             sites.append(row)
             ts = site.agent.timeseries()
             if ts:
@@ -296,6 +308,17 @@ def _by_site(jobs: np.ndarray, local_of: np.ndarray) -> tuple[np.ndarray, np.nda
         jobs = take(jobs, np.lexsort((ids, jobs["release"], jobs["submit_site"])))
     counts = np.bincount(local_of[jobs["submit_site"]], minlength=int((local_of >= 0).sum()))
     return jobs, counts
+
+
+def _live(site: Site) -> int:
+    """Jobs of a site that can still move without an agent's decision (see StepInfo.live)."""
+    if site.fast:
+        return site.n_local  # silent sites under a periodic protocol: never judged stalled
+    busy = 0 if site.down else site.m - site.free_count
+    job_kinds = site.kinds.kinds
+    travelling = sum(1 for e in site.heap if e[1] == MESSAGE and job_kinds[e[4][5]].job)
+    held = len(site.held) if site.down and site.up_at < math.inf else 0
+    return busy + (site.n_local - site.cursor) + travelling + held
 
 
 def _done(site: Site) -> int:

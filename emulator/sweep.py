@@ -3,8 +3,8 @@
 
 Each task runs one emulation with the in-process backend. Results, in ``OUT``:
 ``runs.parquet`` (and ``runs.csv``): one row per run: the swept settings, the seed, and
-the run's global figures (and the numbers of the summary's ``protocol`` and ``fairness``
-sections); ``orgs.parquet``: one row per run and organization with its
+the run's global figures (with ``faults_*`` for a run with ``[faults]``, and the numbers
+of the summary's ``protocol`` and ``fairness`` sections); ``orgs.parquet``: one row per run and organization with its
 figures (jobs, flow times, makespan, score); ``table.csv``: mean and standard deviation
 of every figure per setting (over seeds), the table the paper reproductions quote.
 """
@@ -54,6 +54,7 @@ def run_one(data: dict[str, Any], settings: dict[str, Any], seed: int, source: s
     g = result.summary["global"]
     row = {**settings, "seed": seed, **{f: g.get(f) for f in GLOBAL_FIGURES}}
     row.update({f"messages_{kind}": n for kind, n in g["messages"].items()})
+    row.update({f"faults_{k}": v for k, v in g.get("faults", {}).items()})
     # A protocol's own figures (e.g. molba's scores of local, MOLBA and MOLBA+ILBA).
     for section in ("protocol", "fairness", "policy"):
         figures = result.summary.get(section, {})

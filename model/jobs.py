@@ -38,9 +38,10 @@ JOB_DTYPE = np.dtype(
 Job = namedtuple("Job", JOB_DTYPE.names)
 
 #: Job states in ``jobs.parquet``. At the end of a run every job is in exactly one:
-#: pending (not released before the horizon), queued, running, done, rejected, or
-#: transferred (in a message still in flight when the horizon cut the run).
-STATES = ("pending", "queued", "running", "done", "rejected", "transferred")
+#: pending (not released before the horizon), queued, running, done, rejected,
+#: transferred (in a message still in flight when the horizon cut the run), or lost (killed
+#: by a site crash with ``faults.on_crash = "lose"``: its start, and the crash as its end).
+STATES = ("pending", "queued", "running", "done", "rejected", "transferred", "lost")
 STATE_CODE = {name: code for code, name in enumerate(STATES)}
 #: Internal states of a site's slot, never written to a result file: the job left the
 #: site (GONE), or the piece is offered to another site and held here, unstartable,

@@ -11,6 +11,8 @@ PURPOSE_PROCS = 3  # rigid workloads: processor counts
 PURPOSE_BROKER = 4  # the random broker's choice of site
 PURPOSE_COALITION = 5  # averaging game: whether a site joins a period's coalition
 PURPOSE_GOSSIP = 6  # gossip averaging: the neighbor a site exchanges with each round
+PURPOSE_CRASHES = 7  # faults: a site's random times to failure and to repair
+PURPOSE_MESSAGE_FAULTS = 8  # faults: whether a message a site sends is lost or late, and by how much
 
 
 def site_rng(seed: int, site_id: int, purpose: int) -> np.random.Generator:

@@ -6,9 +6,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from gridemu.model.jobs import GONE, JOB_DTYPE, OFFERED
+from gridemu.model.jobs import GONE, JOB_DTYPE, OFFERED, STATE_CODE
 from gridemu.model.messages import N_ROUTING
 from gridemu.sites.site import DONE, JOB_FIELDS, MESSAGE, PENDING, QUEUED, RUNNING, TRANSFERRED, column_name
+
+LOST = STATE_CODE["lost"]
 
 if TYPE_CHECKING:  # pragma: no cover
     from gridemu.sites.site import Site
@@ -60,7 +62,8 @@ def settle(state: np.ndarray, start: np.ndarray, end: np.ndarray, horizon: float
     schedules past the horizon. A pending job stays pending."""
     started = start < horizon
     finished = end < horizon
-    state = np.where(state == PENDING, PENDING, np.where(finished, DONE, np.where(started, RUNNING, QUEUED)))
+    lost = state == LOST  # killed by a crash: its start and the crash stay
+    state = np.where(state == PENDING, PENDING, np.where(lost, LOST, np.where(finished, DONE, np.where(started, RUNNING, QUEUED))))
     return state, np.where(started, start, np.nan), np.where(finished, end, np.nan)
 
 

@@ -21,6 +21,7 @@ import numpy as np
 from gridemu.model.errors import InvariantError
 from gridemu.model.messages import N_ROUTING, MessageKinds
 from gridemu.model.jobs import GONE, JOB_DTYPE, OFFERED, STATE_CODE
+from gridemu.sites import faults
 from gridemu.sites.schedulers import FCFS, make_scheduler
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -28,8 +29,9 @@ if TYPE_CHECKING:  # pragma: no cover
 
 INF = math.inf
 # Event kinds in the order they are handled at equal times (DESIGN: kind rank):
-# completions free processors before anything at the same instant looks at them.
-COMPLETE, MESSAGE, TIMER, ARRIVAL = 0, 1, 2, 3
+# completions free processors before anything at the same instant looks at them; a crash
+# or a repair (sites/faults.py) comes next.
+COMPLETE, FAULT, MESSAGE, TIMER, ARRIVAL = 0, 1, 2, 3, 4
 
 PENDING, QUEUED, RUNNING, DONE, TRANSFERRED = (
     STATE_CODE["pending"], STATE_CODE["queued"], STATE_CODE["running"], STATE_CODE["done"], STATE_CODE["transferred"]
@@ -99,6 +101,11 @@ class Site:
         self.fast = False
         self._fp_free: list[float] = []
         self._fp_prev = -INF
+        # Faults ([faults], sites/faults.py): while down the site holds what reaches it.
+        self.faults: Any = None
+        self.down = False
+        self.up_at = -INF
+        self.held: list[tuple] = []
 
     # ------------------------------------------------------------------ queries
 
@@ -111,6 +118,12 @@ class Site:
     def next_release(self) -> float:
         """Release time of the next local job not yet submitted (inf when none is left)."""
         return self.c_release[self.cursor] if self.cursor < self.n_local else INF
+
+    def send_bound(self) -> float:
+        """The agent's send bound, or the repair time of a site that is down (it then handles
+        what it held: arrivals, jobs, timers, whatever bound the agent would give)."""
+        bound = self.agent.send_bound()
+        return min(bound, self.up_at) if self.down else bound
 
     def next_agent_event_time(self) -> float:
         return self.agent_times[0] if self.agent_times else INF
@@ -166,9 +179,14 @@ class Site:
                 f"site {self.name} sent a {kind!r} message to site {dst}, which is not one of its neighbors in the network topology"
             )
         self.msg_seq += 1
-        lat = self.latency if isinstance(self.latency, float) else self.latency[dst]
-        self.outbox.append((now + lat, self.site_id, self.msg_seq, dst, now, code) + self.kinds.kinds[code].payload(job, fields))
         self.sent[code] += 1
+        lat = self.latency if isinstance(self.latency, float) else self.latency[dst]
+        deliver = now + lat
+        if self.faults is not None:
+            deliver = self.faults.fate(now, self.site_id, dst, deliver, lat, self.kinds.kinds[code].job)
+            if deliver is None:
+                return
+        self.outbox.append((deliver, self.site_id, self.msg_seq, dst, now, code) + self.kinds.kinds[code].payload(job, fields))
 
     def job_record(self, slot: int, moves: int = 0) -> tuple:
         """The job's fields in JOB_DTYPE order; ``moves`` added to its migrations (a job leaving)."""
@@ -341,6 +359,7 @@ class Site:
         heap, rel, agent, sched, views = self.heap, self.c_release, self.agent, self.scheduler, self.kinds.views
         handlers, view_of = agent.handlers, tuple.__new__
         intercept = agent.intercepts_arrivals
+        down = self.down
         while True:
             if self.cursor < self.n_local and (not heap or rel[self.cursor] < heap[0][0]):
                 now = rel[self.cursor]
@@ -349,6 +368,9 @@ class Site:
                 slot = self.cursor
                 self.cursor += 1
                 self.events += 1
+                if down:
+                    faults.hold_arrival(self, now, slot)
+                    continue
                 if intercept and agent.on_arrival(now, slot):
                     continue
                 self.r_state[slot] = QUEUED
@@ -370,12 +392,22 @@ class Site:
                     sched.dispatch(self, now)
             elif kind == MESSAGE:
                 heapq.heappop(self.agent_times)
+                if down:
+                    faults.hold_message(self, now, payload)
+                    continue
                 self.received += 1
                 code = payload[5]
                 handlers[code](now, view_of(views[code], payload))
-            else:
+            elif kind == TIMER:
                 heapq.heappop(self.agent_times)
+                if down:
+                    if self.up_at < INF:  # it fires at the repair
+                        self.set_timer(self.up_at, payload)
+                    continue
                 agent.on_timer(now, payload)
+            else:
+                faults.crash(self, now, payload) if payload is not None else faults.recover(self, now)
+                down = self.down
 
     def _finish_piece(self, slot: int) -> None:
         """The piece in ``slot`` is done at its r_end: free its processors, tell a scheduler that
@@ -447,7 +479,10 @@ class Site:
         self._fp_prev = prev
 
     def finish(self, horizon: float) -> None:
-        """Close the books at the end of the run: count the completions the recurrence skipped."""
+        """Close the books at the end of the run: count the completions the recurrence skipped,
+        queue what a site that is still down holds."""
+        if self.held:
+            faults.settle_held(self)
         if self.fast:
             finished = int(np.count_nonzero(np.asarray(self.r_end[: self.cursor], dtype=float) < horizon))
             self.events += finished

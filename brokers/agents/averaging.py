@@ -28,6 +28,7 @@ The divisible-load version (thesis 4.5, pieces of jobs, announced finish times) 
 """
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from gridemu.brokers.algorithms.averaging import averaging_plan
@@ -58,6 +59,9 @@ class AveragingAgent(Agent):
         nb = grid.neighbors
         self.members = range(grid.n_sites) if nb is None else sorted((site.site_id, *nb[site.site_id]))
         self.rng = site_rng(grid.seed, site.site_id, PURPOSE_GOSSIP) if self.gossip else None
+        # Rounds whose reports can no longer all come (one was lost, a site was down: [faults])
+        # are dropped once every report of them would have arrived.
+        self.keep_rounds = math.ceil(grid.max_latency / self.period) + 2
 
     def on_start(self, now: float) -> None:
         if self.grid.n_sites > 1:
@@ -66,6 +70,11 @@ class AveragingAgent(Agent):
     def on_timer(self, now: float, tag: Any) -> None:
         site = self.site
         round_no = int(tag)
+        if now - (self.first + round_no * self.period) > self.period / 2:
+            # The timer fired late (the site was down: [faults]): join the grid's current round.
+            round_no = int((now - self.first) // self.period)
+        for stale in [r for r in self.reports if r < round_no - self.keep_rounds]:
+            del self.reports[stale]
         load = site.load(now)
         if self.gossip:
             site.send(now, self.random_neighbor(self.rng), "gossip", load=load, round=round_no)

@@ -4,4 +4,4 @@ from __future__ import annotations
 from gridemu.brokers.agents.base import LocalAgent
 from gridemu.brokers.protocol import Protocol
 
-PROTOCOL = Protocol("local", LocalAgent, "no cooperation: every organization runs its own jobs", topologies=True)
+PROTOCOL = Protocol("local", LocalAgent, "no cooperation: every organization runs its own jobs", topologies=True, faults=True)

@@ -10,4 +10,5 @@ PROTOCOL = Protocol(
     "each new job goes to a uniformly random site, or neighbor in a topology (one transfer)",
     route=random_routes,
     topologies=True,
+    faults=True,
 )
