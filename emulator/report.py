@@ -183,8 +183,10 @@ def plot_run(run_dir: Path, jobs: pd.DataFrame, sites: pd.DataFrame, ts: pd.Data
     if with_load:
         for site_id, part in ts.groupby("site"):
             if not many or site_id < MAX_LINES:
-                axes[2].plot(part["time"], part["load"] - part["time"], lw=1, label=f"site {site_id}")
-        axes[2].set_ylabel("reported backlog L_k - t")
+                # Points where rounds are few (lost reports, crashes: a round balances only once
+                # every report came), so a line does not hide the gaps between them.
+                axes[2].plot(part["time"], part["load"] - part["time"], lw=1, label=f"site {site_id}", marker="." if len(part) < 60 else None)
+        axes[2].set_ylabel("backlog L_k - t at\nbalanced rounds")
         axes[2].legend(fontsize=7, ncol=4)
     axes[-1].set_xlabel("virtual time")
     g = summary["global"]
