@@ -66,8 +66,17 @@ def check_workload(wl: dict[str, Any], sites: list["SiteSpec"]) -> None:
         rates = _per_site("workload.rate", wl.get("rate", 1.0), n, positive=True, finite=True)
         if rates.max() > np.finfo(float).max / max(1, n):  # their sum must stay a finite number
             raise ScenarioError("workload.rate", f"the rates add up to more than a float holds (largest {rates.max():g})")
-        _per_site("workload.alpha", wl.get("alpha", 2.0), n, positive=True, finite=True)
-        _per_site("workload.beta", wl.get("beta", 2.0), n, positive=True, finite=True)
+        alpha = _per_site("workload.alpha", wl.get("alpha", 2.0), n, positive=True, finite=True)
+        beta = _per_site("workload.beta", wl.get("beta", 2.0), n, positive=True, finite=True)
+        # A gamma draw is below x with probability about (x / beta)^alpha / Gamma(alpha + 1):
+        # with a tiny shape, sizes underflow to 0 (x = the smallest float) for a good share of jobs.
+        zero = np.exp(alpha * (np.log(np.finfo(float).smallest_subnormal) - np.log(beta)))
+        if zero.max() > 1e-9:
+            k = int(np.argmax(zero))
+            raise ScenarioError(
+                "workload.alpha", f"gamma(alpha={alpha[k]:g}, beta={beta[k]:g}) sizes underflow to 0 for about "
+                f"{100 * zero[k]:.2g} % of site {sites[k].name}'s jobs: use a larger alpha or beta",
+            )
         if "jobs" not in wl and "until" not in wl:
             raise ScenarioError("workload.jobs", "give the total number of jobs (jobs) or the end of arrivals (until)")
         if "jobs" in wl:

@@ -12,8 +12,8 @@ def check(params: dict[str, Any], scenario: ScenarioFacts) -> None:
     """``period``: time between load reports; ``start``: the first report (default: one period);
     ``exchange``: ``neighbors`` (every site reports to its neighbors, each balances its
     neighborhood: all sites on the full graph) or ``gossip`` (pairwise push-pull)."""
-    params["period"] = float(check_number("protocol.period", params.get("period", 100.0), positive=True))
-    params["start"] = float(check_number("protocol.start", params.get("start", params["period"]), nonneg=True))
+    params["period"] = float(check_number("protocol.period", params.get("period", 100.0), positive=True, finite=True))
+    params["start"] = float(check_number("protocol.start", params.get("start", params["period"]), nonneg=True, finite=True))
     params["exchange"] = choice("protocol.exchange", params.get("exchange", "neighbors"), EXCHANGES)
 
 

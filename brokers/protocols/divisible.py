@@ -36,19 +36,19 @@ def check(params: dict[str, Any], scenario: ScenarioFacts) -> None:
     if scenario.data["scheduler"]["name"] != "fcfs" or any(s.scheduler != "fcfs" for s in sites):
         raise ScenarioError("scheduler.name", f"the {name} protocol needs FCFS local queues (thesis 4.1)")
     n = len(sites)
-    params["period"] = check_number("protocol.period", params.get("period", 1000.0), positive=True)
-    params["start"] = check_number("protocol.start", params.get("start", 0.0), nonneg=True)
-    params["min_gap"] = check_number("protocol.min_gap", params.get("min_gap", 1.0), positive=True)
+    params["period"] = check_number("protocol.period", params.get("period", 1000.0), positive=True, finite=True)
+    params["start"] = check_number("protocol.start", params.get("start", 0.0), nonneg=True, finite=True)
+    params["min_gap"] = check_number("protocol.min_gap", params.get("min_gap", 1.0), positive=True, finite=True)
     learn = flag(params, "learn", False)
     flag(params, "cut_running", True)
     params["exchange"] = choice("protocol.exchange", params.get("exchange", "neighbors"), EXCHANGES)
-    params["eta"] = check_number("protocol.eta", params.get("eta", 0.1), positive=True)
+    params["eta"] = check_number("protocol.eta", params.get("eta", 0.1), positive=True, finite=True)
     if params["eta"] > 1:
         raise ScenarioError("protocol.eta", f"the learning coefficient must be in (0, 1], got {params['eta']}")
     window = params.get("window", [0.2, 0.8])
     if not isinstance(window, list) or len(window) != 2:
         raise ScenarioError("protocol.window", f"must be two fractions of the period [from, to], got {window!r}")
-    lo, hi = (check_number(f"protocol.window[{i}]", w, nonneg=True) for i, w in enumerate(window))
+    lo, hi = (check_number(f"protocol.window[{i}]", w, nonneg=True, finite=True) for i, w in enumerate(window))
     if not lo < hi <= 1:
         raise ScenarioError("protocol.window", f"needs 0 <= from < to <= 1, got {window!r}")
     params["window"] = [lo, hi]

@@ -18,7 +18,7 @@ def check(params: dict[str, Any], scenario: ScenarioFacts) -> None:
     top-level entry's usage service runs, for exchange = "service") and ``policy_refresh``
     (how often sites fetch the mounted subpolicies from their providers)."""
     n = len(scenario.sites)
-    params["refresh"] = check_number("protocol.refresh", params.get("refresh", 60.0), positive=True)
+    params["refresh"] = check_number("protocol.refresh", params.get("refresh", 60.0), positive=True, finite=True)
     params["exchange"] = choice("protocol.exchange", params.get("exchange", "all"), ("all", "service", "tree", "gossip", "none"))
     default_rounds = max(4, 2 * math.ceil(math.log2(max(2, n))))
     params["gossip_rounds"] = int(check_number("protocol.gossip_rounds", params.get("gossip_rounds", default_rounds), positive=True, integer=True))
@@ -43,7 +43,7 @@ def check(params: dict[str, Any], scenario: ScenarioFacts) -> None:
             if given and params["fanout"] != int(f):
                 raise ScenarioError("protocol.fanout", f"the aggregation tree is the network's {topology}: leave fanout out or set it to {f}")
             params["fanout"] = int(f)  # the tree of the network
-    params["policy_refresh"] = check_number("protocol.policy_refresh", params.get("policy_refresh", 3600.0), positive=True)
+    params["policy_refresh"] = check_number("protocol.policy_refresh", params.get("policy_refresh", 3600.0), positive=True, finite=True)
     services = params.get("services", {})
     if not isinstance(services, dict):
         raise ScenarioError("protocol.services", "must be a table {VO = site index}")

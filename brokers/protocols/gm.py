@@ -20,7 +20,7 @@ def check(params: dict[str, Any], scenario: ScenarioFacts) -> None:
     link bandwidth) and ``integral`` (the paper's assumption that every release and
     completion happens at an integral time, checked)."""
     for key in ("migration_cost", "remote_cost"):
-        params[key] = check_number(f"protocol.{key}", params.get(key, 0.0), nonneg=True)
+        params[key] = check_number(f"protocol.{key}", params.get(key, 0.0), nonneg=True, finite=True)
     flag(params, "integral", False)
     require_scheduler("gm", scenario, "planned", "starts jobs itself")
 
