@@ -39,6 +39,18 @@ class ScenarioFacts:
 
 
 @dataclass(frozen=True)
+class Traffic:
+    """About how many messages a protocol sends, for ``gridemu validate``'s estimate of a run:
+    ``per_job`` for each job, ``per_time`` each time unit while the run lasts, rounds every
+    ``round_every`` time units (periodic protocols); ``what`` says what is counted."""
+
+    per_job: float = 0.0
+    per_time: float = 0.0
+    round_every: float | None = None
+    what: str = ""
+
+
+@dataclass(frozen=True)
 class RunFacts:
     """What a protocol's summary sees once the run is over and its invariants are checked."""
 
@@ -113,6 +125,8 @@ class Protocol:
     #: ``report``: the label and scale of the ``level`` column the agents record, if any.
     level_label: str = "level"
     level_log: bool = False
+    #: ``traffic(params, n_sites, mean_degree)``: the messages it sends (``gridemu validate``).
+    traffic: Callable[[dict[str, Any], int, float], Traffic] | None = None
     #: ``report --gantt``: a second schedule to draw beside the executed one.
     gantt_compare: Callable[["pd.DataFrame", "pd.DataFrame", dict[str, Any]], GanttCompare | None] | None = None
 

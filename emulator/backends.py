@@ -90,6 +90,10 @@ def ensure_ray(address: str | None = None, num_cpus: int | None = None) -> Any:
     import ray
 
     if ray.is_initialized():
+        if address not in (None, "auto"):
+            current = ray.get_runtime_context().gcs_address
+            if address.split("://", 1)[-1] != current:
+                raise GridemuError(f"--address: this process is already connected to the Ray cluster at {current}, not {address!r}")
         return ray
     kwargs: dict[str, Any] = {"include_dashboard": False, "logging_level": "ERROR", "log_to_driver": False}
     caller = signal.getsignal(signal.SIGTERM) if threading.current_thread() is threading.main_thread() else None

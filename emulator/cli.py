@@ -65,21 +65,24 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from gridemu.scenarios.workload import generate_jobs, poisson_size
+    from gridemu.emulator.estimate import estimate
 
     sc = load_scenario(args.scenario, _overrides(args.set))
     wl = sc.workload
-    if wl["kind"] == "poisson":
-        # Generated workloads are sized, not drawn: validating 10^8 jobs takes no memory.
-        count = f"{'' if 'jobs' in wl else 'about '}{poisson_size(wl, len(sc.sites)):,.0f} jobs"
-    else:
-        # Reading job lists and traces whole shows their errors here too.
-        count = f"{len(generate_jobs(sc)[0]):,} jobs"
+    # Generated workloads are sized, not drawn (validating 10^8 jobs takes no memory); job
+    # lists and traces are read whole, which shows their errors here too.
+    est = estimate(sc)
+    for limit, value, what in ((args.max_jobs, est.jobs, "jobs"), (args.max_messages, est.messages, "messages"), (args.max_rounds, est.rounds, "rounds")):
+        if limit is not None and value is not None and value > limit:
+            raise GridemuError(f"estimate: about {value:.3g} {what}, more than --max-{what} {limit:g} ({est.describe()})")
     print(
-        f"{sc.source}: ok: {len(sc.sites)} sites, {len(sc.orgs)} organizations, {count}, "
+        f"{sc.source}: ok: {len(sc.sites)} sites, {len(sc.orgs)} organizations, {est.jobs:,.0f} jobs, "
         f"protocol {sc.protocol['name']}, workload {wl['kind']}, lookahead {sc.lookahead}"
         + (f", faults: {sc.faults.describe()}" if sc.faults is not None else "")
     )
+    print(f"estimate: {est.describe()}")
+    for line in est.warnings():
+        print(f"gridemu: warning: {line}", file=sys.stderr)
     return 0
 
 
@@ -124,6 +127,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     backend = args.backend or ("ray" if args.address else None)
     scenario = load_scenario(args.scenario, overrides, seed=args.seed, backend=backend, shards=args.shards)
     out = check_out(_out_dir(args), args.overwrite)  # fail before the run, not after it
+    if scenario.workload["kind"] in ("poisson", "streams"):  # sized without drawing (traces would be read twice)
+        from gridemu.emulator.estimate import estimate
+
+        for line in estimate(scenario).warnings():
+            print(f"gridemu: warning: {line}", file=sys.stderr)
     result = _with_progress(args, out, lambda bar: run(
         scenario, address=args.address, on_progress=bar, out=out, overwrite=args.overwrite, checkpoint=args.checkpoint))
     return _unfinished(result.summary, scenario.horizon, args.strict)
@@ -240,6 +248,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("validate", help="check a scenario; errors name the key")
     p.add_argument("scenario", help="a scenario file or the name of a shipped scenario")
     p.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a scenario key (repeatable)")
+    for what in ("jobs", "messages", "rounds"):
+        p.add_argument(f"--max-{what}", type=float, metavar="N", help=f"exit 2 if the run's estimated {what} exceed N")
     p.set_defaults(func=cmd_validate)
 
     p = sub.add_parser("run", help="run a scenario and write its results")

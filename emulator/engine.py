@@ -170,11 +170,7 @@ def run_windows(
         windows, infos, inboxes, in_min = _restart(last)
         setup = time.perf_counter() - t0  # building shards (Ray: starting actors)
         saved_at, rebuilds = time.perf_counter(), 0
-        # Liveness (periodic protocols without a horizon): no job finished for `stall_span` of
-        # virtual time, and twice in a row nothing that could move a job without an agent's
-        # decision: the run is stuck with only timers left, and stops.
-        stall_span = max(span, 10 * (scenario.max_latency + (scenario.faults.delay_max if scenario.faults else 0.0)))
-        stall_done, stall_since, stall_seen = -1, 0.0, 0
+        stall = _Stall(max(span, 10 * (scenario.max_latency + (scenario.faults.delay_max if scenario.faults else 0.0))))
         stalled_at = None
         while True:
             start = min(min(i.next_time for i in infos), min(in_min))
@@ -201,8 +197,26 @@ def run_windows(
                     f"run.lookahead: a window of {lookahead:g} no longer advances virtual time at t={start:g} "
                     "(float resolution): use a larger network.latency or run.lookahead, or a shorter run"
                 )
+            # Any call to a shard may find its actor dead: the step, a snapshot, a status.
             try:
                 infos, outs = backend.step(until, inboxes)
+                windows += 1
+                inboxes = [[] for _ in range(n_shards)]
+                in_min = [math.inf] * n_shards
+                for info, out in zip(infos, outs):
+                    for dest, t in info.out_min.items():
+                        inboxes[dest].append(out[dest])
+                        in_min[dest] = min(in_min[dest], t)
+                if checkpoint_every is not None and time.perf_counter() - saved_at >= checkpoint_every:
+                    inboxes = backend.materialize(inboxes)
+                    # The loop rebinds infos, inboxes and in_min every window: no copy needed.
+                    last = ckpt.Checkpoint(windows, infos, inboxes, in_min, backend.snapshot())
+                    if checkpoint_to is not None:
+                        ckpt.save(checkpoint_to, last, scenario.data, scenario.source, backend_name, n_shards)
+                    saved_at = time.perf_counter()
+                if periodic and math.isinf(horizon) and stall.stuck(until, infos, backend):
+                    stalled_at = until
+                    break
             except ShardLost as lost:
                 rebuilds += 1
                 if rebuilds > MAX_REBUILDS:
@@ -213,34 +227,10 @@ def run_windows(
                 backend = make(specs, last.shards)
                 windows, infos, inboxes, in_min = _restart(last)
                 continue
-            windows += 1
-            inboxes = [[] for _ in range(n_shards)]
-            in_min = [math.inf] * n_shards
-            for info, out in zip(infos, outs):
-                for dest, t in info.out_min.items():
-                    inboxes[dest].append(out[dest])
-                    in_min[dest] = min(in_min[dest], t)
-            if checkpoint_every is not None and time.perf_counter() - saved_at >= checkpoint_every:
-                inboxes = backend.materialize(inboxes)
-                # The loop rebinds infos, inboxes and in_min every window: no copy needed.
-                last = ckpt.Checkpoint(windows, infos, inboxes, in_min, backend.snapshot())
-                if checkpoint_to is not None:
-                    ckpt.save(checkpoint_to, last, scenario.data, scenario.source, backend_name, n_shards)
-                saved_at = time.perf_counter()
             if on_progress is not None:
                 on_progress(
                     Progress(until, span, sum(i.done for i in infos), len(jobs), sum(i.events for i in infos), time.perf_counter() - t0)
                 )
-            if periodic and math.isinf(horizon):
-                done_now = sum(i.done for i in infos)
-                if done_now != stall_done:
-                    stall_done, stall_since, stall_seen = done_now, until, 0
-                elif until - stall_since >= stall_span:
-                    stall_since = until
-                    stall_seen = stall_seen + 1 if sum(i.live for i in backend.status()) == 0 else 0
-                    if stall_seen == 2:
-                        stalled_at = until
-                        break
         results = backend.results(horizon)
         in_flight = _fetch(inboxes, backend_name)
     finally:
@@ -262,6 +252,27 @@ def run_windows(
     if stalled_at is not None:
         extra["stalled_at"] = stalled_at
     return RawRun(scenario, jobs, groups, results, in_flight, windows, events, wall, backend_name, n_shards, extra)
+
+
+@dataclass
+class _Stall:
+    """Liveness of a periodic protocol's run without a horizon: no job finished for ``span`` of
+    virtual time, and twice in a row no shard with a job that could move without an agent's
+    decision (StepInfo.live): the run is stuck with only timers left."""
+
+    span: float
+    done: int = -1
+    since: float = 0.0
+    seen: int = 0
+
+    def stuck(self, now: float, infos: list[StepInfo], backend: Any) -> bool:
+        done = sum(i.done for i in infos)
+        if done != self.done:
+            self.done, self.since, self.seen = done, now, 0
+        elif now - self.since >= self.span:
+            self.since = now
+            self.seen = self.seen + 1 if sum(i.live for i in backend.status()) == 0 else 0
+        return self.seen == 2
 
 
 def _restart(c: ckpt.Checkpoint) -> tuple[int, list[StepInfo], list[list[Any]], list[float]]:

@@ -474,6 +474,13 @@ def streams_size(streams: list[dict[str, Any]]) -> float:
     return sum(max(0.0, (st["stop"] - st["start"]) / st["interval"]) for st in streams)
 
 
+def streams_extent(wl: dict[str, Any], sites: list["SiteSpec"]) -> tuple[float, float, float]:
+    """Streams, sized without drawing: (jobs, when the last one ends submitting, work at speed 1)."""
+    streams = _check_streams(wl, sites)
+    each = [max(0.0, (st["stop"] - st["start"]) / st["interval"]) for st in streams]
+    return sum(each), max(st["stop"] for st in streams), sum(k * st["size"] for k, st in zip(each, streams))
+
+
 def expected_jobs(wl: dict[str, Any], sites: list["SiteSpec"]) -> float | None:
     """About how many jobs a generated workload makes, without drawing it (None: the jobs
     come from a list or a file, whose size is what it is)."""

@@ -107,3 +107,47 @@ def test_cli_resume_writes_the_results_of_the_stopped_run(tmp_path, capsys):
     import pandas as pd
 
     assert digest(pd.read_parquet(out / "jobs.parquet")) == digest(whole.jobs)
+
+
+NODE_REMOVED = """
+import ray
+from ray.cluster_utils import Cluster
+import gridemu.emulator as emulator
+from tests.golden import digest
+
+cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
+worker = cluster.add_node(num_cpus=1)
+cluster.wait_for_nodes()
+ray.init(address=cluster.address, logging_level="ERROR", log_to_driver=False)
+kw = {"shards": 2, "overrides": {"workload.jobs": 3000}}
+whole = emulator.run("quickstart", backend="inprocess", **kw)
+seen = {"n": 0}
+
+def remove_worker_node(progress):
+    seen["n"] += 1
+    if seen["n"] == 5:
+        cluster.remove_node(worker)
+
+# The two shard actors are spread over the two nodes; the second node goes away mid-run.
+lost = emulator.run("quickstart", backend="ray", on_progress=remove_worker_node, **kw)
+print("windows seen", seen["n"], "same job table", digest(lost.jobs) == digest(whole.jobs))
+ray.shutdown()
+cluster.shutdown()
+"""
+
+
+@pytest.mark.slow
+def test_a_removed_ray_node_is_rebuilt_to_the_same_job_table():
+    # A cluster of two raylets (ray.cluster_utils.Cluster) in a process of its own: this
+    # session's Ray instance stays as it is.
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    done = subprocess.run(
+        [sys.executable, "-c", NODE_REMOVED], cwd=Path(__file__).resolve().parent.parent,
+        capture_output=True, text=True, timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "same job table True" in done.stdout, done.stdout + done.stderr[-3000:]
+    assert "a shard actor died" in done.stderr and "rebuilding the shards" in done.stderr

@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Any
 
 from gridemu.brokers.agents.averaging import EXCHANGES, GOSSIP, GOSSIP_REPLY, LOAD, AveragingAgent
-from gridemu.brokers.protocol import Protocol, ScenarioFacts
+from gridemu.brokers.protocol import Protocol, ScenarioFacts, Traffic
 from gridemu.model.checks import check_number, choice
 
 
@@ -17,6 +17,11 @@ def check(params: dict[str, Any], scenario: ScenarioFacts) -> None:
     params["exchange"] = choice("protocol.exchange", params.get("exchange", "neighbors"), EXCHANGES)
 
 
+def traffic(params: dict[str, Any], n: int, degree: float) -> Traffic:
+    per_round = 2 * n if params["exchange"] == "gossip" else n * degree
+    return Traffic(per_time=per_round / params["period"], round_every=params["period"], what="load reports, not the transfers they decide")
+
+
 def grid_info(scenario: ScenarioFacts) -> dict[str, Any]:
     # A receiver's share of a job is its size over the receiver's total speed.
     return {"capacities": [float(sum(s.speeds)) for s in scenario.sites]}
@@ -26,5 +31,5 @@ PROTOCOL = Protocol(
     "averaging", AveragingAgent,
     "periodic load reports to neighbors (or gossip); senders move whole queued jobs to sites below the mean (Alg. 4.1)",
     keys=("period", "start", "exchange"), messages=(LOAD, GOSSIP, GOSSIP_REPLY), check=check, grid_info=grid_info,
-    periodic=True, topologies=True, faults=True,
+    periodic=True, topologies=True, faults=True, traffic=traffic,
 )

@@ -21,7 +21,7 @@ from gridemu.brokers.algorithms.shapley_policies import POLICIES as SHAPLEY_POLI
 from gridemu.brokers.algorithms.shapley_simulation import SJob, p_tot
 from gridemu.brokers.algorithms.shapley_value import fairness, psi_sp
 from gridemu.brokers.protocol import (
-    Protocol, RunFacts, ScenarioFacts, require_identical_processors, require_one_site_per_org, require_scheduler,
+    Protocol, RunFacts, ScenarioFacts, Traffic, require_identical_processors, require_one_site_per_org, require_scheduler,
 )
 from gridemu.model.checks import check_integral, check_number, check_sequential
 from gridemu.model.errors import ScenarioError
@@ -126,4 +126,5 @@ PROTOCOL = Protocol(
     "Shapley-fair scheduling: every site takes DIRECTCONTR's step for each instant and pulls its jobs by message",
     keys=("compare", "samples"), messages=MESSAGES, check=check, check_jobs=check_jobs, grid_info=grid_info,
     summary=summary, starts_jobs=True,
+    traffic=lambda params, n, degree: Traffic(per_job=2 * (n - 1), what="release and completion broadcasts, not requests"),
 )

@@ -6,7 +6,7 @@ from typing import Any
 from gridemu.brokers.agents.averaging_game import AveragingGameAgent
 from gridemu.brokers.agents.bilb import BilbAgent
 from gridemu.brokers.agents.divisible import EXCHANGES, MESSAGES
-from gridemu.brokers.protocol import Protocol, ScenarioFacts, flag, require_identical_processors
+from gridemu.brokers.protocol import Protocol, ScenarioFacts, Traffic, flag, require_identical_processors
 from gridemu.model.checks import check_number, choice, per_site_values
 from gridemu.model.errors import ScenarioError
 
@@ -66,13 +66,23 @@ def check(params: dict[str, Any], scenario: ScenarioFacts) -> None:
         params["join"] = values if isinstance(join, (list, dict)) else values[0]
 
 
+def traffic(params: dict[str, Any], n: int, degree: float) -> Traffic:
+    per_round = 4 * n if params["exchange"] == "gossip" else n * degree
+    return Traffic(
+        per_time=per_round / params["min_gap"], round_every=params["min_gap"],
+        what="offers and answers, if a round runs every min_gap while work is left",
+    )
+
+
 AVERAGING_GAME = Protocol(
     "averaging_game", AveragingGameAgent,
     "divisible jobs cut into pieces; each period a random coalition averages its load (thesis 4.5, Alg. 4.1-4.2)",
     keys=KEYS + ("join",), messages=MESSAGES, check=check, divisible=True, periodic=True, level_label="p_k (join coalition)", topologies=True,
+    traffic=traffic,
 )
 BILB = Protocol(
     "bilb", BilbAgent,
     "bounded iterative load balancing on divisible jobs with declared levels l_k (thesis Alg. 4.3, 4.7.3)",
     keys=KEYS + ("limit",), messages=MESSAGES, check=check, divisible=True, periodic=True, level_label="declared level l_k", level_log=True, topologies=True,
+    traffic=traffic,
 )

@@ -5,7 +5,7 @@ import math
 from typing import Any
 
 from gridemu.brokers.agents.fairshare import MESSAGES, FairshareAgent
-from gridemu.brokers.protocol import Protocol, ScenarioFacts, require_scheduler
+from gridemu.brokers.protocol import Protocol, ScenarioFacts, Traffic, require_scheduler
 from gridemu.model.checks import check_number, choice
 from gridemu.model.errors import ScenarioError
 
@@ -55,8 +55,15 @@ def check(params: dict[str, Any], scenario: ScenarioFacts) -> None:
         raise ScenarioError("policy", "the fairshare protocol needs a share policy: add a [policy] section")
 
 
+def traffic(params: dict[str, Any], n: int, degree: float) -> Traffic:
+    per_refresh = {
+        "all": n * (n - 1), "service": 2 * n, "tree": 2 * (n - 1), "gossip": n * params["gossip_rounds"], "none": 0,
+    }[params["exchange"]]
+    return Traffic(per_time=per_refresh / params["refresh"], round_every=params["refresh"], what=f"usage reports, exchange = {params['exchange']}")
+
+
 PROTOCOL = Protocol(
     "fairshare", FairshareAgent, "usage reports (all-to-all, per-VO services, an aggregation tree or push-sum gossip) for grid-wide hierarchical fairshare",
     keys=("refresh", "exchange", "services", "policy_refresh", "fanout", "gossip_rounds"), messages=MESSAGES, check=check, periodic=True,
-    topologies=True,
+    topologies=True, traffic=traffic,
 )

@@ -9,7 +9,7 @@ import pandas as pd
 from gridemu.brokers.agents.gm import MESSAGES, GmAgent
 from gridemu.brokers.algorithms.gm import simulate
 from gridemu.brokers.metrics import instance
-from gridemu.brokers.protocol import Protocol, RunFacts, ScenarioFacts, flag, require_scheduler
+from gridemu.brokers.protocol import Protocol, RunFacts, ScenarioFacts, Traffic, flag, require_scheduler
 from gridemu.model.checks import check_number, check_sequential
 from gridemu.model.errors import InvariantError, ScenarioError
 
@@ -85,4 +85,5 @@ PROTOCOL = Protocol(
     "gm", GmAgent, "online greedy migration: arrivals and completions broadcast, jobs preempted and migrated by message",
     keys=("migration_cost", "remote_cost", "integral"), messages=MESSAGES, check=check, check_jobs=check_jobs,
     grid_info=grid_info, summary=summary, starts_jobs=True, fairness=True,
+    traffic=lambda params, n, degree: Traffic(per_job=2 * (n - 1), what="arrival and completion broadcasts, not migrations"),
 )

@@ -11,7 +11,7 @@ from gridemu.brokers.agents.molba import MESSAGES, MolbaAgent, plan_time
 from gridemu.brokers.algorithms.list_scheduling import Job, Placement, makespan
 from gridemu.brokers.algorithms.molba import guarantee_violations, local_schedule, lower_bound, molba_plan, org_makespans
 from gridemu.brokers.protocol import (
-    GanttCompare, Protocol, RunFacts, ScenarioFacts, flag, require_identical_processors, require_one_site_per_org,
+    GanttCompare, Protocol, RunFacts, ScenarioFacts, Traffic, flag, require_identical_processors, require_one_site_per_org,
     require_scheduler,
 )
 from gridemu.model.checks import check_number
@@ -128,5 +128,6 @@ def gantt_compare(jobs: pd.DataFrame, sites: pd.DataFrame, proto: dict[str, Any]
 PROTOCOL = Protocol(
     "molba", MolbaAgent, "MOLBA(α) and ILBA planned over messages; hosts grant or refuse requested slots (thesis ch. 5)",
     keys=("alpha", "ilba", "retries"), messages=MESSAGES, check=check, summary=summary, starts_jobs=True,
+    traffic=lambda params, n, degree: Traffic(per_job=n - 1, what="each job offered to every other site, not requests and grants"),
     gantt_compare=gantt_compare,
 )

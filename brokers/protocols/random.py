@@ -2,7 +2,12 @@
 from __future__ import annotations
 
 from gridemu.brokers.agents.random import RandomBrokerAgent, random_routes
-from gridemu.brokers.protocol import Protocol
+from gridemu.brokers.protocol import Protocol, Traffic
+
+
+def traffic(params: dict, n: int, degree: float) -> Traffic:
+    return Traffic(per_job=degree / (degree + 1), what="a transfer for each job drawn to another site")
+
 
 PROTOCOL = Protocol(
     "random",
@@ -11,4 +16,5 @@ PROTOCOL = Protocol(
     route=random_routes,
     topologies=True,
     faults=True,
+    traffic=traffic,
 )
