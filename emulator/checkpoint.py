@@ -14,6 +14,9 @@ from __future__ import annotations
 
 import os
 import pickle
+import signal
+import sys
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -62,3 +65,40 @@ def load(folder: Path) -> dict[str, Any]:
     if not isinstance(state, dict) or state.get("format") != FORMAT:
         raise GridemuError(f"resume: {path} is not a gridemu checkpoint of this version")
     return state
+
+
+class StopAtBarrier:
+    """While a run writes checkpoints, SIGINT and SIGTERM stop it at the next barrier, after
+    one last checkpoint there, instead of in the middle of a window: ``pending`` holds the
+    signal until the coordinator has saved, then :meth:`resume_signal` delivers it to the
+    handlers that were there before (Ctrl-C's KeyboardInterrupt, the CLI's SIGTERM). A
+    second signal stops at once, as without checkpoints. Outside the main thread (or with
+    no checkpoint file) nothing changes."""
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+    def __init__(self, active: bool):
+        self.pending: int | None = None
+        self.previous: dict[int, Any] = {}
+        if active and threading.current_thread() is threading.main_thread():
+            for sig in self.SIGNALS:
+                self.previous[sig] = signal.signal(sig, self._hold)
+
+    def _hold(self, signum: int, frame: Any) -> None:
+        if self.pending is not None:  # the second one: stop now
+            self.restore()
+            signal.raise_signal(signum)
+            return
+        self.pending = signum
+        print("gridemu: stopping at the next barrier, after a checkpoint (again to stop now)", file=sys.stderr, flush=True)
+
+    def restore(self) -> None:
+        for sig, handler in self.previous.items():
+            signal.signal(sig, handler)
+        self.previous = {}
+
+    def resume_signal(self) -> None:
+        """Give the held signal to the handlers that were there before (they raise)."""
+        self.restore()
+        if self.pending is not None:
+            signal.raise_signal(self.pending)

@@ -165,6 +165,7 @@ def run_windows(
     specs = build_shard_specs(scenario, jobs, n_shards, recurrence, groups)
     make = BACKENDS[backend_name]
     backend = make(specs, resume.shards if resume is not None else None)
+    stop = ckpt.StopAtBarrier(checkpoint_to is not None)
     try:
         last = resume or ckpt.Checkpoint(0, backend.status(), [[] for _ in range(n_shards)], [math.inf] * n_shards, None)
         windows, infos, inboxes, in_min = _restart(last)
@@ -231,9 +232,14 @@ def run_windows(
                 on_progress(
                     Progress(until, span, sum(i.done for i in infos), len(jobs), sum(i.events for i in infos), time.perf_counter() - t0)
                 )
+            if stop.pending is not None:  # Ctrl-C or SIGTERM: a checkpoint at this barrier, then stop
+                last = ckpt.Checkpoint(windows, infos, backend.materialize(inboxes), in_min, backend.snapshot())
+                ckpt.save(checkpoint_to, last, scenario.data, scenario.source, backend_name, n_shards)
+                stop.resume_signal()
         results = backend.results(horizon)
         in_flight = _fetch(inboxes, backend_name)
     finally:
+        stop.restore()
         backend.close()
         del backend
         if gc_was_enabled:

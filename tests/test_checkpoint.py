@@ -151,3 +151,30 @@ def test_a_removed_ray_node_is_rebuilt_to_the_same_job_table():
     assert done.returncode == 0, done.stderr[-3000:]
     assert "same job table True" in done.stdout, done.stdout + done.stderr[-3000:]
     assert "a shard actor died" in done.stderr and "rebuilding the shards" in done.stderr
+
+
+def test_ctrl_c_writes_a_checkpoint_at_the_next_barrier(tmp_path):
+    # --checkpoint 3600: no periodic checkpoint in this short run. SIGINT during window 5
+    # is held until that window's barrier, where one checkpoint is written; then the run
+    # stops as Ctrl-C does, and resumes to the job table of a run never stopped.
+    import os
+    import signal
+
+    from gridemu.emulator import checkpoint as ckpt
+
+    kw = {"backend": "inprocess", "shards": 2, "overrides": SMALL["quickstart"]}
+    whole = emulator.run("quickstart", **kw)
+    seen = {"n": 0}
+
+    def interrupt(progress) -> None:
+        seen["n"] += 1
+        if seen["n"] == 5:
+            os.kill(os.getpid(), signal.SIGINT)
+
+    out = tmp_path / "r"
+    with pytest.raises(KeyboardInterrupt):
+        emulator.run("quickstart", **kw, out=out, checkpoint=3600, on_progress=interrupt)
+    assert seen["n"] == 5  # stopped at that barrier, not later
+    assert ckpt.load(out)["checkpoint"].windows == 5
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # handlers given back
+    assert digest(emulator.resume(out).jobs) == digest(whole.jobs)
