@@ -360,3 +360,31 @@ def test_preempt_lower_priority_finishes_earlier_on_proposition_2(X):
     assert simulate(low, speeds, "preempt").completion[4] == 1.5 * X + 2
     assert (4, "priority") in wpm_violations(jobs, speeds, "preempt", step=1.0)
     assert (4, "priority") not in wpm_violations(jobs, speeds, "fcfs_fastest", step=1.0)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    speeds=st.lists(st.sampled_from([0.5, 1.0, 2.0, 3.0]), min_size=1, max_size=7),
+    steps=st.lists(st.tuples(st.booleans(), st.integers(0, 6), st.integers(0, 3), st.integers(0, 10**6)), min_size=1, max_size=80),
+)
+def test_the_incremental_ranking_is_gm_assign_after_every_event(speeds, steps):
+    # GmRanking (an arrival or a completion bisected into the ranked active set) must give
+    # gm_assign's assignment after every event, and report exactly what changed.
+    from gridemu.brokers.algorithms.gm import GmRanking
+
+    ranking, active, next_id = GmRanking(speeds), {}, 0
+    for arrive, release, v0, pick in steps:
+        before = dict(ranking.assignment)
+        if arrive or not active:
+            job = GmJob(next_id, float(release), 1.0, float(v0))
+            next_id += 1
+            active[job.id] = job
+            changes = ranking.add(job)
+        else:
+            job_id = sorted(active)[pick % len(active)]
+            del active[job_id]
+            changes = ranking.remove(job_id)
+        want = gm_assign(active.values(), speeds)
+        assert ranking.assignment == want
+        moved = {j: want.get(j) for j in set(before) | set(want) if before.get(j) != want.get(j)}
+        assert dict(changes) == moved

@@ -5,10 +5,11 @@ Every site runs the same steps and reads no other site's state:
   * A job submitted here is announced to every site (``released``: its record, of which
     the others read its id, release and priority v0; never its size, which GM does not
     use). A job that finishes here is announced too (``completion``).
-  * On every arrival or completion it learns of, a site recomputes the global assignment
-    with the reference function (:func:`brokers.algorithms.gm.gm_assign` over every
-    processor of the grid, fastest first, ties by site and processor): the k-th ranked
-    unfinished job gets the k-th machine. Sites that have heard of the same events compute the same assignment.
+  * On every arrival or completion it learns of, a site updates the global assignment
+    (:class:`brokers.algorithms.gm.GmRanking`: always :func:`~brokers.algorithms.gm.gm_assign`
+    over every processor of the grid, fastest first, ties by site and processor, kept up to
+    date by bisection instead of a sort per event): the k-th ranked unfinished job gets the
+    k-th machine. Sites that have heard of the same events compute the same assignment.
   * It then acts on its own processors only: a running job whose machine changed is
     preempted (the site view's ``preempt``: the work not done becomes a new piece); then each job
     held here starts on its assigned processor here, or is
@@ -33,7 +34,7 @@ from __future__ import annotations
 from typing import Any
 
 from gridemu.brokers.agents.base import Agent, GridInfo
-from gridemu.brokers.algorithms.gm import GmJob, gm_assign
+from gridemu.brokers.algorithms.gm import GmJob, GmRanking
 from gridemu.model.messages import message
 
 #: A job released at the sender (its whole record: the others read job_id, release and
@@ -59,8 +60,10 @@ class GmAgent(Agent):
         self.first = sum(len(sp) for sp in speeds[:me])  # global index of this site's processor 0
         self.cost = float(params.get("migration_cost", 0.0))
         self.remote = float(params.get("remote_cost", 0.0))
-        self.active: dict[int, GmJob] = {}  # released, unfinished jobs this site has heard of
-        self.assignment: dict[int, int] = {}
+        # Released, unfinished jobs this site has heard of, ranked; their assignment is kept
+        # up to date event by event (the same as gm_assign over them, without a sort each time).
+        self.ranking = GmRanking(self.speeds)
+        self.assignment = self.ranking.assignment
         self.held: dict[int, int] = {}  # job id -> queued piece held here
         self.running: dict[int, tuple[int, int]] = {}  # job id -> (slot, processor here)
         self.ran_here: dict[int, int] = {}  # job id -> the processor here it last ran on
@@ -71,7 +74,7 @@ class GmAgent(Agent):
     def on_arrival(self, now: float, slot: int) -> bool:
         rec = self.site.job(slot)
         job = GmJob(int(rec.job_id), float(rec.release), float(rec.size), float(rec.priority))
-        self.active[job.id] = job
+        self.ranking.add(job)
         self.held[job.id] = slot
         self.broadcast(now, "released", rec)
         self._decide(now)
@@ -80,19 +83,23 @@ class GmAgent(Agent):
     def on_complete(self, now: float, slot: int) -> None:
         site = self.site
         job_id = int(site.job_id(slot))
-        self.active.pop(job_id, None)
+        self._forget(job_id)
         self.running.pop(job_id, None)
         self.broadcast(now, "completion", site.job_record(slot), time=now)
         self._decide(now)
 
     def on_released(self, now: float, msg) -> None:
         job_id = int(msg.job_id)
-        self.active[job_id] = GmJob(job_id, msg.release, 0.0, msg.priority)  # GM never reads the size
+        self.ranking.add(GmJob(job_id, msg.release, 1.0, msg.priority))  # GM never reads the size
         self._decide(now)
 
     def on_completion(self, now: float, msg) -> None:
-        self.active.pop(int(msg.job_id), None)
+        self._forget(int(msg.job_id))
         self._decide(now)
+
+    def _forget(self, job_id: int) -> None:
+        if job_id in self.ranking:
+            self.ranking.remove(job_id)
 
     def on_job(self, now: float, msg) -> None:
         """A job sent here because its assigned processor is here: hold it for the decision."""
@@ -108,7 +115,6 @@ class GmAgent(Agent):
 
     def on_timer(self, now: float, tag: Any) -> None:
         self.decide_at = None
-        self.assignment = gm_assign(self.active.values(), self.speeds)
         self._stop_moved(now)
         self._start_or_send(now)
 

@@ -97,6 +97,7 @@ Readings where the text is ambiguous or silent (the paper's wording in quotes):
 """
 from __future__ import annotations
 
+import bisect
 import math
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
@@ -191,6 +192,66 @@ def gm_assign(active: Iterable[GmJob], speeds: Sequence[float]) -> dict[int, int
     order = machine_order(speeds)
     ranked = sorted(_index(active).values(), key=gm_rank_key)
     return {job.id: m for job, m in zip(ranked, order)}
+
+
+class GmRanking:
+    """Algorithm 1's assignment kept up to date event by event: the same answer as
+    :func:`gm_assign` over the active jobs, without sorting them again at every event.
+
+    The active jobs are kept sorted by :func:`gm_rank_key`; an arrival or a completion
+    finds its place by bisection (O(log A) comparisons) and reassigns only the jobs whose
+    rank among the first M (the machines) moved: :meth:`add` and :meth:`remove` return
+    those changes as (job id, machine or None when it loses its machine), and
+    :attr:`assignment` is always ``gm_assign(active, speeds)``.
+    """
+
+    def __init__(self, speeds: Sequence[float]):
+        self.order = machine_order(speeds)
+        self.keys: list[tuple] = []  # rank keys of the active jobs, sorted
+        self.key_of: dict[int, tuple] = {}  # job id -> its rank key
+        self.assignment: dict[int, int] = {}
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    def __contains__(self, job_id: int) -> bool:
+        return job_id in self.key_of
+
+    def add(self, job: GmJob) -> list[tuple[int, int | None]]:
+        key = gm_rank_key(job)
+        if job.id in self.key_of:
+            raise ValueError(f"job {job.id}: id used twice")
+        self.key_of[job.id] = key
+        pos = bisect.bisect_left(self.keys, key)
+        self.keys.insert(pos, key)
+        return self._reassign(pos, dropped_at=len(self.order))
+
+    def remove(self, job_id: int) -> list[tuple[int, int | None]]:
+        key = self.key_of.pop(job_id)
+        pos = bisect.bisect_left(self.keys, key)
+        del self.keys[pos]
+        changes: list[tuple[int, int | None]] = []
+        if job_id in self.assignment:
+            del self.assignment[job_id]
+            changes.append((job_id, None))
+        return changes + self._reassign(pos, dropped_at=None)
+
+    def _reassign(self, pos: int, dropped_at: int | None) -> list[tuple[int, int | None]]:
+        """Jobs from rank ``pos`` to the last machine get the machine of their rank; after an
+        arrival the job pushed to rank M (``dropped_at``) loses its machine."""
+        m, keys, assignment = len(self.order), self.keys, self.assignment
+        changes: list[tuple[int, int | None]] = []
+        for rank in range(pos, min(len(keys), m)):
+            jid = keys[rank][2]
+            machine = self.order[rank]
+            if assignment.get(jid) != machine:
+                assignment[jid] = machine
+                changes.append((jid, machine))
+        if dropped_at is not None and len(keys) > dropped_at:
+            jid = keys[dropped_at][2]
+            if assignment.pop(jid, None) is not None:
+                changes.append((jid, None))
+        return changes
 
 
 # --------------------------------------------------------------------------- simulation
