@@ -192,3 +192,76 @@ def test_integral_completions_are_checked():
         emulator.run(data)
     data["workload"]["list"][1]["size"] = 3.0  # 2 units left at speed 2: ends at 3
     assert emulator.run(data).jobs["end"].tolist() == [2.0, 3.0]
+
+
+# ------------------------------------------------------------------ mode = "sampled"
+
+
+def test_sampled_gm_places_a_waiting_job_where_a_probe_found_a_faster_processor_by_hand():
+    # Site a: one processor of speed 1; site b: one of speed 2. Jobs A (priority 1) and B
+    # (priority 0), size 4, both submitted at a at t=0. Local GM gives a's processor to A;
+    # B waits and probes b (the only other site) at 0; b's bid (speed 2) is back at 0.2;
+    # B moves, arrives at 0.3 and runs there at speed 2: ends 2.3. A ends at 4.
+    data = {
+        "network": {"latency": 0.1},
+        "sites": [{"name": "a", "speeds": [1.0]}, {"name": "b", "speeds": [2.0]}],
+        "scheduler": {"name": "planned"},
+        "workload": {"kind": "jobs", "list": [
+            {"release": 0.0, "size": 4.0, "site": "a", "priority": 1.0},
+            {"release": 0.0, "size": 4.0, "site": "a", "priority": 0.0},
+        ]},
+        "protocol": {"name": "gm", "mode": "sampled", "samples": 1},
+    }
+    r = emulator.run(data)
+    t = r.jobs.set_index("job_id")
+    assert (t.loc[0, "exec_site"], t.loc[0, "start"], t.loc[0, "end"]) == (0, 0.0, 4.0)
+    assert (t.loc[1, "exec_site"], t.loc[1, "migrations"]) == (1, 1)
+    assert t.loc[1, "start"] == pytest.approx(0.3) and t.loc[1, "end"] == pytest.approx(2.3)
+    # And each completion that leaves a processor idle asks the other site for work (none waits).
+    assert r.summary["global"]["messages"] == {"job": 1, "probe": 1, "bid": 1, "steal": 2}
+
+
+def test_sampled_gm_steals_a_waiting_job_when_a_processor_goes_idle_by_hand():
+    # Site b's only job ends at 1 and leaves its processor idle: it asks a (the only other
+    # site), whose job 2 is still waiting behind job 0 (b's bid at t=0 was 0: b was busy).
+    data = {
+        "network": {"latency": 0.1},
+        "sites": [{"name": "a", "speeds": [1.0]}, {"name": "b", "speeds": [1.0]}],
+        "scheduler": {"name": "planned"},
+        "workload": {"kind": "jobs", "list": [
+            {"release": 0.0, "size": 10.0, "site": "a", "priority": 1.0},
+            {"release": 0.0, "size": 1.0, "site": "b", "priority": 1.0},
+            {"release": 0.0, "size": 3.0, "site": "a", "priority": 0.0},
+        ]},
+        "protocol": {"name": "gm", "mode": "sampled", "samples": 1},
+    }
+    r = emulator.run(data)
+    t = r.jobs.set_index("job_id")
+    moved = t[t.migrations > 0]
+    assert len(moved) == 1
+    job = moved.iloc[0]
+    assert job.submit_site == 0 and job.exec_site == 1
+    assert job.start == pytest.approx(1.2) and job.end == pytest.approx(4.2)  # steal at 1, arrives 1.2
+    assert r.summary["global"]["messages"]["steal"] >= 1
+
+
+def test_sampled_gm_gives_one_job_table_for_any_shard_count_and_over_a_topology():
+    data = grid(sites=[{"name": f"s{k}", "speeds": [1.0 + k % 3, 0.5]} for k in range(8)], jobs=400, latency=0.05, mode="sampled")
+    tables = [emulator.run(data, shards=k).jobs.sort_values("job_id").reset_index(drop=True) for k in (1, 3, 8)]
+    for t in tables[1:]:
+        pd.testing.assert_frame_equal(t, tables[0])
+    data["network"]["topology"] = "ring"
+    r = emulator.run(data)
+    assert (r.jobs["state"] == "done").all()
+    g = r.summary["global"]
+    assert g["messages"].get("probe", 0) + g["messages"].get("steal", 0) <= 2 * g["jobs"] * 2  # d = 2 each
+    ring = grid(sites=MIXED)
+    ring["network"]["topology"] = "ring"
+    with pytest.raises(ScenarioError, match='mode = "sampled" runs over any topology'):
+        load_scenario(ring)
+
+
+def test_sampled_gm_with_no_samples_sends_nothing():
+    r = emulator.run(grid(jobs=200, latency=0.05, mode="sampled", samples=0))
+    assert r.summary["global"]["messages_total"] == 0
+    assert (r.jobs["migrations"] == r.jobs["migrations"]).all() and (r.jobs["exec_site"] == r.jobs["submit_site"]).all()
