@@ -80,6 +80,12 @@ def plan_time(max_latency: float, retries: int) -> float:
     return (PLAN_DELAYS + 2 * retries) * max_latency
 
 
+def grid_bounds(loads: dict[int, tuple[float, float, float, int]]) -> tuple[float, float]:
+    """W̄ (the work over the processors) and p_max of the grid, from every site's load report
+    (C_loc, work, p_max, m)."""
+    return sum(r[1] for r in loads.values()) / sum(r[3] for r in loads.values()), max(r[2] for r in loads.values())
+
+
 class Book:
     """A host's commitments counted by processors: (start, end, q), schedule-relative times."""
 
@@ -178,8 +184,7 @@ class MolbaAgent(Agent):
         self.loads[src] = report
         if len(self.loads) < self.grid.n_sites:
             return
-        w_bar = sum(r[1] for r in self.loads.values()) / sum(r[3] for r in self.loads.values())
-        p_max = max(r[2] for r in self.loads.values())
+        w_bar, p_max = grid_bounds(self.loads)
         # α for the selection: MOLBA(2) first under the meta-algorithm; MOLBA(3) selects fewer.
         alpha = 2.0 if self.alpha is None else self.alpha
         overloaded = [k for k, r in sorted(self.loads.items()) if r[0] > alpha * w_bar + p_max]

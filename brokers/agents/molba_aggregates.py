@@ -35,9 +35,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from gridemu.brokers.agents.base import Agent, GridInfo
-from gridemu.brokers.agents.molba import Book, plan_time
-from gridemu.brokers.algorithms.list_scheduling import Job, list_schedule, makespan
+from gridemu.brokers.agents.base import GridInfo
+from gridemu.brokers.agents.molba import MolbaAgent, grid_bounds
+from gridemu.brokers.algorithms.list_scheduling import list_schedule, makespan
 from gridemu.model.messages import message
 
 #: The aggregator's answer to every site: W̄ and p_max of the grid.
@@ -67,38 +67,23 @@ def share_hosts(loads: dict[int, tuple[float, float, float, int]], keep_until: f
     return shares
 
 
-class MolbaAggregatesAgent(Agent):
-    """One site's decentralized MOLBA (module doc)."""
+class MolbaAggregatesAgent(MolbaAgent):
+    """One site's decentralized MOLBA (module doc). From the replicated agent it keeps the
+    site's own jobs, its book, T0, the promise to the planned scheduler and the transfer on
+    a grant; the loads, the plan and the requests are its own."""
 
     name = "molba_aggregates"
 
     def __init__(self, site, grid: GridInfo, params: dict[str, Any]):
         super().__init__(site, grid, params)
-        alpha = params.get("alpha", "meta")
-        self.alpha = 2.0 if alpha == "meta" else float(alpha)
-        self.retries = int(params.get("retries", 1))
-        self.t0 = plan_time(grid.max_latency, self.retries)
-        self.speed = site.speed
-        self.loads: dict[int, tuple[float, float, float, int]] = {}  # the aggregator's
+        self.alpha = 2.0 if self.alpha is None else self.alpha  # the meta-algorithm selects with α = 2
         self.hosts: dict[int, tuple[float, int]] = {}  # host -> (C_loc, m), for a site of O'
         self.grid_bound: tuple[float, float] | None = None  # (W̄, p_max) once the aggregator said
         self.hosts_in = False  # every host row came
         self.reported = False
-        self.book = Book(site.m)
         self.ready = False  # own book filled: requests may be judged
-        self.waiting: list[Any] = []  # requests that came before
         self.offered: dict[int, tuple[float, float, int]] = {}  # job id -> (local start, p, q)
-        self.refused: dict[int, list[int]] = {}
         self.room: dict[int, float] = {}  # host -> its estimated earliest room
-        self.timers: set[float] = set()
-        self.slot_of = {int(j): s for s, j in enumerate(site.local_jobs["job_id"])}
-
-    def own_jobs(self) -> list[Job]:
-        jobs = self.site.local_jobs
-        return [Job(int(i), int(self.site.site_id), float(size) / self.speed, int(q)) for i, size, q in zip(jobs["job_id"], jobs["size"], jobs["procs"])]
-
-    def on_start(self, now: float) -> None:
-        self.site.set_timer(0.0, "report")
 
     def on_timer(self, now: float, tag: Any) -> None:
         if tag == "report":
@@ -115,16 +100,12 @@ class MolbaAggregatesAgent(Agent):
         else:
             self.site.dispatch(now)
 
-    def on_load(self, now: float, msg) -> None:
-        self._load(now, int(msg.src), (msg.c_loc, msg.work, msg.p_max, int(msg.m)))
-
     def _load(self, now: float, src: int, report: tuple[float, float, float, int]) -> None:
         """The aggregator: once every load is in, W̄ and p_max to all, hosts to the sites of O'."""
         self.loads[src] = report
         if len(self.loads) < self.grid.n_sites:
             return
-        w_bar = sum(r[1] for r in self.loads.values()) / sum(r[3] for r in self.loads.values())
-        p_max = max(r[2] for r in self.loads.values())
+        w_bar, p_max = grid_bounds(self.loads)
         threshold = self.alpha * w_bar + p_max
         site = self.site
         for k in range(self.grid.n_sites):
@@ -212,23 +193,11 @@ class MolbaAggregatesAgent(Agent):
         else:
             self.site.send(now, int(msg.src), "refuse", slot=msg.slot, start=msg.start)
 
-    def on_grant(self, now: float, msg) -> None:
-        self.site.transfer(now, int(msg.slot), int(msg.src))
-
     def on_refuse(self, now: float, msg) -> None:
         job_id = int(self.site.job_id(int(msg.slot)))
         refusers = self.refused.setdefault(job_id, [])
         refusers.append(int(msg.src))
         self._ask(now, job_id, refusers)
-
-    def _promise(self, job_id: int, start: float, p: float, q: int) -> None:
-        """Book the job here and have the planned scheduler start it at T0 + start."""
-        self.book.add(start, p, q)
-        due = self.t0 + start
-        self.site.plan(job_id, due)
-        if due not in self.timers:
-            self.timers.add(due)
-            self.site.set_timer(due, "due")
 
     def send_bound(self) -> float:
         # It sends from the report timer at 0, then only in answer to messages.

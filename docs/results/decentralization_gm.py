@@ -24,7 +24,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from decentralization_tables import IMG, write_between  # noqa: E402  (this folder's sibling script)
+from decentralization_tables import IMG, log_axis, sites_axis, write_between  # noqa: E402  (this folder's sibling script)
 
 BEGIN, END = "<!-- gm:begin (decentralization_gm.py --write) -->", "<!-- gm:end -->"
 PARTS = ("gm-replicated", "gm-sampled", "gm-sampled-1024", "gm-sampled-random8")
@@ -78,25 +78,13 @@ def plot(df: pd.DataFrame) -> Path:
         axes[0].plot(g["sites"], g["msgs_per_job"].clip(lower=0.01), label=variant, **style)
         axes[1].plot(g["sites"], g["mean_flow_time"], label=variant, **style)
         axes[2].plot(g["sites"], g["ef_per_1000_pairs"].clip(lower=0.001), label=variant, **style)
-    sizes = sorted(df["sites"].unique())
     for ax in axes:
-        ax.set_xscale("log")
-        ax.set_xticks(sizes, [f"{int(n):,}" for n in sizes])
-        ax.minorticks_off()
-        ax.set_xlabel("sites N")
-        ax.grid(alpha=0.3)
-    axes[0].set_yscale("log")
-    axes[0].yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda y, _: f"{y:g}"))
+        sites_axis(ax, sorted(df["sites"].unique()))
+        log_axis(ax)
     axes[0].set_ylabel("messages per job (every kind)")
     axes[0].set_title("what the sites send (0 drawn at 0.01)", fontsize=10)
-    axes[1].set_yscale("log")
-    axes[1].yaxis.set_major_locator(matplotlib.ticker.LogLocator(subs=(1.0, 2.0, 5.0)))
-    axes[1].yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda y, _: f"{y:g}"))
-    axes[1].yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
     axes[1].set_ylabel("mean flow time (time units)")
     axes[1].set_title("what the jobs get (lower is better)", fontsize=10)
-    axes[2].set_yscale("log")
-    axes[2].yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda y, _: f"{y:g}"))
     axes[2].set_ylabel("EF violations per 1,000 comparable pairs")
     axes[2].set_title("envy-freeness (0 drawn at 0.001)", fontsize=10)
     handles, labels = axes[0].get_legend_handles_labels()

@@ -106,17 +106,9 @@ def plots(df: pd.DataFrame, name: str, protocol: str) -> Path:
         axes[0].plot(g["sites"], g["msgs_per_job"], label=variant, **style)
         axes[1].plot(g["sites"], g["mean_flow_time"] / g["flow_local"], label=variant, **style)
     axes[1].axhline(1.0, color="grey", ls="--", lw=1, label="every site alone (no balancing)")
-    sizes = sorted(df["sites"].unique())
     for ax in axes:
-        ax.set_xscale("log")
-        ax.set_xticks(sizes, [f"{int(n):,}" for n in sizes])
-        ax.minorticks_off()
-        ax.set_xlabel("sites N")
-        ax.grid(alpha=0.3)
-    axes[0].set_yscale("log")
-    axes[0].yaxis.set_major_locator(matplotlib.ticker.LogLocator(subs=(1.0, 2.0, 5.0)))
-    axes[0].yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda y, _: f"{y:g}"))
-    axes[0].yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+        sites_axis(ax, sorted(df["sites"].unique()))
+    log_axis(axes[0])
     axes[0].set_ylabel("messages per job (every kind)")
     axes[0].set_title(f"{protocol}: what the sites send", fontsize=10)
     axes[1].set_ylabel("mean flow time / mean flow time alone")
@@ -127,6 +119,23 @@ def plots(df: pd.DataFrame, name: str, protocol: str) -> Path:
     path = IMG / f"decentralization-{name}.png"
     fig.savefig(path, dpi=120)
     return path
+
+
+def sites_axis(ax, sizes: list) -> None:
+    """A log x axis of site counts, ticked at the counts run, with a grid."""
+    ax.set_xscale("log")
+    ax.set_xticks(sizes, [f"{int(n):,}" for n in sizes])
+    ax.minorticks_off()
+    ax.set_xlabel("sites N")
+    ax.grid(alpha=0.3)
+
+
+def log_axis(ax) -> None:
+    """A log y axis with plain numbers at 1, 2 and 5 of each decade."""
+    ax.set_yscale("log")
+    ax.yaxis.set_major_locator(matplotlib.ticker.LogLocator(subs=(1.0, 2.0, 5.0)))
+    ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda y, _: f"{y:g}"))
+    ax.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
 
 
 def main(argv: list[str]) -> int:
