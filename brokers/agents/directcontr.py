@@ -67,7 +67,10 @@ class DirectContrAgent(Agent):
         self.first = sum(procs[: self.me])
         self.arrived: dict[int, list[tuple[int, int]]] = {u: [] for u in range(self.k)}  # org -> (release, job) heap
         self.waiting: dict[int, list[tuple[int, int]]] = {u: [] for u in range(self.k)}  # released, not started
-        self.started: dict[int, list] = {}  # job -> [owner, global processor, start, size or None]
+        self.started: dict[int, list] = {}  # running job -> [owner, global processor, start, size or None]
+        # The finished jobs' part of φ − ψ (doubled) is linear in t: a[u]·t + b[u] (see _keys).
+        self.lin_a = [0] * self.k
+        self.lin_b = [0] * self.k
         self.running: dict[int, int] = {}  # global processor -> job
         self.completions: dict[int, list[int]] = {}  # instant -> jobs completing then
         self.steps: set[int] = set()  # instants whose step is due
@@ -120,7 +123,12 @@ class DirectContrAgent(Agent):
         t = tag[1]
         self.steps.discard(t)
         for job_id in self.completions.pop(t, []):
-            del self.running[self.started[job_id][1]]
+            owner, m, s, p = self.started.pop(job_id)
+            del self.running[m]
+            # From now on its part is p·(2t − 2s − p + 1) = 2p·t + p·(1 − 2s − p), for good.
+            for u, sign in ((owner, -1), (self.owner_of[m], 1)):
+                self.lin_a[u] += sign * 2 * p
+                self.lin_b[u] += sign * p * (1 - 2 * s - p)
         for u in range(self.k):
             heap = self.arrived[u]
             while heap and heap[0][0] <= t:
@@ -142,11 +150,13 @@ class DirectContrAgent(Agent):
 
     def _keys(self, t: int) -> list[float]:
         """φ[u] − ψ[u] at t, doubled (exact integers): ψ_sp of the unit parts run on u's
-        processors, minus that of u's jobs."""
-        keys = [0] * self.k
-        for owner, m, s, p in self.started.values():
-            q = t - s if p is None else min(p, t - s)
-            value = q * (2 * t - 2 * s - q + 1)  # 2 · q·(t − (2s + q − 1)/2)
+        processors, minus that of u's jobs. A job that ran q = min(p, t − s) units from s
+        counts q·(2t − 2s − q + 1); once it has finished that is linear in t and kept as
+        a[u]·t + b[u], so a step costs the running jobs and the organizations, not every job
+        ever started."""
+        keys = [a * t + b for a, b in zip(self.lin_a, self.lin_b)]
+        for owner, m, s, _ in self.started.values():  # running at t: q = t − s
+            value = (t - s) * (t - s + 1)
             keys[owner] -= value
             keys[self.owner_of[m]] += value
         return keys
