@@ -81,7 +81,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
         + (f", faults: {sc.faults.describe()}" if sc.faults is not None else "")
     )
     print(f"estimate: {est.describe()}")
-    for line in est.warnings():
+    for line in sc.extra.get("workload_warnings", []) + est.warnings():
         print(f"gridemu: warning: {line}", file=sys.stderr)
     return 0
 

@@ -144,6 +144,8 @@ def run_windows(
         ensure_ray(address)
     n_shards = n_shards or resolve_shards(scenario, backend_name)
     jobs, groups = generate_jobs(scenario)
+    for line in scenario.extra.get("workload_warnings", []):
+        print(f"gridemu: warning: {line}", file=sys.stderr)
     check_scheduler_jobs(scenario.sites, jobs)
     if scenario.plugin.check_jobs is not None:
         scenario.plugin.check_jobs(scenario.protocol, jobs, scenario.facts())

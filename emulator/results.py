@@ -384,6 +384,8 @@ def summarize(raw: RawRun, table: pd.DataFrame, sites: pd.DataFrame, local_table
             ("sites_down_at_end" if c == "down_at_end" else c): (float if c in ("downtime", "work_lost") else int)(sites[c].sum())
             for c in FAULT_COLUMNS
         }
+    if raw.scenario.extra.get("workload_warnings"):
+        glob["workload_warnings"] = list(raw.scenario.extra["workload_warnings"])
     if "swf_skipped" in raw.scenario.extra:
         glob["trace_jobs_skipped"] = raw.scenario.extra["swf_skipped"]
     return {"global": glob, "organizations": per_org}

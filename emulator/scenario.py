@@ -40,7 +40,7 @@ _KNOWN = {
     "metrics": {"counterfactual", "sample_interval", "fairness"},
     "workload": {
         "kind", "rate", "alpha", "beta", "jobs", "until", "procs", "path", "orgs",
-        "user_map", "split_parallel", "t_start", "t_end", "list", "model", "priority",
+        "user_map", "orgs_by", "split_parallel", "t_start", "t_end", "list", "model", "priority",
         "number", "X", "group", "variant", "streams", "duration",
     },
     "sites": {"count", "procs", "speed", "scheduler", "orgs", "zipf_a", "low", "high"},

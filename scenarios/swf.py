@@ -28,9 +28,15 @@ Choices made here:
   requested time. Jobs that cannot be emulated (no run time, no processor count,
   no submit time, outside the chosen window) are skipped and counted by reason,
   never dropped silently.
-* Users are spread over ``n_orgs`` organizations uniformly at random with a seeded
-  generator of its own, so the map depends only on the seed and the set of users;
-  an explicit ``user_map`` replaces it. ``split_parallel`` turns a q-processor job
+* Users are mapped to ``n_orgs`` organizations by a rule (``orgs_by``):
+  ``"random"`` (the default): uniformly at random with a seeded generator of its own, so
+  the map depends only on the seed and the set of users; ``"group"``, ``"queue"``,
+  ``"partition"``: by the SWF field of that name (each user's most frequent value over the
+  whole trace; the distinct values in ascending order go to organizations 0, 1, ... and
+  round again past the last); ``"balanced"``: by submitted work, the users of most work
+  first (size × processors over the emulated jobs), each to the organization with the least
+  work per processor so far (``capacity``: processors per organization). An explicit
+  ``user_map`` fixes some users (or all); the rule places the rest. ``split_parallel`` turns a q-processor job
   into q sequential jobs, as in the Shapley-value scheduling papers.
 """
 from __future__ import annotations
@@ -296,10 +302,45 @@ class SwfJobs:
     skipped: dict[str, int] = field(default_factory=dict)
 
 
+ORGS_BY = ("random", "group", "queue", "partition", "balanced")
+_ORGS_BY_FIELD = {"group": "group_id", "queue": "queue", "partition": "partition"}
+
+
 def _draw_orgs(users: np.ndarray, n_orgs: int, seed: int) -> dict[int, int]:
     rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(_ORG_SPAWN_KEY,)))
     orgs = rng.integers(0, n_orgs, size=len(users))
     return {int(u): int(k) for u, k in zip(users, orgs)}
+
+
+def _orgs_by_field(records: np.ndarray, field: str, n_orgs: int) -> dict[int, int]:
+    """Each user's most frequent value of ``field`` (lowest among equals); values in
+    ascending order to organizations 0, 1, ..., modulo ``n_orgs``."""
+    pairs, counts = np.unique(np.stack([records["user_id"], records[field]], axis=1), axis=0, return_counts=True)
+    best: dict[int, tuple[int, int]] = {}
+    for (user, value), n in zip(pairs.tolist(), counts.tolist()):
+        if user not in best or n > best[user][0]:
+            best[user] = (n, value)
+    values = sorted({v for _, v in best.values()})
+    slot = {v: i % n_orgs for i, v in enumerate(values)}
+    return {u: slot[v] for u, (_, v) in best.items()}
+
+
+def _orgs_balanced(users: np.ndarray, work: np.ndarray, capacity: list[int], fixed: dict[int, int]) -> dict[int, int]:
+    """Users of most work first, each to the organization with the least work per processor
+    (lowest index among equals), counting the users ``fixed`` by a map first."""
+    load = np.zeros(len(capacity))
+    out = dict(fixed)
+    for u, w in zip(users.tolist(), work.tolist()):
+        if u in fixed:
+            load[fixed[u]] += w
+    for i in np.lexsort((users, -work)).tolist():
+        u = int(users[i])
+        if u in fixed:
+            continue
+        k = int(np.argmin(load / np.asarray(capacity, dtype=float)))
+        out[u] = k
+        load[k] += work[i]
+    return out
 
 
 def swf_to_jobs(
@@ -308,6 +349,8 @@ def swf_to_jobs(
     n_orgs: int,
     seed: int,
     user_map: Mapping[int, int] | None = None,
+    orgs_by: str = "random",
+    capacity: list[int] | None = None,
     split_parallel: bool = False,
     t_start: float | None = None,
     t_end: float | None = None,
@@ -357,23 +400,21 @@ def swf_to_jobs(
     # Organizations: drawn over every distinct user in the records, not just the
     # kept ones, so changing the window or skip rules never reshuffles the map.
     all_users = np.unique(records["user_id"])
-    kept_users = np.unique(records["user_id"][keep])
-    if user_map is None:
-        org_of_user = _draw_orgs(all_users, int(n_orgs), seed)
+    fixed: dict[int, int] = {}
+    for user, org in (user_map or {}).items():
+        if not 0 <= int(org) < n_orgs:
+            raise ScenarioError(f"workload.user_map.{user}", f"sends user {user} to organization {org}, outside 0..{n_orgs - 1}")
+        fixed[int(user)] = int(org)
+    if orgs_by == "balanced":
+        users, user_of_job = np.unique(records["user_id"][keep], return_inverse=True)
+        work = np.bincount(user_of_job, weights=(run_time * np.maximum(procs, 1))[keep], minlength=len(users))
+        org_of_user = {int(u): 0 for u in all_users}  # users with no emulated job: any organization
+        org_of_user.update(_orgs_balanced(users, work, list(capacity or [1] * n_orgs), fixed))
+    elif orgs_by in _ORGS_BY_FIELD:
+        org_of_user = _orgs_by_field(records, _ORGS_BY_FIELD[orgs_by], int(n_orgs))
     else:
-        for user in kept_users:
-            if int(user) not in user_map:
-                raise WorkloadError(f"user id {int(user)} has jobs in the trace but is missing from user_map")
-        org_of_user = {}
-        for user in all_users:
-            if int(user) in user_map:
-                org = int(user_map[int(user)])
-                if not 0 <= org < n_orgs:
-                    raise WorkloadError(
-                        f"user_map sends user id {int(user)} to organization {org}, "
-                        f"outside 0..{n_orgs - 1}"
-                    )
-                org_of_user[int(user)] = org
+        org_of_user = _draw_orgs(all_users, int(n_orgs), seed)
+    org_of_user.update(fixed)
 
     # job_id order = (release, original line order): a stable sort on release
     # keeps the trace's own order among jobs submitted in the same second.

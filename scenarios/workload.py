@@ -17,7 +17,7 @@ import numpy as np
 
 from gridemu.model.errors import ScenarioError, WorkloadError
 from gridemu.model.rng import PURPOSE_ARRIVALS, PURPOSE_PROCS, PURPOSE_SIZES, site_rng
-from gridemu.model.checks import check_number, check_sequential, per_site_values
+from gridemu.model.checks import check_number, check_sequential, choice, per_site_values
 from gridemu.model.jobs import JOB_DTYPE, empty_jobs, take
 from gridemu.scenarios import propositions
 
@@ -115,6 +115,19 @@ def check_workload(wl: dict[str, Any], sites: list["SiteSpec"]) -> None:
             orgs = check_number("workload.orgs", wl["orgs"])
             if orgs <= 0 or not orgs.is_integer():
                 raise ScenarioError("workload.orgs", f"must be a positive integer, got {wl['orgs']!r}")
+        if kind == "swf":
+            from gridemu.scenarios.swf import ORGS_BY
+
+            choice("workload.orgs_by", wl.get("orgs_by", "random"), ORGS_BY)
+            user_map = wl.get("user_map", {})
+            if not isinstance(user_map, dict):
+                raise ScenarioError("workload.user_map", f"must be a table {{user id = organization index}}, got {user_map!r}")
+            for user, org in user_map.items():
+                try:
+                    int(user)
+                except ValueError:
+                    raise ScenarioError(f"workload.user_map.{user}", "a user id must be an integer") from None
+                check_number(f"workload.user_map.{user}", org, nonneg=True, integer=True)
 
 
 def _check_rigid(wl: dict[str, Any], sites: list["SiteSpec"]) -> int:
@@ -358,9 +371,7 @@ def _swf_jobs(scenario: WorkloadSource) -> tuple[np.ndarray, list[str]]:
     n_orgs = int(wl.get("orgs", len(scenario.orgs)))
     if n_orgs != len(scenario.orgs):
         raise ScenarioError("workload.orgs", f"the trace is split over {n_orgs} organizations but the sites belong to {len(scenario.orgs)}")
-    user_map = wl.get("user_map")
-    if user_map is not None:
-        user_map = {int(k): int(v) for k, v in user_map.items()}
+    user_map = {int(k): int(v) for k, v in (wl.get("user_map") or {}).items()}
     trace = read_swf(wl["path"])
     t_start, t_end = wl.get("t_start"), wl.get("t_end")
     if t_start == "random":
@@ -384,6 +395,8 @@ def _swf_jobs(scenario: WorkloadSource) -> tuple[np.ndarray, list[str]]:
         n_orgs=n_orgs,
         seed=scenario.seed,
         user_map=user_map,
+        orgs_by=wl.get("orgs_by", "random"),
+        capacity=[sum(s.procs for s in scenario.sites if s.org == org) for org in scenario.orgs],
         split_parallel=bool(wl.get("split_parallel", False)),
         t_start=t_start,
         t_end=t_end,
@@ -402,7 +415,31 @@ def _swf_jobs(scenario: WorkloadSource) -> tuple[np.ndarray, list[str]]:
             "give the sites more processors or set workload.split_parallel = true"
         )
     scenario.extra["swf_skipped"] = dict(out.skipped)
+    scenario.extra["workload_warnings"] = _org_warnings(jobs, scenario, wl.get("orgs_by", "random"))
     return jobs, list(out.group_names)
+
+
+def _org_warnings(jobs: np.ndarray, scenario: WorkloadSource, rule: str) -> list[str]:
+    """What a trace study should hear about how its users fell on the organizations: one
+    with no job, or work per processor 10 times apart (a site of 5 processors with 300 long
+    jobs beside idle big ones)."""
+    procs = np.array([sum(s.procs for s in scenario.sites if s.org == org) for org in scenario.orgs], dtype=float)
+    work = np.bincount(jobs["owner"], weights=jobs["size"] * jobs["procs"], minlength=len(procs)) / procs
+    out = []
+    empty = [scenario.orgs[k] for k in np.flatnonzero(work == 0)]
+    if empty:
+        out.append(
+            f"workload.orgs_by = {rule!r}: {len(empty)} of {len(procs)} organizations got no job of the trace "
+            f"({', '.join(empty[:5])}{', ...' if len(empty) > 5 else ''}); try orgs_by = \"balanced\" or a user_map"
+        )
+    busy = work[work > 0]
+    if len(busy) > 1 and busy.max() > 10 * busy.min():
+        hi, lo = int(np.argmax(work)), int(np.flatnonzero(work == busy.min())[0])
+        out.append(
+            f"workload.orgs_by = {rule!r}: work per processor differs {busy.max() / busy.min():.0f}x between organizations "
+            f"({scenario.orgs[hi]}: {work[hi]:.3g} s, {scenario.orgs[lo]}: {work[lo]:.3g} s a processor); try orgs_by = \"balanced\""
+        )
+    return out
 
 
 __all__ = ["generate_jobs", "check_workload", "JOB_DTYPE"]

@@ -298,14 +298,29 @@ def test_user_map_override_and_missing_user() -> None:
         user = -1 if user_part == "unknown" else int(user_part[1:])
         assert job["owner"] == user_map[user] and org_part == f"org{job['owner']}"
 
+    # A partial map fixes its users; the rule (random by default) places the others.
     partial = {u: k for u, k in user_map.items() if u != 12}
-    with pytest.raises(WorkloadError, match=r"user id 12\b"):
-        swf_to_jobs(recs, n_orgs=3, seed=99, user_map=partial)
-    with pytest.raises(WorkloadError, match=r"user id 5 .*organization 7"):
+    out = swf_to_jobs(recs, n_orgs=3, seed=99, user_map=partial)
+    assert {u: out.org_of_user[u] for u in partial} == partial and 12 in out.org_of_user
+    with pytest.raises(ScenarioError, match=r"user 5 to organization 7") as err:
         swf_to_jobs(recs, n_orgs=3, seed=99, user_map={**user_map, 5: 7})
-    # A user whose only jobs are skipped needs no entry.
-    only_skipped = records(dict(user_id=1), dict(user_id=2, run_time=-1))
-    assert swf_to_jobs(only_skipped, n_orgs=2, seed=0, user_map={1: 1}).org_of_user == {1: 1}
+    assert err.value.key == "workload.user_map.5"
+
+
+def test_users_to_organizations_by_field_and_by_work() -> None:
+    # By a field: each user's most frequent group id; ids in order to organizations 0, 1, ...
+    recs = records(
+        dict(user_id=1, group_id=7), dict(user_id=1, group_id=7), dict(user_id=1, group_id=9),
+        dict(user_id=2, group_id=9), dict(user_id=3, group_id=4), dict(user_id=4, group_id=11),
+    )
+    out = swf_to_jobs(recs, n_orgs=2, seed=0, orgs_by="group")
+    assert out.org_of_user == {3: 0, 1: 1, 2: 0, 4: 1}  # group ids 4, 7, 9, 11 -> 0, 1, 0, 1
+    # By work: the user of most work first, each to the organization of least work per processor.
+    recs = records(
+        dict(user_id=1, run_time=900), dict(user_id=2, run_time=500), dict(user_id=3, run_time=400), dict(user_id=4, run_time=100),
+    )
+    out = swf_to_jobs(recs, n_orgs=2, seed=0, orgs_by="balanced", capacity=[1, 1])
+    assert out.org_of_user == {1: 0, 2: 1, 3: 1, 4: 0}  # 900 | 0, 900 | 500, 900 | 900, then 1000 | 900
 
 
 def test_time_window() -> None:
@@ -362,3 +377,27 @@ def test_kth_first_chunk_sanity() -> None:
     out = swf_to_jobs(chunk, n_orgs=5, seed=0)
     assert len(out.jobs) + sum(out.skipped.values()) == len(chunk)
     assert not math.isnan(float(out.jobs["size"].sum()))
+
+
+def test_a_trace_study_hears_about_organizations_without_jobs(capsys) -> None:
+    # tiny.swf has 6 users of very different work; spread at random over 5 organizations the
+    # work per processor is far apart (or an organization gets none), which the run says and
+    # summary.json keeps; balanced by work, every organization gets work.
+    import gridemu.emulator as emulator
+
+    data = {
+        "sites": {"count": 5, "procs": 64},
+        "workload": {"kind": "swf", "path": str(TINY), "orgs_by": "random"},
+        "run": {"seed": 1},
+    }
+    r = emulator.run(data)
+    warnings = r.summary["global"].get("workload_warnings", [])
+    assert any("got no job of the trace" in w or "work per processor differs" in w for w in warnings)
+    assert f"gridemu: warning: {warnings[0]}" in capsys.readouterr().err
+    data["workload"]["orgs_by"] = "balanced"
+    r = emulator.run(data)
+    assert not any("got no job" in w for w in r.summary["global"].get("workload_warnings", []))
+    assert set(r.jobs["owner"].astype(str)) == set(r.summary["organizations"])
+    with pytest.raises(ScenarioError, match="unknown value 'users'") as err:
+        emulator.run({**data, "workload": {**data["workload"], "orgs_by": "users"}})
+    assert err.value.key == "workload.orgs_by"
