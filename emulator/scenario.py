@@ -198,6 +198,55 @@ def load_scenario(
     return validate(raw, source)
 
 
+def scenario_errors(ref: str | Path, overrides: dict[str, Any] | None = None, limit: int = 20) -> list[ScenarioError]:
+    """Every error :func:`validate` finds in a scenario, not only the first (``gridemu
+    validate``): after each, the key it names is taken out (its default applies) and the
+    scenario is checked again. It stops when the scenario passes, or at an error that only
+    follows from a key taken out (about a key the scenario does not set, or above one taken
+    out: ``workload.jobs: give ...`` once a bad ``until`` is gone), or when a key cannot be
+    taken out."""
+    raw, source = read_scenario_file(ref)
+    raw = apply_overrides(raw, overrides or {})
+    given = copy.deepcopy(raw)
+    errors: list[ScenarioError] = []
+    while len(errors) < limit:
+        try:
+            validate(copy.deepcopy(raw), source)
+            return errors
+        except ScenarioError as exc:
+            follows = errors and (
+                _find(given, exc.key) is None or any(e.key == exc.key or e.key.startswith((exc.key + ".", exc.key + "[")) for e in errors)
+            )
+            if follows:
+                return errors
+            errors.append(exc)
+            where = _find(raw, exc.key)
+            if where is None:
+                return errors
+            del where[0][where[1]]
+    return errors
+
+
+def _find(data: Any, key: str) -> tuple[Any, Any] | None:
+    """The container and index of a dotted key (``sites[2].procs``, ``faults.crash[0].site``)
+    in nested data, or None when it is not there."""
+    parts: list[Any] = []
+    for part in key.split("."):
+        name, *indices = part.replace("]", "").split("[")
+        parts.append(name)
+        parts += [int(i) for i in indices if i.isdigit()]
+    node = data
+    for part in parts[:-1]:
+        try:
+            node = node[part]
+        except (KeyError, IndexError, TypeError):
+            return None
+    last = parts[-1]
+    if (isinstance(node, dict) and last in node) or (isinstance(node, list) and isinstance(last, int) and 0 <= last < len(node)):
+        return node, last
+    return None
+
+
 # --------------------------------------------------------------------------- checks
 
 

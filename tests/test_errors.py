@@ -489,3 +489,32 @@ def test_a_latency_matrix_below_the_floor_names_the_matrix(tmp_path, capsys):
     scenario = write(tmp_path, "s.toml", "[sites]\ncount = 2\nprocs = 1\n[network]\nlatency_matrix = [[0, 1e-12], [1e-12, 0]]\n"
                      "[workload]\nrate = 1.0\njobs = 10\n")
     expect_error(capsys, ["validate", scenario], "network.latency_matrix: must be >= 1e-09")
+
+
+def test_validate_reports_every_error_and_run_the_first(tmp_path, capsys):
+    path = write(tmp_path, "many.toml", """
+[run]
+seed = -1
+[sites]
+count = 4
+procs = 0
+[workload]
+kind = "poisson"
+rate = 1.0
+alpha = -2
+jobs = 100
+bogus = 3
+[protocol]
+name = "averaging"
+period = 0
+""")
+    assert call(["validate", path]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert [line.split(":")[2].strip() for line in lines] == ["run.seed", "sites.procs", "workload.bogus", "workload.alpha", "protocol.period"]
+    assert all(line.startswith("gridemu: error: ") for line in lines)
+    expect_error(capsys, ["run", path, "--backend", "inprocess"], "run.seed")  # one line: the first
+
+
+def test_validate_stops_at_errors_that_only_follow_from_an_earlier_one(tmp_path, capsys):
+    # A bad until taken out leaves neither jobs nor until: that is not a second error.
+    expect_error(capsys, ["validate", "bilb", "--set", "workload.until=-1"], "workload.until")
