@@ -180,7 +180,9 @@ def generate_jobs(scenario: WorkloadSource) -> tuple[np.ndarray, list[str]]:
     elif kind == "streams":
         jobs, groups = _streams(scenario)
     else:
-        jobs, groups = _swf_jobs(scenario)
+        from gridemu.scenarios.swf_workload import swf_jobs  # the SWF reader only when a trace is used
+
+        jobs, groups = swf_jobs(scenario)
     if not len(jobs):
         where = f" ({wl['path']})" if "path" in wl else ""
         raise WorkloadError(f"the {kind} workload{where} has no job to run (an empty file, a header alone, or every job filtered out)")
@@ -361,91 +363,6 @@ def _csv_jobs(path: Path, sites: list["SiteSpec"]) -> tuple[np.ndarray, list[str
     except ScenarioError as exc:
         # Re-raise as a workload error: the "key" is file:line.field here.
         raise WorkloadError(str(exc)) from None
-
-
-def _swf_jobs(scenario: WorkloadSource) -> tuple[np.ndarray, list[str]]:
-    """An SWF trace: users mapped to organizations; each organization submits to its first site."""
-    from gridemu.scenarios.swf import read_swf, swf_to_jobs
-
-    wl = scenario.workload
-    n_orgs = int(wl.get("orgs", len(scenario.orgs)))
-    if n_orgs != len(scenario.orgs):
-        raise ScenarioError("workload.orgs", f"the trace is split over {n_orgs} organizations but the sites belong to {len(scenario.orgs)}")
-    user_map = {int(k): int(v) for k, v in (wl.get("user_map") or {}).items()}
-    trace = read_swf(wl["path"])
-    t_start, t_end = wl.get("t_start"), wl.get("t_end")
-    if t_start == "random":
-        # A sub-trace of length `duration` at a random start (the Shapley papers' experiments).
-        if "duration" not in wl:
-            raise ScenarioError("workload.duration", 'give the sub-trace length for t_start = "random"')
-        duration = check_number("workload.duration", wl["duration"], positive=True)
-        submit = trace.records["submit_time"]
-        submit = submit[submit >= 0]
-        lo, hi = float(submit.min()), float(submit.max()) - duration
-        if hi < lo:
-            raise ScenarioError("workload.duration", f"{duration} is longer than the trace ({float(submit.max()) - lo} s of submissions)")
-        rng = np.random.default_rng(np.random.SeedSequence(scenario.seed, spawn_key=(0x57494E44,)))
-        t_start = float(np.floor(rng.uniform(lo, hi)))
-        t_end = t_start + duration
-        scenario.extra["swf_window"] = [t_start, t_end]
-    elif "duration" in wl:
-        raise ScenarioError("workload.duration", 'only with t_start = "random" (otherwise give t_end)')
-    out = swf_to_jobs(
-        trace.records,
-        n_orgs=n_orgs,
-        seed=scenario.seed,
-        user_map=user_map,
-        orgs_by=wl.get("orgs_by", "random"),
-        capacity=[sum(s.procs for s in scenario.sites if s.org == org) for org in scenario.orgs],
-        split_parallel=bool(wl.get("split_parallel", False)),
-        t_start=t_start,
-        t_end=t_end,
-    )
-    first_site = {}
-    for s in scenario.sites:
-        first_site.setdefault(scenario.orgs.index(s.org), s.site_id)
-    jobs = out.jobs
-    jobs["submit_site"] = np.array([first_site[o] for o in range(n_orgs)])[jobs["owner"]]
-    too_big = jobs["procs"] > np.array([s.procs for s in scenario.sites])[jobs["submit_site"]]
-    if too_big.any():
-        j = int(np.flatnonzero(too_big)[0])
-        raise WorkloadError(
-            f"{wl['path']}: job {int(jobs['job_id'][j])} needs {int(jobs['procs'][j])} processors, more than its site "
-            f"{scenario.sites[int(jobs['submit_site'][j])].name} has ({int(too_big.sum())} such jobs); "
-            "give the sites more processors or set workload.split_parallel = true"
-        )
-    scenario.extra["swf_skipped"] = dict(out.skipped)
-    scenario.extra["workload_warnings"] = _org_warnings(jobs, scenario, wl.get("orgs_by", "random"))
-    return jobs, list(out.group_names)
-
-
-def _org_warnings(jobs: np.ndarray, scenario: WorkloadSource, rule: str) -> list[str]:
-    """What a trace study should hear about how its users fell on the organizations: one
-    with no job, or work per processor 10 times apart (a site of 5 processors with 300 long
-    jobs beside idle big ones)."""
-    procs = np.array([sum(s.procs for s in scenario.sites if s.org == org) for org in scenario.orgs], dtype=float)
-    work = np.bincount(jobs["owner"], weights=jobs["size"] * jobs["procs"], minlength=len(procs)) / procs
-    out = []
-    empty = [scenario.orgs[k] for k in np.flatnonzero(work == 0)]
-    if empty:
-        out.append(
-            f"workload.orgs_by = {rule!r}: {len(empty)} of {len(procs)} organizations got no job of the trace "
-            f"({', '.join(empty[:5])}{', ...' if len(empty) > 5 else ''}); try orgs_by = \"balanced\" or a user_map"
-        )
-    busy = work[work > 0]
-    if len(busy) > 1 and busy.max() > 10 * busy.min():
-        hi, lo = int(np.argmax(work)), int(np.flatnonzero(work == busy.min())[0])
-        out.append(
-            f"workload.orgs_by = {rule!r}: work per processor differs {busy.max() / busy.min():.0f}x between organizations "
-            f"({scenario.orgs[hi]}: {work[hi]:.3g} s, {scenario.orgs[lo]}: {work[lo]:.3g} s a processor); try orgs_by = \"balanced\""
-        )
-    return out
-
-
-__all__ = ["generate_jobs", "check_workload", "JOB_DTYPE"]
-
-
-_STREAM_KEYS = {"group", "interval", "size", "spread", "overestimate", "sites", "start", "stop"}
 
 
 def _check_streams(wl: dict[str, Any], sites: list["SiteSpec"]) -> list[dict[str, Any]]:
