@@ -91,9 +91,3 @@ def org_warnings(jobs: np.ndarray, scenario: "WorkloadSource", rule: str) -> lis
             f"({scenario.orgs[hi]}: {work[hi]:.3g} s, {scenario.orgs[lo]}: {work[lo]:.3g} s a processor); try orgs_by = \"balanced\""
         )
     return out
-
-
-__all__ = ["generate_jobs", "check_workload", "JOB_DTYPE"]
-
-
-_STREAM_KEYS = {"group", "interval", "size", "spread", "overestimate", "sites", "start", "stop"}

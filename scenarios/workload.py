@@ -365,6 +365,9 @@ def _csv_jobs(path: Path, sites: list["SiteSpec"]) -> tuple[np.ndarray, list[str
         raise WorkloadError(str(exc)) from None
 
 
+_STREAM_KEYS = {"group", "interval", "size", "spread", "overestimate", "sites", "start", "stop"}
+
+
 def _check_streams(wl: dict[str, Any], sites: list["SiteSpec"]) -> list[dict[str, Any]]:
     """Job streams (the fairshare paper's workload, section 5.1): each ``[[workload.streams]]``
     submits a job of group path ``group`` every ``interval`` seconds from ``start`` to ``stop``
@@ -471,3 +474,6 @@ def check_scheduler_jobs(sites: list["SiteSpec"], jobs: np.ndarray) -> None:
     """What a local scheduler needs of every job, checked once the workload is generated."""
     if any(s.scheduler == "preempt" for s in sites):
         check_sequential(jobs, "the preempt scheduler")
+
+
+__all__ = ["generate_jobs", "check_workload", "JOB_DTYPE"]
