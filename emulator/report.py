@@ -37,15 +37,16 @@ def print_summary(summary: dict[str, Any]) -> None:
     console = Console() if sys.stdout.isatty() else Console(width=120)
     orgs = summary["organizations"]
     with_score = any("score" in v for v in orgs.values())
-    table = Table(title="organizations")
-    for col in ["organization", "jobs", "done", "mean flow", "sum flow", "makespan", "migrated"] + (["score S_k"] if with_score else []):
+    unit = summary["global"].get("time_unit", "time units")
+    table = Table(title=f"organizations (times in {unit})")
+    for col in ["organization", "jobs", "done", "mean flow", "mean wait", "bounded slowdown", "makespan", "migrated"] + (["score S_k"] if with_score else []):
         table.add_column(col, justify="right" if col != "organization" else "left")
     rows = list(orgs.items())
     shown = rows if len(rows) <= 40 else rows[:20] + rows[-20:]
     for name, v in shown:
         cells = [
-            name, f"{v['jobs']:,}", f"{v['jobs_done']:,}", _fmt(v["mean_flow_time"]), _fmt(v["sum_flow_time"]), _fmt(v["makespan"]),
-            f"{v['jobs_migrated']:,}",
+            name, f"{v['jobs']:,}", f"{v['jobs_done']:,}", _fmt(v["mean_flow_time"]), _fmt(v.get("mean_wait_time")),
+            _fmt(v.get("mean_bounded_slowdown")), _fmt(v["makespan"]), f"{v['jobs_migrated']:,}",
         ]
         if with_score:
             cells.append(_fmt(v.get("score"), 3))
@@ -57,8 +58,8 @@ def print_summary(summary: dict[str, Any]) -> None:
     gt = Table(title="run")
     gt.add_column("figure")
     gt.add_column("value", justify="right")
-    for key in ("protocol", "backend", "shards", "sites", "jobs", "makespan", "mean_flow_time", "events", "messages_total", "windows",
-                "wall_seconds", "events_per_second"):
+    for key in ("protocol", "backend", "shards", "sites", "jobs", "time_unit", "makespan", "mean_flow_time", "mean_wait_time",
+                "mean_bounded_slowdown", "events", "messages_total", "windows", "wall_seconds", "events_per_second"):
         gt.add_row(key, _fmt(g.get(key)) if isinstance(g.get(key), float) else f"{g.get(key)}")
     gt.add_row("jobs by state", ", ".join(f"{k} {v:,}" for k, v in g["jobs_by_state"].items()))
     if g.get("messages"):
@@ -188,7 +189,7 @@ def plot_run(run_dir: Path, jobs: pd.DataFrame, sites: pd.DataFrame, ts: pd.Data
                 axes[2].plot(part["time"], part["load"] - part["time"], lw=1, label=f"site {site_id}", marker="." if len(part) < 60 else None)
         axes[2].set_ylabel("backlog L_k - t at\nbalanced rounds")
         axes[2].legend(fontsize=7, ncol=4)
-    axes[-1].set_xlabel("virtual time")
+    axes[-1].set_xlabel(f"virtual time ({summary['global'].get('time_unit', 'time units')})")
     g = summary["global"]
     fig.suptitle(f"{g['protocol']} protocol, {g['sites']} sites, {g['jobs']:,} jobs, seed {g['seed']}")
     if with_level:
@@ -345,7 +346,10 @@ def gantt_boxes(jobs: pd.DataFrame, site_procs: dict[int, int]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["job_id", "owner", "site", "start", "end", "proc", "count"])
 
 
-def plot_gantt(run_dir: Path, jobs: pd.DataFrame, sites: pd.DataFrame, max_sites: int = 8, compare: tuple[str, pd.DataFrame] | None = None, title: str = "executed") -> Path:
+def plot_gantt(
+    run_dir: Path, jobs: pd.DataFrame, sites: pd.DataFrame, max_sites: int = 8, compare: tuple[str, pd.DataFrame] | None = None,
+    title: str = "executed", unit: str = "time units",
+) -> Path:
     """``DIR/gantt.png``: every job as a box of its processors over its run, colored by owner.
 
     ``compare`` adds a first column with another schedule of the same jobs (for molba runs:
@@ -374,7 +378,7 @@ def plot_gantt(run_dir: Path, jobs: pd.DataFrame, sites: pd.DataFrame, max_sites
             ax.set_ylim(0, procs[site])
             if col == 0:
                 ax.set_ylabel(f"site {site}\nprocessors", fontsize=8)
-        axes[-1, col].set_xlabel("virtual time")
+        axes[-1, col].set_xlabel(f"virtual time ({unit})")
         if len(boxes) > 1:
             axes[0, col].set_title(name, fontsize=9, pad=22 if col == 0 else 6)
     handles = [matplotlib.patches.Patch(color=colors[o], label=o) for o in owners[:20]]
@@ -405,5 +409,6 @@ def report(run_dir: Path, plot: bool = True, gantt: bool = False) -> Path | None
         if plugin is not None and plugin.gantt_compare is not None and summary.get("protocol"):
             other = plugin.gantt_compare(jobs, sites, summary["protocol"])
             compare, title = (other.label, other.jobs), other.title
-        print(f"Gantt chart written to {plot_gantt(run_dir, jobs, sites, compare=compare, title=title)}")
+        unit = summary["global"].get("time_unit", "time units")
+        print(f"Gantt chart written to {plot_gantt(run_dir, jobs, sites, compare=compare, title=title, unit=unit)}")
     return path

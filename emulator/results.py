@@ -274,6 +274,18 @@ def usage_table(raw: RawRun) -> pd.DataFrame:
     return df.sort_values(["site_id", "group"]).reset_index(drop=True)
 
 
+def wait_and_slowdown(table: pd.DataFrame, n_orgs: int, bound: float) -> tuple[np.ndarray, np.ndarray, float, float]:
+    """Mean wait time (first start − release) and mean bounded slowdown of the finished jobs,
+    per organization (NaN where none finished) and over all: the standard SWF metrics.
+    Bounded slowdown = max(1, (end − release) / max(size, ``bound``)), ``size`` being the
+    job's processing time at speed 1 (Feitelson's τ = ``bound``, 10 s by convention)."""
+    done = table[table["state"] == STATE_CODE["done"]]
+    wait = done["start"] - done["release"]
+    bsld = np.maximum(1.0, (done["end"] - done["release"]) / np.maximum(done["size"], bound))
+    by_org = [s.groupby(done["owner"]).mean().reindex(range(n_orgs)).to_numpy() for s in (wait, bsld)]
+    return by_org[0], by_org[1], float(wait.mean()) if len(done) else math.nan, float(bsld.mean()) if len(done) else math.nan
+
+
 def flow_by_org(table: pd.DataFrame, n_orgs: int) -> np.ndarray:
     """Sum of flow times (end - release) of each organization's finished jobs."""
     done = table[table["state"] == STATE_CODE["done"]]
@@ -328,6 +340,8 @@ def summarize(raw: RawRun, table: pd.DataFrame, sites: pd.DataFrame, local_table
     n_done = np.bincount(done["owner"].to_numpy(), minlength=len(orgs))
     makespan = done.groupby("owner")["end"].max().reindex(range(len(orgs))).to_numpy()
     migrated = np.bincount(owner, weights=(table["migrations"].to_numpy() > 0), minlength=len(orgs))
+    bound = float(raw.scenario.data["metrics"].get("slowdown_bound", 10.0))
+    waits, slowdowns, mean_wait, mean_bsld = wait_and_slowdown(table, len(orgs), bound)
     proto = raw.scenario.protocol
     per_period = None
     if raw.scenario.plugin.divisible:  # protocols of thesis ch. 4 score each period (section 4.5.2)
@@ -340,6 +354,8 @@ def summarize(raw: RawRun, table: pd.DataFrame, sites: pd.DataFrame, local_table
             "sum_flow_time": float(flows[k]),
             "mean_flow_time": float(flows[k] / n_done[k]) if n_done[k] else None,
             "makespan": float(makespan[k]) if n_done[k] else None,
+            "mean_wait_time": float(waits[k]) if n_done[k] else None,
+            "mean_bounded_slowdown": float(slowdowns[k]) if n_done[k] else None,
             "jobs_migrated": int(migrated[k]),
         }
         if local_flows is not None:
@@ -359,6 +375,9 @@ def summarize(raw: RawRun, table: pd.DataFrame, sites: pd.DataFrame, local_table
         "jobs_by_state": {STATES[int(c)]: int(n) for c, n in states.items()},
         "makespan": float(table.loc[done_mask, "end"].max()) if done_mask.any() else None,
         "mean_flow_time": float(flows.sum() / done_mask.sum()) if done_mask.any() else None,
+        "mean_wait_time": mean_wait if done_mask.any() else None,
+        "mean_bounded_slowdown": mean_bsld if done_mask.any() else None,
+        "time_unit": raw.scenario.data["run"]["time_unit"],
         "events": int(raw.events),
         "messages": messages,
         "messages_total": int(sum(messages.values())),

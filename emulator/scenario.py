@@ -34,10 +34,10 @@ WORKLOAD_KINDS = ("poisson", "jobs", "csv", "swf", "rigid", "proposition", "stre
 
 # Keys each section may hold; anything else is a typo the user should hear about.
 _KNOWN = {
-    "run": {"seed", "horizon", "backend", "shards", "packing", "lookahead", "name", "description"},
+    "run": {"seed", "horizon", "backend", "shards", "packing", "lookahead", "name", "description", "time_unit"},
     "network": {"latency", "latency_matrix", "topology", "topology_file"},
     "scheduler": {"name"},
-    "metrics": {"counterfactual", "sample_interval", "fairness"},
+    "metrics": {"counterfactual", "sample_interval", "fairness", "slowdown_bound"},
     "workload": {
         "kind", "rate", "alpha", "beta", "jobs", "until", "procs", "path", "orgs",
         "user_map", "orgs_by", "split_parallel", "t_start", "t_end", "list", "model", "priority",
@@ -460,12 +460,19 @@ def validate(raw: dict[str, Any], source: str = "<dict>") -> Scenario:
         choice("metrics.counterfactual", metrics["counterfactual"], ("local", "none"))
     if "fairness" in metrics and not isinstance(metrics["fairness"], bool):
         raise ScenarioError("metrics.fairness", f"must be true or false, got {metrics['fairness']!r}")
+    if "slowdown_bound" in metrics:
+        metrics["slowdown_bound"] = check_number("metrics.slowdown_bound", metrics["slowdown_bound"], positive=True, finite=True)
     data["metrics"] = metrics
 
     wl = _table(data, "workload")
     _unknown("workload", wl, _KNOWN["workload"])
     wl["kind"] = choice("workload.kind", wl.get("kind", "poisson"), WORKLOAD_KINDS)
     data["workload"] = wl
+    # What one unit of virtual time is, for tables and plots: seconds for traces.
+    unit = run.get("time_unit", "s" if wl["kind"] == "swf" else "time units")
+    if not isinstance(unit, str) or not unit.strip():
+        raise ScenarioError("run.time_unit", f"must be a name such as \"s\" or \"time units\", got {unit!r}")
+    run["time_unit"] = unit
     # A trace path relative to the scenario file (shipped scenarios name their trace so).
     path = wl.get("path")
     if isinstance(path, str) and source != "<dict>" and not Path(path).is_absolute() and not Path(path).exists():

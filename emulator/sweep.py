@@ -21,9 +21,13 @@ from gridemu.model.errors import GridemuError, ScenarioError, first_line
 from gridemu.emulator.results import check_out, write_whole
 from gridemu.emulator.scenario import load_scenario, parse_override, read_scenario_file
 
-GLOBAL_FIGURES = ("jobs", "makespan", "mean_flow_time", "events", "messages_total", "windows", "wall_seconds", "site_cpu_seconds")
+GLOBAL_FIGURES = (
+    "jobs", "makespan", "mean_flow_time", "mean_wait_time", "mean_bounded_slowdown", "events", "messages_total", "windows",
+    "wall_seconds", "site_cpu_seconds",
+)
 ORG_FIGURES = (
-    "jobs", "jobs_done", "sum_flow_time", "mean_flow_time", "makespan", "jobs_migrated", "sum_flow_time_local", "score",
+    "jobs", "jobs_done", "sum_flow_time", "mean_flow_time", "mean_wait_time", "mean_bounded_slowdown", "makespan", "jobs_migrated",
+    "sum_flow_time_local", "score",
     "score_period_mean", "score_period_std", "periods_scored",
 )
 

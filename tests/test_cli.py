@@ -681,3 +681,24 @@ def test_sigterm_on_ray_closes_the_shards_and_leaves_no_ray_process(tmp_path):
     alive = {p for p in tree if _running(p)}
     assert not alive, f"processes left: {alive}"
     assert list(tmp_path.iterdir()) == []
+
+
+def test_wait_time_and_bounded_slowdown_by_hand(capsys):
+    # One processor: jobs of size 2 and 30 released at 0 and 1. The second waits 1 (starts at
+    # 2, ends 32): bounded slowdowns max(1, 2 / max(2, 10)) = 1 and 31 / 30; waits 0 and 1.
+    import gridemu.emulator as emulator
+
+    data = {
+        "run": {"time_unit": "s"},
+        "sites": [{"name": "a", "procs": 1}],
+        "workload": {"kind": "jobs", "list": [{"release": 0.0, "size": 2.0, "site": 0}, {"release": 1.0, "size": 30.0, "site": 0}]},
+    }
+    g = emulator.run(data).summary
+    assert g["global"]["mean_wait_time"] == 0.5
+    assert g["global"]["mean_bounded_slowdown"] == pytest.approx((1.0 + 31.0 / 30.0) / 2)
+    assert g["organizations"]["a"]["mean_wait_time"] == 0.5 and g["global"]["time_unit"] == "s"
+    from gridemu.emulator.report import print_summary
+
+    print_summary(g)
+    out = capsys.readouterr().out
+    assert "organizations (times in s)" in out and "mean wait" in out and "bounded slowdown" in out
