@@ -133,8 +133,9 @@ class SiteFaults:
 
     def next_crash(self, after: float) -> tuple[float, float] | None:
         """The next crash (at, until) starting at or after ``after`` (a repair time), or None.
-        A random crash that falls inside a listed one is skipped; one that overlaps it ends
-        the later of the two."""
+        A random crash drawn to start while the site is down is skipped (the next one is
+        drawn from the repair); a listed crash that began while the site was down starts at
+        the repair and keeps its end (one that has ended is dropped)."""
         while self.crashes and self.crashes[0][1] <= after:
             self.crashes.pop(0)
         while self._random_next is not None and self._random_next[0] < after:
@@ -145,7 +146,7 @@ class SiteFaults:
             if listed is None:
                 return None
             self.crashes.pop(0)
-            return listed
+            return max(listed[0], after), listed[1]
         self._random_next = self._draw_failure(drawn[1])
         return drawn
 

@@ -216,3 +216,14 @@ def test_a_stuck_periodic_run_stops_and_strict_exits_1(tmp_path, capsys):
     assert g["jobs_by_state"]["queued"] + g["jobs_by_state"]["done"] == 200
     assert code == 1
     assert "no job could move any more" in capsys.readouterr().err
+
+
+def test_a_listed_crash_that_began_during_another_starts_at_the_repair():
+    # A random crash (drawn first) that lasts past a listed crash's start: the listed one
+    # then begins at the repair instant and keeps its end; one wholly inside is dropped.
+    plan = FaultPlan(crashes=((0, 10.0, 50.0), (0, 12.0, 15.0)))
+    f = SiteFaults(plan, 0, seed=1)
+    f._random_next = (5.0, 20.0)  # as if drawn: down over [5, 20)
+    assert f.next_crash(0.0) == (5.0, 20.0)
+    assert f.next_crash(20.0) == (20.0, 50.0)  # [10, 50) from the repair at 20
+    assert f.next_crash(50.0) is None  # [12, 15) ended while down
