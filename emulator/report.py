@@ -1,8 +1,9 @@
 """``gridemu report DIR``: summary tables and a plot of a finished run, or the table of a sweep.
 
-The plot (``DIR/report.png``) shows, over virtual time, the utilization of each
-organization's processors (from ``fragments.parquet`` where jobs were split) and the
-number of its jobs waiting (released, not started), from ``jobs.parquet``; when the
+The plot (``DIR/report.png``) shows, over virtual time, the utilization of the
+organizations' processors (their mean and spread; from ``fragments.parquet`` where jobs
+were split) and the number of each one's jobs waiting (released, not started), from
+``jobs.parquet``; ``DIR/flow_cdf.png`` each organization's flow-time distribution; when the
 protocol recorded a time series with a ``load`` column (averaging load balancing), a panel
 shows each site's reported load, and with a ``level`` column (averaging game: p_k; BILB:
 l_k) a panel shows each organization's strategy against the period (thesis Figs. 4.3-4.5).
@@ -169,18 +170,21 @@ def plot_run(run_dir: Path, jobs: pd.DataFrame, sites: pd.DataFrame, ts: pd.Data
             ax.set_position([0.08, ax.get_position().y0 * 0.62 + 0.36, 0.88, ax.get_position().height * 0.62])
     orgs = list(util)
     many = len(orgs) > MAX_LINES
+    # Utilization as the organizations' mean and spread (lines per organization overlap into
+    # a tangle past two or three); waiting jobs per organization, the grid's total past MAX_LINES.
+    axes[0].plot(t, np.mean([util[o] for o in orgs], axis=0), color="tab:blue", label=f"mean of {len(orgs)} organizations")
+    axes[0].fill_between(t, np.min([util[o] for o in orgs], axis=0), np.max([util[o] for o in orgs], axis=0), alpha=0.25,
+                         color="tab:blue", label="lowest to highest organization")
     if many:
-        axes[0].plot(t, np.mean([util[o] for o in orgs], axis=0), label=f"mean of {len(orgs)} organizations")
-        axes[0].fill_between(t, np.min([util[o] for o in orgs], axis=0), np.max([util[o] for o in orgs], axis=0), alpha=0.3, label="min-max")
         axes[1].plot(t, np.sum([waiting[o] for o in orgs], axis=0), label="all organizations")
     else:
         for org in orgs:
-            axes[0].plot(t, util[org], label=org, lw=1)
             axes[1].plot(t, waiting[org], label=org, lw=1)
     axes[0].set_ylabel("utilization (bin mean)")
     axes[0].set_ylim(0, 1.05)
     axes[1].set_ylabel("jobs waiting (bin mean)")
-    axes[0].legend(fontsize=7, ncol=4, loc="lower right")
+    for ax in axes[:2]:
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
     if with_load:
         for site_id, part in ts.groupby("site"):
             if not many or site_id < MAX_LINES:
@@ -188,7 +192,7 @@ def plot_run(run_dir: Path, jobs: pd.DataFrame, sites: pd.DataFrame, ts: pd.Data
                 # every report came), so a line does not hide the gaps between them.
                 axes[2].plot(part["time"], part["load"] - part["time"], lw=1, label=f"site {site_id}", marker="." if len(part) < 60 else None)
         axes[2].set_ylabel("backlog L_k - t at\nbalanced rounds")
-        axes[2].legend(fontsize=7, ncol=4)
+        axes[2].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
     axes[-1].set_xlabel(f"virtual time ({summary['global'].get('time_unit', 'time units')})")
     g = summary["global"]
     fig.suptitle(f"{g['protocol']} protocol, {g['sites']} sites, {g['jobs']:,} jobs, seed {g['seed']}")
@@ -197,7 +201,45 @@ def plot_run(run_dir: Path, jobs: pd.DataFrame, sites: pd.DataFrame, ts: pd.Data
     else:
         fig.tight_layout()
     path = run_dir / "report.png"
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=110, bbox_inches="tight")
+    plt.close(fig)
+    return path
+
+
+def plot_flow_cdf(run_dir: Path, jobs: pd.DataFrame, summary: dict[str, Any]) -> Path:
+    """Each organization's flow times as a cumulative distribution (finished jobs; log time
+    axis): ``DIR/flow_cdf.png``. Past MAX_LINES organizations: the grid's, and the three of
+    highest mean flow time."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    done = jobs[jobs["state"] == "done"]
+    flow = (done["end"] - done["release"]).clip(lower=1e-12)
+    owner = done["owner"].astype(str)
+    fig, ax = plt.subplots(figsize=(9, 4.8))
+    orgs = list(dict.fromkeys(jobs["owner"].astype(str)))
+    if len(orgs) > MAX_LINES:
+        means = flow.groupby(owner).mean().sort_values(ascending=False)
+        curves = [("all organizations", flow)] + [(o, flow[owner == o]) for o in means.index[:3]]
+    else:
+        curves = [(o, flow[owner == o]) for o in orgs]
+    for name, values in curves:
+        x = np.sort(values.to_numpy())
+        if len(x):
+            ax.step(x, np.arange(1, len(x) + 1) / len(x), where="post", lw=2 if name == "all organizations" else 1.2, label=f"{name} ({len(x):,} jobs)")
+    unit = summary["global"].get("time_unit", "time units")
+    ax.set_xscale("log")
+    ax.set_xlabel(f"flow time: end - release ({unit}, log scale)")
+    ax.set_ylabel("share of the organization's finished jobs")
+    ax.set_ylim(0, 1.01)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
+    g = summary["global"]
+    ax.set_title(f"flow time per organization: {g['protocol']} protocol, {g['sites']} sites, seed {g['seed']}", fontsize=10)
+    path = run_dir / "flow_cdf.png"
+    fig.savefig(path, dpi=110, bbox_inches="tight")
     plt.close(fig)
     return path
 
@@ -399,6 +441,7 @@ def report(run_dir: Path, plot: bool = True, gantt: bool = False) -> Path | None
         return None
     path = plot_run(run_dir, jobs, sites, ts, summary)
     print(f"plot written to {path}")
+    print(f"flow-time distributions written to {plot_flow_cdf(run_dir, jobs, summary)}")
     if ts is not None and "entry" in ts.columns:
         g = summary["global"]
         title = f"{g['protocol']} protocol, {g['sites']} sites, seed {g['seed']}"

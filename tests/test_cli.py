@@ -369,9 +369,10 @@ def test_report_prints_tables_and_writes_a_png(base_run, tmp_path, capsys):
     out = capsys.readouterr().out
     assert "organizations" in out and "org0" in out and "org7" in out
     assert "averaging" in out  # the run table names the protocol
-    png = folder / "report.png"
-    assert png.is_file() and png.stat().st_size > 1000
-    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    for name in ("report.png", "flow_cdf.png"):
+        png = folder / name
+        assert png.is_file() and png.stat().st_size > 1000
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_report_no_plot_writes_no_png(base_run, tmp_path, capsys):
