@@ -129,3 +129,13 @@ def test_non_integral_jobs_and_bad_windows_are_errors():
     data["workload"]["duration"] = 1e9
     with pytest.raises(ScenarioError, match="workload.duration: 1000000000.0 is longer than the trace"):
         emulator.run(data)
+
+
+def test_past_ten_organizations_rand_is_the_reference():
+    # REF's exact Shapley values are not computed past 10 organizations by default; RAND(N)
+    # (sampled permutations) is then what Δψ/p_tot is measured against, and the summary says so.
+    data = hand(sites=12, procs=1, horizon=300.0)
+    proto = emulator.run(data).summary["protocol"]
+    assert proto["reference"] == "rand" and "fairness_ref" not in proto
+    assert proto["fairness_rand"] == 0.0 and proto["fairness"] >= 0.0 and proto["p_tot"] > 0
+    assert emulator.run(hand()).summary["protocol"]["reference"] == "ref"

@@ -98,8 +98,12 @@ def summary(facts: RunFacts) -> dict[str, Any]:
                for p in proto["compare"]}
     psi = executed_psi(table, k, t_end)
     out: dict[str, Any] = {"name": "directcontr", "t_end": t_end, "psi": psi}
-    if "ref" in results:
-        ref = results["ref"]
+    # The fair schedule every Δψ/p_tot is measured against: REF (exact Shapley values, up to
+    # 10 organizations by default), or RAND(N) (sampled permutations) where REF is out of reach.
+    base = "ref" if "ref" in results else ("rand" if "rand" in results else None)
+    out["reference"] = base
+    if base is not None:
+        ref = results[base]
         ptot = p_tot(ref, jobs, t_end)
         out["p_tot"] = ptot
         out["psi_ref"] = list(ref.psi)
@@ -109,8 +113,8 @@ def summary(facts: RunFacts) -> dict[str, Any]:
     central = results.get("directcontr") or simulate(jobs, procs, "directcontr", t_end, seed=seed)
     index = simulate(jobs, procs, "directcontr", t_end, gamma="index")
     out["psi_central_directcontr"] = list(central.psi)
-    if "ref" in results and out["p_tot"]:
-        out["fairness_directcontr_index"] = fairness(index.psi, results["ref"].psi, out["p_tot"])
+    if base is not None and out["p_tot"]:
+        out["fairness_directcontr_index"] = fairness(index.psi, results[base].psi, out["p_tot"])
     starts = dict(zip(table["job_id"].tolist(), table["start"].tolist()))
     # The protocol's decisions are the centralized ones with processors taken by number; its
     # starts lag on the real clock (module doc of brokers.agents.directcontr).
