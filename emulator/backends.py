@@ -167,6 +167,10 @@ class RayBackend:
         try:
             return self.ray.get(refs)
         except self.ray.exceptions.RayActorError as exc:
+            if getattr(exc, "actor_init_failed", False):
+                # Building the shard raised (an import or a bug): a rebuild would raise again.
+                lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+                raise GridemuError(f"a shard actor could not be built: {lines[-1] if lines else type(exc).__name__}") from None
             first = first_line(exc)
             raise ShardLost(f"a shard actor died ({type(exc).__name__}: {first})") from None
 

@@ -178,3 +178,24 @@ def test_ctrl_c_writes_a_checkpoint_at_the_next_barrier(tmp_path):
     assert ckpt.load(out)["checkpoint"].windows == 5
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # handlers given back
     assert digest(emulator.resume(out).jobs) == digest(whole.jobs)
+
+
+def test_a_shard_that_cannot_be_built_is_one_error_not_a_rebuild(ray_session):
+    # An error raised while building a shard inside its actor is no lost node: rebuilding
+    # would raise it again. One clear error naming it, at once.
+    import dataclasses
+
+    from gridemu.emulator.engine import build_shard_specs
+    from gridemu.emulator.scenario import load_scenario
+    from gridemu.scenarios.workload import generate_jobs
+
+    sc = load_scenario("quickstart", {"workload.jobs": 200})
+    specs = build_shard_specs(sc, generate_jobs(sc)[0], 2)
+    broken = [dataclasses.replace(s, protocol={**s.protocol, "name": "no-such-protocol"}) for s in specs]
+    backend = backends.RayBackend(broken)
+    try:
+        with pytest.raises(GridemuError, match="a shard actor could not be built: .*no-such-protocol") as err:
+            backend.status()
+        assert not isinstance(err.value, backends.ShardLost)
+    finally:
+        backend.close()
