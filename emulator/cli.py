@@ -66,14 +66,13 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 def cmd_validate(args: argparse.Namespace) -> int:
     from gridemu.emulator.estimate import estimate
-    from gridemu.emulator.scenario import scenario_errors
+    from gridemu.emulator.scenario import check_scenario
 
-    errors = scenario_errors(args.scenario, _overrides(args.set))
+    sc, errors = check_scenario(args.scenario, _overrides(args.set))
     for exc in errors:  # every error it finds, one line each
         print(f"gridemu: error: {exc}", file=sys.stderr)
-    if errors:
+    if sc is None:
         return EXIT_USAGE
-    sc = load_scenario(args.scenario, _overrides(args.set))
     wl = sc.workload
     # Generated workloads are sized, not drawn (validating 10^8 jobs takes no memory); job
     # lists and traces are read whole, which shows their errors here too.

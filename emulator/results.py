@@ -274,12 +274,11 @@ def usage_table(raw: RawRun) -> pd.DataFrame:
     return df.sort_values(["site_id", "group"]).reset_index(drop=True)
 
 
-def wait_and_slowdown(table: pd.DataFrame, n_orgs: int, bound: float) -> tuple[np.ndarray, np.ndarray, float, float]:
-    """Mean wait time (first start − release) and mean bounded slowdown of the finished jobs,
-    per organization (NaN where none finished) and over all: the standard SWF metrics.
-    Bounded slowdown = max(1, (end − release) / max(size, ``bound``)), ``size`` being the
-    job's processing time at speed 1 (Feitelson's τ = ``bound``, 10 s by convention)."""
-    done = table[table["state"] == STATE_CODE["done"]]
+def wait_and_slowdown(done: pd.DataFrame, n_orgs: int, bound: float) -> tuple[np.ndarray, np.ndarray, float, float]:
+    """Mean wait time (first start − release) and mean bounded slowdown of the finished jobs
+    ``done``, per organization (NaN where none finished) and over all: the standard SWF
+    metrics. Bounded slowdown = max(1, (end − release) / max(size, ``bound``)), ``size``
+    being the job's processing time at speed 1 (Feitelson's τ = ``bound``, 10 s by convention)."""
     wait = done["start"] - done["release"]
     bsld = np.maximum(1.0, (done["end"] - done["release"]) / np.maximum(done["size"], bound))
     by_org = [s.groupby(done["owner"]).mean().reindex(range(n_orgs)).to_numpy() for s in (wait, bsld)]
@@ -341,7 +340,7 @@ def summarize(raw: RawRun, table: pd.DataFrame, sites: pd.DataFrame, local_table
     makespan = done.groupby("owner")["end"].max().reindex(range(len(orgs))).to_numpy()
     migrated = np.bincount(owner, weights=(table["migrations"].to_numpy() > 0), minlength=len(orgs))
     bound = float(raw.scenario.data["metrics"].get("slowdown_bound", 10.0))
-    waits, slowdowns, mean_wait, mean_bsld = wait_and_slowdown(table, len(orgs), bound)
+    waits, slowdowns, mean_wait, mean_bsld = wait_and_slowdown(done, len(orgs), bound)
     proto = raw.scenario.protocol
     per_period = None
     if raw.scenario.plugin.divisible:  # protocols of thesis ch. 4 score each period (section 4.5.2)

@@ -198,33 +198,33 @@ def load_scenario(
     return validate(raw, source)
 
 
-def scenario_errors(ref: str | Path, overrides: dict[str, Any] | None = None, limit: int = 20) -> list[ScenarioError]:
-    """Every error :func:`validate` finds in a scenario, not only the first (``gridemu
-    validate``): after each, the key it names is taken out (its default applies) and the
-    scenario is checked again. It stops when the scenario passes, or at an error that only
-    follows from a key taken out (about a key the scenario does not set, or above one taken
-    out: ``workload.jobs: give ...`` once a bad ``until`` is gone), or when a key cannot be
-    taken out."""
+def check_scenario(ref: str | Path, overrides: dict[str, Any] | None = None, limit: int = 20) -> tuple[Scenario | None, list[ScenarioError]]:
+    """The validated scenario, or None and every error :func:`validate` finds in it, not only
+    the first (``gridemu validate``): after each, the key it names is taken out (its default
+    applies) and the scenario is checked again. It stops when the scenario passes, or at an
+    error that only follows from a key taken out (about a key the scenario does not set, or
+    above one taken out: ``workload.jobs: give ...`` once a bad ``until`` is gone), or when
+    a key cannot be taken out."""
     raw, source = read_scenario_file(ref)
     raw = apply_overrides(raw, overrides or {})
     given = copy.deepcopy(raw)
     errors: list[ScenarioError] = []
     while len(errors) < limit:
         try:
-            validate(copy.deepcopy(raw), source)
-            return errors
+            scenario = validate(raw, source)  # it works on a copy: raw stays as given
+            return (None if errors else scenario), errors
         except ScenarioError as exc:
             follows = errors and (
                 _find(given, exc.key) is None or any(e.key == exc.key or e.key.startswith((exc.key + ".", exc.key + "[")) for e in errors)
             )
             if follows:
-                return errors
+                return None, errors
             errors.append(exc)
             where = _find(raw, exc.key)
             if where is None:
-                return errors
+                return None, errors
             del where[0][where[1]]
-    return errors
+    return None, errors
 
 
 def _find(data: Any, key: str) -> tuple[Any, Any] | None:

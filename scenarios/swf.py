@@ -42,6 +42,7 @@ Choices made here:
 from __future__ import annotations
 
 import gzip
+import heapq
 import os
 import re
 from collections.abc import Callable, Iterator, Mapping
@@ -328,18 +329,22 @@ def _orgs_by_field(records: np.ndarray, field: str, n_orgs: int) -> dict[int, in
 def _orgs_balanced(users: np.ndarray, work: np.ndarray, capacity: list[int], fixed: dict[int, int]) -> dict[int, int]:
     """Users of most work first, each to the organization with the least work per processor
     (lowest index among equals), counting the users ``fixed`` by a map first."""
-    load = np.zeros(len(capacity))
+    load = [0.0] * len(capacity)
     out = dict(fixed)
     for u, w in zip(users.tolist(), work.tolist()):
         if u in fixed:
             load[fixed[u]] += w
+    # The organizations by (work per processor, index): the least loaded on top, in log time.
+    least = [(load[k] / capacity[k], k) for k in range(len(capacity))]
+    heapq.heapify(least)
     for i in np.lexsort((users, -work)).tolist():
         u = int(users[i])
         if u in fixed:
             continue
-        k = int(np.argmin(load / np.asarray(capacity, dtype=float)))
+        _, k = heapq.heappop(least)
         out[u] = k
         load[k] += work[i]
+        heapq.heappush(least, (load[k] / capacity[k], k))
     return out
 
 

@@ -41,20 +41,24 @@ def swf_jobs(scenario: "WorkloadSource") -> tuple[np.ndarray, list[str]]:
         scenario.extra["swf_window"] = [t_start, t_end]
     elif "duration" in wl:
         raise ScenarioError("workload.duration", 'only with t_start = "random" (otherwise give t_end)')
+    # Each organization's processors and first site, in one pass over the sites.
+    org_index = {org: k for k, org in enumerate(scenario.orgs)}
+    site_org = [org_index[s.org] for s in scenario.sites]
+    org_procs = np.bincount(site_org, weights=[s.procs for s in scenario.sites], minlength=len(scenario.orgs))
     out = swf_to_jobs(
         trace.records,
         n_orgs=n_orgs,
         seed=scenario.seed,
         user_map=user_map,
         orgs_by=wl.get("orgs_by", "random"),
-        capacity=[sum(s.procs for s in scenario.sites if s.org == org) for org in scenario.orgs],
+        capacity=org_procs.tolist(),
         split_parallel=bool(wl.get("split_parallel", False)),
         t_start=t_start,
         t_end=t_end,
     )
-    first_site = {}
-    for s in scenario.sites:
-        first_site.setdefault(scenario.orgs.index(s.org), s.site_id)
+    first_site: dict[int, int] = {}
+    for s, k in zip(scenario.sites, site_org):
+        first_site.setdefault(k, s.site_id)
     jobs = out.jobs
     jobs["submit_site"] = np.array([first_site[o] for o in range(n_orgs)])[jobs["owner"]]
     too_big = jobs["procs"] > np.array([s.procs for s in scenario.sites])[jobs["submit_site"]]
@@ -66,18 +70,17 @@ def swf_jobs(scenario: "WorkloadSource") -> tuple[np.ndarray, list[str]]:
             "give the sites more processors or set workload.split_parallel = true"
         )
     scenario.extra["swf_skipped"] = dict(out.skipped)
-    scenario.extra["workload_warnings"] = org_warnings(jobs, scenario, wl.get("orgs_by", "random"))
+    scenario.extra["workload_warnings"] = org_warnings(jobs, org_procs, scenario.orgs, wl.get("orgs_by", "random"))
     return jobs, list(out.group_names)
 
 
-def org_warnings(jobs: np.ndarray, scenario: "WorkloadSource", rule: str) -> list[str]:
-    """What a trace study should hear about how its users fell on the organizations: one
-    with no job, or work per processor 10 times apart (a site of 5 processors with 300 long
-    jobs beside idle big ones)."""
-    procs = np.array([sum(s.procs for s in scenario.sites if s.org == org) for org in scenario.orgs], dtype=float)
+def org_warnings(jobs: np.ndarray, procs: np.ndarray, orgs: list[str], rule: str) -> list[str]:
+    """What a trace study should hear about how its users fell on the organizations (``procs``:
+    each one's processors): one with no job, or work per processor 10 times apart (a site of
+    5 processors with 300 long jobs beside idle big ones)."""
     work = np.bincount(jobs["owner"], weights=jobs["size"] * jobs["procs"], minlength=len(procs)) / procs
     out = []
-    empty = [scenario.orgs[k] for k in np.flatnonzero(work == 0)]
+    empty = [orgs[k] for k in np.flatnonzero(work == 0)]
     if empty:
         out.append(
             f"workload.orgs_by = {rule!r}: {len(empty)} of {len(procs)} organizations got no job of the trace "
@@ -88,6 +91,6 @@ def org_warnings(jobs: np.ndarray, scenario: "WorkloadSource", rule: str) -> lis
         hi, lo = int(np.argmax(work)), int(np.flatnonzero(work == busy.min())[0])
         out.append(
             f"workload.orgs_by = {rule!r}: work per processor differs {busy.max() / busy.min():.0f}x between organizations "
-            f"({scenario.orgs[hi]}: {work[hi]:.3g} s, {scenario.orgs[lo]}: {work[lo]:.3g} s a processor); try orgs_by = \"balanced\""
+            f"({orgs[hi]}: {work[hi]:.3g} s, {orgs[lo]}: {work[lo]:.3g} s a processor); try orgs_by = \"balanced\""
         )
     return out

@@ -76,7 +76,7 @@ class FaultPlan:
     message_loss: float = 0.0
     message_delay: float = 0.0
     delay_max: float = 0.0
-    crashes: tuple[tuple[int, float, float], ...] = ()  # (site, at, until), sorted
+    crashes: tuple[tuple[int, float, float], ...] = ()  # (site, at, until), sorted by site then time
     cuts: tuple[Cut, ...] = ()
 
     def describe(self) -> str:
@@ -119,7 +119,11 @@ class SiteFaults:
     work_lost: float = 0.0  # processor-time the killed jobs had done
 
     def __post_init__(self) -> None:
-        self.crashes = [(at, until) for s, at, until in self.plan.crashes if s == self.site_id]
+        # Listed crashes are sorted by site: this site's are found by bisection, not by a scan
+        # of every site's (a per-site cost that would grow with the grid).
+        listed = self.plan.crashes
+        lo, hi = bisect.bisect_left(listed, (self.site_id,)), bisect.bisect_left(listed, (self.site_id + 1,))
+        self.crashes = [(at, until) for _, at, until in listed[lo:hi]]
         self.cuts = [c for c in self.plan.cuts if c.pair is None or self.site_id in c.pair]
         self._crash_rng = site_rng(self.seed, self.site_id, PURPOSE_CRASHES) if math.isfinite(self.plan.mtbf) else None
         self._msg_rng = site_rng(self.seed, self.site_id, PURPOSE_MESSAGE_FAULTS)

@@ -405,8 +405,11 @@ class Site:
                         self.set_timer(self.up_at, payload)
                     continue
                 agent.on_timer(now, payload)
-            else:
-                faults.crash(self, now, payload) if payload is not None else faults.recover(self, now)
+            else:  # FAULT: a crash carries its repair time, a repair carries None
+                if payload is not None:
+                    faults.crash(self, now, payload)
+                else:
+                    faults.recover(self, now)
                 down = self.down
 
     def _finish_piece(self, slot: int) -> None:

@@ -36,6 +36,12 @@ def hand_made(rows, n_sites, m, latency=0.5) -> dict:
     }
 
 
+def overloaded_rows(rows, n_sites: int, m: int) -> list[tuple[int, float, int]]:
+    """Drawn (owner, p, q) rows made an instance where organization 0 is often overloaded:
+    even owners become 0, odd ones are clipped to the grid, q to m, p halved."""
+    return [(min(k, n_sites - 1) if k % 2 else 0, p / 2, min(q, m)) for k, p, q in rows]
+
+
 def instance_of(result) -> tuple[list[Job], list[int]]:
     table = result.jobs.sort_values("job_id")
     jobs = [Job(int(r.job_id), int(r.submit_site), float(r.size), int(r.procs)) for r in table.itertuples()]
@@ -94,8 +100,7 @@ def test_decentralized_schedule_is_the_references(model, n_sites, m, jobs, proto
 def test_decentralized_runs_keep_the_guarantees_on_random_instances(n_sites, m, rows, alpha, balance):
     """Hand-made instances with one organization often overloaded (owners clipped to the
     grid, q to m); the run checks the guarantees itself and must match the reference."""
-    rows = [(min(k, n_sites - 1) if k % 2 else 0, p / 2, min(q, m)) for k, p, q in rows]
-    data = hand_made(rows, n_sites, m, latency=0.1)
+    data = hand_made(overloaded_rows(rows, n_sites, m), n_sites, m, latency=0.1)
     data["protocol"].update(alpha=alpha, ilba=balance)
     result = emulator.run(data)  # raises InvariantError on a broken guarantee
     proto = result.summary["protocol"]
@@ -300,8 +305,7 @@ def test_aggregates_mode_moves_the_late_job_to_the_host_with_room_by_hand():
 def test_aggregates_mode_leaves_no_organization_worse_than_alone(n_sites, m, rows, alpha, retries):
     # The run itself raises on an organization that ends later than alone; here the same is
     # checked again from the job table, against the local schedule computed on its own.
-    rows = [(min(k, n_sites - 1) if k % 2 else 0, p / 2, min(q, m)) for k, p, q in rows]
-    data = hand_made(rows, n_sites, m, latency=0.1)
+    data = hand_made(overloaded_rows(rows, n_sites, m), n_sites, m, latency=0.1)
     data["protocol"].update(alpha=alpha, retries=retries, mode="aggregates")
     result = emulator.run(data)
     inst, machines = instance_of(result)

@@ -53,11 +53,7 @@ class GmAgent(Agent):
 
     def __init__(self, site, grid: GridInfo, params: dict[str, Any]):
         super().__init__(site, grid, params)
-        speeds = params["site_speeds"]
-        self.machines = [(k, p) for k, sp in enumerate(speeds) for p in range(len(sp))]
-        self.speeds = [float(v) for sp in speeds for v in sp]
-        me = site.site_id
-        self.first = sum(len(sp) for sp in speeds[:me])  # global index of this site's processor 0
+        self.machines, self.speeds, self.first = self.processors(params)
         self.cost = float(params.get("migration_cost", 0.0))
         self.remote = float(params.get("remote_cost", 0.0))
         # Released, unfinished jobs this site has heard of, ranked; their assignment is kept
@@ -69,6 +65,13 @@ class GmAgent(Agent):
         self.ran_here: dict[int, int] = {}  # job id -> the processor here it last ran on
         self.setup_left: dict[int, float] = {}  # job id -> setup still owed on that processor
         self.decide_at: float | None = None
+
+    def processors(self, params: dict[str, Any]) -> tuple[list[tuple[int, int]], list[float], int]:
+        """The machines GM ranks, as (site, processor), their speeds, and the index of this
+        site's processor 0 among them: every processor of the grid."""
+        speeds = params["site_speeds"]
+        machines = [(k, p) for k, sp in enumerate(speeds) for p in range(len(sp))]
+        return machines, [float(v) for sp in speeds for v in sp], sum(len(sp) for sp in speeds[: self.site.site_id])
 
     # events ------------------------------------------------------------------------
     def on_arrival(self, now: float, slot: int) -> bool:

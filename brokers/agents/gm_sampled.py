@@ -33,7 +33,7 @@ from typing import Any
 
 from gridemu.brokers.agents.base import GridInfo
 from gridemu.brokers.agents.gm import GmAgent
-from gridemu.brokers.algorithms.gm import GmJob, GmRanking, gm_rank_key
+from gridemu.brokers.algorithms.gm import GmJob, gm_rank_key
 from gridemu.model.messages import message
 from gridemu.model.rng import PURPOSE_GM_SAMPLE, site_rng
 
@@ -54,17 +54,16 @@ class GmSampledAgent(GmAgent):
     def __init__(self, site, grid: GridInfo, params: dict[str, Any]):
         super().__init__(site, grid, params)
         me = site.site_id
-        # Local GM: this site's processors only.
-        self.machines = [(me, p) for p in range(site.m)]
-        self.speeds = [float(v) for v in site.speeds]
-        self.first = 0
-        self.ranking = GmRanking(self.speeds)
-        self.assignment = self.ranking.assignment
         self.samples = int(params["samples"])
         nb = grid.neighbors
         self.others = None if nb is None else list(nb[me])  # None: every other site
         self.rng = site_rng(grid.seed, me, PURPOSE_GM_SAMPLE)
         self.bids: dict[int, list] = {}  # job id -> [answers still due, best speed, its site]
+
+    def processors(self, params: dict[str, Any]) -> tuple[list[tuple[int, int]], list[float], int]:
+        """Local GM: this site's processors only (no list of the grid's at every site)."""
+        me = self.site.site_id
+        return [(me, p) for p in range(self.site.m)], [float(v) for v in self.site.speeds], 0
 
     def sample(self) -> list[int]:
         """d sites drawn (with replacement) among the others or the neighbors."""
