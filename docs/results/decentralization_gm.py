@@ -27,6 +27,7 @@ import pandas as pd  # noqa: E402
 from decentralization_tables import IMG, log_axis, sites_axis, write_between  # noqa: E402  (this folder's sibling script)
 
 BEGIN, END = "<!-- gm:begin (decentralization_gm.py --write) -->", "<!-- gm:end -->"
+CENTRAL_BEGIN, CENTRAL_END = "<!-- gm-central:begin (decentralization_gm.py --write) -->", "<!-- gm-central:end -->"
 PARTS = ("gm-replicated", "gm-sampled", "gm-sampled-1024", "gm-sampled-random8")
 
 
@@ -94,6 +95,30 @@ def plot(df: pd.DataFrame) -> Path:
     return path
 
 
+def central(sizes: tuple[int, ...] = (16, 64), seeds: tuple[int, ...] = (1, 2)) -> str:
+    """The centralized GM simulator (no latency, no cost) on the sweep's jobs: its mean flow
+    time and migrations per job, means over the seeds (the replicated sweep's sizes)."""
+    import numpy as np
+
+    from gridemu.brokers.algorithms.gm import simulate
+    from gridemu.brokers.metrics import instance
+    from gridemu.emulator.scenario import load_scenario
+    from gridemu.scenarios.workload import generate_jobs
+
+    out = ["| sites | central GM flow | migrations/job |", "|---:|---:|---:|"]
+    for n in sizes:
+        flows, moves = [], []
+        for seed in seeds:
+            sc = load_scenario("gm-scale", overrides={"sites.count": n, "run.seed": seed})
+            jobs = instance(generate_jobs(sc)[0])
+            speeds = [v for s in sc.sites for v in s.speeds]
+            res = simulate(jobs, speeds, "gm", sites=[k for k, s in enumerate(sc.sites) for _ in s.speeds])
+            flows.append(np.mean([res.completion[j.id] - j.r for j in jobs]))
+            moves.append(sum(res.migrations.values()) / len(jobs))
+        out.append(f"| {n:,} | {np.mean(flows):.2f} | {np.mean(moves):.0f} |")
+    return "\n".join(out)
+
+
 def main(argv: list[str]) -> int:
     if not argv:
         print(__doc__)
@@ -102,8 +127,11 @@ def main(argv: list[str]) -> int:
     text = table(df)
     print(text)
     print(f"wrote {plot(df)}")
+    reference = central()
+    print(reference)
     if "--write" in argv:
         write_between(BEGIN, END, text)
+        write_between(CENTRAL_BEGIN, CENTRAL_END, reference)
     return 0
 
 
