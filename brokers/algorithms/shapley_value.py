@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import math
 import numbers
-from bisect import bisect_right
 from fractions import Fraction
 from itertools import combinations
 from typing import Callable, Iterable, Sequence
@@ -126,45 +125,48 @@ def _delta_rows(sp: np.ndarray, t_end: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 class _Piecewise:
-    """t ↦ Σ_S w_S · 2·v(S, t) for fixed schedules, every coordinate of the weight vectors at once."""
+    """t ↦ Σ_S w_S · 2·v(S, t) for fixed schedules, every coordinate of the weight vectors at once.
+
+    Kept column by column: coordinate u holds only the schedules whose weight for u is not
+    0. RAND's weights are sparse (a sampled coalition counts for one or two organizations),
+    and a dense (breakpoints × organizations) table took 14 GB at 100 organizations."""
 
     def __init__(self, entries: Sequence[tuple[Sequence[int], np.ndarray]], width: int, t_end: int):
-        taus, deltas, weights = [], [], []
-        for w, sp in entries:
-            if len(sp) == 0 or not any(w):
-                continue
-            tau, delta = _delta_rows(np.asarray(sp).reshape(-1, 2), t_end)
-            taus.append(tau)
-            deltas.append(delta)
-            weights.append(np.broadcast_to(np.asarray(w, dtype=np.int64), (len(tau), width)))
-        if not taus:
-            self.taus: list[int] = []
-            self.cum = None
-            return
-        tau = np.concatenate(taus)
-        delta = np.concatenate(deltas)
-        weight = np.concatenate(weights)
-        order = np.argsort(tau, kind="stable")
-        tau, delta, weight = tau[order], delta[order], weight[order]
+        rows = [(w, *_delta_rows(np.asarray(sp).reshape(-1, 2), t_end)) for w, sp in entries if len(sp) and any(w)]
         x = max(int(t_end), 1)
-        bound = float(np.abs(weight).max()) * float(
-            (np.abs(delta[:, 0]) * float(x) * x + np.abs(delta[:, 1]) * float(x) + np.abs(delta[:, 2])).sum()
-        )
-        if bound < _INT64_SAFE / 4:
-            cum = np.cumsum(weight[:, :, None] * delta[:, None, :], axis=0)
-        else:  # exact, slower: Python integers
-            cum = np.cumsum(weight.astype(object)[:, :, None] * delta.astype(object)[:, None, :], axis=0)
-        # Keep only the last row of each breakpoint.
-        last = np.r_[tau[1:] != tau[:-1], True]
-        self.taus = tau[last].tolist()
-        self.cum = cum[last]
+        self.taus: list[np.ndarray] = []
+        self.cum: list[np.ndarray | None] = []
+        for u in range(width):
+            mine = [(int(w[u]), tau, delta) for w, tau, delta in rows if w[u]]
+            if not mine:
+                self.taus.append(np.empty(0, dtype=np.int64))
+                self.cum.append(None)
+                continue
+            tau = np.concatenate([t for _, t, _ in mine])
+            delta = np.concatenate([d for _, _, d in mine])
+            weight = np.concatenate([np.full(len(t), w, dtype=np.int64) for w, t, _ in mine])
+            order = np.argsort(tau, kind="stable")
+            tau, delta, weight = tau[order], delta[order], weight[order]
+            bound = float(np.abs(weight).max()) * float(
+                (np.abs(delta[:, 0]) * float(x) * x + np.abs(delta[:, 1]) * float(x) + np.abs(delta[:, 2])).sum()
+            )
+            if bound < _INT64_SAFE / 4:
+                cum = np.cumsum(weight[:, None] * delta, axis=0)
+            else:  # exact, slower: Python integers
+                cum = np.cumsum(weight.astype(object)[:, None] * delta.astype(object), axis=0)
+            last = np.r_[tau[1:] != tau[:-1], True]  # the last row of each breakpoint
+            self.taus.append(tau[last])
+            self.cum.append(cum[last])
 
     def at(self, t: int, width: int) -> list[int]:
-        i = bisect_right(self.taus, t) - 1
-        if i < 0 or self.cum is None:
-            return [0] * width
-        a, b, c = self.cum[i, :, 0], self.cum[i, :, 1], self.cum[i, :, 2]
-        return [int(a[j]) * t * t + int(b[j]) * t + int(c[j]) for j in range(width)]
+        out = [0] * width
+        for u in range(width):
+            cum = self.cum[u]
+            i = int(np.searchsorted(self.taus[u], t, side="right")) - 1
+            if cum is not None and i >= 0:
+                a, b, c = cum[i]
+                out[u] = int(a) * t * t + int(b) * t + int(c)
+        return out
 
 
 def _shapley_scale(n: int) -> tuple[int, list[int]]:
