@@ -70,6 +70,7 @@ The Shapley-fair scheduling modules: :mod:`.shapley_value` (ψ_sp, the Shapley v
 """
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass
 from fractions import Fraction
 from itertools import combinations
@@ -175,24 +176,20 @@ def _simulate_ref(jobs: list[SJob], procs: list[int], t_end: int, level_map) -> 
 # --------------------------------------------------------------------------------- RAND
 
 
-class _Fcfs(_Sim):
-    """The first waiting job by (release, id) over all organizations (RAND's simplified schedules)."""
-
-    def pick(self, t, waiting):
-        def head(u: int) -> tuple[int, int]:
-            job = self.org_jobs[u][self.next[u]]
-            return (job.release, job.id)
-
-        return min(waiting, key=head)
-
-
-def _fcfs_schedule(jobs: list[SJob], procs: list[int], members: tuple[int, ...], t_end: int) -> np.ndarray:
-    owner, first = _proc_layout(procs)
-    gp = [g for u in members for g in range(first[u], first[u] + procs[u])]
-    pos = {u: i for i, u in enumerate(members)}
-    sim = _Fcfs(_local_jobs(jobs, members), [pos[owner[g]] for g in gp], t_end).run()
-    size_of = {j.id: j.size for j in jobs}
-    return _sp_array(sim.starts, size_of)
+def _fcfs_schedule(release: np.ndarray, size: np.ndarray, machines: int, t_end: int) -> np.ndarray:
+    """(s, p) of the jobs a coalition's FCFS schedule starts before t_end: its jobs (sorted
+    by (release, id)) each take the processor that frees first, at max(release, that
+    instant). Identical processors and one queue in submission order make that list
+    scheduling the event loop's FCFS (starts never decrease: past t_end none follows)."""
+    free = [0] * machines
+    rows = []
+    for r, p in zip(release.tolist(), size.tolist()):
+        s = r if r > free[0] else free[0]
+        if s >= t_end:
+            break
+        heapq.heapreplace(free, s + p)
+        rows.append((s, p))
+    return np.asarray(rows, dtype=np.int64).reshape(-1, 2)
 
 
 def _rand_estimator(jobs, procs, t_end, samples, seed) -> tuple[_Piecewise, int]:
@@ -209,5 +206,12 @@ def _rand_estimator(jobs, procs, t_end, samples, seed) -> tuple[_Piecewise, int]
             if before:
                 weight.setdefault(tuple(sorted(before)), [0] * k)[u] -= 1
             before.append(u)
-    entries = [(w, _fcfs_schedule(jobs, procs, c, t_end)) for c, w in sorted(weight.items())]
+    ordered = sorted(jobs, key=lambda j: (j.release, j.id))
+    org = np.array([j.org for j in ordered], dtype=np.int64)
+    release = np.array([j.release for j in ordered], dtype=np.int64)
+    size = np.array([j.size for j in ordered], dtype=np.int64)
+    entries = []
+    for c, w in sorted(weight.items()):
+        mine = np.isin(org, c)
+        entries.append((w, _fcfs_schedule(release[mine], size[mine], sum(procs[u] for u in c), t_end)))
     return _Piecewise(entries, k, t_end), samples
