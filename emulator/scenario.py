@@ -41,7 +41,7 @@ _KNOWN = {
     "workload": {
         "kind", "rate", "alpha", "beta", "jobs", "until", "procs", "path", "orgs",
         "user_map", "orgs_by", "split_parallel", "t_start", "t_end", "list", "model", "priority",
-        "number", "X", "group", "variant", "streams", "duration",
+        "number", "X", "group", "variant", "streams", "duration", "integral",
     },
     "sites": {"count", "procs", "speed", "scheduler", "orgs", "zipf_a", "low", "high"},
     "site": {"name", "org", "procs", "speed", "speeds", "scheduler"},

@@ -92,6 +92,8 @@ def check_workload(wl: dict[str, Any], sites: list["SiteSpec"]) -> None:
                 )
         _check_procs(wl.get("procs", 1), sites)
         _per_site("workload.priority", wl.get("priority", 0.0), n, nonneg=True, finite=True)
+        if not isinstance(wl.get("integral", False), bool):
+            raise ScenarioError("workload.integral", f"must be true or false, got {wl['integral']!r}")
     elif kind == "jobs":
         entries = wl.get("list")
         if not isinstance(entries, list) or not entries:
@@ -247,6 +249,9 @@ def _poisson(scenario: WorkloadSource) -> tuple[np.ndarray, list[str]]:
                 f"site {s.name}'s gamma(alpha={alpha[s.site_id]:g}, beta={beta[s.site_id]:g}) sizes underflow to 0 "
                 f"(its job {j} drew {float(part['size'][j])!r}): use a larger alpha or beta",
             )
+        if wl.get("integral", False):  # the Shapley papers' integral time: released at t, whole units of work
+            part["release"] = np.floor(part["release"])
+            part["size"] = np.ceil(part["size"])
         part["procs"] = _draw_job_procs(wl.get("procs", 1), seed, s.site_id, k)
         part["submit_site"] = s.site_id
         part["owner"] = org_index[s.org]

@@ -79,6 +79,18 @@ def test_poisson_until_generates_arrivals_up_to_that_time():
     assert jobs["release"].max() < 400 and len(jobs) == pytest.approx(400, rel=0.2)
 
 
+def test_integral_poisson_workload_floors_releases_and_rounds_sizes_up():
+    data = {"sites": {"count": 2, "procs": 2}, "workload": {"kind": "poisson", "rate": 0.5, "alpha": 1.0, "beta": 1.0, "until": 400.0}}
+    real = emulator.run(data).jobs
+    whole = emulator.run(data | {"workload": data["workload"] | {"integral": True}}).jobs
+    assert len(whole) == len(real)
+    assert (whole["release"] == np.floor(whole["release"])).all() and (whole["size"] == np.ceil(whole["size"])).all()
+    assert (whole["size"] >= 1).all()
+    assert np.allclose(np.sort(whole["size"]), np.sort(np.ceil(real["size"])))  # the same draws, rounded
+    with pytest.raises(emulator.ScenarioError, match="workload.integral: must be true or false, got 'yes'"):
+        emulator.run(data | {"workload": data["workload"] | {"integral": "yes"}})
+
+
 def test_site_processor_counts_drawn_uniform_and_zipf():
     uni = emulator.load_scenario({"sites": {"count": 200, "procs": {"dist": "uniform", "low": 2, "high": 5}},
                                   "workload": {"jobs": 1}})
