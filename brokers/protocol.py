@@ -147,6 +147,17 @@ def require_identical_processors(protocol: str, scenario: ScenarioFacts, why: st
         raise ScenarioError("sites.speed", f"the {protocol} protocol needs identical processors{why}")
 
 
+def require_full_graph_when_replicated(protocol: str, scenario: ScenarioFacts, params: dict[str, Any]) -> None:
+    """A protocol whose ``mode = "replicated"`` replays the central algorithm from all-to-all
+    broadcasts needs the full graph; its ``sampled`` mode runs over any topology."""
+    network = scenario.data.get("network", {})
+    if params["mode"] == "replicated" and (network.get("topology", "full") != "full" or "topology_file" in network):
+        raise ScenarioError(
+            "network.topology", f"the {protocol} protocol replicated at every site needs every site to hear every other "
+            '(topology = "full"); mode = "sampled" runs over any topology',
+        )
+
+
 def flag(params: dict[str, Any], key: str, default: bool) -> bool:
     """A true/false key of the [protocol] table, defaulted in place."""
     value = params.get(key, default)

@@ -14,6 +14,7 @@ PURPOSE_GOSSIP = 6  # gossip averaging: the neighbor a site exchanges with each 
 PURPOSE_CRASHES = 7  # faults: a site's random times to failure and to repair
 PURPOSE_MESSAGE_FAULTS = 8  # faults: whether a message a site sends is lost or late, and by how much
 PURPOSE_GM_SAMPLE = 9  # decentralized GM: the sites a site asks
+PURPOSE_DC_SAMPLE = 10  # decentralized DIRECTCONTR: the sites a site asks
 
 
 def site_rng(seed: int, site_id: int, purpose: int) -> np.random.Generator:

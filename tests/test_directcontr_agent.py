@@ -5,9 +5,12 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from hypothesis import given, strategies as st
 
 import gridemu.emulator as emulator
+from gridemu.brokers.agents.directcontr_sampled import SpKey
 from gridemu.brokers.algorithms.shapley_policies import simulate
+from gridemu.brokers.algorithms.shapley_value import psi_sp
 from gridemu.brokers.protocols.directcontr import instance
 from gridemu.model.errors import ScenarioError
 from gridemu.emulator.scenario import load_scenario
@@ -107,6 +110,8 @@ def test_trace_preparation_splits_processors_and_picks_a_random_window():
         ({"sites": {"count": 11, "procs": 1}, "protocol": {"name": "directcontr", "compare": ["ref", "rand"]}}, "protocol.compare: REF is exponential and takes at most 10 organizations, here 11: compare rand or directcontr"),
         ({"protocol": {"name": "directcontr", "samples": 0}}, "protocol.samples: must be > 0"),
         ({"protocol": {"name": "directcontr", "compare": ["best"]}}, "protocol.compare: a list of algorithms"),
+        ({"protocol": {"name": "directcontr", "mode": "gossip"}}, "protocol.mode: "),
+        ({"protocol": {"name": "directcontr", "mode": "sampled", "choices": -1}}, "protocol.choices: must be >= 0"),
         ({"run": {"seed": 2}}, "run.horizon: give t_end"),
         ({"scheduler": {"name": "fcfs"}}, 'scheduler.name: the directcontr protocol starts jobs itself'),
         ({"sites": {"count": 4, "procs": {"dist": "zipf", "total": 3}}}, "sites.procs.total: 3 processors cannot give each of the 4 sites one"),
@@ -139,3 +144,96 @@ def test_past_ten_organizations_rand_is_the_reference():
     assert proto["reference"] == "rand" and "fairness_ref" not in proto
     assert proto["fairness_rand"] == 0.0 and proto["fairness"] >= 0.0 and proto["p_tot"] > 0
     assert emulator.run(hand()).summary["protocol"]["reference"] == "ref"
+
+
+# ------------------------------------------------------------------ mode = "sampled"
+
+
+@given(st.lists(st.tuples(st.integers(0, 50), st.integers(1, 30), st.booleans(), st.booleans()), max_size=12),
+       st.integers(0, 120))
+def test_sampled_key_is_twice_phi_minus_psi_of_the_schedule(rows, t):
+    # Jobs (start s, size p) that ran on our processors (φ) or are ours (ψ), finished by t or
+    # running at t; SpKey, updated as the agent does, against ψ_sp computed pair by pair.
+    key = SpKey()
+    phi, psi = [], []
+    for s, p, on_ours, mine in rows:
+        if s > t or on_ours == mine:  # not started yet, or ours on ours (adds to both)
+            continue
+        sign = 1 if on_ours else -1
+        key.run(s, sign)
+        if s + p <= t:
+            key.finish(s, s + p, sign)
+        (phi if on_ours else psi).append((s, p if s + p <= t else None))
+    assert key.at(t) == pytest.approx(2 * (psi_sp(phi, t) - psi_sp(psi, t)), abs=1e-6)
+
+
+def test_sampled_directcontr_by_hand():
+    # Sites a and b, one processor each, latency 0.1, d = 1 (each asks the other).
+    # t=0: jobs 0 (size 10) and 1 (size 12) at a. Job 0 starts a probing round (a's processor
+    # is free); job 1 finds more jobs than free processors and sends b a need. b, idle, asks
+    # for one at 0.1; a's round ends at 0.2 (b waits for nothing): job 0 starts on a; the ask,
+    # there at 0.2, gets job 1, which runs on b from 0.3 to 12.3.
+    # t=5: job 2 (size 4) at b, whose processor is busy: a need to a, busy too (ignored).
+    # t=10.2: job 0 ends; a probes b, whose key is then 2φ = 10·11 (job 1's units on b's
+    # processor) with job 2 waiting: a asks at 10.4, job 2 leaves b at 10.5, runs on a from
+    # 10.6 to 14.6.
+    data = {
+        "run": {"horizon": 100.0},
+        "network": {"latency": 0.1},
+        "sites": [{"name": "a", "procs": 1}, {"name": "b", "procs": 1}],
+        "scheduler": {"name": "planned"},
+        "workload": {"kind": "jobs", "list": [
+            {"site": "a", "release": 0, "size": 10}, {"site": "a", "release": 0, "size": 12},
+            {"site": "b", "release": 5, "size": 4},
+        ]},
+        "protocol": {"name": "directcontr", "mode": "sampled", "choices": 1, "compare": ["directcontr"]},
+    }
+    r = emulator.run(data)
+    t = r.jobs.set_index("job_id")
+    got = [(int(t.loc[j, "exec_site"]), round(t.loc[j, "start"], 9), round(t.loc[j, "end"], 9)) for j in range(3)]
+    assert got == [(0, 0.2, 10.2), (1, 0.3, 12.3), (0, 10.6, 14.6)]
+    assert r.summary["global"]["messages"] == {"job": 2, "probe": 4, "report": 4, "need": 2, "ask": 2, "finished": 2}
+    # Without choices every organization keeps its jobs: 0 then 1 on a, 2 on b.
+    data["protocol"]["choices"] = 0
+    r = emulator.run(data)
+    t = r.jobs.set_index("job_id")
+    assert [(int(t.loc[j, "exec_site"]), t.loc[j, "start"]) for j in range(3)] == [(0, 0.0), (0, 10.0), (1, 5.0)]
+    assert r.summary["global"]["messages_total"] == 0
+
+
+def test_sampled_directcontr_gives_one_job_table_for_any_backend_and_shard_count(ray_session):
+    data = hand(latency=0.01, sites=6, procs=1, mode="sampled", compare=["directcontr"])
+    cols = ["job_id", "exec_site", "start", "end", "state"]
+    base = emulator.run(data, shards=1)
+    assert (base.jobs["exec_site"] != base.jobs["submit_site"]).sum() > 5  # organizations lend processors
+    for backend, shards in (("inprocess", 3), ("ray", 2)):
+        other = emulator.run(data, backend=backend, shards=shards)
+        pd.testing.assert_frame_equal(base.jobs[cols], other.jobs[cols])
+
+
+def test_sampled_directcontr_messages_per_job_do_not_grow_with_organizations():
+    # The same load per organization at 4 and 24 organizations: replicated DIRECTCONTR sends
+    # 2(N − 1) broadcasts a job; the sampled mode at most 3d + 3 whatever N.
+    per_job = {}
+    for n in (4, 24):
+        data = hand(latency=0.01, sites=n, procs=1, horizon=2000.0, mode="sampled", compare=["rand"])
+        data["workload"]["list"] = [{"site": i % n, "release": (i * 7) % 500, "size": 5 + (i * 13) % 40} for i in range(15 * n)]
+        r = emulator.run(data)
+        g = r.summary["global"]
+        assert (r.jobs["state"] == "done").all()
+        per_job[n] = g["messages_total"] / g["jobs"]
+        assert per_job[n] <= 3 * 2 + 3
+        assert r.summary["protocol"]["fairness"] >= 0.0 and r.summary["protocol"]["reference"] == "rand"
+    assert per_job[24] < 2 * per_job[4]
+
+
+def test_sampled_mode_runs_over_a_topology_and_replicated_refuses_one():
+    data = hand(latency=0.01, sites=6, procs=1, mode="sampled", compare=["directcontr"])
+    data["network"]["topology"] = "ring"
+    r = emulator.run(data)
+    assert (r.jobs["state"] != "queued").any()
+    sent = r.jobs[r.jobs["exec_site"] != r.jobs["submit_site"]]
+    assert len(sent) and ((sent["exec_site"] - sent["submit_site"]) % 6).isin([1, 5]).all()  # neighbors only
+    data["protocol"]["mode"] = "replicated"
+    with pytest.raises(ScenarioError, match='mode = "sampled" runs over any topology'):
+        load_scenario(data)

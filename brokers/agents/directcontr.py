@@ -28,8 +28,13 @@ before it may have heard of every event of T. The step for T runs at real time
 starts runs after the pull (2L), ends p later and is reported L after that, in time for
 τ(T + p) since 4L·p ≥ 3L. So all sites take every step with the same information, and the
 schedule (who runs where, from which instant) is exactly the centralized one; on the real
-clock every job starts a little later, by about 4L·T. That stretch is what decentralization
-costs here; ``docs/results/shapley.md`` measures Δψ/p_tot on the real clock as L grows.
+clock every job starts a little later, by about 4L·T. That stretch is what replaying the central
+algorithm costs; ``docs/results/shapley.md`` measures Δψ/p_tot on the real clock as L grows.
+It cannot be a constant lag D: a job the step for T starts runs on the real clock from
+T + D + 2L (the pull) to T + D + 2L + p, and its completion is heard at T + D + 3L + p, after
+the real time T + p + D of the step that needs it; DIRECTCONTR is non-clairvoyant, so no site
+may take that completion from the job's size. Only a lag growing with T covers it. The
+``sampled`` mode (``brokers/agents/directcontr_sampled.py``) decides on the real clock instead.
 Times must be integers (the papers' model), so instants and sizes are exact.
 """
 from __future__ import annotations

@@ -16,24 +16,36 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from gridemu.brokers.agents.base import Agent, GridInfo
 from gridemu.brokers.agents.directcontr import MESSAGES, DirectContrAgent
+from gridemu.brokers.agents.directcontr_sampled import MESSAGES as SAMPLED_MESSAGES, DirectContrSampledAgent
 from gridemu.brokers.algorithms.shapley_policies import POLICIES as SHAPLEY_POLICIES, simulate
 from gridemu.brokers.algorithms.shapley_simulation import SJob, p_tot
 from gridemu.brokers.algorithms.shapley_value import fairness, psi_sp
 from gridemu.brokers.protocol import (
-    Protocol, RunFacts, ScenarioFacts, Traffic, require_identical_processors, require_one_site_per_org, require_scheduler,
+    Protocol, RunFacts, ScenarioFacts, Traffic, require_full_graph_when_replicated, require_identical_processors,
+    require_one_site_per_org, require_scheduler,
 )
-from gridemu.model.checks import check_integral, check_number, check_sequential
+from gridemu.model.checks import check_integral, check_number, check_sequential, choice
 from gridemu.model.errors import ScenarioError
 
 
+MODES = ("replicated", "sampled")
+
+
 def check(params: dict[str, Any], scenario: ScenarioFacts) -> None:
-    """Decentralized DIRECTCONTR (Shapley-fair scheduling): one site per organization, the
+    """DIRECTCONTR (Shapley-fair scheduling) across sites: one site per organization, the
     ``planned`` scheduler (the protocol starts jobs), a finite horizon (t_end, where fairness
-    is measured). ``compare``: the centralized algorithms also run on the same jobs for the
-    summary (default: all; "ref" is the baseline of Δψ/p_tot and needs <= 10 organizations);
-    ``samples``: RAND's N."""
+    is measured). ``mode``: ``replicated`` (every site takes the centralized step for every
+    instant, from broadcasts: the reference) or ``sampled`` (each site gives its free
+    processors to the largest φ − ψ among its own and ``choices`` sampled sites';
+    ``brokers/agents/directcontr_sampled.py``). ``compare``: the centralized algorithms also
+    run on the same jobs for the summary (default: all; "ref" is the baseline of Δψ/p_tot
+    and needs <= 10 organizations); ``samples``: RAND's N."""
     sites = scenario.sites
+    params["mode"] = choice("protocol.mode", params.get("mode", "replicated"), MODES)
+    params["choices"] = int(check_number("protocol.choices", params.get("choices", 2), nonneg=True, integer=True, most=1000))
+    require_full_graph_when_replicated("directcontr", scenario, params)
     require_one_site_per_org("directcontr", scenario)
     require_scheduler("directcontr", scenario, "planned", "starts jobs itself")
     require_identical_processors("directcontr", scenario, " (the papers' model)")
@@ -111,8 +123,10 @@ def summary(facts: RunFacts) -> dict[str, Any]:
         for p, r in results.items():
             out[f"fairness_{p}"] = fairness(r.psi, ref.psi, ptot) if ptot else 0.0
     central = results.get("directcontr") or simulate(jobs, procs, "directcontr", t_end, seed=seed)
-    index = simulate(jobs, procs, "directcontr", t_end, gamma="index")
     out["psi_central_directcontr"] = list(central.psi)
+    if proto["mode"] == "sampled":  # its own decisions: no centralized schedule to match
+        return out
+    index = simulate(jobs, procs, "directcontr", t_end, gamma="index")
     if base is not None and out["p_tot"]:
         out["fairness_directcontr_index"] = fairness(index.psi, results[base].psi, out["p_tot"])
     starts = dict(zip(table["job_id"].tolist(), table["start"].tolist()))
@@ -125,10 +139,20 @@ def summary(facts: RunFacts) -> dict[str, Any]:
     return out
 
 
+def agent(site, grid: GridInfo, params: dict[str, Any]) -> Agent:
+    return (DirectContrSampledAgent if params["mode"] == "sampled" else DirectContrAgent)(site, grid, params)
+
+
+def traffic(params: dict[str, Any], n: int, degree: float) -> Traffic:
+    if params["mode"] == "sampled":
+        d = params["choices"]
+        return Traffic(per_job=3 * d + 3, what="at most a probing round and a need, 2d and d, and ask, transfer and finished")
+    return Traffic(per_job=2 * (n - 1), what="release and completion broadcasts, not requests")
+
+
 PROTOCOL = Protocol(
-    "directcontr", DirectContrAgent,
-    "Shapley-fair scheduling: every site takes DIRECTCONTR's step for each instant and pulls its jobs by message",
-    keys=("compare", "samples"), messages=MESSAGES, check=check, check_jobs=check_jobs, grid_info=grid_info,
-    summary=summary, starts_jobs=True,
-    traffic=lambda params, n, degree: Traffic(per_job=2 * (n - 1), what="release and completion broadcasts, not requests"),
+    "directcontr", agent,
+    "Shapley-fair scheduling: every site takes DIRECTCONTR's step from broadcasts, or decides from d sampled sites' keys (mode)",
+    keys=("compare", "samples", "mode", "choices"), messages=MESSAGES + SAMPLED_MESSAGES, check=check, check_jobs=check_jobs,
+    grid_info=grid_info, summary=summary, starts_jobs=True, topologies=True, traffic=traffic,
 )

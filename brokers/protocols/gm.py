@@ -11,7 +11,9 @@ from gridemu.brokers.agents.gm import MESSAGES, GmAgent
 from gridemu.brokers.agents.gm_sampled import MESSAGES as SAMPLED_MESSAGES, GmSampledAgent
 from gridemu.brokers.algorithms.gm import simulate
 from gridemu.brokers.metrics import instance
-from gridemu.brokers.protocol import Protocol, RunFacts, ScenarioFacts, Traffic, flag, require_scheduler
+from gridemu.brokers.protocol import (
+    Protocol, RunFacts, ScenarioFacts, Traffic, flag, require_full_graph_when_replicated, require_scheduler,
+)
 from gridemu.model.checks import check_number, check_sequential, choice
 from gridemu.model.errors import InvariantError, ScenarioError
 
@@ -36,12 +38,7 @@ def check(params: dict[str, Any], scenario: ScenarioFacts) -> None:
     flag(params, "integral", False)
     params["mode"] = choice("protocol.mode", params.get("mode", "replicated"), MODES)
     params["samples"] = int(check_number("protocol.samples", params.get("samples", 2), nonneg=True, integer=True, most=1000))
-    network = scenario.data.get("network", {})
-    if params["mode"] == "replicated" and (network.get("topology", "full") != "full" or "topology_file" in network):
-        raise ScenarioError(
-            "network.topology", 'the gm protocol replicated at every site needs every site to hear every other (topology = "full"); '
-            'mode = "sampled" runs over any topology',
-        )
+    require_full_graph_when_replicated("gm", scenario, params)
     require_scheduler("gm", scenario, "planned", "starts jobs itself")
 
 
