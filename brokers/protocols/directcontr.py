@@ -122,10 +122,12 @@ def summary(facts: RunFacts) -> dict[str, Any]:
         out["fairness"] = float(fairness(psi, ref.psi, ptot)) if ptot else 0.0
         for p, r in results.items():
             out[f"fairness_{p}"] = fairness(r.psi, ref.psi, ptot) if ptot else 0.0
+    if proto["mode"] == "sampled":  # its own decisions: no centralized schedule to match
+        if "directcontr" in results:
+            out["psi_central_directcontr"] = list(results["directcontr"].psi)
+        return out
     central = results.get("directcontr") or simulate(jobs, procs, "directcontr", t_end, seed=seed)
     out["psi_central_directcontr"] = list(central.psi)
-    if proto["mode"] == "sampled":  # its own decisions: no centralized schedule to match
-        return out
     index = simulate(jobs, procs, "directcontr", t_end, gamma="index")
     if base is not None and out["p_tot"]:
         out["fairness_directcontr_index"] = fairness(index.psi, results[base].psi, out["p_tot"])
