@@ -1,4 +1,4 @@
-"""The table of docs/results/decentralization.md, "MOLBA", from the sweeps of
+"""The table and plot of docs/results/decentralization.md, "MOLBA", from the sweeps of
 decentralization-molba.sh: MOLBA replicated at every site (every job offered to every site,
 the central plan computed at each) against MOLBA from published aggregates
 (``protocol.mode = "aggregates"``), N = 5 to 500 organizations.
@@ -18,9 +18,13 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-import pandas as pd
+import matplotlib
 
-from decentralization_tables import write_between  # noqa: E402  (this folder's sibling script)
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from decentralization_tables import IMG, log_axis, sites_axis, write_between  # noqa: E402  (this folder's sibling script)
 
 BEGIN, END = "<!-- molba:begin (decentralization_molba.py --write) -->", "<!-- molba:end -->"
 SIZES = (5, 20, 100, 500)
@@ -51,12 +55,41 @@ def table(df: pd.DataFrame) -> str:
     return "\n".join(out)
 
 
+def plot(df: pd.DataFrame) -> Path:
+    IMG.mkdir(exist_ok=True)
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), constrained_layout=True)
+    for mode, g in df.groupby("protocol.mode", sort=False):
+        rep = mode == "replicated"
+        style = dict(marker="o", lw=2.4 if rep else 1.4, color="black" if rep else "tab:green")
+        label = "replicated (every job offered to every site)" if rep else "aggregates (four numbers a site)"
+        axes[0].plot(g["organizations"], g["msgs_per_job"], label=label, **style)
+        axes[1].plot(g["organizations"], g["score"], label=f"run: {label}", **style)
+    central = df.groupby("organizations")[["score_molba", "score_molba_ilba"]].mean()
+    axes[1].plot(central.index, central["score_molba"], ls="--", color="grey", marker="s", label="centralized MOLBA")
+    axes[1].plot(central.index, central["score_molba_ilba"], ls=":", color="grey", marker="^", label="centralized MOLBA+ILBA")
+    for ax in axes:
+        sites_axis(ax, sorted(df["organizations"].unique()))
+        ax.set_xlabel("organizations (one site of 128 processors each)")
+    log_axis(axes[0])
+    axes[0].set_ylabel("messages per job (every kind)")
+    axes[0].set_title("what the sites send", fontsize=10)
+    axes[1].set_ylabel("makespan / max(W̄, p_max)")
+    axes[1].set_title("schedule score (lower is better; alone: 3.3 to 184)", fontsize=10)
+    handles, labels = axes[1].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside right center", fontsize=8, title="MOLBA")
+    path = IMG / "decentralization-molba.png"
+    fig.savefig(path, dpi=120)
+    return path
+
+
 def main(argv: list[str]) -> int:
     if not argv:
         print(__doc__)
         return 2
-    text = table(load(Path(argv[0])))
+    df = load(Path(argv[0]))
+    text = table(df)
     print(text)
+    print(f"wrote {plot(df)}")
     if "--write" in argv:
         write_between(BEGIN, END, text)
     return 0
