@@ -18,7 +18,7 @@ from gridemu.brokers.agents.base import GridInfo
 from gridemu.model.errors import InvariantError
 from gridemu.model.jobs import take
 from gridemu.model.messages import MessageKinds, empty_batch, to_batch
-from gridemu.sites import faults
+from gridemu.sites import faults, fcfs_recurrence
 from gridemu.sites.faults import FaultPlan
 from gridemu.sites.fcfs_columns import FcfsColumns, RoutedSites
 from gridemu.sites.results import job_columns, usage_ledger
@@ -115,7 +115,7 @@ class Shard:
                     f"site {site.name}: the {site.agent.name} agent sent a message from on_start; set a timer at 0 and send from it"
                 )
             if spec.recurrence and site.faults is None and site.agent.silent and site.scheduler.name == "fcfs" and site.uniform:
-                site.enable_recurrence()
+                fcfs_recurrence.enable(site)
         # The shard's calendar: each site's next event time and send bound, refreshed only for
         # the sites a window touched (those it advanced or delivered to), so a window costs
         # in proportion to its busy sites, not to all of them.

@@ -6,7 +6,7 @@ Such a decision needs no hook inside a window, so a shard may hold all its sites
 numpy columns and handle each window as arrays: the window's local arrivals are routed with
 the destinations the agents drew, the transfers leave as one message batch, and every
 site's strict FCFS schedule (identical processors) is extended over the jobs queued there
-in the window, by the recurrence of :meth:`Site.enable_recurrence`:
+in the window, by the recurrence of :mod:`sites.fcfs_recurrence`:
 
     start_i = max(arrival_i, start_{i-1}, the q_i-th earliest processor free time)
 

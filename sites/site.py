@@ -21,8 +21,8 @@ import numpy as np
 from gridemu.model.errors import InvariantError
 from gridemu.model.messages import N_ROUTING, MessageKinds
 from gridemu.model.jobs import GONE, JOB_DTYPE, OFFERED, STATE_CODE
-from gridemu.sites import faults
-from gridemu.sites.schedulers import FCFS, make_scheduler
+from gridemu.sites import faults, fcfs_recurrence
+from gridemu.sites.schedulers import make_scheduler
 
 if TYPE_CHECKING:  # pragma: no cover
     from gridemu.sites.spec import SiteSpec
@@ -354,7 +354,7 @@ class Site:
     def advance(self, until: float) -> None:
         """Handle every event of this site with time < until, in order."""
         if self.fast:
-            self._advance_fcfs_recurrence(until)
+            fcfs_recurrence.advance(self, until)
             return
         heap, rel, agent, sched, views = self.heap, self.c_release, self.agent, self.scheduler, self.kinds.views
         handlers, view_of = agent.handlers, tuple.__new__
@@ -436,50 +436,6 @@ class Site:
 
     def _proc_key(self, p: int) -> tuple[float, int]:
         return (-self.speeds[p], p)
-
-    def enable_recurrence(self) -> None:
-        """Use the vectorized FCFS recurrence: allowed only where no agent hook can act.
-
-        Strict FCFS on m identical processors: job i starts at
-        max(r_i, start_{i-1}, the q_i-th earliest processor free time). It gives the job
-        table the event loop gives (tests/test_kernel.py checks it) at a fraction of the cost.
-        """
-        if not (type(self.scheduler) is FCFS and self.uniform and not self.heap):
-            raise ValueError("the FCFS recurrence needs an FCFS site with identical processors and no pending events")
-        self.fast = True
-        self._fp_free = [-INF] * self.m
-
-    def _advance_fcfs_recurrence(self, until: float) -> None:
-        rel, size, procs = self.c_release, self.c_size, self.c_procs
-        start, end, state = self.r_start, self.r_end, self.r_state
-        free, prev, speed = self._fp_free, self._fp_prev, self.speed
-        i, n = self.cursor, self.n_local
-        while i < n:
-            r = rel[i]
-            if r >= until:
-                break
-            q = procs[i]
-            s = free[q - 1]
-            if s < r:
-                s = r
-            if s < prev:
-                s = prev
-            e = s + size[i] / speed
-            if q == 1:
-                del free[0]
-                bisect.insort(free, e)
-            else:
-                del free[:q]
-                pos = bisect.bisect_right(free, e)
-                free[pos:pos] = [e] * q
-            start[i] = s
-            end[i] = e
-            state[i] = RUNNING
-            prev = s
-            i += 1
-        self.events += i - self.cursor
-        self.cursor = i
-        self._fp_prev = prev
 
     def finish(self, horizon: float) -> None:
         """Close the books at the end of the run: count the completions the recurrence skipped,
