@@ -202,9 +202,20 @@ def _unfinished(summary: dict, horizon: float, strict: bool) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from gridemu.emulator.report import report
+    from gridemu.emulator.report import parse_sites, report
 
-    report(Path(args.dir), plot=not args.no_plot, gantt=args.gantt)
+    parse_sites(args.gantt_sites, None)  # a typo is one line before any work
+    report(Path(args.dir), plot=not args.no_plot, gantt=args.gantt or args.gantt_sites is not None, gantt_sites=args.gantt_sites)
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from gridemu.emulator.export import export
+
+    out = Path(args.out) if args.out else None
+    if out is not None and out.is_dir():
+        raise GridemuError(f"--out: {out} is a folder; give the file to write")
+    print(f"{args.format} written to {export(Path(args.dir), args.format, out)}")
     return 0
 
 
@@ -285,7 +296,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("dir", help="a run's or a sweep's result folder")
     p.add_argument("--no-plot", action="store_true", help="tables only, no PNG")
     p.add_argument("--gantt", action="store_true", help="also draw DIR/gantt.png: jobs as boxes of processors over time, per site")
+    p.add_argument("--gantt-sites", metavar="SITES", help='the sites the Gantt chart draws: "all", or ids and ranges like 0-3,7 (default: the first 16)')
     p.set_defaults(func=cmd_report)
+
+    p = sub.add_parser("export", help="a finished run's jobs as an SWF trace or as the jobs CSV evalys reads")
+    p.add_argument("dir", help="a run's result folder")
+    p.add_argument("--format", choices=["swf", "evalys"], default="swf", help="swf (DIR/jobs.swf) or evalys (DIR/jobs_evalys.csv)")
+    p.add_argument("--out", help="the file to write instead (replaced whole, never half-written)")
+    p.set_defaults(func=cmd_export)
 
     p = sub.add_parser("sweep", help="run the cartesian product of settings and seeds in parallel (Ray tasks)")
     p.add_argument("scenario", help="a scenario file or the name of a shipped scenario")

@@ -362,37 +362,76 @@ def report_sweep(sweep_dir: Path) -> Path:
 
 
 def gantt_boxes(jobs: pd.DataFrame, site_procs: dict[int, int]) -> pd.DataFrame:
-    """Place each started job on processor indices of its site, for drawing.
+    """Each started piece as boxes of processors at its site, for drawing.
 
-    Sites with identical processors do not record which processors a job used; here each
-    job, in start order, takes the q lowest-numbered processors free at its start (a job
-    ending at t frees them for one starting at t, to float rounding: a schedule rebuilt from
-    the job table, such as molba's local one, adds up lengths in another order than the run
-    did). Returns one row per contiguous run of
-    processors: job_id, owner, site, start, end (the horizon where unfinished), first
-    processor, count. A job that cannot be placed means the run overbooked a site: error.
+    The processors a piece ran on are the ones its site recorded (``proc``, ``proc_set``).
+    A site run by the FCFS recurrence (``sites/fcfs_recurrence.py``) or a table without
+    those columns (a schedule rebuilt from the job table, such as molba's local one) records
+    none: there each job, in start order, takes the q lowest-numbered processors free at its
+    start, the event loop's rule for identical processors (a job ending at t frees them for
+    one starting at t, to float rounding). Returns one row per contiguous run of processors:
+    job_id, owner, site, start, end (the horizon where unfinished), first processor, count.
+    A job that cannot be placed means the run overbooked a site: error.
     """
     ran = jobs[jobs["start"].notna()].copy()
     ran["stop"] = ran["end"].fillna(np.nanmax(ran[["start", "end"]].to_numpy()))
     rows = []
-    for site, part in ran.sort_values(["start", "job_id"]).groupby("exec_site", sort=True):
+    if "proc" not in ran:  # a schedule rebuilt from a job table: no placement recorded
+        ran["proc"], ran["proc_set"] = -1, ""
+    recorded = ran["proc"].to_numpy() >= 0
+    rec = ran[recorded]
+    single = rec["proc_set"].astype(str).to_numpy() == ""
+    s = rec[single]
+    rows.extend(zip(s["job_id"], s["owner"], s["exec_site"].astype(int), s["start"], s["stop"], s["proc"].astype(int), s["procs"].astype(int)))
+    for job in rec[~single].itertuples():
+        for part in str(job.proc_set).split():
+            a, _, b = part.partition("-")
+            rows.append((job.job_id, job.owner, int(job.exec_site), job.start, job.stop, int(a), int(b or a) - int(a) + 1))
+    for site, part in ran[~recorded].sort_values(["start", "job_id"]).groupby("exec_site", sort=True):
         m = int(site_procs[int(site)])
         busy_until = np.full(m, -np.inf)
         for job in part.itertuples():
             free = np.flatnonzero(busy_until <= job.start + 1e-9 * max(1.0, abs(job.start)))[: int(job.procs)]
             if len(free) < job.procs:
                 raise GridemuError(f"job {job.job_id} needs {job.procs} processors of site {site} at t={job.start}; {len(free)} are free")
-            busy_until[free] = job.stop
+            busy_until[free] = job.end if job.end == job.end else np.inf  # running at the end: busy for good
             runs = np.split(free, np.flatnonzero(np.diff(free) != 1) + 1)
             rows.extend((job.job_id, job.owner, int(site), job.start, job.stop, int(r[0]), len(r)) for r in runs)
     return pd.DataFrame(rows, columns=["job_id", "owner", "site", "start", "end", "proc", "count"])
 
 
+def parse_sites(text: str | None, known: list[int] | None) -> list[int]:
+    """``--gantt-sites``: "all", or site ids and ranges ("0-3,7"); None: the first 16 sites.
+    ``known``: the sites that ran a job (None: check the syntax only, before any work)."""
+    if text is None or text == "all":
+        return [] if known is None else known[: GANTT_SITES if text is None else len(known)]
+    chosen: list[int] = []
+    for part in text.split(","):
+        a, dash, b = part.strip().partition("-")
+        try:
+            lo, hi = int(a), int(b) if dash else int(a)
+        except ValueError:
+            raise GridemuError(f"--gantt-sites: {part.strip()!r} is not a site id or a range like 0-3") from None
+        chosen.extend(range(lo, hi + 1))
+    if known is None:
+        return sorted(set(chosen))
+    missing = sorted(set(chosen) - set(known))
+    if missing:
+        raise GridemuError(f"--gantt-sites: no started job ran on site {missing[0]} (sites with jobs: {known[0]}..{known[-1]})")
+    return sorted(set(chosen))
+
+
+#: Sites drawn by default (``--gantt-sites all`` draws every one).
+GANTT_SITES = 16
+
+
 def plot_gantt(
-    run_dir: Path, jobs: pd.DataFrame, sites: pd.DataFrame, max_sites: int = 8, compare: tuple[str, pd.DataFrame] | None = None,
+    run_dir: Path, jobs: pd.DataFrame, sites: pd.DataFrame, shown: str | None = None, compare: tuple[str, pd.DataFrame] | None = None,
     title: str = "executed", unit: str = "time units",
 ) -> Path:
-    """``DIR/gantt.png``: every job as a box of its processors over its run, colored by owner.
+    """``DIR/gantt.png``: every piece as a box of its processors over its run, colored by
+    owner, one panel per site (``shown``: see :func:`parse_sites`), one collection of boxes
+    per panel (a 20,000-job chart takes seconds).
 
     ``compare`` adds a first column with another schedule of the same jobs (for molba runs:
     the local schedule), on the same time axis.
@@ -401,38 +440,49 @@ def plot_gantt(
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.collections import PolyCollection
 
     procs = dict(zip(sites["site_id"], sites["procs"]))
     panels = ([compare] if compare is not None else []) + [(title, jobs.attrs.get("pieces", jobs))]
     boxes = [(name, gantt_boxes(table, procs)) for name, table in panels]
-    shown = sorted(set().union(*(b["site"].unique() for _, b in boxes)))[:max_sites]
+    chosen = parse_sites(shown, sorted(set().union(*(b["site"].unique() for _, b in boxes))))
     fig, axes = plt.subplots(
-        len(shown), len(boxes), figsize=(10 * len(boxes) ** 0.5 + 2, 1.2 + 1.6 * len(shown)), sharex=True, squeeze=False
+        len(chosen), len(boxes), figsize=(10 * len(boxes) ** 0.5 + 2, 1.6 + 1.3 * len(chosen)), sharex=True, squeeze=False,
+        layout="constrained",
     )
     owners = sorted(set().union(*(b["owner"].astype(str).unique() for _, b in boxes)))
-    colors = {o: plt.get_cmap("tab20")(i % 20) for i, o in enumerate(owners)}
+    code = {o: i for i, o in enumerate(owners)}
+    palette = np.array([plt.get_cmap("tab20")(i % 20) for i in range(len(owners))])
     for col, (name, box) in enumerate(boxes):
-        for ax, site in zip(axes[:, col], shown):
-            part = box[box["site"] == site]
-            for owner, mine in part.groupby(part["owner"].astype(str)):
-                for b in mine.itertuples():
-                    ax.broken_barh([(b.start, b.end - b.start)], (b.proc, b.count), facecolors=colors[owner], edgecolors="black", linewidth=0.3)
+        by_site = dict(tuple(box.groupby("site")))
+        for ax, site in zip(axes[:, col], chosen):
+            part = by_site.get(site)
+            if part is not None:
+                x0, x1 = part["start"].to_numpy(), part["end"].to_numpy()
+                y0 = part["proc"].to_numpy(float)
+                y1 = y0 + part["count"].to_numpy()
+                verts = np.stack([np.c_[x0, y0], np.c_[x0, y1], np.c_[x1, y1], np.c_[x1, y0]], axis=1)
+                colors = palette[[code[o] for o in part["owner"].astype(str)]]
+                ax.add_collection(PolyCollection(verts, facecolors=colors, edgecolors="black", linewidths=0.2 if len(part) < 2000 else 0))
             ax.set_ylim(0, procs[site])
+            ax.yaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True, nbins=4))
+            ax.autoscale(axis="x")
             if col == 0:
                 ax.set_ylabel(f"site {site}\nprocessors", fontsize=8)
         axes[-1, col].set_xlabel(f"virtual time ({unit})")
         if len(boxes) > 1:
-            axes[0, col].set_title(name, fontsize=9, pad=22 if col == 0 else 6)
-    handles = [matplotlib.patches.Patch(color=colors[o], label=o) for o in owners[:20]]
-    axes[0, 0].legend(handles=handles, fontsize=7, ncol=min(len(handles), 10), loc="lower left", bbox_to_anchor=(0, 1.02))
-    fig.tight_layout()
+            axes[0, col].set_title(name, fontsize=9)
+    handles = [matplotlib.patches.Patch(color=palette[code[o]], label=o) for o in owners[:20]]
+    extra = f" (and {len(owners) - 20} more)" if len(owners) > 20 else ""
+    fig.legend(handles=handles, fontsize=7, ncol=min(len(handles), 10), loc="outside upper center",
+               title=f"job owner{extra}", title_fontsize=7)
     path = run_dir / "gantt.png"
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
 
 
-def report(run_dir: Path, plot: bool = True, gantt: bool = False) -> Path | None:
+def report(run_dir: Path, plot: bool = True, gantt: bool = False, gantt_sites: str | None = None) -> Path | None:
     if (run_dir / "runs.parquet").exists() and not (run_dir / "summary.json").exists():
         return report_sweep(run_dir)
     jobs, sites, ts, summary = load_run(run_dir)
@@ -453,5 +503,6 @@ def report(run_dir: Path, plot: bool = True, gantt: bool = False) -> Path | None
             other = plugin.gantt_compare(jobs, sites, summary["protocol"])
             compare, title = (other.label, other.jobs), other.title
         unit = summary["global"].get("time_unit", "time units")
-        print(f"Gantt chart written to {plot_gantt(run_dir, jobs, sites, compare=compare, title=title, unit=unit)}")
+        path_g = plot_gantt(run_dir, jobs, sites, gantt_sites, compare=compare, title=title, unit=unit)
+        print(f"Gantt chart written to {path_g}")
     return path

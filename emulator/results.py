@@ -2,7 +2,10 @@
 
 ``jobs.parquet``: one row per job: job_id, owner, group, release, size, procs,
 submit_site, exec_site, start, end, migrations, state (see ``model.jobs.STATES``),
-deadline (announced latest finish, NaN if none), fragments (pieces it ran as).
+deadline (announced latest finish, NaN if none), fragments (pieces it ran as), proc (the
+first processor it ran on at exec_site; -1 if it did not start, ran as several pieces (see
+fragments.parquet) or on a site that records no placement) and proc_set (for a job on more
+than one processor, its processors as an interval set, "0-3 7").
 ``fragments.parquet``: where some job was split (divisible load), one row per piece.
 ``sites.parquet``: one row per site: site_id, name, owner, procs, speed_mean, events,
 cpu_seconds (time its event loop took: the cost of its own decisions), messages_sent,
@@ -36,9 +39,10 @@ from gridemu.sites.faults import FAULT_COLUMNS
 
 JOB_COLUMNS = [
     "job_id", "owner", "group", "release", "size", "procs", "submit_site", "exec_site", "start", "end", "migrations", "state",
-    "deadline", "fragments",
+    "deadline", "fragments", "proc", "proc_set",
 ]
-PIECE_COLUMNS = ["job_id", "fragment", "owner", "submit_site", "exec_site", "size", "procs", "start", "end", "deadline", "state"]
+PIECE_COLUMNS = ["job_id", "fragment", "owner", "submit_site", "exec_site", "size", "procs", "start", "end", "deadline", "state",
+                 "proc", "proc_set"]
 
 
 @dataclass
@@ -160,6 +164,8 @@ def piece_table(raw: RawRun) -> pd.DataFrame:
             end=np.full(len(batch), np.nan),
             state=np.full(len(batch), STATE_CODE["transferred"], dtype=np.int8),
             offered=np.zeros(len(batch), dtype=bool),
+            proc=np.full(len(batch), -1, dtype=np.int32),
+            proc_set=np.full(len(batch), "", dtype=object),
         )
         cols = {k: np.concatenate([cols[k], extra[k]]) for k in cols} if cols else extra
     if not cols:
@@ -216,6 +222,10 @@ def job_table(pieces: pd.DataFrame) -> pd.DataFrame:
     share = share.sort_values(["job_id", "size", "exec_site"], ascending=[True, False, True], kind="stable")
     jobs["exec_site"] = share.drop_duplicates("job_id")["exec_site"].to_numpy()
     jobs["fragments"] = g.size().to_numpy().astype(np.int32)
+    # A job of several pieces ran on several processor sets: fragments.parquet has each.
+    whole = jobs["fragments"].to_numpy() == 1
+    jobs["proc"] = np.where(whole, jobs["proc"].to_numpy(), -1).astype(np.int32)
+    jobs["proc_set"] = np.where(whole, jobs["proc_set"].to_numpy(), "")
     return jobs
 
 

@@ -301,6 +301,8 @@ def crash(site: Any, now: float, until: float) -> None:
             site.r_state[slot] = _QUEUED
             site.r_start[slot] = math.nan
             site.r_end[slot] = math.nan  # its completion in the heap is void
+            site.r_proc[slot] = -1
+            site.proc_sets.pop(slot, None)
             f.jobs_killed += 1
         else:
             site.r_state[slot] = _LOST

@@ -314,7 +314,9 @@ class FcfsColumns:
         start = np.concatenate((start, np.full(n_flying, np.nan)))
         end = np.concatenate((end, np.full(n_flying, np.nan)))
         exec_site = np.concatenate([self.site_ids[self.home[kept]], *(self.site_ids[s] for s in self.r_site), travelling["dst"]])
-        cols.update(offered=np.zeros(len(state), dtype=bool), exec_site=exec_site.astype(np.int32), start=start, end=end, state=state)
+        # Processor free times, not processors: placement is not recorded (fcfs_recurrence's doc).
+        cols.update(offered=np.zeros(len(state), dtype=bool), exec_site=exec_site.astype(np.int32), start=start, end=end, state=state,
+                    proc=np.full(len(state), -1, dtype=np.int32), proc_set=np.full(len(state), "", dtype=object))
         return cols
 
     def site_counts(self) -> dict[str, np.ndarray]:

@@ -35,11 +35,19 @@ def job_columns(sites: "list[Site]", horizon: float) -> dict[str, np.ndarray]:
     cols = {name: column(column_name(name), JOB_DTYPE[name]) for name in JOB_FIELDS}
     both = {attr: column(attr, dtype) for attr, dtype in (("r_state", np.dtype(np.int8)), ("r_start", np.dtype(float)), ("r_end", np.dtype(float)))}
     state, start, end = both["r_state"], both["r_start"], both["r_end"]
+    proc = column("r_proc", np.dtype(np.int32))
+    proc_set = np.full(len(proc), "", dtype=object)
+    local_at = np.cumsum([0] + n_local)
+    other_at = local_at[-1] + np.cumsum([0] + n_other)
+    for k, site in enumerate(sites):
+        for slot, procs in site.proc_sets.items():
+            row = local_at[k] + slot if slot < site.n_local else other_at[k] + slot - site.n_local
+            proc_set[row] = interval_set(procs)
     ids = np.array([site.site_id for site in sites], dtype=np.int32)
     exec_site = np.concatenate([np.repeat(ids, n_local), np.repeat(ids, n_other)])
     keep = state != GONE
     cols = {name: col[keep] for name, col in cols.items()}
-    state, start, end, exec_site = state[keep], start[keep], end[keep], exec_site[keep]
+    state, start, end, exec_site, proc, proc_set = state[keep], start[keep], end[keep], exec_site[keep], proc[keep], proc_set[keep]
     offered = state == OFFERED
     state, start, end = settle(state, start, end, horizon)
     # Jobs delivered to a site but due after the horizon are still travelling.
@@ -52,8 +60,22 @@ def job_columns(sites: "list[Site]", horizon: float) -> dict[str, np.ndarray]:
         end = np.concatenate([end, np.full(len(extra), np.nan)])
         offered = np.concatenate([offered, np.zeros(len(extra), dtype=bool)])
         exec_site = np.concatenate([exec_site, np.array([sid for sid, _ in arriving], dtype=np.int32)])
-    cols.update(offered=offered, exec_site=exec_site, start=start, end=end, state=state.astype(np.int8))
+        proc = np.concatenate([proc, np.full(len(extra), -1, dtype=np.int32)])
+        proc_set = np.concatenate([proc_set, np.full(len(extra), "", dtype=object)])
+    proc = np.where(np.isnan(start), -1, proc).astype(np.int32)  # started after the horizon: not yet placed
+    proc_set = np.where(proc < 0, "", proc_set)
+    cols.update(offered=offered, exec_site=exec_site, start=start, end=end, state=state.astype(np.int8), proc=proc, proc_set=proc_set)
     return cols
+
+
+def interval_set(procs: list[int]) -> str:
+    """Sorted processor indices as an interval set, the form Batsim and evalys read: "0-3 7"."""
+    runs, first = [], procs[0]
+    for a, b in zip(procs, procs[1:] + [None]):
+        if b != a + 1:
+            runs.append(f"{first}-{a}" if a > first else f"{first}")
+            first = b
+    return " ".join(runs)
 
 
 def settle(state: np.ndarray, start: np.ndarray, end: np.ndarray, horizon: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -77,6 +77,10 @@ class Site:
         self.r_start = array("d", [math.nan]) * n
         self.r_end = array("d", [math.nan]) * n
         self.r_state = array("b", [PENDING]) * n
+        # Where each piece ran: its first processor (-1: never started), and the processors
+        # of a piece on more than one (jobs.parquet's proc and proc_set).
+        self.r_proc = array("i", [-1]) * n
+        self.proc_sets: dict[int, list[int]] = {}
 
         self.scheduler = make_scheduler(spec.scheduler, self)
         self._on_finish = getattr(self.scheduler, "finished", None)  # schedulers that account usage
@@ -312,6 +316,7 @@ class Site:
         self.r_start.append(math.nan)
         self.r_end.append(math.nan)
         self.r_state.append(QUEUED)
+        self.r_proc.append(-1)
         return slot
 
     # ------------------------------------------------------------------ kernel side
@@ -330,13 +335,14 @@ class Site:
                 self.free_procs.remove(p)
             self.alloc[slot] = list(procs)
             speed = min(self.speeds[p] for p in procs)
-        elif self.uniform:
-            speed = self.speed
         else:
             procs = self.free_procs[:q]
             del self.free_procs[:q]
             self.alloc[slot] = procs
-            speed = min(self.speeds[p] for p in procs)
+            speed = self.speed if self.uniform else min(self.speeds[p] for p in procs)
+        self.r_proc[slot] = procs[0]
+        if q > 1:
+            self.proc_sets[slot] = sorted(procs)
         if setup:
             self.setup[slot] = setup
         end = now + setup + self.c_size[slot] / speed
