@@ -105,7 +105,10 @@ def ensure_ray(address: str | None = None, num_cpus: int | None = None) -> Any:
                 warnings.simplefilter("ignore")
                 ray.init(address=address, **kwargs)
         except Exception as exc:  # Ray raises ConnectionError, RuntimeError or its own types
-            raise GridemuError(f"--address: cannot reach a Ray cluster at {address!r}: {first_line(exc)}") from None
+            raise GridemuError(
+                f"--address: cannot reach a Ray cluster at {address!r}: {first_line(exc)} "
+                "(start one with `ray start --head`, or leave --address out for a local instance)"
+            ) from None
     else:
         # "local" starts a private instance even when a cluster from `ray start` runs here.
         try:

@@ -173,6 +173,10 @@ def cmd_resume(args: argparse.Namespace) -> int:
     from gridemu.emulator.api import resume
 
     out = Path(args.dir)
+    if (out / "summary.json").is_file() and not (out / "checkpoint.pkl").exists():
+        # The run went through: its results replaced the checkpoint (docs/reliability.md).
+        print(f"{out}: the run is complete (summary.json), nothing to resume")
+        return 0
     result = _with_progress(args, out, lambda bar: resume(
         out, backend=args.backend, address=args.address, on_progress=bar, checkpoint=args.checkpoint))
     return _unfinished(result.summary, float(result.scenario["run"]["horizon"]), args.strict)

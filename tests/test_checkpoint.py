@@ -90,6 +90,10 @@ def test_a_shard_that_keeps_dying_stops_the_run_with_one_error(ray_session, monk
 def test_resume_without_a_checkpoint_or_with_a_damaged_one_is_one_line(tmp_path, capsys):
     assert main(["resume", str(tmp_path)]) == 2
     assert "holds no checkpoint (checkpoint.pkl)" in capsys.readouterr().err
+    (tmp_path / "summary.json").write_text("{}")  # a run that went through: nothing to do, said so
+    assert main(["resume", str(tmp_path)]) == 0
+    assert "the run is complete (summary.json), nothing to resume" in capsys.readouterr().out
+    (tmp_path / "summary.json").unlink()
     (tmp_path / "checkpoint.pkl").write_bytes(b"not a pickle at all")
     assert main(["resume", str(tmp_path)]) == 2
     err = capsys.readouterr().err

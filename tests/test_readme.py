@@ -1,0 +1,77 @@
+"""Every command of the README's code blocks, run as a user types it, in one folder and in the
+README's order (later commands read what earlier ones wrote: runs/q4, runs/long, ...). The
+README is the source of truth: a command added there is run here. ``my.toml``, the README's
+stand-in for a user's own scenario, is the quickstart scenario with 2,000 jobs.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+SHIPPED = Path(__file__).resolve().parent.parent / "scenarios" / "data"
+
+
+def readme_commands() -> list[str]:
+    """The gridemu commands of the README's bash blocks (comments cut; the quick start's
+    install step left to CI, which runs it before this suite)."""
+    out = []
+    for block in re.findall(r"```bash\n(.*?)```", README.read_text(), re.S):
+        for line in block.splitlines():
+            line = re.sub(r"\s+#.*$", "", line).strip()
+            if line.startswith("pip install") and "&&" in line:
+                line = line.split("&&", 1)[1].strip()
+            if line.startswith("gridemu"):
+                out.append(line)
+    return out
+
+
+COMMANDS = readme_commands()
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory) -> Path:
+    where = tmp_path_factory.mktemp("readme")
+    text = (SHIPPED / "quickstart.toml").read_text().replace("jobs = 20000", "jobs = 2000")
+    assert "jobs = 2000" in text
+    (where / "my.toml").write_text(text)
+    return where
+
+
+def gridemu(command: str, cwd: Path) -> subprocess.CompletedProcess:
+    """One README line (``a && b`` runs b only if a succeeded, as in a shell)."""
+    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
+    proc = None
+    for part in command.split("&&"):
+        argv = shlex.split(part)
+        assert argv[0] == "gridemu"
+        proc = subprocess.run([sys.executable, "-m", "gridemu.emulator.cli", *argv[1:]], cwd=cwd, env=env,
+                              capture_output=True, text=True, timeout=600)
+        if proc.returncode:
+            break
+    return proc
+
+
+def test_the_readme_has_the_commands_this_file_runs():
+    assert len(COMMANDS) >= 20 and COMMANDS[0] == "gridemu run quickstart"
+    assert any("--address auto" in c for c in COMMANDS)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("command", COMMANDS)
+def test_readme_command(command, folder):
+    proc = gridemu(command, folder)
+    if "--address auto" in command:
+        # Joining a cluster needs one started with `ray start --head`: none runs here, and
+        # the command says so in one line instead of starting a local instance.
+        assert proc.returncode == 2, proc.stdout + proc.stderr
+        assert "ray start --head" in proc.stderr and "Traceback" not in proc.stderr
+        return
+    assert proc.returncode == 0, f"{command}: exit {proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    assert "Traceback" not in proc.stderr
