@@ -86,7 +86,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
         + (f", faults: {sc.faults.describe()}" if sc.faults is not None else "")
     )
     print(f"estimate: {est.describe()}")
-    for line in sc.extra.get("workload_warnings", []) + est.warnings():
+    for line in sc.extra.get("scenario_warnings", []) + sc.extra.get("workload_warnings", []) + est.warnings():
         print(f"gridemu: warning: {line}", file=sys.stderr)
     return 0
 
@@ -132,6 +132,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     backend = args.backend or ("ray" if args.address else None)
     scenario = load_scenario(args.scenario, overrides, seed=args.seed, backend=backend, shards=args.shards)
     out = check_out(_out_dir(args), args.overwrite)  # fail before the run, not after it
+    for line in scenario.extra.get("scenario_warnings", []):
+        print(f"gridemu: warning: {line}", file=sys.stderr)
     if scenario.workload["kind"] in ("poisson", "streams"):  # sized without drawing (traces would be read twice)
         from gridemu.emulator.estimate import estimate
 

@@ -507,4 +507,10 @@ def validate(raw: dict[str, Any], source: str = "<dict>") -> Scenario:
         {"name": s.name, "org": s.org, "speeds": list(s.speeds), "scheduler": s.scheduler} for s in sites
     ]
     orgs = list(dict.fromkeys(s.org for s in sites))
-    return Scenario(data=data, sites=sites, orgs=orgs, latency=latency, lookahead=lookahead, source=source, topology=topology, faults=faults)
+    # Keys another protocol reads may stay (a sweep over protocol.name sets them all), but a
+    # run of this protocol ignores them: say so, a typo for one of its own keys shows here.
+    ignored = sorted(k for k in proto if k != "name" and k not in protocol.keys)
+    warnings = [f"protocol.{k} is not read by the {proto['name']} protocol (its keys: {', '.join(protocol.keys) or 'none'}): ignored"
+                for k in ignored]
+    return Scenario(data=data, sites=sites, orgs=orgs, latency=latency, lookahead=lookahead, source=source, topology=topology, faults=faults,
+                    extra={"scenario_warnings": warnings} if warnings else {})

@@ -154,6 +154,9 @@ def _check_rigid(wl: dict[str, Any], sites: list["SiteSpec"]) -> int:
 def _check_procs(spec: Any, sites: list["SiteSpec"]) -> None:
     smallest = min(s.procs for s in sites)
     if isinstance(spec, dict):
+        for k in spec:
+            if k not in ("low", "high"):
+                raise ScenarioError(f"workload.procs.{k}", "unknown key (allowed: high, low)")
         low = check_number("workload.procs.low", spec.get("low", 1), positive=True)
         high = check_number("workload.procs.high", spec.get("high", low), positive=True)
         if high < low:

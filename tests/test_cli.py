@@ -703,3 +703,12 @@ def test_wait_time_and_bounded_slowdown_by_hand(capsys):
     print_summary(g)
     out = capsys.readouterr().out
     assert "organizations (times in s)" in out and "mean wait" in out and "bounded slowdown" in out
+
+
+def test_a_key_of_another_protocol_is_a_warning_naming_this_protocols_keys(capsys):
+    # Kept (a sweep over protocol.name sets every protocol's keys), but never silently.
+    assert run_cli("validate", "quickstart", "--set", "protocol.choices=3") == 0
+    err = capsys.readouterr().err
+    assert "protocol.choices is not read by the averaging protocol (its keys: period, start, exchange): ignored" in err
+    assert run_cli("validate", "quickstart") == 0
+    assert "not read by" not in capsys.readouterr().err
