@@ -52,8 +52,14 @@ def print_summary(summary: dict[str, Any]) -> None:
         if with_score:
             cells.append(_fmt(v.get("score"), 3))
         table.add_row(*cells)
+    notes = []
+    if with_score:
+        notes.append("S_k (thesis §4.5.2): F the organization's flow times summed, F~ the same jobs alone; "
+                     "F~/F − 1 > 0 when cooperation made them finish sooner, −(F/F~ − 1) < 0 when later, 0: no change")
     if len(rows) > len(shown):
-        table.caption = f"{len(rows) - len(shown)} organizations not shown; all are in summary.json"
+        notes.append(f"{len(rows) - len(shown)} organizations not shown; all are in summary.json")
+    if notes:
+        table.caption = "\n".join(notes)
     console.print(table)
     g = summary["global"]
     gt = Table(title="run")
@@ -90,7 +96,7 @@ def _fmt(value: Any, digits: int = 2) -> str:
     if value is None:
         return "-"
     if isinstance(value, float):
-        return f"{value:,.{digits}f}"
+        return f"{value + 0.0 if round(value, digits) else 0.0:,.{digits}f}"  # never "-0.000"
     return str(value)
 
 

@@ -359,8 +359,10 @@ def swf_to_jobs(
     split_parallel: bool = False,
     t_start: float | None = None,
     t_end: float | None = None,
+    org_names: list[str] | None = None,
 ) -> SwfJobs:
-    """Convert ``SWF_DTYPE`` records to ``JOB_DTYPE`` jobs owned by ``n_orgs`` organizations."""
+    """Convert ``SWF_DTYPE`` records to ``JOB_DTYPE`` jobs owned by ``n_orgs`` organizations
+    (named ``org_names``, by default org0, org1, ...: the prefix of their users' group paths)."""
     if isinstance(n_orgs, bool) or not isinstance(n_orgs, (int, np.integer)) or n_orgs <= 0:
         raise ScenarioError("workload.orgs", f"must be a positive integer, got {n_orgs!r}")
     if t_start is not None and t_end is not None and not t_end > t_start:
@@ -429,9 +431,10 @@ def swf_to_jobs(
     kept_procs = procs[kept_index]
 
     shift = 0.0 if t_start is None else float(t_start)  # t_start becomes time 0
-    # owner = the user's organization; one group per user, path "org{k}/u{user}"
-    # (user -1 -> "org{k}/unknown"), interned in order of first appearance so group
+    # owner = the user's organization; one group per user, path "<organization>/u{user}"
+    # (user -1 -> "<organization>/unknown"), interned in order of first appearance so group
     # indices are stable for a given trace, window and seed.
+    names = org_names if org_names is not None else [f"org{k}" for k in range(int(n_orgs))]
     users, first_seen, user_of_job = np.unique(kept["user_id"], return_index=True, return_inverse=True)
     by_appearance = np.argsort(first_seen, kind="stable")
     group_of_user = np.empty(len(users), dtype=np.int64)
@@ -440,7 +443,7 @@ def swf_to_jobs(
     owner = org_of_distinct[user_of_job]
     group = group_of_user[user_of_job]
     group_names = [
-        f"org{org_of_user[int(u)]}/unknown" if u == -1 else f"org{org_of_user[int(u)]}/u{int(u)}"
+        f"{names[org_of_user[int(u)]]}/unknown" if u == -1 else f"{names[org_of_user[int(u)]]}/u{int(u)}"
         for u in users[by_appearance]
     ]
 

@@ -55,6 +55,7 @@ def swf_jobs(scenario: "WorkloadSource") -> tuple[np.ndarray, list[str]]:
         split_parallel=bool(wl.get("split_parallel", False)),
         t_start=t_start,
         t_end=t_end,
+        org_names=list(scenario.orgs),  # group paths start with the organization's own name
     )
     first_site: dict[int, int] = {}
     for s, k in zip(scenario.sites, site_org):

@@ -125,6 +125,11 @@ def test_swf_trace_as_workload(tmp_path):
     assert len(res.jobs) > 30 and (res.jobs["state"] == "done").all()
     assert sum(res.summary["global"]["trace_jobs_skipped"].values()) > 0
     assert res.jobs["group"].astype(str).str.startswith("org").all()
+    # A user's group path starts with its organization's own name (org03, not org3, past 10 sites).
+    data["sites"]["count"] = 12
+    jobs = emulator.run(data, seed=3).jobs
+    prefix = jobs["group"].astype(str).str.split("/").str[0]
+    assert (prefix == jobs["owner"].astype(str)).all() and prefix.str.match(r"org\d\d$").all()
 
 
 # ------------------------------------------------------------------ Algorithm 4.1
