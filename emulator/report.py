@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import sys
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -175,30 +176,24 @@ def plot_run(run_dir: Path, jobs: pd.DataFrame, sites: pd.DataFrame, ts: pd.Data
         for ax in axes:
             ax.set_position([0.08, ax.get_position().y0 * 0.62 + 0.36, 0.88, ax.get_position().height * 0.62])
     orgs = list(util)
-    many = len(orgs) > MAX_LINES
-    # Utilization as the organizations' mean and spread (lines per organization overlap into
-    # a tangle past two or three); waiting jobs per organization, the grid's total past MAX_LINES.
-    axes[0].plot(t, np.mean([util[o] for o in orgs], axis=0), color="tab:blue", label=f"mean of {len(orgs)} organizations")
-    axes[0].fill_between(t, np.min([util[o] for o in orgs], axis=0), np.max([util[o] for o in orgs], axis=0), alpha=0.25,
-                         color="tab:blue", label="lowest to highest organization")
-    if many:
-        axes[1].plot(t, np.sum([waiting[o] for o in orgs], axis=0), label="all organizations")
-    else:
-        for org in orgs:
-            axes[1].plot(t, waiting[org], label=org, lw=1)
-    axes[0].set_ylabel("utilization (bin mean)")
+    unit = summary["global"].get("time_unit", "time units")
+    width = float(t[1] - t[0]) if len(t) > 1 else 0.0
+    # Per organization, lines overlap into a tangle past two or three: the organizations'
+    # mean, the band from the lowest to the highest, and the one that stands out most.
+    _band(axes[0], t, util, "organization", top=None)
+    _band(axes[1], t, waiting, "organization", top=max(orgs, key=lambda o: float(np.sum(waiting[o]))))
+    axes[0].set_ylabel(f"utilization\n(means over {width:.3g} {unit})")
     axes[0].set_ylim(0, 1.05)
-    axes[1].set_ylabel("jobs waiting (bin mean)")
-    for ax in axes[:2]:
-        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
+    axes[1].set_ylabel(f"jobs waiting\n(means over {width:.3g} {unit})")
     if with_load:
-        for site_id, part in ts.groupby("site"):
-            if not many or site_id < MAX_LINES:
-                # Points where rounds are few (lost reports, crashes: a round balances only once
-                # every report came), so a line does not hide the gaps between them.
-                axes[2].plot(part["time"], part["load"] - part["time"], lw=1, label=f"site {site_id}", marker="." if len(part) < 60 else None)
+        # Sites report at the same round times: the band over sites at each balanced round.
+        backlog = ts.assign(backlog=ts["load"] - ts["time"]).pivot_table(index="time", columns="site", values="backlog")
+        series = {f"site {c}": backlog[c].to_numpy() for c in backlog.columns}
+        top = max(series, key=lambda k: float(np.nansum(series[k])))
+        _band(axes[2], backlog.index.to_numpy(), series, "site", top=top, points=len(backlog) < 60)
         axes[2].set_ylabel("backlog L_k - t at\nbalanced rounds")
-        axes[2].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
+    for ax in axes:
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
     axes[-1].set_xlabel(f"virtual time ({summary['global'].get('time_unit', 'time units')})")
     g = summary["global"]
     fig.suptitle(f"{g['protocol']} protocol, {g['sites']} sites, {g['jobs']:,} jobs, seed {g['seed']}")
@@ -210,6 +205,26 @@ def plot_run(run_dir: Path, jobs: pd.DataFrame, sites: pd.DataFrame, ts: pd.Data
     fig.savefig(path, dpi=110, bbox_inches="tight")
     plt.close(fig)
     return path
+
+
+def _band(ax, t: np.ndarray, series: dict[str, np.ndarray], what: str, top: str | None, points: bool = False) -> None:
+    """The mean of ``series``, the band from the lowest to the highest, and the ``top`` one."""
+    values = np.array(list(series.values()), dtype=float)
+    t = np.asarray(t, dtype=float)
+    if len(t) > 2:  # no line or band across a gap with nothing (rounds missed: crashes, lost reports)
+        d = np.diff(t)
+        cut = np.flatnonzero(d > 3 * np.median(d)) + 1
+        t = np.insert(t, cut, np.nan)
+        values = np.insert(values, cut, np.nan, axis=1)
+        series = dict(zip(series, values))
+    marker = "." if points else None
+    with warnings.catch_warnings():  # a round some site missed (lost reports, crashes) is NaN there
+        warnings.simplefilter("ignore", RuntimeWarning)
+        ax.plot(t, np.nanmean(values, axis=0), color="tab:blue", marker=marker, label=f"mean of {len(series)} {what}s")
+        ax.fill_between(t, np.nanmin(values, axis=0), np.nanmax(values, axis=0), alpha=0.25, color="tab:blue",
+                        label=f"lowest to highest {what}")
+    if top is not None and len(series) > 1:
+        ax.plot(t, series[top], color="tab:red", lw=1, marker=marker, label=f"{top} (the most, summed over time)")
 
 
 def plot_flow_cdf(run_dir: Path, jobs: pd.DataFrame, summary: dict[str, Any]) -> Path:
