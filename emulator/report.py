@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from gridemu.brokers import registry
+from gridemu.emulator.results import load
 from gridemu.model.errors import GridemuError
 
 MAX_LINES = 12
@@ -101,28 +102,14 @@ def _fmt(value: Any, digits: int = 2) -> str:
     return str(value)
 
 
-def _table(path: Path) -> pd.DataFrame:
-    try:
-        return pd.read_parquet(path)
-    except Exception as exc:  # pyarrow raises its own types for a damaged or foreign file
-        raise GridemuError(f"{path}: not a readable Parquet table ({str(exc).splitlines()[0]})") from None
-
-
 def load_run(run_dir: Path) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame | None, dict[str, Any]]:
-    if not (run_dir / "summary.json").exists() or not (run_dir / "jobs.parquet").exists():
-        raise GridemuError(f"{run_dir}: not a gridemu run folder (summary.json and jobs.parquet are missing)")
-    try:
-        summary = json.loads((run_dir / "summary.json").read_text())
-    except (ValueError, OSError) as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
-        raise GridemuError(f"{run_dir / 'summary.json'}: not a readable summary ({exc})") from None
-    jobs = _table(run_dir / "jobs.parquet")
-    if (run_dir / "fragments.parquet").exists():
-        # Where jobs were split, what each site ran is in the pieces; waiting is per job.
-        jobs.attrs["pieces"] = _table(run_dir / "fragments.parquet")
-    sites = _table(run_dir / "sites.parquet")
-    ts_path = run_dir / "timeseries.parquet"
-    ts = _table(ts_path) if ts_path.exists() else None
-    return jobs, sites, ts, summary
+    """The tables the report draws: jobs (with ``attrs["pieces"]`` where jobs were split:
+    what each site ran is in the pieces, waiting is per job), sites, timeseries or None, summary."""
+    result = load(run_dir)
+    jobs = result.jobs
+    if len(result.pieces) != len(jobs):
+        jobs.attrs["pieces"] = result.pieces
+    return jobs, result.sites, result.timeseries if len(result.timeseries) else None, result.summary
 
 
 def curves(jobs: pd.DataFrame, sites: pd.DataFrame, bins: int = 200, per_bin: int = 20) -> tuple[np.ndarray, dict[str, np.ndarray], dict[str, np.ndarray]]:

@@ -77,6 +77,36 @@ class RunResult:
         (folder / "scenario.toml").write_text(to_toml(self.scenario))
 
 
+def read_table(path: Path) -> pd.DataFrame:
+    try:
+        return pd.read_parquet(path)
+    except Exception as exc:  # pyarrow raises its own types for a damaged or foreign file
+        raise GridemuError(f"{path}: not a readable Parquet table ({str(exc).splitlines()[0]})") from None
+
+
+def load(folder: str | Path) -> RunResult:
+    """A run's results from its folder (what :meth:`RunResult.write` wrote), one clear error
+    when the folder is not a run's."""
+    import tomllib
+
+    folder = Path(folder)
+    if not (folder / "summary.json").is_file() or not (folder / "jobs.parquet").is_file():
+        raise GridemuError(f"{folder}: not a gridemu run folder (summary.json and jobs.parquet are missing)")
+    try:
+        summary = json.loads((folder / "summary.json").read_text())
+    except (ValueError, OSError) as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+        raise GridemuError(f"{folder / 'summary.json'}: not a readable summary ({exc})") from None
+    jobs = read_table(folder / "jobs.parquet")
+    optional = {name: read_table(folder / f"{name}.parquet") if (folder / f"{name}.parquet").exists() else pd.DataFrame()
+                for name in ("timeseries", "usage", "fragments")}
+    try:
+        scenario = tomllib.loads((folder / "scenario.toml").read_text()) if (folder / "scenario.toml").exists() else {}
+    except (ValueError, OSError) as exc:
+        raise GridemuError(f"{folder / 'scenario.toml'}: not a readable scenario ({exc})") from None
+    return RunResult(jobs=jobs, sites=read_table(folder / "sites.parquet"), timeseries=optional["timeseries"], usage=optional["usage"],
+                     summary=summary, scenario=scenario, pieces=optional["fragments"] if len(optional["fragments"]) else jobs)
+
+
 def write_whole(out: str | Path, write: "Callable[[Path], None]", overwrite: bool = False, results: tuple[str, ...] = ()) -> Path:
     """Result files written all or nothing: ``write(folder)`` fills a hidden folder beside
     ``out``, which is then renamed to ``out`` (an earlier run's folder only with ``overwrite``)."""
@@ -451,4 +481,4 @@ def policy_summary(rt: Any, shares: pd.DataFrame, unmapped: int) -> dict[str, An
     return out
 
 
-__all__ = ["RunResult", "piece_table", "job_table", "labelled", "site_table", "timeseries_table", "summarize", "score"]
+__all__ = ["RunResult", "load", "piece_table", "job_table", "labelled", "site_table", "timeseries_table", "summarize", "score"]

@@ -63,6 +63,10 @@ def test_the_readme_has_the_commands_this_file_runs():
     assert any("--address auto" in c for c in COMMANDS)
 
 
+def python_blocks() -> list[str]:
+    return re.findall(r"```python\n(.*?)```", README.read_text(), re.S)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("command", COMMANDS)
 def test_readme_command(command, folder):
@@ -75,3 +79,13 @@ def test_readme_command(command, folder):
         return
     assert proc.returncode == 0, f"{command}: exit {proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
     assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("code", python_blocks())
+def test_readme_python(code, folder):
+    # After the commands (the same folder): each block as a script of its own.
+    script = folder / "block.py"
+    script.write_text(code)
+    proc = subprocess.run([sys.executable, str(script)], cwd=folder, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
