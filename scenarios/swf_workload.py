@@ -80,18 +80,25 @@ def org_warnings(jobs: np.ndarray, procs: np.ndarray, orgs: list[str], rule: str
     each one's processors): one with no job, or work per processor 10 times apart (a site of
     5 processors with 300 long jobs beside idle big ones)."""
     work = np.bincount(jobs["owner"], weights=jobs["size"] * jobs["procs"], minlength=len(procs)) / procs
+    user_work = np.bincount(jobs["group"], weights=jobs["size"] * jobs["procs"])  # one group per user
+    users = int(np.count_nonzero(user_work))
     out = []
     empty = [orgs[k] for k in np.flatnonzero(work == 0)]
     if empty:
+        hint = ('try orgs_by = "balanced" or a user_map' if rule != "balanced" or users >= len(procs) else
+                f"the trace has {users} users with jobs here for {len(procs)} organizations: use fewer organizations or a longer window")
         out.append(
             f"workload.orgs_by = {rule!r}: {len(empty)} of {len(procs)} organizations got no job of the trace "
-            f"({', '.join(empty[:5])}{', ...' if len(empty) > 5 else ''}); try orgs_by = \"balanced\" or a user_map"
+            f"({', '.join(empty[:5])}{', ...' if len(empty) > 5 else ''}); {hint}"
         )
     busy = work[work > 0]
     if len(busy) > 1 and busy.max() > 10 * busy.min():
         hi, lo = int(np.argmax(work)), int(np.flatnonzero(work == busy.min())[0])
+        top = float(user_work.max() / user_work.sum())
+        hint = ('try orgs_by = "balanced"' if rule != "balanced" else
+                f"one user submits {100 * top:.0f} % of the work: no mapping of whole users evens that out")
         out.append(
             f"workload.orgs_by = {rule!r}: work per processor differs {busy.max() / busy.min():.0f}x between organizations "
-            f"({orgs[hi]}: {work[hi]:.3g} s, {orgs[lo]}: {work[lo]:.3g} s a processor); try orgs_by = \"balanced\""
+            f"({orgs[hi]}: {work[hi]:.3g} s, {orgs[lo]}: {work[lo]:.3g} s a processor); {hint}"
         )
     return out

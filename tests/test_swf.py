@@ -398,6 +398,11 @@ def test_a_trace_study_hears_about_organizations_without_jobs(capsys) -> None:
     r = emulator.run(data)
     assert not any("got no job" in w for w in r.summary["global"].get("workload_warnings", []))
     assert set(r.jobs["owner"].astype(str)) == set(r.summary["organizations"])
+    # More organizations than users: balancing cannot help, and the warning says why instead
+    # of suggesting the rule already in use.
+    r = emulator.run({**data, "sites": {"count": 9, "procs": 64}})
+    warned = " ".join(r.summary["global"]["workload_warnings"])
+    assert "the trace has 6 users with jobs here for 9 organizations" in warned and 'try orgs_by = "balanced"' not in warned
     with pytest.raises(ScenarioError, match="unknown value 'users'") as err:
         emulator.run({**data, "workload": {**data["workload"], "orgs_by": "users"}})
     assert err.value.key == "workload.orgs_by"
