@@ -96,7 +96,8 @@ def org_warnings(jobs: np.ndarray, procs: np.ndarray, orgs: list[str], rule: str
         hi, lo = int(np.argmax(work)), int(np.flatnonzero(work == busy.min())[0])
         top = float(user_work.max() / user_work.sum())
         hint = ('try orgs_by = "balanced"' if rule != "balanced" else
-                f"one user submits {100 * top:.0f} % of the work: no mapping of whole users evens that out")
+                f"users are mapped whole, {users} of them for {len(procs)} organizations, the busiest with {100 * top:.0f} % "
+                "of the work: fewer organizations or a longer window even it out")
         out.append(
             f"workload.orgs_by = {rule!r}: work per processor differs {busy.max() / busy.min():.0f}x between organizations "
             f"({orgs[hi]}: {work[hi]:.3g} s, {orgs[lo]}: {work[lo]:.3g} s a processor); {hint}"
