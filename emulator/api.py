@@ -108,7 +108,7 @@ def _finish(raw: RawRun) -> RunResult:
         local_scenario = load_scenario(
             scenario.data, {"protocol": {"name": "local"}, "run.backend": "inprocess", "run.shards": 1}, source=scenario.source
         )
-        local = job_table(piece_table(run_windows(local_scenario)))
+        local = job_table(piece_table(run_windows(local_scenario, warn=False)))
     summary = summarize(raw, table, sites, local)
     plugin = scenario.plugin
     fairness = scenario.data["metrics"].get("fairness")

@@ -132,8 +132,10 @@ def run_windows(
     checkpoint_to: Path | None = None,
     resume: ckpt.Checkpoint | None = None,
     n_shards: int | None = None,
+    warn: bool = True,
 ) -> RawRun:
-    """Run a validated scenario to its horizon (or until no event is left).
+    """Run a validated scenario to its horizon (or until no event is left); ``warn``: print
+    the workload's warnings (off for a second run of the same jobs).
 
     ``checkpoint_every`` (wall seconds; 0: at every barrier) keeps a checkpoint at a
     barrier that often, written to ``checkpoint_to`` when given; a lost Ray shard rebuilds
@@ -144,7 +146,7 @@ def run_windows(
         ensure_ray(address)
     n_shards = n_shards or resolve_shards(scenario, backend_name)
     jobs, groups = generate_jobs(scenario)
-    for line in scenario.extra.get("workload_warnings", []):
+    for line in scenario.extra.get("workload_warnings", []) if warn else []:
         print(f"gridemu: warning: {line}", file=sys.stderr)
     check_scheduler_jobs(scenario.sites, jobs)
     if scenario.plugin.check_jobs is not None:

@@ -394,6 +394,8 @@ def test_a_trace_study_hears_about_organizations_without_jobs(capsys) -> None:
     warnings = r.summary["global"].get("workload_warnings", [])
     assert any("got no job of the trace" in w or "work per processor differs" in w for w in warnings)
     assert f"gridemu: warning: {warnings[0]}" in capsys.readouterr().err
+    emulator.run({**data, "metrics": {"counterfactual": "local"}})  # the same jobs run again alone: said once
+    assert capsys.readouterr().err.count(f"gridemu: warning: {warnings[0]}") == 1
     data["workload"]["orgs_by"] = "balanced"
     r = emulator.run(data)
     assert not any("got no job" in w for w in r.summary["global"].get("workload_warnings", []))
