@@ -165,13 +165,14 @@ def plot_run(run_dir: Path, jobs: pd.DataFrame, sites: pd.DataFrame, ts: pd.Data
     orgs = list(util)
     unit = summary["global"].get("time_unit", "time units")
     width = float(t[1] - t[0]) if len(t) > 1 else 0.0
+    width_text = f"{width:,.0f}" if width >= 100 else f"{width:.3g}"
     # Per organization, lines overlap into a tangle past two or three: the organizations'
     # mean, the band from the lowest to the highest, and the one that stands out most.
     _band(axes[0], t, util, "organization", top=None)
     _band(axes[1], t, waiting, "organization", top=max(orgs, key=lambda o: float(np.sum(waiting[o]))))
-    axes[0].set_ylabel(f"utilization\n(means over {width:.3g} {unit})")
+    axes[0].set_ylabel(f"utilization\n(means over {width_text} {unit})")
     axes[0].set_ylim(0, 1.05)
-    axes[1].set_ylabel(f"jobs waiting\n(means over {width:.3g} {unit})")
+    axes[1].set_ylabel(f"jobs waiting\n(means over {width_text} {unit})")
     if with_load:
         # Sites report at the same round times: the band over sites at each balanced round.
         backlog = ts.assign(backlog=ts["load"] - ts["time"]).pivot_table(index="time", columns="site", values="backlog")
