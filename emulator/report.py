@@ -179,7 +179,7 @@ def plot_run(run_dir: Path, jobs: pd.DataFrame, sites: pd.DataFrame, ts: pd.Data
         series = {f"site {c}": backlog[c].to_numpy() for c in backlog.columns}
         top = max(series, key=lambda k: float(np.nansum(series[k])))
         _band(axes[2], backlog.index.to_numpy(), series, "site", top=top, points=len(backlog) < 60)
-        axes[2].set_ylabel("backlog L_k - t at\nbalanced rounds")
+        axes[2].set_ylabel(f"backlog L_k - t ({unit})\nat balanced rounds")
     for ax in axes:
         ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
     axes[-1].set_xlabel(f"virtual time ({summary['global'].get('time_unit', 'time units')})")
