@@ -25,7 +25,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from decentralization_tables import IMG, log_axis, sites_axis, write_between  # noqa: E402  (this folder's sibling script)
+from decentralization_tables import IMG, log_axis, messages_axis, save_figure, sites_axis, write_between  # noqa: E402  (this folder's sibling script)
 
 BEGIN, END = "<!-- directcontr:begin (decentralization_directcontr.py --write) -->", "<!-- directcontr:end -->"
 LAT_BEGIN, LAT_END = "<!-- directcontr-latency:begin (decentralization_directcontr.py --write) -->", "<!-- directcontr-latency:end -->"
@@ -105,19 +105,13 @@ def plot(df: pd.DataFrame) -> Path:
     for ax in axes:
         sites_axis(ax, sorted(df["organizations"].unique()))
         ax.set_xlabel("organizations (one site of 2 processors each)")
-    log_axis(axes[0])
     log_axis(axes[1])
-    axes[0].set_ylabel("messages per job (every kind)")
-    axes[0].set_title("what the sites send (0 drawn at 0.01)", fontsize=10)
+    messages_axis(axes[0], "what the sites send (0 drawn at 0.01)")
     axes[1].set_ylabel("Δψ/p_tot against RAND(N) at t_end")
     axes[1].set_title("unfairness (lower is better)", fontsize=10)
     axes[2].set_ylabel("mean wait (time units)")
     axes[2].set_title("what the jobs get (lower is better)", fontsize=10)
-    handles, labels = axes[1].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="outside right center", fontsize=8, title="DIRECTCONTR")
-    path = IMG / "decentralization-directcontr.png"
-    fig.savefig(path, dpi=120)
-    return path
+    return save_figure(fig, axes[1], "DIRECTCONTR", "directcontr")
 
 
 def main(argv: list[str]) -> int:

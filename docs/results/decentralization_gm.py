@@ -24,7 +24,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from decentralization_tables import IMG, log_axis, sites_axis, write_between  # noqa: E402  (this folder's sibling script)
+from decentralization_tables import IMG, log_axis, messages_axis, save_figure, sites_axis, write_between  # noqa: E402  (this folder's sibling script)
 
 BEGIN, END = "<!-- gm:begin (decentralization_gm.py --write) -->", "<!-- gm:end -->"
 CENTRAL_BEGIN, CENTRAL_END = "<!-- gm-central:begin (decentralization_gm.py --write) -->", "<!-- gm-central:end -->"
@@ -82,17 +82,12 @@ def plot(df: pd.DataFrame) -> Path:
     for ax in axes:
         sites_axis(ax, sorted(df["sites"].unique()))
         log_axis(ax)
-    axes[0].set_ylabel("messages per job (every kind)")
-    axes[0].set_title("what the sites send (0 drawn at 0.01)", fontsize=10)
+    messages_axis(axes[0], "what the sites send (0 drawn at 0.01)")
     axes[1].set_ylabel("mean flow time (time units)")
     axes[1].set_title("what the jobs get (lower is better)", fontsize=10)
     axes[2].set_ylabel("EF violations per 1,000 comparable pairs")
     axes[2].set_title("envy-freeness (0 drawn at 0.001)", fontsize=10)
-    handles, labels = axes[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="outside right center", fontsize=8, title="GM")
-    path = IMG / "decentralization-gm.png"
-    fig.savefig(path, dpi=120)
-    return path
+    return save_figure(fig, axes[0], "GM", "gm")
 
 
 def central(sizes: tuple[int, ...] = (16, 64), seeds: tuple[int, ...] = (1, 2)) -> str:

@@ -24,7 +24,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from decentralization_tables import IMG, log_axis, sites_axis, write_between  # noqa: E402  (this folder's sibling script)
+from decentralization_tables import IMG, messages_axis, save_figure, sites_axis, write_between  # noqa: E402  (this folder's sibling script)
 
 BEGIN, END = "<!-- molba:begin (decentralization_molba.py --write) -->", "<!-- molba:end -->"
 SIZES = (5, 20, 100, 500)
@@ -70,16 +70,10 @@ def plot(df: pd.DataFrame) -> Path:
     for ax in axes:
         sites_axis(ax, sorted(df["organizations"].unique()))
         ax.set_xlabel("organizations (one site of 128 processors each)")
-    log_axis(axes[0])
-    axes[0].set_ylabel("messages per job (every kind)")
-    axes[0].set_title("what the sites send", fontsize=10)
+    messages_axis(axes[0], "what the sites send")
     axes[1].set_ylabel("makespan / max(W̄, p_max)")
     axes[1].set_title("schedule score (lower is better; alone: 3.3 to 184)", fontsize=10)
-    handles, labels = axes[1].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="outside right center", fontsize=8, title="MOLBA")
-    path = IMG / "decentralization-molba.png"
-    fig.savefig(path, dpi=120)
-    return path
+    return save_figure(fig, axes[1], "MOLBA", "molba")
 
 
 def main(argv: list[str]) -> int:

@@ -114,11 +114,23 @@ def plots(df: pd.DataFrame, name: str, protocol: str) -> Path:
     axes[1].set_ylabel("mean flow time / mean flow time alone")
     axes[1].set_ylim(0, 1.1)
     axes[1].set_title(f"{protocol}: what load balancing keeps (lower is better)", fontsize=10)
-    handles, labels = axes[1].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="outside right center", fontsize=8, title="topology (exchange)")
+    return save_figure(fig, axes[1], "topology (exchange)", name)
+
+
+def save_figure(fig, legend_from, title: str, name: str) -> Path:
+    """The legend of ``legend_from``'s lines right of the panels; docs/results/img/decentralization-<name>.png."""
+    handles, labels = legend_from.get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside right center", fontsize=8, title=title)
     path = IMG / f"decentralization-{name}.png"
     fig.savefig(path, dpi=120)
     return path
+
+
+def messages_axis(ax, title: str) -> None:
+    """Messages per job on a log axis (every protocol's first panel)."""
+    log_axis(ax)
+    ax.set_ylabel("messages per job (every kind)")
+    ax.set_title(title, fontsize=10)
 
 
 def sites_axis(ax, sizes: list) -> None:
