@@ -16,7 +16,6 @@ Tables 4.2-4.5 aggregate them and writes ``DIR/scores.csv`` (see :func:`sweep_sc
 """
 from __future__ import annotations
 
-import json
 import sys
 import warnings
 from pathlib import Path
@@ -182,7 +181,7 @@ def plot_run(run_dir: Path, jobs: pd.DataFrame, sites: pd.DataFrame, ts: pd.Data
         axes[2].set_ylabel(f"backlog L_k - t ({unit})\nat balanced rounds")
     for ax in axes:
         ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
-    axes[-1].set_xlabel(f"virtual time ({summary['global'].get('time_unit', 'time units')})")
+    axes[-1].set_xlabel(f"virtual time ({unit})")
     g = summary["global"]
     fig.suptitle(f"{g['protocol']} protocol, {g['sites']} sites, {g['jobs']:,} jobs, seed {g['seed']}")
     if with_level:
