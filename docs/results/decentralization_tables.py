@@ -172,12 +172,13 @@ def main(argv: list[str]) -> int:
     return 0
 
 
-def write_between(begin: str, end: str, text: str) -> None:
-    """Put ``text`` into the doc between its ``begin`` and ``end`` markers (figures are never typed by hand)."""
-    doc = DOC.read_text()
+def write_between(begin: str, end: str, text: str, doc_path: Path = DOC) -> None:
+    """Put ``text`` into a results page (this folder's decentralization.md by default) between
+    its ``begin`` and ``end`` markers (figures are never typed by hand)."""
+    doc = doc_path.read_text()
     a, b = doc.index(begin) + len(begin), doc.index(end)
-    DOC.write_text(doc[:a] + "\n" + text + "\n" + doc[b:])
-    print(f"wrote {DOC}")
+    doc_path.write_text(doc[:a] + "\n" + text + "\n" + doc[b:])
+    print(f"wrote {doc_path}")
 
 
 if __name__ == "__main__":

@@ -24,7 +24,9 @@ from gridemu.brokers.protocols.molba import instance
 from gridemu.emulator.scenario import load_scenario
 from gridemu.scenarios.workload import generate_jobs
 
-GRID = list(itertools.product((2, 5, 10, 20), (10, 50, 100, 500), (32, 128, 512), range(1, 51)))
+#: The instances of molba-tables.sh: every m has seeds of its own (m = 32: 1..50, 128: 1001.., 512: 2001..).
+GRID = [(n_orgs, n, m, 1 + 1000 * i + r) for n_orgs, n in itertools.product((2, 5, 10, 20), (10, 50, 100, 500))
+        for i, m in enumerate((32, 128, 512)) for r in range(50)]
 
 
 def one(args: tuple[str, int, int, int, int]) -> dict:

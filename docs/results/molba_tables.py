@@ -1,20 +1,37 @@
-"""Print thesis Tables 5.1 and 5.2 beside gridemu's figures, as markdown (for docs/results/molba.md).
+"""Thesis Tables 5.1 and 5.2 beside gridemu's figures, and the t-tests on m of section 5.7.
 
-    bash docs/results/molba-tables.sh                  # the two sweeps (OUT=runs/molba-tables)
-    python docs/results/molba_tables.py runs/molba-tables > tables.md
+    bash docs/results/molba-tables.sh                          # the sweeps (OUT=runs/molba-tables)
+    python docs/results/molba_owners.py runs/molba-tables      # the "owners only" reading
+    python docs/results/molba_tables.py runs/molba-tables         # print the tables
+    python docs/results/molba_tables.py runs/molba-tables --write # and put them in molba.md
 
-Each row pools the 3 x R instances of one (N, n) (every m), as the thesis does ("each row
-is an aggregation over 150 random instances"); "average" rows pool every n of one N, the
-last row everything. A cell reads "thesis / ours" for the mean score s = makespan /
-max(W̄, p_max) and its standard deviation σ over instances. "exec" is the makespan the
-decentralized run executed (from T0), which must equal the reference's MOLBA+ILBA.
+Each (N, n) row pools the 150 instances of its three m (50 each, independent draws: every m
+has seeds of its own), as the thesis does ("each row is an aggregation over 150 random
+instances"). A cell reads "thesis / ours" for the mean score s = makespan / max(W̄, p_max)
+and its standard deviation σ over the row's instances. The thesis's "average" row of an N
+is the mean of its four rows: the mean of their means and, as the thesis's figures show
+(N = 2: 0.19 = the mean of 0.38, 0.20, 0.13 and 0.06), the mean of their σ, not the σ of
+the pooled instances; its last row pools every instance (σ 2.31 on *uni*, above every row's).
+"exec" is the makespan the decentralized run executed (from T0), which must equal the
+reference's MOLBA+ILBA.
+
+The effect of m (section 5.7): two-tailed Welch ("type 3") t-tests between m = 32 and 128
+and between 128 and 512, every other variable pooled, per score. p comes from Student's t
+with the Welch-Satterthwaite degrees of freedom (:func:`welch`).
 """
 from __future__ import annotations
 
+import math
 import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
+
+from decentralization_tables import write_between  # noqa: E402  (this folder's sibling script)
+
+DOC = Path(__file__).with_name("molba.md")
+MS = (32, 128, 512)
 
 # Thesis Tables 5.1 (uni) and 5.2 (swf), transcribed from multi-organization-grid-thesis.txt
 # (section 5.6.2): (N, n) -> (local s, σ, MOLBA s, σ, MOLBA+ILBA s, σ); n = 0 is "average",
@@ -52,21 +69,35 @@ T52 = {
 SCORES = ["score_local", "score_molba", "score_molba_ilba"]
 
 
+def load(root: Path, folder: str) -> pd.DataFrame | None:
+    """The runs of one reading: the three per-m sweeps of molba-tables.sh, or one table."""
+    parts = [root / f"{folder}-m{m}" / "runs.parquet" for m in MS]
+    if all(p.exists() for p in parts):
+        return pd.concat([pd.read_parquet(p).assign(**{"sites.procs": m}) for p, m in zip(parts, MS)], ignore_index=True)
+    path = root / folder / "runs.parquet"
+    return pd.read_parquet(path) if path.exists() else None
+
+
 def rows(runs: pd.DataFrame) -> dict[tuple[int, int], tuple[float, ...]]:
-    """(N, n) -> (local s, σ, MOLBA s, σ, MOLBA+ILBA s, σ, exec s, runs), pooled like the thesis."""
+    """(N, n) -> (local s, σ, MOLBA s, σ, MOLBA+ILBA s, σ, exec s, runs), aggregated like the thesis."""
     out = {}
-    groups = [((n_orgs, 0), part) for n_orgs, part in runs.groupby("sites.count")]
-    groups += [((n_orgs, n), part) for (n_orgs, n), part in runs.groupby(["sites.count", "workload.jobs"])]
-    groups.append(((0, 0), runs))
-    for key, part in groups:
+    for (n_orgs, n), part in runs.groupby(["sites.count", "workload.jobs"]):
         cells: list[float] = []
         for col in SCORES:
             cells += [part[col].mean(), part[col].std(ddof=0)]
-        out[(int(key[0]), int(key[1]))] = (*cells, part["score"].mean(), len(part))
+        out[(int(n_orgs), int(n))] = (*cells, part["score"].mean(), len(part))
+    for n_orgs, part in runs.groupby("sites.count"):
+        mine = [v for (a, _), v in out.items() if a == n_orgs]  # its four rows: means of means and of σ
+        cells = [float(np.mean([r[i] for r in mine])) for i in range(6)]
+        out[(int(n_orgs), 0)] = (*cells, part["score"].mean(), len(part))
+    cells = []
+    for col in SCORES:
+        cells += [runs[col].mean(), runs[col].std(ddof=0)]
+    out[(0, 0)] = (*cells, runs["score"].mean(), len(runs))
     return out
 
 
-def table(name: str, thesis: dict, ours: dict) -> str:
+def table(thesis: dict, ours: dict) -> str:
     lines = [
         f"| N | n | local s | local σ | MOLBA s | MOLBA σ | MOLBA+ILBA s | MOLBA+ILBA σ | exec s | instances |",
         "|---|---|---|---|---|---|---|---|---|---|",
@@ -82,14 +113,61 @@ def table(name: str, thesis: dict, ours: dict) -> str:
             cells = [f"{a:.2f} / {b:.2f}" for a, b in zip(t, o[:6])] + [f"{o[6]:.2f}" if o[6] == o[6] else "-", str(o[7])]
         bold = "**" if key[1] == 0 else ""
         lines.append(f"| {bold}{label_N}{bold} | {bold}{label_n}{bold} | " + " | ".join(cells) + " |")
-    return f"**{name}** (thesis / gridemu)\n\n" + "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n"
 
 
-def by_m(runs: pd.DataFrame) -> str:
-    """Mean scores per m: the thesis found no effect of m (t-test p-values 0.17 to 0.62)."""
+def welch(a: np.ndarray, b: np.ndarray) -> float:
+    """Two-tailed p of Welch's t-test (unequal variances) for the means of ``a`` and ``b``."""
+    va, vb = a.var(ddof=1) / len(a), b.var(ddof=1) / len(b)
+    if va + vb == 0:
+        return 1.0 if a.mean() == b.mean() else 0.0
+    t = abs(a.mean() - b.mean()) / math.sqrt(va + vb)
+    df = (va + vb) ** 2 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1))
+    return _betainc(df / 2, 0.5, df / (df + t * t))  # P(|T| > t) = I_{df/(df+t²)}(df/2, 1/2)
+
+
+def _betainc(a: float, b: float, x: float) -> float:
+    """The regularized incomplete beta function I_x(a, b), by its continued fraction (modified Lentz)."""
+    if x <= 0.0 or x >= 1.0:
+        return 0.0 if x <= 0.0 else 1.0
+    if x > (a + 1) / (a + b + 2):  # the fraction converges fast below the mean; use the symmetry above it
+        return 1.0 - _betainc(b, a, 1.0 - x)
+    front = math.exp(math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x)) / a
+    tiny, f, c, d = 1e-300, 1.0, 1.0, 0.0
+    for i in range(400):
+        m = i // 2
+        if i == 0:
+            num = 1.0
+        elif i % 2:
+            num = -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1))
+        else:
+            num = m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m))
+        d = 1.0 + num * d
+        d = 1.0 / (d if abs(d) > tiny else tiny)
+        c = 1.0 + num / c
+        c = c if abs(c) > tiny else tiny
+        f *= c * d
+        if abs(1.0 - c * d) < 1e-15:
+            break
+    return front * (f - 1.0)
+
+
+#: Section 5.7: p of the t-tests on m, (32 vs 128, 128 vs 512) for local, MOLBA, MOLBA+ILBA (uni).
+THESIS_P = {(32, 128): (0.35, 0.17, 0.53), (128, 512): (0.56, 0.62, 0.35)}
+
+
+def by_m(runs: pd.DataFrame, thesis: bool) -> str:
+    """Mean scores per m, and the t-tests of section 5.7 (the thesis reports them for uni)."""
     means = runs.groupby("sites.procs")[SCORES].mean()
-    lines = ["| m | local | MOLBA | MOLBA+ILBA |", "|---|---|---|---|"]
-    lines += [f"| {int(m)} | " + " | ".join(f"{v:.3f}" for v in row) + " |" for m, row in means.iterrows()]
+    lines = ["| m | instances | local | MOLBA | MOLBA+ILBA |", "|---|---|---|---|---|"]
+    count = runs.groupby("sites.procs").size()
+    lines += [f"| {int(m)} | {int(count[m])} | " + " | ".join(f"{v:.3f}" for v in row) + " |" for m, row in means.iterrows()]
+    lines += ["", "| Welch t-test, two-tailed p | local | MOLBA | MOLBA+ILBA |", "|---|---|---|---|"]
+    for lo, hi in THESIS_P:
+        a, b = (runs[runs["sites.procs"] == m] for m in (lo, hi))
+        ps = [welch(a[c].to_numpy(float), b[c].to_numpy(float)) for c in SCORES]
+        ref = THESIS_P[(lo, hi)] if thesis else (None,) * 3
+        lines.append(f"| m = {lo} vs {hi} | " + " | ".join(f"{t} / {p:.2g}" if t is not None else f"{p:.2g}" for t, p in zip(ref, ps)) + " |")
     return "\n".join(lines) + "\n"
 
 
@@ -102,26 +180,38 @@ def worst(runs: pd.DataFrame) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main(root: str) -> None:
+def section(name: str, runs: pd.DataFrame, thesis: dict, tests_in_thesis: bool) -> str:
+    out = [table(thesis, rows(runs))]
+    if runs["score"].notna().any():
+        mismatch = (runs["score"] - runs["score_molba_ilba"]).abs().max()
+        refusals = int(runs["messages_refuse"].fillna(0).sum()) if "messages_refuse" in runs else 0
+        out.append(f"Executed vs reference MOLBA+ILBA score, largest difference over {len(runs)} runs: {mismatch:.2g}; "
+                   f"refusals: {refusals}.\n")
+    out.append(f"MOLBA(3) chosen by the meta-algorithm in {int((runs['alpha'] == 3).sum())} of {len(runs)} instances.\n")
+    out.append("Mean score per m (all N and n), and the t-tests of section 5.7" +
+               (" (thesis / gridemu):\n" if tests_in_thesis else " (the thesis reports them for *uni* only):\n"))
+    out.append(by_m(runs, tests_in_thesis))
+    out.append(worst(runs))
+    return "\n".join(out)
+
+
+def main(argv: list[str]) -> int:
+    root = Path(argv[0]) if argv and not argv[0].startswith("--") else Path("runs/molba-tables")
     readings = (
-        ("Table 5.1, uni", "uni", T51), ("Table 5.1, uni, machines only for organizations owning a job", "uni-owners", T51),
-        ("Table 5.2, swf", "swf", T52), ("Table 5.2, swf, machines only for organizations owning a job", "swf-owners", T52),
+        ("Table 5.1, uni", "uni", T51, True), ("Table 5.1, uni, machines only for organizations owning a job", "uni-owners", T51, True),
+        ("Table 5.2, swf", "swf", T52, False), ("Table 5.2, swf, machines only for organizations owning a job", "swf-owners", T52, False),
     )
-    for name, folder, thesis in readings:
-        path = Path(root) / folder / "runs.parquet"
-        if not path.exists():
+    for name, folder, thesis, tests in readings:
+        runs = load(root, folder)
+        if runs is None:
+            print(f"{root}: no runs for {folder}")
             continue
-        runs = pd.read_parquet(path)
-        print(table(name, thesis, rows(runs)))
-        if runs["score"].notna().any():
-            mismatch = (runs["score"] - runs["score_molba_ilba"]).abs().max()
-            refusals = int(runs["messages_refuse"].fillna(0).sum()) if "messages_refuse" in runs else 0
-            print(f"Executed vs reference MOLBA+ILBA score, largest difference over {len(runs)} runs: {mismatch:.2g}; "
-                  f"refusals: {refusals}.\n")
-        print(f"MOLBA(3) chosen by the meta-algorithm in {int((runs['alpha'] == 3).sum())} of {len(runs)} instances.\n")
-        print(by_m(runs))
-        print(worst(runs))
+        text = section(name, runs, thesis, tests)
+        print(f"**{name}** (thesis / gridemu)\n\n{text}")
+        if "--write" in argv:
+            write_between(f"<!-- molba-{folder}:begin (molba_tables.py --write) -->", f"<!-- molba-{folder}:end -->", text, DOC)
+    return 0
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else "runs/molba-tables")
+    sys.exit(main(sys.argv[1:]))
