@@ -210,8 +210,9 @@ def _rand_estimator(jobs, procs, t_end, samples, seed) -> tuple[_Piecewise, int]
     org = np.array([j.org for j in ordered], dtype=np.int64)
     release = np.array([j.release for j in ordered], dtype=np.int64)
     size = np.array([j.size for j in ordered], dtype=np.int64)
-    entries = []
-    for c, w in sorted(weight.items()):
-        mine = np.isin(org, c)
-        entries.append((w, _fcfs_schedule(release[mine], size[mine], sum(procs[u] for u in c), t_end)))
-    return _Piecewise(entries, k, t_end), samples
+    def schedules():  # one at a time: each is reduced and dropped before the next is built
+        for c, w in sorted(weight.items()):
+            mine = np.isin(org, c)
+            yield w, _fcfs_schedule(release[mine], size[mine], sum(procs[u] for u in c), t_end)
+
+    return _Piecewise(schedules(), k, t_end), samples

@@ -124,20 +124,40 @@ def _delta_rows(sp: np.ndarray, t_end: int) -> tuple[np.ndarray, np.ndarray]:
     return np.concatenate([s, s2 + p2]), np.concatenate([on, off], axis=0)
 
 
+def _merged_rows(tau: np.ndarray, delta: np.ndarray, x: int) -> tuple[np.ndarray, np.ndarray]:
+    """One schedule's rows with the deltas of each instant summed (exact: Python integers
+    where an int64 sum could overflow)."""
+    order = np.argsort(tau, kind="stable")
+    tau, delta = tau[order], delta[order]
+    starts = np.r_[0, np.flatnonzero(tau[1:] != tau[:-1]) + 1]
+    if float(np.abs(delta.astype(float)).sum(axis=0) @ np.array([float(x) * x, float(x), 1.0])) >= _INT64_SAFE / 4:
+        delta = delta.astype(object)
+    return tau[starts], np.add.reduceat(delta, starts, axis=0)
+
+
 class _Piecewise:
     """t ↦ Σ_S w_S · 2·v(S, t) for fixed schedules, every coordinate of the weight vectors at once.
 
     Kept column by column: coordinate u holds only the schedules whose weight for u is not
     0. RAND's weights are sparse (a sampled coalition counts for one or two organizations),
-    and a dense (breakpoints × organizations) table took 14 GB at 100 organizations."""
+    and a dense (breakpoints × organizations) table took 14 GB at 100 organizations.
+    ``entries`` may be a generator: each schedule is reduced to its breakpoints (its rows of
+    one instant summed) as it comes and then dropped, so RAND(N) never holds all its sampled
+    coalitions' schedules at once (4.6 GB at 300 organizations when it did)."""
 
-    def __init__(self, entries: Sequence[tuple[Sequence[int], np.ndarray]], width: int, t_end: int):
-        rows = [(w, *_delta_rows(np.asarray(sp).reshape(-1, 2), t_end)) for w, sp in entries if len(sp) and any(w)]
+    def __init__(self, entries: Iterable[tuple[Sequence[int], np.ndarray]], width: int, t_end: int):
         x = max(int(t_end), 1)
+        columns: list[list[tuple[int, np.ndarray, np.ndarray]]] = [[] for _ in range(width)]
+        for w, sp in entries:
+            if not len(sp) or not any(w):
+                continue
+            tau, delta = _merged_rows(*_delta_rows(np.asarray(sp).reshape(-1, 2), t_end), x)
+            for u in range(width):
+                if w[u]:
+                    columns[u].append((int(w[u]), tau, delta))
         self.taus: list[np.ndarray] = []
         self.cum: list[np.ndarray | None] = []
-        for u in range(width):
-            mine = [(int(w[u]), tau, delta) for w, tau, delta in rows if w[u]]
+        for mine in columns:
             if not mine:
                 self.taus.append(np.empty(0, dtype=np.int64))
                 self.cum.append(None)
@@ -148,9 +168,10 @@ class _Piecewise:
             order = np.argsort(tau, kind="stable")
             tau, delta, weight = tau[order], delta[order], weight[order]
             bound = float(np.abs(weight).max()) * float(
-                (np.abs(delta[:, 0]) * float(x) * x + np.abs(delta[:, 1]) * float(x) + np.abs(delta[:, 2])).sum()
+                (np.abs(delta[:, 0].astype(float)) * float(x) * x + np.abs(delta[:, 1].astype(float)) * float(x)
+                 + np.abs(delta[:, 2].astype(float))).sum()
             )
-            if bound < _INT64_SAFE / 4:
+            if bound < _INT64_SAFE / 4 and delta.dtype != object:
                 cum = np.cumsum(weight[:, None] * delta, axis=0)
             else:  # exact, slower: Python integers
                 cum = np.cumsum(weight.astype(object)[:, None] * delta.astype(object), axis=0)
