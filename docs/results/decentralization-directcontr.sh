@@ -10,8 +10,8 @@ gridemu sweep shapley-scale --quiet --repeat 2 --out "$OUT/directcontr-sampled" 
   --grid protocol.choices=0,1,2,4,8 --grid sites.count=10,30,100
 gridemu sweep shapley-scale --quiet --repeat 2 --out "$OUT/directcontr-sampled-300" \
   --grid protocol.choices=0,2,8 --grid sites.count=300
-# 1,000 organizations (135,000 jobs): the run alone; RAND(N)'s 20,000 sampled coalition
-# schedules would take tens of GB here, so no fairness figure.
+# 1,000 organizations (135,000 jobs): the run alone; RAND(N) would schedule 20,000 sampled
+# coalitions of about 67,000 jobs each, some 20 times its work at 300 organizations, for a 7 s run: no fairness figure.
 gridemu sweep shapley-scale --quiet --out "$OUT/directcontr-sampled-1000" --set 'protocol.compare=[]' \
   --grid protocol.choices=2 --grid sites.count=1000
 # DIRECTCONTR replicated at every site (the reference): 2(N-1) broadcasts a job, the clock
