@@ -294,8 +294,7 @@ def crash(site: Any, now: float, until: float) -> None:
     for slot in running:
         f.work_lost += (now - site.r_start[slot]) * site.c_procs[slot]
         site.free_count += site.c_procs[slot]
-        for p in site.alloc.pop(slot, ()):
-            bisect.insort(site.free_procs, p, key=site._proc_key)
+        site.release_processors(slot)
         site.setup.pop(slot, None)
         if requeue:
             site.r_state[slot] = _QUEUED

@@ -335,14 +335,20 @@ class Site:
                 self.free_procs.remove(p)
             self.alloc[slot] = list(procs)
             speed = min(self.speeds[p] for p in procs)
-        else:
+        elif self.uniform and q == 1:  # the hot path: the lowest-numbered free one, kept in r_proc only
+            self.r_proc[slot] = self.free_procs.pop(0)
+            speed = self.speed
+            procs = None
+        else:  # the fastest free ones (by number on identical processors)
             procs = self.free_procs[:q]
             del self.free_procs[:q]
-            self.alloc[slot] = procs
-            speed = self.speed if self.uniform else min(self.speeds[p] for p in procs)
-        self.r_proc[slot] = procs[0]
-        if q > 1:
-            self.proc_sets[slot] = sorted(procs)
+            if not self.uniform:
+                self.alloc[slot] = procs
+            speed = min(self.speeds[p] for p in procs)
+        if procs is not None:
+            self.r_proc[slot] = procs[0]
+            if q > 1:
+                self.proc_sets[slot] = sorted(procs)
         if setup:
             self.setup[slot] = setup
         end = now + setup + self.c_size[slot] / speed
@@ -423,8 +429,10 @@ class Site:
         accounts usage (fairshare)."""
         q = self.c_procs[slot]
         self.free_count += q
-        for p in self.alloc.pop(slot, ()):
-            bisect.insort(self.free_procs, p, key=self._proc_key)
+        if q == 1 and slot not in self.alloc:  # the hot path: one of identical processors
+            bisect.insort(self.free_procs, self.r_proc[slot])
+        else:
+            self.release_processors(slot)
         self.setup.pop(slot, None)
         self.r_state[slot] = DONE
         self.done += 1
@@ -442,6 +450,16 @@ class Site:
 
     def _proc_key(self, p: int) -> tuple[float, int]:
         return (-self.speeds[p], p)
+
+    def release_processors(self, slot: int) -> None:
+        """Put the processors of the piece in ``slot`` back in the free list, fastest first (by
+        number on identical ones): those named in alloc, or the ones its start recorded."""
+        procs = self.alloc.pop(slot, None)
+        if procs is None:
+            procs = self.proc_sets[slot] if self.c_procs[slot] > 1 else [self.r_proc[slot]]
+        free = self.free_procs
+        for p in procs:
+            bisect.insort(free, p, key=None if self.uniform else self._proc_key)
 
     def finish(self, horizon: float) -> None:
         """Close the books at the end of the run: count the completions the recurrence skipped,
