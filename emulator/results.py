@@ -87,7 +87,7 @@ def read_table(path: Path) -> pd.DataFrame:
 def load(folder: str | Path) -> RunResult:
     """A run's results from its folder (what :meth:`RunResult.write` wrote), one clear error
     when the folder is not a run's."""
-    import tomllib
+    from gridemu.emulator.scenario import read_scenario_file
 
     folder = Path(folder)
     if not (folder / "summary.json").is_file() or not (folder / "jobs.parquet").is_file():
@@ -99,10 +99,7 @@ def load(folder: str | Path) -> RunResult:
     jobs = read_table(folder / "jobs.parquet")
     optional = {name: read_table(folder / f"{name}.parquet") if (folder / f"{name}.parquet").exists() else pd.DataFrame()
                 for name in ("timeseries", "usage", "fragments")}
-    try:
-        scenario = tomllib.loads((folder / "scenario.toml").read_text()) if (folder / "scenario.toml").exists() else {}
-    except (ValueError, OSError) as exc:
-        raise GridemuError(f"{folder / 'scenario.toml'}: not a readable scenario ({exc})") from None
+    scenario = read_scenario_file(folder / "scenario.toml")[0] if (folder / "scenario.toml").exists() else {}
     return RunResult(jobs=jobs, sites=read_table(folder / "sites.parquet"), timeseries=optional["timeseries"], usage=optional["usage"],
                      summary=summary, scenario=scenario, pieces=optional["fragments"] if len(optional["fragments"]) else jobs)
 
