@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from gridemu.emulator.report import gantt_boxes, load_run
+from gridemu.sites.results import interval_set
 
 FORMATS = ("swf", "evalys")
 
@@ -79,7 +80,7 @@ def evalys_frame(jobs: pd.DataFrame, sites: pd.DataFrame) -> pd.DataFrame:
     boxes = gantt_boxes(pieces, procs)
     key = ["job_id", "start"]
     boxes["first"] = boxes["proc"] + boxes["site"].map(offset)
-    boxes["text"] = [f"{a}-{a + c - 1}" if c > 1 else f"{a}" for a, c in zip(boxes["first"], boxes["count"])]
+    boxes["text"] = [interval_set(list(range(a, a + c))) for a, c in zip(boxes["first"], boxes["count"])]
     alloc = boxes.groupby(key, sort=False)["text"].agg(" ".join)
     ran = pieces[pieces["start"].notna()].copy()
     ran["allocated_resources"] = [alloc[(j, s)] for j, s in zip(ran["job_id"], ran["start"])]

@@ -27,6 +27,7 @@ import pandas as pd
 from gridemu.brokers import registry
 from gridemu.emulator.results import load
 from gridemu.model.errors import GridemuError
+from gridemu.sites.results import interval_runs
 
 MAX_LINES = 12
 
@@ -392,9 +393,7 @@ def gantt_boxes(jobs: pd.DataFrame, site_procs: dict[int, int]) -> pd.DataFrame:
     s = rec[single]
     rows.extend(zip(s["job_id"], s["owner"], s["exec_site"].astype(int), s["start"], s["stop"], s["proc"].astype(int), s["procs"].astype(int)))
     for job in rec[~single].itertuples():
-        for part in str(job.proc_set).split():
-            a, _, b = part.partition("-")
-            rows.append((job.job_id, job.owner, int(job.exec_site), job.start, job.stop, int(a), int(b or a) - int(a) + 1))
+        rows.extend((job.job_id, job.owner, int(job.exec_site), job.start, job.stop, a, c) for a, c in interval_runs(str(job.proc_set)))
     for site, part in ran[~recorded].sort_values(["start", "job_id"]).groupby("exec_site", sort=True):
         m = int(site_procs[int(site)])
         busy_until = np.full(m, -np.inf)

@@ -68,6 +68,15 @@ def job_columns(sites: "list[Site]", horizon: float) -> dict[str, np.ndarray]:
     return cols
 
 
+def interval_runs(text: str) -> list[tuple[int, int]]:
+    """The runs of an :func:`interval_set` string as (first processor, count): "0-3 7" -> [(0, 4), (7, 1)]."""
+    runs = []
+    for part in text.split():
+        a, _, b = part.partition("-")
+        runs.append((int(a), int(b or a) - int(a) + 1))
+    return runs
+
+
 def interval_set(procs: list[int]) -> str:
     """Sorted processor indices as an interval set, the form Batsim and evalys read: "0-3 7"."""
     runs, first = [], procs[0]
