@@ -226,6 +226,19 @@ def molba_plan(jobs: Sequence[Job], machines: Sequence[int], alpha: float | None
     return MolbaPlan(run, alpha is None, balance, final)
 
 
+def later_than_alone(
+    plan: MolbaPlan, jobs: Sequence[Job], machines: Sequence[int], schedule: Sequence[Placement], tol: float = 1e-9
+) -> list[str]:
+    """The organizations whose makespan in ``schedule`` exceeds their local makespan (the
+    chapter's first guarantee; ``tol`` relative), one message each."""
+    slack = tol * max(1.0, max(plan.run.local_makespans, default=0.0))
+    return [
+        f"organization {k}: makespan {now} exceeds its local makespan {before}"
+        for k, (now, before) in enumerate(zip(org_makespans(schedule, jobs, machines), plan.run.local_makespans))
+        if now > before + slack
+    ]
+
+
 def guarantee_violations(
     plan: MolbaPlan, jobs: Sequence[Job], machines: Sequence[int], schedule: Sequence[Placement] | None = None, tol: float = 1e-9
 ) -> list[str]:
@@ -246,10 +259,7 @@ def guarantee_violations(
     a = plan.alpha
     proved = plan.meta or a == 3 or (a == 2 and _last_jobs_low(plan.molba, by_id, machines))
     if proved:
-        slack = tol * max(1.0, max(plan.run.local_makespans, default=0.0))
-        for k, (now, before) in enumerate(zip(org_makespans(schedule, jobs, machines), plan.run.local_makespans)):
-            if now > before + slack:
-                out.append(f"organization {k}: makespan {now} exceeds its local makespan {before}")
+        out += later_than_alone(plan, jobs, machines, schedule, tol)
         bound = (a + 1) * lower_bound(jobs, machines)
         c = makespan(schedule, jobs)
         if c > bound * (1 + tol):

@@ -11,7 +11,9 @@ from gridemu.brokers.agents.base import GridInfo
 from gridemu.brokers.agents.molba import MESSAGES, MolbaAgent, plan_time
 from gridemu.brokers.agents.molba_aggregates import MESSAGES as AGGREGATE_MESSAGES, MolbaAggregatesAgent
 from gridemu.brokers.algorithms.list_scheduling import Job, Placement, makespan
-from gridemu.brokers.algorithms.molba import guarantee_violations, local_schedule, lower_bound, molba_plan, org_makespans
+from gridemu.brokers.algorithms.molba import (
+    guarantee_violations, later_than_alone, local_schedule, lower_bound, molba_plan, org_makespans,
+)
 from gridemu.brokers.protocol import (
     GanttCompare, Protocol, RunFacts, ScenarioFacts, Traffic, flag, require_identical_processors, require_one_site_per_org,
     require_scheduler,
@@ -107,12 +109,7 @@ def molba_summary(submitted: np.ndarray, table: pd.DataFrame, site_procs: list[i
         else:
             # The decentralized mode promises only that no organization ends later than alone;
             # its makespan against MOLBA's bound is a figure, not a guarantee.
-            slack = 1e-9 * max(1.0, max(plan.run.local_makespans, default=0.0))
-            problems = [
-                f"organization {k}: makespan {now} exceeds its local makespan {before}"
-                for k, (now, before) in enumerate(zip(org_makespans(executed, jobs, machines), plan.run.local_makespans))
-                if now > before + slack
-            ]
+            problems = later_than_alone(plan, jobs, machines, executed)
             bound = (plan.alpha + 1) * lb
             out["within_molba_bound"] = bool(out["makespan"] <= bound * (1 + 1e-9))
         if problems:
