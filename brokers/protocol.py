@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
+from gridemu.model.checks import check_flag
 from gridemu.model.errors import ScenarioError
 from gridemu.model.messages import MessageKind
 from gridemu.sites.spec import SiteSpec
@@ -160,8 +161,5 @@ def require_full_graph_when_replicated(protocol: str, scenario: ScenarioFacts, p
 
 def flag(params: dict[str, Any], key: str, default: bool) -> bool:
     """A true/false key of the [protocol] table, defaulted in place."""
-    value = params.get(key, default)
-    if not isinstance(value, bool):
-        raise ScenarioError(f"protocol.{key}", f"must be true or false, got {value!r}")
-    params[key] = value
-    return value
+    params[key] = check_flag(f"protocol.{key}", params.get(key, default))
+    return params[key]

@@ -19,7 +19,7 @@ import numpy as np
 from gridemu.brokers import registry
 from gridemu.brokers.protocol import Protocol, ScenarioFacts
 from gridemu.emulator.topology import Topology, build_topology, link_latency_matrix, smallest_link_latency
-from gridemu.model.checks import check_number, choice, per_site_values
+from gridemu.model.checks import check_flag, check_number, choice, per_site_values
 from gridemu.model.errors import ScenarioError
 from gridemu.scenarios.workload import check_workload
 from gridemu.sites.faults import FaultPlan, parse_faults
@@ -458,8 +458,8 @@ def validate(raw: dict[str, Any], source: str = "<dict>") -> Scenario:
     _unknown("metrics", metrics, _KNOWN["metrics"])
     if "counterfactual" in metrics:
         choice("metrics.counterfactual", metrics["counterfactual"], ("local", "none"))
-    if "fairness" in metrics and not isinstance(metrics["fairness"], bool):
-        raise ScenarioError("metrics.fairness", f"must be true or false, got {metrics['fairness']!r}")
+    if "fairness" in metrics:
+        check_flag("metrics.fairness", metrics["fairness"])
     if "slowdown_bound" in metrics:
         metrics["slowdown_bound"] = check_number("metrics.slowdown_bound", metrics["slowdown_bound"], positive=True, finite=True)
     data["metrics"] = metrics

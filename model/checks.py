@@ -31,6 +31,13 @@ def check_number(
     return float(value)
 
 
+def check_flag(key: str, value: Any) -> bool:
+    """A true/false setting; anything else is an error naming the key."""
+    if not isinstance(value, bool):
+        raise ScenarioError(key, f"must be true or false, got {value!r}")
+    return value
+
+
 def choice(key: str, value: Any, allowed: tuple[str, ...]) -> str:
     if value not in allowed:
         raise ScenarioError(key, f"unknown value {value!r} (allowed: {', '.join(allowed)})")

@@ -17,7 +17,7 @@ import numpy as np
 
 from gridemu.model.errors import ScenarioError, WorkloadError
 from gridemu.model.rng import PURPOSE_ARRIVALS, PURPOSE_PROCS, PURPOSE_SIZES, site_rng
-from gridemu.model.checks import check_number, check_sequential, choice, per_site_values
+from gridemu.model.checks import check_flag, check_number, check_sequential, choice, per_site_values
 from gridemu.model.jobs import JOB_DTYPE, empty_jobs, take
 from gridemu.scenarios import propositions
 
@@ -92,8 +92,7 @@ def check_workload(wl: dict[str, Any], sites: list["SiteSpec"]) -> None:
                 )
         _check_procs(wl.get("procs", 1), sites)
         _per_site("workload.priority", wl.get("priority", 0.0), n, nonneg=True, finite=True)
-        if not isinstance(wl.get("integral", False), bool):
-            raise ScenarioError("workload.integral", f"must be true or false, got {wl['integral']!r}")
+        check_flag("workload.integral", wl.get("integral", False))
     elif kind == "jobs":
         entries = wl.get("list")
         if not isinstance(entries, list) or not entries:
