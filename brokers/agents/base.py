@@ -92,6 +92,14 @@ class Agent:
             return d + (d >= me)
         return nb[me][int(rng.integers(len(nb[me])))]
 
+    def random_neighbors(self, rng: np.random.Generator, d: int) -> list[int]:
+        """``d`` neighbors (every other site on the full graph) drawn uniformly with
+        replacement from the agent's own stream ``rng``: the "power of d choices" sample."""
+        me, nb = self.site.site_id, self.grid.neighbors
+        if nb is None:
+            return [k + (k >= me) for k in rng.integers(self.grid.n_sites - 1, size=d).tolist()]
+        return [nb[me][i] for i in rng.integers(len(nb[me]), size=d).tolist()]
+
     def broadcast(self, now: float, kind: str, job: tuple = (), **fields: Any) -> None:
         """Send the same message to every neighbor (every other site on the full graph)."""
         site = self.site

@@ -101,8 +101,6 @@ class DirectContrSampledAgent(Agent):
         super().__init__(site, grid, params)
         me = site.site_id
         self.choices = int(params["choices"]) if grid.n_sites > 1 else 0
-        nb = grid.neighbors
-        self.others = None if nb is None else list(nb[me])  # None: every other site
         self.rng = site_rng(grid.seed, me, PURPOSE_DC_SAMPLE)
         self.key = SpKey()
         self.waiting: deque[int] = deque()  # own jobs not started nor sent, in submission order
@@ -111,13 +109,6 @@ class DirectContrSampledAgent(Agent):
         self.heard: dict[int, tuple] = {}  # site -> its report or need, this round
         self.sent: dict[int, float] = {}  # own job id running elsewhere -> the instant it left
         self.ran: dict[int, float] = {}  # slot of another's job running here -> its start
-
-    def sample(self) -> list[int]:
-        """d sites drawn (with replacement) among the others or the neighbors."""
-        if self.others is not None:
-            return [self.others[i] for i in self.rng.integers(len(self.others), size=self.choices).tolist()]
-        me = self.site.site_id
-        return [k + (k >= me) for k in self.rng.integers(self.grid.n_sites - 1, size=self.choices).tolist()]
 
     def free(self) -> int:
         return self.site.free_count() - self.held
@@ -133,7 +124,7 @@ class DirectContrSampledAgent(Agent):
             self._probe(now)
         if len(self.waiting) > self.free() and self.choices:  # more waiting than processors here
             state = self._state(now)
-            for k in self.sample():
+            for k in self.random_neighbors(self.rng, self.choices):
                 self.site.send(now, k, "need", **state)
         return False  # queued here; the planned scheduler never starts it by itself
 
@@ -154,7 +145,7 @@ class DirectContrSampledAgent(Agent):
             self.site.set_timer(now, "decide")
             return
         self.heard = {}
-        targets = self.sample()
+        targets = self.random_neighbors(self.rng, self.choices)
         self.due = len(targets)
         for k in targets:
             self.site.send(now, k, "probe")

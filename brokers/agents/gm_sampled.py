@@ -55,8 +55,6 @@ class GmSampledAgent(GmAgent):
         super().__init__(site, grid, params)
         me = site.site_id
         self.samples = int(params["samples"])
-        nb = grid.neighbors
-        self.others = None if nb is None else list(nb[me])  # None: every other site
         self.rng = site_rng(grid.seed, me, PURPOSE_GM_SAMPLE)
         self.bids: dict[int, list] = {}  # job id -> [answers still due, best speed, its site]
 
@@ -65,13 +63,6 @@ class GmSampledAgent(GmAgent):
         me = self.site.site_id
         return [(me, p) for p in range(self.site.m)], [float(v) for v in self.site.speeds], 0
 
-    def sample(self) -> list[int]:
-        """d sites drawn (with replacement) among the others or the neighbors."""
-        if self.others is not None:
-            return [self.others[i] for i in self.rng.integers(len(self.others), size=self.samples).tolist()]
-        me = self.site.site_id
-        return [k + (k >= me) for k in self.rng.integers(self.grid.n_sites - 1, size=self.samples).tolist()]
-
     # events ------------------------------------------------------------------------
     def on_arrival(self, now: float, slot: int) -> bool:
         rec = self.site.job(slot)
@@ -79,7 +70,7 @@ class GmSampledAgent(GmAgent):
         self.ranking.add(job)
         self.held[job.id] = slot
         if job.id not in self.assignment and self.grid.n_sites > 1 and self.samples:
-            targets = self.sample()
+            targets = self.random_neighbors(self.rng, self.samples)
             self.bids[job.id] = [len(targets), 0.0, -1]
             for k in targets:
                 self.site.send(now, k, "probe", priority=job.v0, release=job.r, job_id=job.id)
@@ -92,7 +83,7 @@ class GmSampledAgent(GmAgent):
         self._forget(job_id)
         self.running.pop(job_id, None)
         if len(self.ranking) < site.m and self.grid.n_sites > 1 and self.samples:  # a processor will be idle
-            for k in self.sample():
+            for k in self.random_neighbors(self.rng, self.samples):
                 site.send(now, k, "steal")
         self._decide(now)
 
