@@ -61,7 +61,7 @@ def share_hosts(loads: dict[int, tuple[float, float, float, int]], keep_until: f
         return shares
     hosts = sorted((-(r[3] * (threshold - r[0])), k) for k, r in loads.items() if k not in over)
     for room, h in hosts:
-        k = max(sorted(over), key=lambda k: over[k])  # most left to place (lowest id among equals)
+        k = max(shares, key=over.__getitem__)  # most left to place (lowest id among equals: shares is by id)
         shares[k].append(h)
         over[k] += room  # room is negative: less left to place
     return shares
