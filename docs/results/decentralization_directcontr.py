@@ -25,7 +25,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from decentralization_tables import IMG, log_axis, messages_axis, save_figure, sites_axis, write_between  # noqa: E402  (this folder's sibling script)
+from decentralization_tables import log_axis, messages_axis, save_figure, sites_axis, write_between  # noqa: E402  (this folder's sibling script)
 
 BEGIN, END = "<!-- directcontr:begin (decentralization_directcontr.py --write) -->", "<!-- directcontr:end -->"
 LAT_BEGIN, LAT_END = "<!-- directcontr-latency:begin (decentralization_directcontr.py --write) -->", "<!-- directcontr-latency:end -->"
@@ -92,7 +92,6 @@ def latency_table(root: Path) -> str:
 
 
 def plot(df: pd.DataFrame) -> Path:
-    IMG.mkdir(exist_ok=True)
     fig, axes = plt.subplots(1, 3, figsize=(14, 4.2), constrained_layout=True)
     for variant, g in df.groupby("variant", sort=False):
         rep = variant.startswith("replicated")

@@ -24,7 +24,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from decentralization_tables import IMG, log_axis, messages_axis, save_figure, sites_axis, write_between  # noqa: E402  (this folder's sibling script)
+from decentralization_tables import log_axis, messages_axis, save_figure, sites_axis, write_between  # noqa: E402  (this folder's sibling script)
 
 BEGIN, END = "<!-- gm:begin (decentralization_gm.py --write) -->", "<!-- gm:end -->"
 CENTRAL_BEGIN, CENTRAL_END = "<!-- gm-central:begin (decentralization_gm.py --write) -->", "<!-- gm-central:end -->"
@@ -71,7 +71,6 @@ def table(df: pd.DataFrame) -> str:
 
 
 def plot(df: pd.DataFrame) -> Path:
-    IMG.mkdir(exist_ok=True)
     fig, axes = plt.subplots(1, 3, figsize=(14, 4.2), constrained_layout=True)
     for variant, g in df.groupby("variant", sort=False):
         style = dict(marker="o", lw=2.4 if variant.startswith("replicated") else 1.4,

@@ -24,7 +24,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from decentralization_tables import IMG, messages_axis, save_figure, sites_axis, write_between  # noqa: E402  (this folder's sibling script)
+from decentralization_tables import messages_axis, save_figure, sites_axis, write_between  # noqa: E402  (this folder's sibling script)
 
 BEGIN, END = "<!-- molba:begin (decentralization_molba.py --write) -->", "<!-- molba:end -->"
 SIZES = (5, 20, 100, 500)
@@ -56,7 +56,6 @@ def table(df: pd.DataFrame) -> str:
 
 
 def plot(df: pd.DataFrame) -> Path:
-    IMG.mkdir(exist_ok=True)
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), constrained_layout=True)
     for mode, g in df.groupby("protocol.mode", sort=False):
         rep = mode == "replicated"

@@ -93,7 +93,6 @@ def tables(df: pd.DataFrame) -> str:
 
 
 def plots(df: pd.DataFrame, name: str, protocol: str) -> Path:
-    IMG.mkdir(exist_ok=True)
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), constrained_layout=True)
     # One color per topology in every figure; gossip dotted in its topology's color.
     colors = {"full": "black", "ring": "tab:red", "random:8": "tab:green", "grid2d": "tab:orange",
@@ -120,6 +119,7 @@ def plots(df: pd.DataFrame, name: str, protocol: str) -> Path:
 def save_figure(fig, legend_from, title: str, name: str) -> Path:
     """The legend of ``legend_from``'s lines right of the panels; docs/results/img/decentralization-<name>.png."""
     handles, labels = legend_from.get_legend_handles_labels()
+    IMG.mkdir(exist_ok=True)
     fig.legend(handles, labels, loc="outside right center", fontsize=8, title=title)
     path = IMG / f"decentralization-{name}.png"
     fig.savefig(path, dpi=120)
