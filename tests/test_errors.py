@@ -154,6 +154,7 @@ SET_CASES = [
     pytest.param("workload.rate={cycle=[1.0], default=2.0}", ["workload.rate", "stands alone", "default"], id="rate-cycle-and-default"),
     pytest.param('sites.procs={dist="zipf", alpha=1}', ["sites.procs.alpha", "unknown key", "a, dist, max"], id="procs-zipf-unknown-key"),
     pytest.param('workload.procs={low=1, hgh=2}', ["workload.procs.hgh", "unknown key", "high, low"], id="job-procs-unknown-key"),
+    pytest.param('workload.integral="yes"', ["workload.integral", "must be true or false", "'yes'"], id="integral-not-a-flag"),
     pytest.param('sites.procs={dist="uniform", total=40, low=2}', ["sites.procs.low", "unknown key"], id="procs-total-with-low"),
     pytest.param('network.latency={dist="uniform", low=2.0, high=1.0}', ["network.latency.high", ">= low"], id="latency-dist-high-below-low"),
     pytest.param('network.latency={dist="uniform", low=1.0, high=2.0, mean=1}', ["network.latency.mean", "unknown key"], id="latency-dist-unknown-key"),

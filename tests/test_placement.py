@@ -131,7 +131,7 @@ def test_swf_export_has_one_line_of_18_fields_per_job(tmp_path):
     assert rows[2][11] == 2 and rows[1][11] == 1  # organizations numbered from 1
 
 
-def test_evalys_export_numbers_processors_across_sites(tmp_path):
+def test_evalys_export_numbers_processors_across_sites(tmp_path, capsys):
     data = {
         "run": {"seed": 3}, "sites": {"count": 3, "procs": 16}, "scheduler": {"name": "list"},
         "workload": {"kind": "rigid", "model": "uni", "jobs": 40},
@@ -153,4 +153,8 @@ def test_evalys_export_numbers_processors_across_sites(tmp_path):
         site = int(job.exec_site)
         assert all(16 * site <= p < 16 * (site + 1) for p in used)  # site k's processors follow site k-1's
     assert (csv["finish_time"] - csv["starting_time"] == csv["execution_time"]).all()
+    capsys.readouterr()
     assert main(["export", str(tmp_path / "r"), "--out", str(tmp_path)]) == 2  # a folder is not a file
+    assert f"--out: {tmp_path} is a folder; give the file to write" in capsys.readouterr().err
+    assert main(["export", str(tmp_path / "nowhere")]) == 2
+    assert "not a gridemu run folder" in capsys.readouterr().err
