@@ -338,13 +338,17 @@ def score(flow: float, flow_local: float) -> float:
     return -(flow / flow_local - 1.0)
 
 
-def period_scores(table: pd.DataFrame, n_orgs: int, start: float, period: float, window: tuple[float, float]) -> np.ndarray:
+def period_scores(
+    table: pd.DataFrame, n_orgs: int, start: float, period: float, window: tuple[float, float], local_from: str = "window",
+) -> np.ndarray:
     """Scores S_k per organization and period, as thesis section 4.5.2 measures them.
 
     For each period, the jobs an organization submitted between ``window[0]`` and
-    ``window[1]`` of it are compared with Algorithm 4.2's F̃ (the same jobs alone on the
-    organization's processor, from an empty queue). Returns an (organizations × periods)
-    array, NaN where a period had no such job or one of them was not finished.
+    ``window[1]`` of it are compared with Algorithm 4.2's F̃: the same jobs alone on the
+    organization's processor, from an empty queue at the window's start, or with
+    ``local_from = "period"`` behind the period's earlier jobs from an empty queue at its
+    start. Returns an (organizations × periods) array, NaN where a period had no such job
+    or one of them was not finished.
     """
     from gridemu.brokers.algorithms.strategies import local_flow_time
 
@@ -352,16 +356,20 @@ def period_scores(table: pd.DataFrame, n_orgs: int, start: float, period: float,
     phase = (rel - start) / period
     q = np.floor(phase).astype(np.int64)
     inside = (phase - q >= window[0]) & (phase - q <= window[1]) & (q >= 0)
+    queued = (q >= 0) & (phase - q <= window[1]) if local_from == "period" else inside
     n_periods = int(q.max()) + 1 if len(q) else 0
     out = np.full((n_orgs, n_periods), np.nan)
-    sub = table[inside].assign(period=q[inside]).sort_values(["owner", "period", "release", "job_id"], kind="stable")
+    sub = table[queued].assign(period=q[queued], counted=inside[queued])
+    sub = sub.sort_values(["owner", "period", "release", "job_id"], kind="stable")
     done = STATE_CODE["done"]
     for (org, k), jobs in sub.groupby(["owner", "period"], sort=False):
-        if (jobs["state"] != done).any():
+        counted = jobs["counted"].to_numpy()
+        if not counted.any() or (jobs["state"].to_numpy()[counted] != done).any():
             continue
         r = jobs["release"].to_numpy()
-        flow_local = local_flow_time(r.tolist(), jobs["size"].tolist())
-        out[int(org), int(k)] = score(float((jobs["end"].to_numpy() - r).sum()), flow_local)
+        first = int(np.argmax(counted))  # releases are sorted: the window's jobs come last
+        flow_local = local_flow_time(r.tolist(), jobs["size"].tolist(), counted_from=first)
+        out[int(org), int(k)] = score(float((jobs["end"].to_numpy()[first:] - r[first:]).sum()), flow_local)
     return out
 
 
@@ -381,7 +389,9 @@ def summarize(raw: RawRun, table: pd.DataFrame, sites: pd.DataFrame, local_table
     proto = raw.scenario.protocol
     per_period = None
     if raw.scenario.plugin.divisible:  # protocols of thesis ch. 4 score each period (section 4.5.2)
-        per_period = period_scores(table, len(orgs), proto["start"], proto["period"], tuple(proto["window"]))
+        per_period = period_scores(
+            table, len(orgs), proto["start"], proto["period"], tuple(proto["window"]), proto.get("local_from", "window")
+        )
     per_org = {}
     for k, org in enumerate(orgs):
         entry: dict[str, Any] = {

@@ -17,7 +17,7 @@ import numpy as np
 
 from gridemu.model.errors import ScenarioError, WorkloadError
 from gridemu.model.rng import PURPOSE_ARRIVALS, PURPOSE_PROCS, PURPOSE_SIZES, site_rng
-from gridemu.model.checks import check_flag, check_number, check_sequential, choice, per_site_values
+from gridemu.model.checks import check_number, check_sequential, choice, per_site_values
 from gridemu.model.jobs import JOB_DTYPE, empty_jobs, take
 from gridemu.scenarios import propositions
 
@@ -92,7 +92,9 @@ def check_workload(wl: dict[str, Any], sites: list["SiteSpec"]) -> None:
                 )
         _check_procs(wl.get("procs", 1), sites)
         _per_site("workload.priority", wl.get("priority", 0.0), n, nonneg=True, finite=True)
-        check_flag("workload.integral", wl.get("integral", False))
+        integral = wl.get("integral", False)
+        if integral != "releases" and not isinstance(integral, bool):
+            raise ScenarioError("workload.integral", f'must be true or false, or "releases" (floor releases only), got {integral!r}')
     elif kind == "jobs":
         entries = wl.get("list")
         if not isinstance(entries, list) or not entries:
@@ -251,8 +253,10 @@ def _poisson(scenario: WorkloadSource) -> tuple[np.ndarray, list[str]]:
                 f"site {s.name}'s gamma(alpha={alpha[s.site_id]:g}, beta={beta[s.site_id]:g}) sizes underflow to 0 "
                 f"(its job {j} drew {float(part['size'][j])!r}): use a larger alpha or beta",
             )
-        if wl.get("integral", False):  # the Shapley papers' integral time: released at t, whole units of work
+        integral = wl.get("integral", False)
+        if integral:  # the Shapley papers' integral time: released at t, whole units of work
             part["release"] = np.floor(part["release"])
+        if integral is True:  # "releases" keeps real sizes (the thesis ch. 4 simulator's time unit)
             part["size"] = np.ceil(part["size"])
         part["procs"] = _draw_job_procs(wl.get("procs", 1), seed, s.site_id, k)
         part["submit_site"] = s.site_id

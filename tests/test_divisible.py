@@ -36,6 +36,39 @@ def test_local_flow_time_is_fcfs_from_an_empty_queue():
     # jobs (r, p): (0, 3), (1, 1), (10, 2): ends 3, 4, 12 -> flows 3 + 3 + 2
     assert local_flow_time([0.0, 1.0, 10.0], [3.0, 1.0, 2.0]) == 8.0
     assert local_flow_time([], []) == 0.0
+    # the first job queues but is not counted: 3 + 2
+    assert local_flow_time([0.0, 1.0, 10.0], [3.0, 1.0, 2.0], counted_from=1) == 5.0
+
+
+def test_local_from_period_queues_the_period_s_earlier_jobs():
+    """A job released at 250 (inside the window 200-800 of T = 1000) behind one of size 300
+    released at 0: alone from the window's start it takes 1; behind the period's queue, 51."""
+    from gridemu.emulator.results import period_scores
+    from gridemu.model.jobs import STATE_CODE
+
+    table = pd.DataFrame({
+        "job_id": [0, 1], "owner": [0, 0], "release": [0.0, 250.0], "size": [300.0, 1.0],
+        "end": [300.0, 251.0], "state": [STATE_CODE["done"]] * 2,
+    })
+    assert period_scores(table, 1, 0.0, 1000.0, (0.2, 0.8))[0, 0] == 0.0
+    assert period_scores(table, 1, 0.0, 1000.0, (0.2, 0.8), "period")[0, 0] == pytest.approx(50.0)
+    # the uncounted early job need not be finished; an unfinished counted one voids the period
+    early_unfinished = table.assign(state=[STATE_CODE["running"], STATE_CODE["done"]])
+    assert period_scores(early_unfinished, 1, 0.0, 1000.0, (0.2, 0.8), "period")[0, 0] == pytest.approx(50.0)
+    late_unfinished = table.assign(state=[STATE_CODE["done"], STATE_CODE["running"]])
+    assert np.isnan(period_scores(late_unfinished, 1, 0.0, 1000.0, (0.2, 0.8), "period")[0, 0])
+
+
+def test_local_from_period_is_what_learning_sees_too():
+    """The agent's ledger (what Algorithm 4.2 learns from) queues the period's earlier jobs
+    too: the same schedule and F_k, a longer F̃_k wherever a queue was left at the window's start."""
+    ts = {
+        lf: emulator.run(grid("bilb", n=3, until=1000.0, limit=5.0, local_from=lf)).timeseries.sort_values(["site", "period"])
+        for lf in ("window", "period")
+    }
+    assert np.allclose(ts["window"]["flow"].to_numpy(), ts["period"]["flow"].to_numpy())
+    longer = ts["period"]["flow_local"].to_numpy() - ts["window"]["flow_local"].to_numpy()
+    assert (longer >= -1e-9).all() and (longer > 1.0).any()
 
 
 def test_join_probability_follows_algorithm_4_2():
@@ -94,6 +127,10 @@ def test_run_announces_deadlines_keeps_them_and_splits_jobs(protocol):
         ("bilb", {"limit": {"default": 3.0, "0": 1000.0}}),
         ("averaging_game", {"join": 1.0}),
         ("averaging_game", {"join": 0.6, "period": 100.0}),
+        # the readings of docs/results/bilb.md: rounds timed by the unbounded plan, discrete time
+        ("bilb", {"limit": {"default": 3.0, "0": 1000.0}, "round_timing": "unbounded"}),
+        ("bilb", {"limit": {"default": 3.0, "0": 1000.0}, "discrete": True}),
+        ("averaging_game", {"join": 1.0, "discrete": True}),
     ],
 )
 def test_decentralized_run_equals_the_centralized_reference(protocol, extra):
@@ -101,6 +138,8 @@ def test_decentralized_run_equals_the_centralized_reference(protocol, extra):
     reading the whole state at once, does: the same pieces on the same sites, the same ends."""
     n = 5
     data = grid(protocol, n=n, until=1000.0, latency=1e-9, **extra)
+    if extra.get("discrete"):  # whole-unit releases: arrivals and rounds share instants
+        data["workload"]["integral"] = "releases"
     result = emulator.run(data)
     scenario = load_scenario(data)
     jobs, _ = generate_jobs(scenario)
@@ -110,6 +149,7 @@ def test_decentralized_run_equals_the_centralized_reference(protocol, extra):
         jobs, n, protocol=protocol, start=proto["start"], min_gap=proto["min_gap"], period=proto["period"], seed=scenario.seed,
         limits=per_site(proto["limit"]) if protocol == "bilb" else None,
         p=per_site(proto["join"]) if protocol == "averaging_game" else None, cut_running=proto["cut_running"],
+        round_timing=proto["round_timing"], discrete=proto["discrete"],
     )
     assert len(result.pieces) == len(ref["job_id"])
     ends = job_ends(ref)
@@ -123,6 +163,33 @@ def test_decentralized_run_equals_the_centralized_reference(protocol, extra):
     assert mine["job_id"].tolist() == theirs["job_id"].tolist()
     assert np.allclose(mine["size"].to_numpy(), theirs["size"].to_numpy(), atol=1e-5)
     assert result.summary["global"]["messages"].get("refuse", 0) == 0  # fresh offers: nothing refused
+
+
+def test_round_readings_change_when_rounds_run():
+    """``round_timing = "unbounded"`` spaces BILB's rounds by the unbounded plan (at l = 1 the
+    bounded one leaves idle sites and so a round every time unit); ``discrete`` rounds only
+    at whole time units, and a job released at a round's unit is already there to be cut."""
+    plan = emulator.run(grid("bilb", limit=1.0))
+    unbounded = emulator.run(grid("bilb", limit=1.0, round_timing="unbounded"))
+    assert unbounded.summary["global"]["messages"]["offer"] < 0.7 * plan.summary["global"]["messages"]["offer"]
+    data = grid("bilb", n=3, until=300.0, limit=1000.0, discrete=True)
+    data["workload"]["integral"] = "releases"
+    scenario = load_scenario(data)
+    jobs, _ = generate_jobs(scenario)
+    times, cut_fresh = [], []
+    fresh = {}
+
+    def on_round(t, loads, plan_, after):
+        times.append(t)
+        cut_fresh.extend(k for k, _, _ in plan_ if t in fresh.get(k, ()))
+
+    for r, k in zip(jobs["release"], jobs["submit_site"]):
+        fresh.setdefault(int(k), set()).add(float(r))
+    reference_run(jobs, 3, protocol="bilb", discrete=True, on_round=on_round, cut_running=False)
+    assert times and all(t == int(t) for t in times)
+    assert cut_fresh  # some round sent load from a site that had a job released that very unit
+    run = emulator.run(data | {"protocol": data["protocol"] | {"cut_running": False}})
+    assert (run.jobs["end"] <= run.jobs["deadline"] + 1e-9).all()
 
 
 def test_one_site_alone_still_announces_and_keeps_deadlines():
@@ -266,6 +333,8 @@ def test_same_job_table_for_any_shard_count(protocol, ray_session):
         ("protocol.eta", 1.5, r"protocol.eta: the learning coefficient must be in \(0, 1\]"),
         ("protocol.min_gap", 0.0, "protocol.min_gap: must be > 0"),
         ("protocol.window", [0.8, 0.2], "protocol.window: needs 0 <= from < to <= 1"),
+        ("protocol.round_timing", "later", "protocol.round_timing: unknown value 'later' \\(allowed: plan, unbounded\\)"),
+        ("protocol.discrete", "yes", "protocol.discrete: must be true or false"),
         ("workload.rate", 0.0, "workload.rate: must be > 0"),
         ("workload.alpha", -1.0, "workload.alpha: must be > 0"),
         ("workload.beta", {"default": 2.0, "0": 0.0}, "workload.beta.0: must be > 0"),
@@ -280,6 +349,11 @@ def test_bad_settings_name_the_key(key, value, message):
     data.setdefault(section, {})[name] = value
     with pytest.raises(ScenarioError, match=message):
         load_scenario(data)
+
+
+def test_discrete_rounds_need_a_whole_start():
+    with pytest.raises(ScenarioError, match="protocol.start: with protocol.discrete = true rounds run at whole time units"):
+        load_scenario(grid("bilb", discrete=True, start=0.5))
 
 
 def test_bad_join_probability_names_the_key():

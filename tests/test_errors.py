@@ -477,6 +477,19 @@ def test_validate_sizes_a_huge_generated_workload_without_drawing_it(capsys):
     expect_error(capsys, ["validate", "bilb", "--set", "workload.until=1e12"], "workload.until", "split the study")
 
 
+@pytest.mark.parametrize(
+    "override, needles",
+    [
+        ('protocol.round_timing="later"', ["protocol.round_timing", "'later'", "plan, unbounded"]),
+        ('protocol.discrete="yes"', ["protocol.discrete", "must be true or false"]),
+        ('protocol.local_from="run"', ["protocol.local_from", "'run'", "window, period"]),
+        ('workload.integral="days"', ["workload.integral", '"releases"', "'days'"]),
+    ],
+)
+def test_thesis_chapter_4_readings_name_a_bad_value(capsys, override, needles):
+    expect_error(capsys, ["validate", "bilb", "--set", override], *needles)
+
+
 def test_report_on_a_damaged_run_folder_is_one_line(tmp_path, capsys):
     out = tmp_path / "r"
     assert call(SMALL_RUN + ["--out", out]) == 0

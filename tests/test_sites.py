@@ -87,7 +87,10 @@ def test_integral_poisson_workload_floors_releases_and_rounds_sizes_up():
     assert (whole["release"] == np.floor(whole["release"])).all() and (whole["size"] == np.ceil(whole["size"])).all()
     assert (whole["size"] >= 1).all()
     assert np.allclose(np.sort(whole["size"]), np.sort(np.ceil(real["size"])))  # the same draws, rounded
-    with pytest.raises(emulator.ScenarioError, match="workload.integral: must be true or false, got 'yes'"):
+    releases = emulator.run(data | {"workload": data["workload"] | {"integral": "releases"}}).jobs
+    assert np.allclose(np.sort(releases["release"]), np.sort(whole["release"]))  # floored alike ...
+    assert np.allclose(np.sort(releases["size"]), np.sort(real["size"]))  # ... sizes kept real
+    with pytest.raises(emulator.ScenarioError, match="workload.integral: must be true or false, or \"releases\" \\(floor releases only\\), got 'yes'"):
         emulator.run(data | {"workload": data["workload"] | {"integral": "yes"}})
 
 

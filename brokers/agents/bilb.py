@@ -7,6 +7,7 @@ section 4.7.3. The rounds, pieces and answers are the shared divisible-load agen
 """
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from gridemu.brokers.agents.base import GridInfo
@@ -34,7 +35,8 @@ class BilbAgent(DivisibleAgent):
     def plan(self, loads: list[float], levels: list[float]) -> tuple[Plan, float]:
         # Every site computes the plan from the same offers, each on its own.
         plan = bilb_plan(loads, levels)
-        return plan, next_round_time(0.0, loads, plan)
+        timing = plan if self.round_timing == "plan" else bilb_plan(loads, [math.inf] * len(loads))
+        return plan, next_round_time(0.0, loads, timing)
 
     def adjust(self, ratio: float) -> None:
         self.limit = adjust_limit(self.limit, ratio, self.eta)

@@ -54,6 +54,9 @@ Choices the thesis leaves open (documented in ``docs/results/bilb.md`` too):
     idle site would make the round repeat at once) and at least (2N + 3) × ``max_latency``
     later: a round is settled by then (offers, pieces and answers take one latency each,
     and each site of a chain of senders two more), so rounds never overlap.
+    ``round_timing = "unbounded"`` (BILB) takes the plan's time from the plan with every
+    l_k unbounded instead; ``discrete`` moves each round to the next whole time unit, after
+    that unit's arrivals (``_round_at``).
   * A sender cuts the unprocessed part of its running piece too, once its queue is used
     up: with divisible load that part is only work not done yet, and the piece just ends
     earlier (no job is stopped and resumed, so this is no preemption). Without it, a site
@@ -96,6 +99,8 @@ EXCHANGES = ("neighbors", "gossip")
 
 #: ``tag`` of the last piece (or the empty marker, a fragment with no job) of a transfer.
 LAST = 1.0
+#: How long after a whole time unit a ``discrete`` round runs (``DivisibleAgent._round_at``).
+AFTER_ARRIVALS = SAME_INSTANT / 2
 #: Relative slack of a receiver's tests against float rounding.
 TOL = 1e-9
 
@@ -155,6 +160,9 @@ class DivisibleAgent(PeriodLedger, Agent):
         self.eta = float(params["eta"])
         self.window = tuple(params["window"])
         self.cut_running = bool(params["cut_running"])
+        self.round_timing = params.get("round_timing", "plan")
+        self.discrete = bool(params.get("discrete", False))
+        self.local_from = params.get("local_from", "window")
         self.speed = site.speed
         self.round_time = math.nan
         self.offers: dict[int, tuple[float, float]] = {}
@@ -191,7 +199,7 @@ class DivisibleAgent(PeriodLedger, Agent):
     # ---------------------------------------------------------------- hooks
     def on_start(self, now: float) -> None:
         if self.grid.n_sites > 1:
-            self.site.set_timer(self.start, "round")
+            self.site.set_timer(self._round_at(self.start), "round")
 
     def on_arrival(self, now: float, slot: int) -> bool:
         site = self.site
@@ -213,7 +221,7 @@ class DivisibleAgent(PeriodLedger, Agent):
         load = self.site.load(now) - now
         level = self.level()
         if not self.everywhere:  # a common clock (module doc)
-            self.site.set_timer(now + self.gap, "round")
+            self.site.set_timer(self._round_at(now + self.gap), "round")
         if self.gossip:
             self.offers = {self.site.site_id: (load, level)}
             self.pick = self.random_neighbor(self.rng_gossip)
@@ -298,7 +306,7 @@ class DivisibleAgent(PeriodLedger, Agent):
         me = self.site.site_id
         mine = [(l, amount) for k, l, amount in plan if k == me]
         if self.everywhere:
-            self.site.set_timer(self.round_time + max(delay, self.gap), "round")
+            self.site.set_timer(self._round_at(self.round_time + max(delay, self.gap)), "round")
             if mine:
                 self._cut(now, mine, now + (3 + 2 * chain_depth(plan)) * self.grid.max_latency)
             self.expect = [k for k, l, _ in plan if l == me]
@@ -327,6 +335,15 @@ class DivisibleAgent(PeriodLedger, Agent):
             if rank[l] < rank[me] and l not in sent_to:
                 self.site.send(now, l, "fragment", slot=-1.0, tag=LAST)
         self.expect = sorted((k for k in members if rank[k] > rank[me]), key=rank.__getitem__)
+
+    def _round_at(self, t: float) -> float:
+        """When a round due at ``t`` runs: at ``t``, or with ``discrete`` at the first whole time
+        unit from ``t`` on, just after that unit's arrivals (the kernel runs timers before local
+        arrivals at one instant, so the round waits AFTER_ARRIVALS, far below SAME_INSTANT:
+        for every rule the round is still at that instant, and a job started there is queued)."""
+        if not self.discrete:
+            return t
+        return math.ceil(t - SAME_INSTANT) + AFTER_ARRIVALS
 
     def _settle(self, now: float) -> None:
         """Judge the round's pieces once every transfer is in (and, on the full graph, the own

@@ -59,8 +59,10 @@ class PeriodLedger:
         releases = site.local_releases()
         lo = bisect.bisect_left(releases, begin + self.window[0] * self.period)
         hi = bisect.bisect_right(releases, begin + self.window[1] * self.period)
+        first = bisect.bisect_left(releases, begin) if self.local_from == "period" else lo
         # Whole jobs' sizes: a split local slot's c_size is only what stayed here.
-        flow_local = local_flow_time(releases[lo:hi], (site.local_jobs["size"][lo:hi] / self.speed).tolist())
+        sizes = (site.local_jobs["size"][first:hi] / self.speed).tolist()
+        flow_local = local_flow_time(releases[first:hi], sizes, counted_from=lo - first)
         flow = 0.0
         for j in range(lo, hi):
             end = self.known_end[j] if self.open_pieces[j] <= 0 else site.deadline(j)

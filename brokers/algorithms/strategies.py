@@ -15,16 +15,20 @@ RATIO_BOUNDS = (0.5, 2.0)
 LIMIT_BOUNDS = (1.0, 1000.0)
 
 
-def local_flow_time(releases: Sequence[float], sizes: Sequence[float]) -> float:
+def local_flow_time(releases: Sequence[float], sizes: Sequence[float], counted_from: int = 0) -> float:
     """F̃_k of Algorithm 4.2 lines 1-5: FCFS on the organization's own processor, from empty.
 
-    ``releases`` must be non-decreasing (the jobs of one period, in release order).
+    ``releases`` must be non-decreasing (the jobs of one period, in release order). The
+    first ``counted_from`` jobs run but their flow times are not summed: section 4.5.2 counts
+    only the jobs of the window 0.2T-0.8T, while J_k, the queue the loop builds, may hold
+    every job of the period (``protocol.local_from = "period"``).
     """
     q_end = 0.0
     total = 0.0
-    for r, p in zip(releases, sizes):
+    for i, (r, p) in enumerate(zip(releases, sizes)):
         q_end = max(q_end, r) + p
-        total += q_end - r
+        if i >= counted_from:
+            total += q_end - r
     return total
 
 

@@ -10,7 +10,11 @@ from gridemu.brokers.protocol import Protocol, ScenarioFacts, Traffic, flag, req
 from gridemu.model.checks import check_number, choice, per_site_values
 from gridemu.model.errors import ScenarioError
 
-KEYS = ("period", "start", "min_gap", "learn", "eta", "window", "cut_running", "exchange")
+KEYS = ("period", "start", "min_gap", "learn", "eta", "window", "cut_running", "exchange", "round_timing", "discrete", "local_from")
+#: ``round_timing``: what sets the next round (docs/results/bilb.md, "Readings").
+ROUND_TIMINGS = ("plan", "unbounded")
+#: ``local_from``: where the "alone" queue of Algorithm 4.2 starts empty.
+LOCAL_FROM = ("window", "period")
 
 
 def check(params: dict[str, Any], scenario: ScenarioFacts) -> None:
@@ -25,7 +29,14 @@ def check(params: dict[str, Any], scenario: ScenarioFacts) -> None:
     ``window`` the part of a period whose jobs are evaluated (thesis: 0.2T to 0.8T);
     ``cut_running`` whether the unprocessed part of a running piece may be sent away;
     ``exchange``: ``neighbors`` (each site plans its closed neighborhood: the whole grid on the
-    full graph) or ``gossip`` (each round with the neighbor it draws and those that drew it).
+    full graph) or ``gossip`` (each round with the neighbor it draws and those that drew it);
+    ``round_timing`` (BILB): ``plan`` runs the next round at min_k(L_k + Φ_k - Ψ_k) of the plan
+    carried out, ``unbounded`` at that of the plan with every l_k unbounded (the averaging
+    game's rounds, at L̄, are the same either way); ``discrete``: rounds only at whole time
+    units, after that unit's arrivals (the thesis's discrete simulator); ``local_from``: F̃_k,
+    the flow time alone, queues the window's jobs from an empty processor at the window's
+    start (``window``) or every job of the period from its start, counting the window's
+    (``period``: J_k of Algorithm 4.2 is "the jobs produced during the last time period").
     """
     name = params["name"]
     sites = scenario.sites
@@ -41,6 +52,11 @@ def check(params: dict[str, Any], scenario: ScenarioFacts) -> None:
     params["min_gap"] = check_number("protocol.min_gap", params.get("min_gap", 1.0), positive=True, finite=True)
     learn = flag(params, "learn", False)
     flag(params, "cut_running", True)
+    flag(params, "discrete", False)
+    params["local_from"] = choice("protocol.local_from", params.get("local_from", "window"), LOCAL_FROM)
+    params["round_timing"] = choice("protocol.round_timing", params.get("round_timing", "plan"), ROUND_TIMINGS)
+    if params["discrete"] and params["start"] != int(params["start"]):
+        raise ScenarioError("protocol.start", f"with protocol.discrete = true rounds run at whole time units; start must be one, got {params['start']:g}")
     params["exchange"] = choice("protocol.exchange", params.get("exchange", "neighbors"), EXCHANGES)
     params["eta"] = check_number("protocol.eta", params.get("eta", 0.1), positive=True, finite=True)
     if params["eta"] > 1:

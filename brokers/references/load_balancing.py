@@ -56,8 +56,9 @@ ACCEPT_EPS = 1e-9
 #: Two times closer than this are the same instant.
 SAME_INSTANT = 1e-9
 
-# Event kinds, in the order they are handled at equal times.
-_COMPLETION, _ROUND, _ARRIVAL = 0, 1, 2
+# Event kinds, in the order they are handled at equal times (a discrete round comes after
+# its time unit's arrivals).
+_COMPLETION, _ROUND, _ARRIVAL, _DISCRETE_ROUND = 0, 1, 2, 3
 
 Transfer = tuple[int, int, float]
 #: ``on_round(t, loads_before, plan, queue_lengths_after)``: called after every round with
@@ -295,6 +296,8 @@ def reference_run(
     horizon: float = math.inf,
     on_round: RoundHook | None = None,
     cut_running: bool = True,
+    round_timing: str = "plan",
+    discrete: bool = False,
 ) -> dict[str, np.ndarray]:
     """Run divisible-load balancing centrally; return every piece that existed.
 
@@ -312,10 +315,16 @@ def reference_run(
     finish has ``end`` NaN. Jobs that never arrived have no piece.
 
     ``cut_running = False`` never cuts the running piece (a strict reading of "no
-    preemption"; see brokers/agents/divisible.py). ``on_round``, if given, is called after each round as
+    preemption"; see brokers/agents/divisible.py). ``round_timing = "unbounded"`` (BILB) times
+    the next round from the plan with every level unbounded. ``discrete`` runs rounds at whole
+    time units only (the next one at or after the time above), after that unit's arrivals.
+    ``on_round``, if given, is called after each round as
     ``on_round(t, loads_before, plan, queue_lengths_after)`` (see :data:`RoundHook`).
     """
     limits_, p_ = _check_args(jobs, n_sites, protocol, limits, p, start, min_gap, period, horizon)
+    if round_timing not in ("plan", "unbounded"):
+        raise ValueError(f"round_timing must be 'plan' or 'unbounded', got {round_timing!r}")
+    round_kind = _DISCRETE_ROUND if discrete else _ROUND
     start, min_gap, period = float(start), float(min_gap), float(period)
     if protocol == "averaging_game":
         limits_ = [math.inf] * n_sites  # receivers of Algorithm 4.1 are unbounded
@@ -327,7 +336,7 @@ def reference_run(
     for row in jobs:
         events.push(float(row["release"]), _ARRIVAL, int(row["job_id"]), row)
     not_arrived = len(jobs)
-    events.push(start, _ROUND, 0)
+    events.push(math.ceil(start) if discrete else start, round_kind, 0)
 
     while events.heap and events.heap[0][0] < horizon:
         t, kind, key, _, payload = events.pop()
@@ -350,7 +359,8 @@ def reference_run(
             loads = [site.finish_time(t) - t for site in sites]
             if coalition is None:
                 plan = bilb_plan(loads, limits_)
-                next_t = max(next_round_time(t, loads, plan), t + min_gap)
+                timing = plan if round_timing == "plan" else bilb_plan(loads, [math.inf] * n_sites)
+                next_t = max(next_round_time(t, loads, timing), t + min_gap)
             else:
                 members = coalition.at(t)
                 plan = []
@@ -364,8 +374,10 @@ def reference_run(
                 on_round(t, loads, plan, [site.finish_time(t) - t for site in sites])
             # Rounds alone never keep the run going: with nothing held and nothing left
             # to arrive, no later round could move anything.
+            if discrete:
+                next_t = math.ceil(next_t - SAME_INSTANT)
             if not_arrived > 0 or any(site.queue or site.running is not None for site in sites):
-                events.push(next_t, _ROUND, 0)
+                events.push(next_t, round_kind, 0)
 
     out = {
         "job_id": np.array([piece.job_id for piece in created], dtype=np.int64),
