@@ -345,31 +345,38 @@ def period_scores(
 
     For each period, the jobs an organization submitted between ``window[0]`` and
     ``window[1]`` of it are compared with Algorithm 4.2's F̃: the same jobs alone on the
-    organization's processor, from an empty queue at the window's start, or with
-    ``local_from = "period"`` behind the period's earlier jobs from an empty queue at its
-    start. Returns an (organizations × periods) array, NaN where a period had no such job
-    or one of them was not finished.
+    organization's processor, FCFS from an empty queue at the window's start
+    (``local_from = "window"``), behind the period's earlier jobs from its start
+    (``"period"``), or behind every earlier job since the run began (``"run"``). Returns an
+    (organizations × periods) array, NaN where a period had no such job or one of them was
+    not finished.
     """
-    from gridemu.brokers.algorithms.strategies import local_flow_time
+    from gridemu.brokers.algorithms.strategies import alone_finish_times
 
     rel = table["release"].to_numpy()
     phase = (rel - start) / period
     q = np.floor(phase).astype(np.int64)
     inside = (phase - q >= window[0]) & (phase - q <= window[1]) & (q >= 0)
-    queued = (q >= 0) & (phase - q <= window[1]) if local_from == "period" else inside
+    queued = {"window": inside, "period": (q >= 0) & (phase - q <= window[1]), "run": np.ones(len(rel), bool)}[local_from]
     n_periods = int(q.max()) + 1 if len(q) else 0
     out = np.full((n_orgs, n_periods), np.nan)
-    sub = table[queued].assign(period=q[queued], counted=inside[queued])
-    sub = sub.sort_values(["owner", "period", "release", "job_id"], kind="stable")
+    sub = table[queued].assign(period=q[queued], counted=inside[queued]).sort_values(["owner", "release", "job_id"], kind="stable")
+    # Where the queue alone restarts empty: each period (window, period) or never (run).
+    restart = ["owner"] if local_from == "run" else ["owner", "period"]
+    parts = []
+    for _, jobs in sub.groupby(restart, sort=False):
+        parts.append(jobs.assign(alone=alone_finish_times(jobs["release"].tolist(), jobs["size"].tolist())))
+    if not parts:
+        return out
+    counted = pd.concat(parts)
+    counted = counted[counted["counted"]]
     done = STATE_CODE["done"]
-    for (org, k), jobs in sub.groupby(["owner", "period"], sort=False):
-        counted = jobs["counted"].to_numpy()
-        if not counted.any() or (jobs["state"].to_numpy()[counted] != done).any():
+    for (org, k), jobs in counted.groupby(["owner", "period"], sort=False):
+        if (jobs["state"] != done).any():
             continue
         r = jobs["release"].to_numpy()
-        first = int(np.argmax(counted))  # releases are sorted: the window's jobs come last
-        flow_local = local_flow_time(r.tolist(), jobs["size"].tolist(), counted_from=first)
-        out[int(org), int(k)] = score(float((jobs["end"].to_numpy()[first:] - r[first:]).sum()), flow_local)
+        flow_local = float((jobs["alone"].to_numpy() - r).sum())
+        out[int(org), int(k)] = score(float((jobs["end"].to_numpy() - r).sum()), flow_local)
     return out
 
 

@@ -57,18 +57,29 @@ def test_local_from_period_queues_the_period_s_earlier_jobs():
     assert period_scores(early_unfinished, 1, 0.0, 1000.0, (0.2, 0.8), "period")[0, 0] == pytest.approx(50.0)
     late_unfinished = table.assign(state=[STATE_CODE["done"], STATE_CODE["running"]])
     assert np.isnan(period_scores(late_unfinished, 1, 0.0, 1000.0, (0.2, 0.8), "period")[0, 0])
+    # "run": the queue alone carries over periods. A job of size 400 released at 900 (period 0,
+    # after its window) still runs at 1250, when period 1's window job comes: 1 alone from the
+    # period's start, 51 from the run's
+    carried = pd.DataFrame({
+        "job_id": [0, 1], "owner": [0, 0], "release": [900.0, 1250.0], "size": [400.0, 1.0],
+        "end": [1300.0, 1251.0], "state": [STATE_CODE["done"]] * 2,
+    })
+    assert period_scores(carried, 1, 0.0, 1000.0, (0.2, 0.8), "period")[0, 1] == 0.0
+    assert period_scores(carried, 1, 0.0, 1000.0, (0.2, 0.8), "run")[0, 1] == pytest.approx(50.0)
 
 
-def test_local_from_period_is_what_learning_sees_too():
-    """The agent's ledger (what Algorithm 4.2 learns from) queues the period's earlier jobs
-    too: the same schedule and F_k, a longer F̃_k wherever a queue was left at the window's start."""
-    ts = {
-        lf: emulator.run(grid("bilb", n=3, until=1000.0, limit=5.0, local_from=lf)).timeseries.sort_values(["site", "period"])
-        for lf in ("window", "period")
-    }
+def test_local_from_is_what_learning_sees_too():
+    """The agent's ledger (what Algorithm 4.2 learns from) queues the period's, or the run's,
+    earlier jobs too: the same schedule and F_k, a longer F̃_k wherever a queue was left."""
+    runs = {lf: emulator.run(grid("bilb", n=3, until=1000.0, limit=5.0, local_from=lf)) for lf in ("window", "period", "run")}
+    ts = {lf: r.timeseries.sort_values(["site", "period"]) for lf, r in runs.items()}
     assert np.allclose(ts["window"]["flow"].to_numpy(), ts["period"]["flow"].to_numpy())
-    longer = ts["period"]["flow_local"].to_numpy() - ts["window"]["flow_local"].to_numpy()
-    assert (longer >= -1e-9).all() and (longer > 1.0).any()
+    for shorter, longer in (("window", "period"), ("period", "run")):
+        more = ts[longer]["flow_local"].to_numpy() - ts[shorter]["flow_local"].to_numpy()
+        assert (more >= -1e-9).all() and (more > 1.0).any(), (shorter, longer)
+    # the summary's scores follow the ledger's F~ (site 0 is overloaded: its own backlog counts)
+    s = {lf: r.summary["organizations"]["org0"]["score_period_mean"] for lf, r in runs.items()}
+    assert s["window"] < s["period"] < s["run"]
 
 
 def test_join_probability_follows_algorithm_4_2():

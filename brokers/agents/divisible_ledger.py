@@ -59,7 +59,8 @@ class PeriodLedger:
         releases = site.local_releases()
         lo = bisect.bisect_left(releases, begin + self.window[0] * self.period)
         hi = bisect.bisect_right(releases, begin + self.window[1] * self.period)
-        first = bisect.bisect_left(releases, begin) if self.local_from == "period" else lo
+        # Where the queue alone starts empty: the window's start, the period's, or the run's.
+        first = {"window": lo, "period": bisect.bisect_left(releases, begin), "run": 0}[self.local_from]
         # Whole jobs' sizes: a split local slot's c_size is only what stayed here.
         sizes = (site.local_jobs["size"][first:hi] / self.speed).tolist()
         flow_local = local_flow_time(releases[first:hi], sizes, counted_from=lo - first)

@@ -15,21 +15,27 @@ RATIO_BOUNDS = (0.5, 2.0)
 LIMIT_BOUNDS = (1.0, 1000.0)
 
 
+def alone_finish_times(releases: Sequence[float], sizes: Sequence[float]) -> list[float]:
+    """When each job would finish on the organization's own processor, FCFS from empty
+    (Algorithm 4.2 line 4, qEnd). ``releases`` must be non-decreasing."""
+    q_end = 0.0
+    ends = []
+    for r, p in zip(releases, sizes):
+        q_end = max(q_end, r) + p
+        ends.append(q_end)
+    return ends
+
+
 def local_flow_time(releases: Sequence[float], sizes: Sequence[float], counted_from: int = 0) -> float:
     """F̃_k of Algorithm 4.2 lines 1-5: FCFS on the organization's own processor, from empty.
 
     ``releases`` must be non-decreasing (the jobs of one period, in release order). The
     first ``counted_from`` jobs run but their flow times are not summed: section 4.5.2 counts
     only the jobs of the window 0.2T-0.8T, while J_k, the queue the loop builds, may hold
-    every job of the period (``protocol.local_from = "period"``).
+    earlier jobs too (``protocol.local_from``, docs/results/bilb.md).
     """
-    q_end = 0.0
-    total = 0.0
-    for i, (r, p) in enumerate(zip(releases, sizes)):
-        q_end = max(q_end, r) + p
-        if i >= counted_from:
-            total += q_end - r
-    return total
+    ends = alone_finish_times(releases, sizes)
+    return sum(e - r for e, r in zip(ends[counted_from:], releases[counted_from:]))
 
 
 def flow_ratio(flow: float, flow_local: float) -> float:

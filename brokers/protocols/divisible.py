@@ -14,7 +14,7 @@ KEYS = ("period", "start", "min_gap", "learn", "eta", "window", "cut_running", "
 #: ``round_timing``: what sets the next round (docs/results/bilb.md, "Readings").
 ROUND_TIMINGS = ("plan", "unbounded")
 #: ``local_from``: where the "alone" queue of Algorithm 4.2 starts empty.
-LOCAL_FROM = ("window", "period")
+LOCAL_FROM = ("window", "period", "run")
 
 
 def check(params: dict[str, Any], scenario: ScenarioFacts) -> None:
@@ -36,7 +36,9 @@ def check(params: dict[str, Any], scenario: ScenarioFacts) -> None:
     units, after that unit's arrivals (the thesis's discrete simulator); ``local_from``: F̃_k,
     the flow time alone, queues the window's jobs from an empty processor at the window's
     start (``window``) or every job of the period from its start, counting the window's
-    (``period``: J_k of Algorithm 4.2 is "the jobs produced during the last time period").
+    (``period``: J_k of Algorithm 4.2 is "the jobs produced during the last time period"), or
+    every job since the run began (``run``: the organization "had not joined the coalition"
+    at all; the same as ``period`` in a run of one period).
     """
     name = params["name"]
     sites = scenario.sites
