@@ -142,6 +142,9 @@ def test_run_announces_deadlines_keeps_them_and_splits_jobs(protocol):
         ("bilb", {"limit": {"default": 3.0, "0": 1000.0}, "round_timing": "unbounded"}),
         ("bilb", {"limit": {"default": 3.0, "0": 1000.0}, "discrete": True}),
         ("averaging_game", {"join": 1.0, "discrete": True}),
+        # the tables' reading (docs/results/bilb.md): whole pieces, new jobs started before the round
+        ("bilb", {"limit": {"default": 3.0, "0": 1000.0}, "discrete": True, "cut_running": False, "starting": "running", "round_timing": "unbounded"}),
+        ("averaging_game", {"join": 1.0, "discrete": True, "cut_running": False, "starting": "running"}),
     ],
 )
 def test_decentralized_run_equals_the_centralized_reference(protocol, extra):
@@ -160,7 +163,7 @@ def test_decentralized_run_equals_the_centralized_reference(protocol, extra):
         jobs, n, protocol=protocol, start=proto["start"], min_gap=proto["min_gap"], period=proto["period"], seed=scenario.seed,
         limits=per_site(proto["limit"]) if protocol == "bilb" else None,
         p=per_site(proto["join"]) if protocol == "averaging_game" else None, cut_running=proto["cut_running"],
-        round_timing=proto["round_timing"], discrete=proto["discrete"],
+        round_timing=proto["round_timing"], discrete=proto["discrete"], starting=proto["starting"],
     )
     assert len(result.pieces) == len(ref["job_id"])
     ends = job_ends(ref)
@@ -173,7 +176,8 @@ def test_decentralized_run_equals_the_centralized_reference(protocol, extra):
     theirs = pd.DataFrame(ref).sort_values(["job_id", "size"])
     assert mine["job_id"].tolist() == theirs["job_id"].tolist()
     assert np.allclose(mine["size"].to_numpy(), theirs["size"].to_numpy(), atol=1e-5)
-    assert result.summary["global"]["messages"].get("refuse", 0) == 0  # fresh offers: nothing refused
+    if proto["cut_running"]:  # fresh offers: nothing refused (whole pieces may be refused, in both alike)
+        assert result.summary["global"]["messages"].get("refuse", 0) == 0
 
 
 def test_round_readings_change_when_rounds_run():
@@ -201,6 +205,20 @@ def test_round_readings_change_when_rounds_run():
     assert cut_fresh  # some round sent load from a site that had a job released that very unit
     run = emulator.run(data | {"protocol": data["protocol"] | {"cut_running": False}})
     assert (run.jobs["end"] <= run.jobs["deadline"] + 1e-9).all()
+
+
+def test_starting_running_keeps_a_new_job_on_its_idle_processor():
+    """Discrete time, whole pieces: a job released at a round's unit on an idle processor is
+    cut at that round with ``starting = "queued"`` and stays whole with ``"running"``."""
+    def pieces(starting: str) -> pd.DataFrame:
+        data = grid("averaging_game", n=4, until=400.0, discrete=True, cut_running=False, starting=starting)
+        data["workload"]["integral"] = "releases"
+        return emulator.run(data).jobs
+
+    queued, running = pieces("queued"), pieces("running")
+    # split jobs that started at their release (on an idle processor): only the queued reading cuts those
+    fresh = lambda jobs: jobs[(jobs["fragments"] > 1) & (jobs["start"] - jobs["release"] < 1e-6)]  # noqa: E731
+    assert len(fresh(queued)) > 0 and len(fresh(running)) == 0
 
 
 def test_one_site_alone_still_announces_and_keeps_deadlines():

@@ -482,7 +482,8 @@ def test_validate_sizes_a_huge_generated_workload_without_drawing_it(capsys):
     [
         ('protocol.round_timing="later"', ["protocol.round_timing", "'later'", "plan, unbounded"]),
         ('protocol.discrete="yes"', ["protocol.discrete", "must be true or false"]),
-        ('protocol.local_from="run"', ["protocol.local_from", "'run'", "window, period"]),
+        ('protocol.local_from="later"', ["protocol.local_from", "'later'", "window, period, run"]),
+        ('protocol.starting="soon"', ["protocol.starting", "'soon'", "queued, running"]),
         ('workload.integral="days"', ["workload.integral", '"releases"', "'days'"]),
     ],
 )

@@ -56,7 +56,9 @@ Choices the thesis leaves open (documented in ``docs/results/bilb.md`` too):
     and each site of a chain of senders two more), so rounds never overlap.
     ``round_timing = "unbounded"`` (BILB) takes the plan's time from the plan with every
     l_k unbounded instead; ``discrete`` moves each round to the next whole time unit, after
-    that unit's arrivals (``_round_at``).
+    that unit's arrivals (``_round_at``). ``starting = "running"`` (with whole pieces) counts
+    a piece that starts at the round's instant as started, so never cut: in discrete time,
+    the unit's new job on an idle processor began before the round.
   * A sender cuts the unprocessed part of its running piece too, once its queue is used
     up: with divisible load that part is only work not done yet, and the piece just ends
     earlier (no job is stopped and resumed, so this is no preemption). Without it, a site
@@ -163,6 +165,7 @@ class DivisibleAgent(PeriodLedger, Agent):
         self.round_timing = params.get("round_timing", "plan")
         self.discrete = bool(params.get("discrete", False))
         self.local_from = params.get("local_from", "window")
+        self.starting_queued = params.get("starting", "queued") == "queued"
         self.speed = site.speed
         self.round_time = math.nan
         self.offers: dict[int, tuple[float, float]] = {}
@@ -364,7 +367,7 @@ class DivisibleAgent(PeriodLedger, Agent):
         # A piece that started at the round's instant is, for the round, still queued: whether
         # it started just before or just after the round time is float rounding (a BILB round
         # comes exactly when the least loaded queue empties), and the reference agrees.
-        running = [x for x in site.running_slots() if self.cut_running or site.start_time(x) >= self.round_time - SAME_INSTANT]
+        running = [x for x in site.running_slots() if self.cut_running or (self.starting_queued and site.start_time(x) >= self.round_time - SAME_INSTANT)]
         queue = running + site.queue_order()
         i = len(queue) - 1
         end = site.load(now)  # when the piece queue[i] ends

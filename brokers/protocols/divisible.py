@@ -10,11 +10,13 @@ from gridemu.brokers.protocol import Protocol, ScenarioFacts, Traffic, flag, req
 from gridemu.model.checks import check_number, choice, per_site_values
 from gridemu.model.errors import ScenarioError
 
-KEYS = ("period", "start", "min_gap", "learn", "eta", "window", "cut_running", "exchange", "round_timing", "discrete", "local_from")
+KEYS = ("period", "start", "min_gap", "learn", "eta", "window", "cut_running", "exchange", "round_timing", "discrete", "local_from", "starting")
 #: ``round_timing``: what sets the next round (docs/results/bilb.md, "Readings").
 ROUND_TIMINGS = ("plan", "unbounded")
 #: ``local_from``: where the "alone" queue of Algorithm 4.2 starts empty.
 LOCAL_FROM = ("window", "period", "run")
+#: ``starting``: how a round counts a piece that starts at its very instant.
+STARTING = ("queued", "running")
 
 
 def check(params: dict[str, Any], scenario: ScenarioFacts) -> None:
@@ -38,7 +40,10 @@ def check(params: dict[str, Any], scenario: ScenarioFacts) -> None:
     start (``window``) or every job of the period from its start, counting the window's
     (``period``: J_k of Algorithm 4.2 is "the jobs produced during the last time period"), or
     every job since the run began (``run``: the organization "had not joined the coalition"
-    at all; the same as ``period`` in a run of one period).
+    at all; the same as ``period`` in a run of one period); ``starting``: a piece that starts
+    at the round's very instant counts as ``queued`` (may be cut, whole or not) or ``running``
+    (cut only with ``cut_running``; in discrete time, the unit's new job on an idle processor
+    started before the round).
     """
     name = params["name"]
     sites = scenario.sites
@@ -55,6 +60,7 @@ def check(params: dict[str, Any], scenario: ScenarioFacts) -> None:
     learn = flag(params, "learn", False)
     flag(params, "cut_running", True)
     flag(params, "discrete", False)
+    params["starting"] = choice("protocol.starting", params.get("starting", "queued"), STARTING)
     params["local_from"] = choice("protocol.local_from", params.get("local_from", "window"), LOCAL_FROM)
     params["round_timing"] = choice("protocol.round_timing", params.get("round_timing", "plan"), ROUND_TIMINGS)
     if params["discrete"] and params["start"] != int(params["start"]):

@@ -147,7 +147,9 @@ def _start_next(site: Site, now: float, events: _Events) -> None:
         events.push(site.busy_until, _COMPLETION, site.site_id)
 
 
-def _cut_from_end(site: Site, amount: float, created: list[Piece], t: float, events: _Events, cut_running: bool) -> list[Piece]:
+def _cut_from_end(
+    site: Site, amount: float, created: list[Piece], t: float, events: _Events, cut_running: bool, starting_queued: bool = True,
+) -> list[Piece]:
     """Phase 1 for one transfer: take ``amount`` from the end of the queue.
 
     Pieces already cut in this round are skipped (they belong to an earlier transfer of
@@ -176,8 +178,10 @@ def _cut_from_end(site: Site, amount: float, created: list[Piece], t: float, eve
                 remaining = 0.0
         i -= 1
     # A running piece that started at the round's instant counts as queued (its start and
-    # the round are simultaneous; which came first is float rounding).
-    cuttable = site.running is not None and (cut_running or site.running.start >= t - SAME_INSTANT)
+    # the round are simultaneous; which came first is float rounding), unless ``starting``
+    # says such a piece has started.
+    started_now = site.running is not None and site.running.start >= t - SAME_INSTANT
+    cuttable = site.running is not None and (cut_running or (starting_queued and started_now))
     if cuttable and remaining > CUT_EPS and site.busy_until - t > CUT_EPS:
         run = site.running
         take = min(remaining, site.busy_until - t)
@@ -200,12 +204,13 @@ def _carry_out(
     events: _Events,
     created: list[Piece],
     cut_running: bool = True,
+    starting_queued: bool = True,
 ) -> None:
     """Phases 1 and 2 of a round: cut what the plan says, then let receivers judge."""
     # Phase 1: transfers in plan order (a cut touches its sender's queue only).
     cuts: list[tuple[Piece, int, int]] = []  # (piece, sender, receiver), in plan then cut order
     for k, receiver, amount in plan:
-        cuts.extend((piece, k, receiver) for piece in _cut_from_end(sites[k], amount, created, t, events, cut_running))
+        cuts.extend((piece, k, receiver) for piece in _cut_from_end(sites[k], amount, created, t, events, cut_running, starting_queued))
 
     # Phase 2: least loaded first. Both plans only send to less loaded sites (earlier in
     # this order), so a receiver's own outgoing pieces are settled before it judges what it
@@ -298,6 +303,7 @@ def reference_run(
     cut_running: bool = True,
     round_timing: str = "plan",
     discrete: bool = False,
+    starting: str = "queued",
 ) -> dict[str, np.ndarray]:
     """Run divisible-load balancing centrally; return every piece that existed.
 
@@ -318,10 +324,14 @@ def reference_run(
     preemption"; see brokers/agents/divisible.py). ``round_timing = "unbounded"`` (BILB) times
     the next round from the plan with every level unbounded. ``discrete`` runs rounds at whole
     time units only (the next one at or after the time above), after that unit's arrivals.
+    ``starting = "running"`` never cuts (with ``cut_running`` false) a piece that started at
+    the round's instant.
     ``on_round``, if given, is called after each round as
     ``on_round(t, loads_before, plan, queue_lengths_after)`` (see :data:`RoundHook`).
     """
     limits_, p_ = _check_args(jobs, n_sites, protocol, limits, p, start, min_gap, period, horizon)
+    if starting not in ("queued", "running"):
+        raise ValueError(f"starting must be 'queued' or 'running', got {starting!r}")
     if round_timing not in ("plan", "unbounded"):
         raise ValueError(f"round_timing must be 'plan' or 'unbounded', got {round_timing!r}")
     round_kind = _DISCRETE_ROUND if discrete else _ROUND
@@ -369,7 +379,7 @@ def reference_run(
                     plan = [(members[i], members[j], amount) for i, j, amount in sub]
                 mean = sum(loads[k] for k in members) / len(members) if members else 0.0
                 next_t = t + max(min_gap, mean)
-            _carry_out(t, sites, loads, plan, limits_, events, created, cut_running)
+            _carry_out(t, sites, loads, plan, limits_, events, created, cut_running, starting == "queued")
             if on_round is not None:
                 on_round(t, loads, plan, [site.finish_time(t) - t for site in sites])
             # Rounds alone never keep the run going: with nothing held and nothing left
