@@ -14,7 +14,9 @@ latency (``GridInfo.max_latency``), so a message sent at t is in by t + L.
      more is sent.)
   3. With every offer (by 2L) each site computes the plan, local → MOLBA (the meta-
      algorithm, or MOLBA(α)) → ILBA, with the reference functions of
-     ``brokers.algorithms.molba``, each site on its own (nothing is shared between sites):
+     ``brokers.algorithms.molba`` (on the machines ``protocol.machines`` gives the instance:
+     with ``owners``, only the sites that reported work; W̄ and O' of step 2 likewise),
+     each site on its own (nothing is shared between sites):
      the same inputs give the same plan at every site (and the plan's local schedule must
      be the profiles the hosts published, or the run stops naming the job). For each of
      its jobs the plan runs elsewhere, the owner sends a ``request`` to that host (the
@@ -54,7 +56,7 @@ from typing import Any
 
 from gridemu.brokers.agents.base import Agent, GridInfo
 from gridemu.brokers.algorithms.list_scheduling import Job, list_schedule, makespan
-from gridemu.brokers.algorithms.molba import MolbaPlan, molba_plan
+from gridemu.brokers.algorithms.molba import MolbaPlan, molba_plan_for
 from gridemu.model.errors import InvariantError
 from gridemu.model.messages import message
 
@@ -78,6 +80,13 @@ PLAN_DELAYS = 5
 def plan_time(max_latency: float, retries: int) -> float:
     """T0: five message delays, and two more (a request and its answer) per allowed retry."""
     return (PLAN_DELAYS + 2 * retries) * max_latency
+
+
+def bringing(loads: dict[int, tuple[float, float, float, int]], reading: str) -> dict[int, tuple[float, float, float, int]]:
+    """The load reports (C_loc, work, p_max, m) of the organizations that bring their machine
+    under ``protocol.machines``: every one (``all``), or (``owners``) those with work > 0. A
+    job has p > 0 and q ≥ 1, so work > 0 is "owns a job", and the report needs no new field."""
+    return loads if reading == "all" else {k: r for k, r in loads.items() if r[1] > 0}
 
 
 def grid_bounds(loads: dict[int, tuple[float, float, float, int]]) -> tuple[float, float]:
@@ -125,6 +134,7 @@ class MolbaAgent(Agent):
         self.alpha: float | None = None if alpha == "meta" else float(alpha)
         self.balance = bool(params.get("ilba", True))
         self.retries = int(params.get("retries", 1))
+        self.machines = params.get("machines", "all")  # which organizations bring their machine
         self.t0 = plan_time(grid.max_latency, self.retries)
         self.speed = site.speed
         self.loads: dict[int, tuple[float, float, float, int]] = {}
@@ -184,10 +194,11 @@ class MolbaAgent(Agent):
         self.loads[src] = report
         if len(self.loads) < self.grid.n_sites:
             return
-        w_bar, p_max = grid_bounds(self.loads)
+        present = bringing(self.loads, self.machines)
+        w_bar, p_max = grid_bounds(present)
         # α for the selection: MOLBA(2) first under the meta-algorithm; MOLBA(3) selects fewer.
         alpha = 2.0 if self.alpha is None else self.alpha
-        overloaded = [k for k, r in sorted(self.loads.items()) if r[0] > alpha * w_bar + p_max]
+        overloaded = [k for k, r in sorted(present.items()) if r[0] > alpha * w_bar + p_max]
         if not overloaded and not self.balance:
             self._commit_local()
             return
@@ -220,7 +231,7 @@ class MolbaAgent(Agent):
         ))
         machines = tuple(self.loads[k][3] for k in range(self.grid.n_sites))
         # Every site computes the plan itself, from the same offers (its cost is this site's).
-        self.plan = plan = molba_plan(jobs, machines, self.alpha, self.balance)
+        self.plan = plan = molba_plan_for(self.machines, jobs, machines, self.alpha, self.balance)
         # The plan starts from each host's local schedule as the host published it.
         local = {pl.job: pl.start for pl in plan.local}
         for k, rows in self.offers.items():
@@ -264,7 +275,8 @@ class MolbaAgent(Agent):
             self._promise(job.id, self.book.earliest(0.0, job.p, job.q), job.p, job.q)
             return
         if self.views is None:
-            self.views = {k: Book(self.loads[k][3]) for k in range(self.grid.n_sites) if k != me}
+            hosts = bringing(self.loads, self.machines)  # a site that brought no machine hosts nothing
+            self.views = {k: Book(self.loads[k][3]) for k in sorted(hosts) if k != me}
             for pl in self.plan.final:
                 if pl.machine != me:
                     planned = self.plan_jobs[pl.job]

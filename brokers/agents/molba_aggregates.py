@@ -28,15 +28,17 @@ No organization ends later than alone, by construction: a host books requests on
 its own jobs are not, and an owner moves a job only where it ends earlier. MOLBA's global
 bound ((α + 1)·max(W̄, p_max)) is not promised: the summary reports the executed score
 beside the centralized MOLBA's, computed on its own from the whole instance. ILBA is not run
-(``ilba`` is ignored in this mode). Messages: 2(N - 1) to aggregate, at most N host rows,
-and three per offered job (request, answer, transfer) plus two per retry.
+(``ilba`` is ignored in this mode). With ``machines = "owners"`` the aggregator computes
+W̄ and p_max and shares hosts over the sites that reported work only: a site that owns no
+job brings no machine, so it is never a host. Messages: 2(N - 1) to aggregate, at most N
+host rows, and three per offered job (request, answer, transfer) plus two per retry.
 """
 from __future__ import annotations
 
 from typing import Any
 
 from gridemu.brokers.agents.base import GridInfo
-from gridemu.brokers.agents.molba import MolbaAgent, grid_bounds
+from gridemu.brokers.agents.molba import MolbaAgent, bringing, grid_bounds
 from gridemu.brokers.algorithms.list_scheduling import list_schedule, makespan
 from gridemu.model.messages import message
 
@@ -105,13 +107,14 @@ class MolbaAggregatesAgent(MolbaAgent):
         self.loads[src] = report
         if len(self.loads) < self.grid.n_sites:
             return
-        w_bar, p_max = grid_bounds(self.loads)
+        present = bringing(self.loads, self.machines)  # protocol.machines: who brings a machine
+        w_bar, p_max = grid_bounds(present)
         threshold = self.alpha * w_bar + p_max
         site = self.site
         for k in range(self.grid.n_sites):
             if k != AGGREGATOR:
                 site.send(now, k, "grid", w_bar=w_bar, p_max=p_max)
-        for k, hosts in share_hosts(self.loads, self.alpha * w_bar, threshold).items():
+        for k, hosts in share_hosts(present, self.alpha * w_bar, threshold).items():
             rows = hosts or [-1]
             for i, h in enumerate(rows):
                 c, m = (self.loads[h][0], self.loads[h][3]) if h >= 0 else (0.0, 0)

@@ -226,6 +226,66 @@ def molba_plan(jobs: Sequence[Job], machines: Sequence[int], alpha: float | None
     return MolbaPlan(run, alpha is None, balance, final)
 
 
+# ------------------------------------------------------------- which organizations bring a machine
+
+#: ``protocol.machines``: "all", every organization O_k brings its machine M_k (section 5.1's
+#: model [2325]); "owners", only those that own a job do (the reading Tables 5.1 and 5.2 agree
+#: with: see :func:`owners_only`).
+MACHINES = ("all", "owners")
+
+
+def owners_only(jobs: Sequence[Job], machines: Sequence[int]) -> tuple[list[Job], list[int], list[int]]:
+    """The instance with machines only for the organizations that own a job.
+
+    Section 5.6.1 draws the owner O_k of each job by Zipf over the N organizations [2806]: with
+    few jobs and many organizations some own none. Section 5.1 gives every O_k its machine M_k
+    [2325]; in this reading an organization that draws no job brings no machine, so W̄ = W /
+    (N' m) counts only the N' machines of the owners, and no job may run on a missing one.
+    Returns (the jobs with their O_k renumbered 0..N'-1 in the order of k, the N' machines,
+    ``orgs``: new index -> original k). Pure: nothing is changed in place.
+    """
+    _check_jobs_on_own_machines(jobs, machines)  # before renumbering hides a job's bad O_k
+    orgs = sorted({j.org for j in jobs})
+    index = {k: i for i, k in enumerate(orgs)}
+    return [Job(j.id, index[j.org], j.p, j.q) for j in jobs], [machines[k] for k in orgs], orgs
+
+
+def instance_for(
+    reading: str, jobs: Sequence[Job], machines: Sequence[int]
+) -> tuple[list[Job], list[int], list[int]]:
+    """The instance a ``protocol.machines`` reading schedules: (jobs, machines, ``orgs``: the
+    instance's index -> original organization); "all" keeps the instance as it is."""
+    if reading == "owners":
+        return owners_only(jobs, machines)
+    if reading != "all":
+        raise ValueError(f"machines: expected one of {MACHINES}, got {reading!r}")
+    return list(jobs), list(machines), list(range(len(machines)))
+
+
+def relabel(plan: MolbaPlan, orgs: Sequence[int], n_orgs: int) -> MolbaPlan:
+    """``plan`` of the instance of :func:`instance_for` back in the original organizations'
+    indices (machine i is M_{orgs[i]}), over ``n_orgs`` organizations: an organization that
+    brought no machine runs nothing and its local makespan C_loc is 0 (it owns no job)."""
+    def back(schedule: Sequence[Placement]) -> list[Placement]:
+        return canonical(Placement(pl.job, orgs[pl.machine], pl.start, pl.processors) for pl in schedule)
+
+    run = plan.run
+    c_loc = [0.0] * n_orgs
+    for i, c in enumerate(run.local_makespans):
+        c_loc[orgs[i]] = c
+    run_back = MolbaRun(run.alpha, back(run.local), c_loc, [orgs[k] for k in run.overloaded], list(run.moved), back(run.schedule))
+    return MolbaPlan(run_back, plan.meta, plan.balanced, back(plan.final))
+
+
+def molba_plan_for(
+    reading: str, jobs: Sequence[Job], machines: Sequence[int], alpha: float | None = None, balance: bool = True
+) -> MolbaPlan:
+    """:func:`molba_plan` of the instance a ``protocol.machines`` reading schedules (see
+    :func:`instance_for`), in the original organizations' indices (:func:`relabel`)."""
+    sub_jobs, sub_machines, orgs = instance_for(reading, jobs, machines)
+    return relabel(molba_plan(sub_jobs, sub_machines, alpha, balance), orgs, len(machines))
+
+
 def later_than_alone(
     plan: MolbaPlan, jobs: Sequence[Job], machines: Sequence[int], schedule: Sequence[Placement], tol: float = 1e-9
 ) -> list[str]:

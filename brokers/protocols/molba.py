@@ -12,7 +12,7 @@ from gridemu.brokers.agents.molba import MESSAGES, MolbaAgent, plan_time
 from gridemu.brokers.agents.molba_aggregates import MESSAGES as AGGREGATE_MESSAGES, MolbaAggregatesAgent
 from gridemu.brokers.algorithms.list_scheduling import Job, Placement, makespan
 from gridemu.brokers.algorithms.molba import (
-    guarantee_violations, later_than_alone, local_schedule, lower_bound, molba_plan, org_makespans,
+    MACHINES, guarantee_violations, instance_for, later_than_alone, local_schedule, lower_bound, molba_plan, org_makespans,
 )
 from gridemu.brokers.protocol import (
     GanttCompare, Protocol, RunFacts, ScenarioFacts, Traffic, flag, require_identical_processors, require_one_site_per_org,
@@ -28,11 +28,16 @@ MODES = ("replicated", "aggregates")
 def check(params: dict[str, Any], scenario: ScenarioFacts) -> None:
     """Settings of the thesis ch. 5 protocol: ``alpha`` ("meta": MOLBA(2), else MOLBA(3), as
     section 5.6.1; or a number ≥ 1 for MOLBA(α)), ``ilba`` (balance MOLBA's schedule),
-    ``retries`` (other hosts a refused request tries before the job runs at home) and
+    ``retries`` (other hosts a refused request tries before the job runs at home),
     ``mode``: ``replicated`` (every site broadcasts its jobs and computes the same central
     plan) or ``aggregates`` (sites publish four numbers each to an aggregator, which shares
     the hosts among the overloaded sites; hosts grant requested slots on their own books:
-    ``brokers/agents/molba_aggregates.py``)."""
+    ``brokers/agents/molba_aggregates.py``), and ``machines``: which organizations bring
+    their machine, ``all`` (section 5.1's model, the default) or ``owners`` (only those that
+    own a job: the reading of Tables 5.1 and 5.2, ``brokers.algorithms.molba.owners_only``).
+    The name says what the setting changes, the machines of the instance: a site that owns no
+    job stays in the run (it still reports and answers) but hosts nothing and counts in no
+    bound."""
     alpha = params.get("alpha", "meta")
     if alpha != "meta":
         alpha = check_number("protocol.alpha", alpha)
@@ -42,6 +47,7 @@ def check(params: dict[str, Any], scenario: ScenarioFacts) -> None:
     flag(params, "ilba", True)
     params["retries"] = int(check_number("protocol.retries", params.get("retries", 1), nonneg=True, integer=True))
     params["mode"] = choice("protocol.mode", params.get("mode", "replicated"), MODES)
+    params["machines"] = choice("protocol.machines", params.get("machines", "all"), MACHINES)
     require_scheduler("molba", scenario, "planned", "runs the schedule it plans")
     require_identical_processors("molba", scenario, " everywhere (thesis 5.1)")
     require_one_site_per_org("molba", scenario, " (organization k owns machine k)")
@@ -68,14 +74,17 @@ def instance(jobs: pd.DataFrame | np.ndarray, site_procs: list[int], speed: floa
 def molba_summary(submitted: np.ndarray, table: pd.DataFrame, site_procs: list[int], speed: float, params: dict[str, Any], t0: float) -> dict[str, Any]:
     """The ``protocol`` section of a molba run's summary, and its guarantee checks.
 
-    The reference (``brokers.algorithms.molba``) runs on the whole instance: ``lower_bound``
+    The reference (``brokers.algorithms.molba``) runs on the whole instance, with the
+    machines ``protocol.machines`` gives it (``instance_for``): ``lower_bound``
     max(W̄, p_max), the makespans and scores s = makespan / lower bound (section 5.6.1) of
     local, MOLBA and MOLBA+ILBA, α and O'. ``makespan`` and ``score`` are the executed
     schedule's (end times minus ``plan_time`` T0). Raises InvariantError, naming the
-    organization or job, if the executed schedule breaks a guarantee.
+    organization or job, if the executed schedule breaks a guarantee or runs a job on a site
+    that brought no machine.
     """
-    jobs = instance(submitted, site_procs, speed)
-    machines = list(site_procs)
+    reading = params.get("machines", "all")
+    jobs, machines, orgs = instance_for(reading, instance(submitted, site_procs, speed), list(site_procs))
+    index = {k: i for i, k in enumerate(orgs)}  # site id -> machine of the instance
     alpha = params.get("alpha", "meta")
     # The reference, computed here on the whole instance: never the agents' own plans.
     plan = molba_plan(tuple(sorted(jobs, key=lambda j: j.id)), tuple(machines), None if alpha == "meta" else float(alpha), bool(params.get("ilba", True)))
@@ -83,6 +92,8 @@ def molba_summary(submitted: np.ndarray, table: pd.DataFrame, site_procs: list[i
     out: dict[str, Any] = {
         "name": "molba",
         "plan_time": t0,
+        "machines": reading,
+        "machines_in_plan": len(machines),
         "alpha": plan.alpha,
         "overloaded": len(plan.run.overloaded),
         "jobs_moved_by_molba": len(plan.run.moved),
@@ -100,8 +111,12 @@ def molba_summary(submitted: np.ndarray, table: pd.DataFrame, site_procs: list[i
     out["score"] = out["makespan"] / lb if finished and lb > 0 else None
     out["jobs_migrated"] = int((table["exec_site"] != table["submit_site"]).sum())
     if finished:
+        stray = table[~table["exec_site"].isin(list(orgs))]
+        if len(stray):
+            r = stray.iloc[0]
+            raise InvariantError(f"job {int(r.job_id)}: ran on site {int(r.exec_site)}, which owns no job and so brings no machine (protocol.machines = {reading!r})")
         executed = [
-            Placement(int(r.job_id), int(r.exec_site), float(r.start) - t0, ())
+            Placement(int(r.job_id), index[int(r.exec_site)], float(r.start) - t0, ())
             for r in table[["job_id", "exec_site", "start"]].itertuples()
         ]
         if params.get("mode", "replicated") == "replicated":
@@ -114,7 +129,10 @@ def molba_summary(submitted: np.ndarray, table: pd.DataFrame, site_procs: list[i
             out["within_molba_bound"] = bool(out["makespan"] <= bound * (1 + 1e-9))
         if problems:
             raise InvariantError(f"guarantee: {problems[0]} ({len(problems)} broken)")
-        out["org_makespans_local"] = org_makespans(plan.local, jobs, machines)
+        local = [0.0] * len(site_procs)  # by site: one that owns no job ends at 0 alone
+        for i, c in enumerate(org_makespans(plan.local, jobs, machines)):
+            local[orgs[i]] = c
+        out["org_makespans_local"] = local
     return out
 
 
@@ -156,6 +174,6 @@ def traffic(params: dict[str, Any], n: int, degree: float) -> Traffic:
 
 PROTOCOL = Protocol(
     "molba", agent, "MOLBA(α) and ILBA planned over messages, replicated at every site or from published aggregates (mode)",
-    keys=("alpha", "ilba", "retries", "mode"), messages=MESSAGES + AGGREGATE_MESSAGES, check=check, summary=summary, starts_jobs=True,
+    keys=("alpha", "ilba", "retries", "mode", "machines"), messages=MESSAGES + AGGREGATE_MESSAGES, check=check, summary=summary, starts_jobs=True,
     traffic=traffic, gantt_compare=gantt_compare,
 )

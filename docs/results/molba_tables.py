@@ -1,7 +1,6 @@
 """Thesis Tables 5.1 and 5.2 beside gridemu's figures, and the t-tests on m of section 5.7.
 
-    bash docs/results/molba-tables.sh                          # the sweeps (OUT=runs/molba-tables)
-    python docs/results/molba_owners.py runs/molba-tables      # the "owners only" reading
+    bash docs/results/molba-tables.sh                          # the sweeps (OUT=runs/molba-tables), both readings
     python docs/results/molba_tables.py runs/molba-tables         # print the tables
     python docs/results/molba_tables.py runs/molba-tables --write # and put them in molba.md
 
@@ -13,7 +12,9 @@ is the mean of its four rows: the mean of their means and, as the thesis's figur
 (N = 2: 0.19 = the mean of 0.38, 0.20, 0.13 and 0.06), the mean of their σ, not the σ of
 the pooled instances; its last row pools every instance (σ 2.31 on *uni*, above every row's).
 "exec" is the makespan the decentralized run executed (from T0), which must equal the
-reference's MOLBA+ILBA.
+reference's MOLBA+ILBA. Two readings of which organizations bring a machine
+(``protocol.machines``): "all" (folders ``uni``, ``swf``) and "owners" (``uni-owners``,
+``swf-owners``), the one the thesis's tables agree with.
 
 The effect of m (section 5.7): two-tailed Welch ("type 3") t-tests between m = 32 and 128
 and between 128 and 512, every other variable pooled, per score. p comes from Student's t
@@ -198,8 +199,8 @@ def section(name: str, runs: pd.DataFrame, thesis: dict, tests_in_thesis: bool) 
 def main(argv: list[str]) -> int:
     root = Path(argv[0]) if argv and not argv[0].startswith("--") else Path("runs/molba-tables")
     readings = (
-        ("Table 5.1, uni", "uni", T51, True), ("Table 5.1, uni, machines only for organizations owning a job", "uni-owners", T51, True),
-        ("Table 5.2, swf", "swf", T52, False), ("Table 5.2, swf, machines only for organizations owning a job", "swf-owners", T52, False),
+        ("Table 5.1, uni, machines = all", "uni", T51, True), ("Table 5.1, uni, machines = owners", "uni-owners", T51, True),
+        ("Table 5.2, swf, machines = all", "swf", T52, False), ("Table 5.2, swf, machines = owners", "swf-owners", T52, False),
     )
     for name, folder, thesis, tests in readings:
         runs = load(root, folder)
