@@ -54,18 +54,11 @@ Choices the thesis leaves open (documented in ``docs/results/bilb.md`` too):
     idle site would make the round repeat at once) and at least (2N + 3) × ``max_latency``
     later: a round is settled by then (offers, pieces and answers take one latency each,
     and each site of a chain of senders two more), so rounds never overlap.
-    ``round_timing = "unbounded"`` (BILB) takes the plan's time from the plan with every
-    l_k unbounded instead; ``discrete`` moves each round to the next whole time unit, after
-    that unit's arrivals (``_round_at``). ``starting = "running"`` (with whole pieces) counts
-    a piece that starts at the round's instant as started, so never cut: in discrete time,
-    the unit's new job on an idle processor began before the round.
   * A sender cuts the unprocessed part of its running piece too, once its queue is used
-    up: with divisible load that part is only work not done yet, and the piece just ends
-    earlier (no job is stopped and resumed, so this is no preemption). Without it, a site
-    whose load is one long running piece could neither send nor, in its turn, receive on
-    time, and the thesis's "after LB all loads finish at L̄" would not hold.
-    ``cut_running = false`` reads "no preemption" strictly instead (docs/results/bilb.md
-    compares both).
+    up (divisible load: the piece just ends earlier, nothing is stopped and resumed), unless
+    ``cut_running = false`` reads "no preemption" strictly.
+  * ``round_timing``, ``discrete`` (``_round_at``), ``starting`` and ``local_from`` are the
+    readings docs/results/bilb.md measures (``brokers/protocols/divisible.py`` says each).
   * A sender never cuts a piece that arrived after the round time (it was not in the
     offer), or the part of its queue it would start within ``(3 + 2 × chain depth) ×
     max_latency``: the answer may take that long, and an offered piece at the head of the

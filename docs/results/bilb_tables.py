@@ -2,7 +2,7 @@
 
     bash docs/results/bilb-tables.sh                 # the sweeps (OUT=runs/bilb-tables)
     OUT=runs/bilb-whole EXTRA="--set protocol.cut_running=false" bash docs/results/bilb-tables.sh
-    python docs/results/bilb_tables.py "cut=runs/bilb-tables" "whole=runs/bilb-whole" > tables.md
+    python docs/results/bilb_tables.py "cut=runs/bilb-tables" "whole=runs/bilb-whole" --write   # into bilb.md
 
 The thesis's values are transcribed from multi-organization-grid-thesis.txt (section 4.5.2
 and 4.7.4). A cell reads "score ± half-range / std ± half-range": the mean over
@@ -11,12 +11,17 @@ means, then the same for each organization's standard deviation, as the thesis r
 """
 from __future__ import annotations
 
+import contextlib
+import io
+import math
 import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
-from gridemu.emulator.report import sweep_table
+from gridemu.emulator.report import sweep_scores
+from molba_tables import _betainc  # noqa: E402  (this folder's sibling script)
 
 # ---------------------------------------------------------------- the thesis's values
 # Table 4.2: (N, alpha) -> typical "score ± / std ±", overloaded "score / std" (heterogeneous only)
@@ -85,20 +90,71 @@ T45_HET = {
 
 
 # ---------------------------------------------------------------- our figures
+def orgs_of(folder: Path) -> pd.DataFrame:
+    """A sweep's orgs.parquet, with its N = 30 companion folder (``FOLDER-n30``) if there is one."""
+    parts = [folder, *sorted(folder.parent.glob(folder.name + "-n30"))]
+    return pd.concat([pd.read_parquet(p / "orgs.parquet") for p in parts], ignore_index=True)
+
+
 def scores(folder: Path) -> pd.DataFrame:
-    return sweep_table(folder)[1]
+    """The sweep's rows (emulator.report.sweep_scores), each with the per-run scores it pools."""
+    orgs = orgs_of(folder)
+    settings = list(orgs.columns[: orgs.columns.get_loc("seed")])
+    table = sweep_scores(orgs, settings)
+    runs = {label: [] for label in ("all", "typical", "org0")}
+    for _, row in table.iterrows():
+        where = {k: row[k] for k in settings}
+        for label, first in (("all", None), ("typical", False), ("org0", True)):
+            runs[label].append(run_scores(orgs, where, first))
+    return table.assign(**{f"{label}_runs": values for label, values in runs.items()})
+
+
+def run_scores(orgs: pd.DataFrame, where: dict[str, object], first_org: bool | None = None) -> np.ndarray:
+    """One score per run (seed): the mean over the organizations of their period scores.
+
+    ``first_org`` None takes every organization, True organization 0 only, False the others.
+    """
+    sel = orgs[orgs["periods_scored"] > 0]
+    for key, value in where.items():
+        sel = sel[sel[key] == value]
+    if first_org is not None:
+        first = sel["organization"] == sorted(sel["organization"].unique())[0]
+        sel = sel[first if first_org else ~first]
+    return sel.groupby("seed")["score_period_mean"].mean().to_numpy(dtype=float)
+
+
+def t_quantile(df: float, level: float = 0.95) -> float:
+    """Two-sided Student t quantile: P(|T| > t) = 1 - level, by bisection on the tail."""
+    lo, hi = 0.0, 1e3
+    for _ in range(100):
+        mid = (lo + hi) / 2
+        if _betainc(df / 2, 0.5, df / (df + mid * mid)) > 1 - level:
+            lo = mid
+        else:
+            hi = mid
+    return (lo + hi) / 2
+
+
+def mean_ci(values: np.ndarray) -> tuple[float, float]:
+    """Mean and the half-width of its 95 % Student t confidence interval (over runs)."""
+    n = len(values)
+    if n < 2:
+        return (float(values.mean()) if n else math.nan), math.nan
+    return float(values.mean()), t_quantile(n - 1) * float(values.std(ddof=1)) / math.sqrt(n)
 
 
 def cell(row: pd.Series, label: str, digits: int = 2) -> str:
-    """'score ± half-range / std ± half-range' for all or typical organizations."""
+    """'score ± half-range / std ± half-range (CI ± c, n)' for all or typical organizations:
+    the thesis's aggregation, then the 95 % confidence half-width of the score over n runs."""
     s, d = row[f"{label}_score"], row[f"{label}_std"]
     hs = (row[f"{label}_score_max"] - row[f"{label}_score_min"]) / 2
     hd = (row[f"{label}_std_max"] - row[f"{label}_std_min"]) / 2
-    return f"{s:.{digits}f} ± {hs:.{digits}f} / {d:.{digits}f} ± {hd:.{digits}f}"
+    runs = row[f"{label}_runs"]
+    return f"{s:.{digits}f} ± {hs:.{digits}f} / {d:.{digits}f} ± {hd:.{digits}f} (CI ± {mean_ci(runs)[1]:.{digits}f}, {len(runs)})"
 
 
 def over(row: pd.Series, digits: int = 2) -> str:
-    return f"{row['org0_score']:.{digits}f} / {row['org0_std']:.{digits}f}"
+    return f"{row['org0_score']:.{digits}f} / {row['org0_std']:.{digits}f} (CI ± {mean_ci(row['org0_runs'])[1]:.{digits}f})"
 
 
 def one(df: pd.DataFrame, **where: float) -> pd.Series:
@@ -168,7 +224,19 @@ def main(variants: list[tuple[str, Path]]) -> None:
                   + f" | {ovl} | " + " | ".join(over(r) for r in rows) + " |")
 
 
+DOC = Path(__file__).with_name("bilb.md")
+BEGIN, END = "<!-- tables:begin (bilb_tables.py --write) -->", "<!-- tables:end -->"
+
 if __name__ == "__main__":
-    # python bilb_tables.py LABEL=DIR [LABEL=DIR ...]   (or one DIR, labelled "gridemu")
-    args = sys.argv[1:] or ["runs/bilb-tables"]
-    main([(a.split("=", 1)[0], Path(a.split("=", 1)[1])) if "=" in a else ("gridemu", Path(a)) for a in args])
+    # python bilb_tables.py LABEL=DIR [LABEL=DIR ...] [--write]   (or one DIR, labelled "gridemu")
+    args = [a for a in sys.argv[1:] if a != "--write"] or ["runs/bilb-tables"]
+    variants = [(a.split("=", 1)[0], Path(a.split("=", 1)[1])) if "=" in a else ("gridemu", Path(a)) for a in args]
+    if "--write" in sys.argv[1:]:
+        from decentralization_tables import write_between  # noqa: E402  (this folder's sibling script)
+
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            main(variants)
+        write_between(BEGIN, END, out.getvalue().rstrip("\n"), DOC)
+    else:
+        main(variants)
