@@ -51,8 +51,7 @@ def cells(root: Path, reading: str, local_from: str) -> dict[tuple[str, int, int
         put(("4.2", n, 0), thesis_score(T42_HOM[n, 2.0]), plan / "t42", {"sites.count": n})
     for lv in LEVELS:
         for i, n in enumerate((2, 10)):
-            folder = plan if lv == 1000 else root / reading
-            put(("4.3", n, lv), T43[lv][i][0], folder / "t43", {"sites.count": n, "protocol.limit": lv})
+            put(("4.3", n, lv), T43[lv][i][0], root / reading / "t43", {"sites.count": n, "protocol.limit": lv})
     for n in (5, 30):
         put(("4.5", n, 1000), thesis_score(T45_HOM[n, 2.0]), plan / "t45", {"sites.count": n})
     if (plan / "t42a1" / "orgs.parquet").exists():
