@@ -336,7 +336,8 @@ class DivisibleAgent(PeriodLedger, Agent):
         """When a round due at ``t`` runs: at ``t``, or with ``discrete`` at the first whole time
         unit from ``t`` on, just after that unit's arrivals (the kernel runs timers before local
         arrivals at one instant, so the round waits AFTER_ARRIVALS, far below SAME_INSTANT:
-        for every rule the round is still at that instant, and a job started there is queued)."""
+        for every rule the round is still at that instant; ``starting`` says whether a job
+        that started there counts as queued or running)."""
         if not self.discrete:
             return t
         return math.ceil(t - SAME_INSTANT) + AFTER_ARRIVALS
@@ -357,9 +358,9 @@ class DivisibleAgent(PeriodLedger, Agent):
         Nothing that would start before ``earliest`` is cut (see the module doc).
         """
         site, speed = self.site, self.speed
-        # A piece that started at the round's instant is, for the round, still queued: whether
-        # it started just before or just after the round time is float rounding (a BILB round
-        # comes exactly when the least loaded queue empties), and the reference agrees.
+        # A piece that started at the round's instant is still queued (``starting = "queued"``):
+        # before or after the round time is float rounding (a BILB round comes when the least
+        # loaded queue empties). ``starting = "running"`` says it has started; the reference agrees.
         running = [x for x in site.running_slots() if self.cut_running or (self.starting_queued and site.start_time(x) >= self.round_time - SAME_INSTANT)]
         queue = running + site.queue_order()
         i = len(queue) - 1
