@@ -294,7 +294,10 @@ def _plot_levels(ax: Any, ts: pd.DataFrame, protocol: str) -> None:
     plugin = registry.PROTOCOLS.get(protocol)
     ax.set_ylabel(plugin.level_label if plugin else "level")
     if plugin is not None and plugin.level_log:
-        ax.set_yscale("log")
+        levels = ts["level"].to_numpy(dtype=float)
+        # l_k may span 1 to 1000; a level that stays within a decade reads better on a linear axis.
+        if levels.size and levels.max() > 10 * levels.min():
+            ax.set_yscale("log")
     else:
         ax.set_ylim(-0.02, 1.02)
     ax.set_xlabel("round (period T)")
