@@ -121,11 +121,16 @@ class Protocol:
     faults: bool = False
     #: Jobs are cut into pieces (thesis ch. 4); the summary then scores each period.
     divisible: bool = False
+    #: Its agents run dedicated jobs where the job says (``target_site``, thesis ch. 3); a
+    #: workload with such jobs runs under no other protocol.
+    dedicated: bool = False
     #: EF/WPM/ILV figures (migration paper) in summary.json unless metrics.fairness says no.
     fairness: bool = False
     #: ``report``: the label and scale of the ``level`` column the agents record, if any.
     level_label: str = "level"
     level_log: bool = False
+    #: The y range of the ``level`` plot; None: fitted to the values (a payoff, not a probability).
+    level_range: tuple[float, float] | None = (-0.02, 1.02)
     #: ``traffic(params, n_sites, mean_degree)``: the messages it sends (``gridemu validate``).
     traffic: Callable[[dict[str, Any], int, float], Traffic] | None = None
     #: ``report --gantt``: a second schedule to draw beside the executed one.

@@ -21,12 +21,13 @@ from typing import Any, Callable
 
 import numpy as np
 
+from gridemu.brokers import registry
 from gridemu.brokers.agents.base import GridInfo
 from gridemu.emulator import checkpoint as ckpt
 from gridemu.emulator.backends import BACKENDS, ShardLost, ensure_ray, ray_cpus
 from gridemu.emulator.scenario import Scenario
 from gridemu.emulator.shard import ShardSpec, StepInfo
-from gridemu.model.errors import GridemuError
+from gridemu.model.errors import GridemuError, ScenarioError
 from gridemu.model.jobs import take
 from gridemu.model.messages import to_batch
 from gridemu.scenarios.workload import check_scheduler_jobs, generate_jobs
@@ -149,6 +150,10 @@ def run_windows(
     for line in scenario.extra.get("workload_warnings", []) if warn else []:
         print(f"gridemu: warning: {line}", file=sys.stderr)
     check_scheduler_jobs(scenario.sites, jobs)
+    if not scenario.plugin.dedicated and (jobs["target_site"] >= 0).any():
+        j = int(jobs["job_id"][np.argmax(jobs["target_site"] >= 0)])
+        runs = " or ".join(repr(p.name) for p in registry.PROTOCOLS.values() if p.dedicated)
+        raise ScenarioError("protocol.name", f"job {j} names a target site (a dedicated job): only protocol.name = {runs} runs such jobs")
     if scenario.plugin.check_jobs is not None:
         scenario.plugin.check_jobs(scenario.protocol, jobs, scenario.facts())
     horizon = scenario.horizon

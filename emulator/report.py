@@ -298,8 +298,10 @@ def _plot_levels(ax: Any, ts: pd.DataFrame, protocol: str) -> None:
         # l_k may span 1 to 1000; a level that stays within a decade reads better on a linear axis.
         if levels.size and levels.max() > 10 * levels.min():
             ax.set_yscale("log")
+    elif plugin is None or plugin.level_range is not None:
+        ax.set_ylim(*(plugin.level_range if plugin else (-0.02, 1.02)))
     else:
-        ax.set_ylim(-0.02, 1.02)
+        ax.axhline(0.0, color="grey", lw=0.8, ls=":")
     ax.set_xlabel("round (period T)")
     ax.legend(fontsize=7, ncol=6)
 

@@ -30,7 +30,7 @@ SHIPPED_DIR = Path(__file__).resolve().parent.parent / "scenarios" / "data"
 SCHEDULERS = ("fcfs", "spt", "list", "planned", "fcfs_any", "preempt", "fairshare")
 BACKENDS = ("inprocess", "ray")
 PACKINGS = ("block", "round_robin")
-WORKLOAD_KINDS = ("poisson", "jobs", "csv", "swf", "rigid", "proposition", "streams")
+WORKLOAD_KINDS = ("poisson", "jobs", "csv", "swf", "rigid", "proposition", "streams", "dedicated")
 
 # Keys each section may hold; anything else is a typo the user should hear about.
 _KNOWN = {
@@ -42,6 +42,7 @@ _KNOWN = {
         "kind", "rate", "alpha", "beta", "jobs", "until", "procs", "path", "orgs",
         "user_map", "orgs_by", "split_parallel", "t_start", "t_end", "list", "model", "priority",
         "number", "X", "group", "variant", "streams", "duration", "integral",
+        "instance", "jobs_per_machine", "max_size", "rounds", "period",
     },
     "sites": {"count", "procs", "speed", "scheduler", "orgs", "zipf_a", "low", "high"},
     "site": {"name", "org", "procs", "speed", "speeds", "scheduler"},

@@ -76,6 +76,27 @@ def per_site_values(key: str, value: Any, n: int, **checks: Any) -> list[float]:
     return [check_number(key, value, **checks)] * n
 
 
+def per_site_choices(key: str, value: Any, n: int, allowed: tuple[str, ...]) -> list[str]:
+    """A named setting for every site, given as :func:`per_site_values` takes numbers: one
+    value, a list with one per site, or a table ``{default = "a", 2 = "b"}``."""
+    if isinstance(value, dict):
+        if "default" not in value:
+            raise ScenarioError(key, f'a table of per-site values needs a default (e.g. {{default = "{allowed[0]}", 0 = "{allowed[-1]}"}})')
+        values = [choice(f"{key}.default", value["default"], allowed)] * n
+        for site, v in value.items():
+            if site == "default":
+                continue
+            if not str(site).isdigit() or int(site) >= n:
+                raise ScenarioError(f"{key}.{site}", f"must name a site by its index, 0 to {n - 1}")
+            values[int(site)] = choice(f"{key}.{site}", v, allowed)
+        return values
+    if isinstance(value, list):
+        if len(value) != n:
+            raise ScenarioError(key, f"has {len(value)} values but there are {n} sites")
+        return [choice(f"{key}[{i}]", v, allowed) for i, v in enumerate(value)]
+    return [choice(key, value, allowed)] * n
+
+
 def check_sequential(jobs: Any, who: str) -> None:
     """Every job of a JOB_DTYPE array runs on one processor; else name the first that does not."""
     wide = np.flatnonzero(jobs["procs"] != 1)

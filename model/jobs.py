@@ -15,7 +15,8 @@ import numpy as np
 #: A divisible job may be cut into pieces (thesis ch. 4): a piece is a row with the job's id,
 #: its own ``fragment`` id (0 for the job as submitted) and its part of the size.
 #: ``deadline`` is the latest finish time announced at submission (NaN where the protocol
-#: announces none); every piece carries its job's.
+#: announces none); every piece carries its job's. ``target_site`` is the site a dedicated job must
+#: run on (thesis ch. 3: each job is for one organization's machine), -1 for any site.
 JOB_DTYPE = np.dtype(
     [
         ("job_id", "i8"),
@@ -30,6 +31,7 @@ JOB_DTYPE = np.dtype(
         ("migrations", "i4"),
         ("fragment", "i8"),
         ("deadline", "f8"),
+        ("target_site", "i4"),
     ]
 )
 
@@ -60,9 +62,10 @@ def take(rows: np.ndarray, index: np.ndarray) -> np.ndarray:
 
 
 def empty_jobs(n: int = 0) -> np.ndarray:
-    """A zeroed job array of length ``n`` (walltime and deadline NaN, procs 1)."""
+    """A zeroed job array of length ``n`` (walltime and deadline NaN, procs 1, no target)."""
     jobs = np.zeros(n, dtype=JOB_DTYPE)
     jobs["walltime"] = np.nan
     jobs["deadline"] = np.nan
     jobs["procs"] = 1
+    jobs["target_site"] = -1
     return jobs

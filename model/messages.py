@@ -40,7 +40,7 @@ JOB_OFFSET = MSG_DTYPE.fields["job_job_id"][1]
 assert all(MSG_DTYPE.fields["job_" + f][1] - JOB_OFFSET == JOB_DTYPE.fields[f][1] for f in JOB_DTYPE.names)
 assert JOB_OFFSET + JOB_DTYPE.itemsize == MSG_DTYPE.itemsize
 #: A message row without a job: zeros for the job columns, job_id -1, NaN walltime and deadline.
-NO_JOB: tuple = (-1, 0, 0, 0.0, 0.0, 0, float("nan"), 0.0, -1, 0, 0, float("nan"))
+NO_JOB: tuple = (-1, 0, 0, 0.0, 0.0, 0, float("nan"), 0.0, -1, 0, 0, float("nan"), -1)
 #: Payload columns a kind may name: the two numbers, then the job columns.
 PAYLOAD_COLUMNS: tuple[str, ...] = ("value", "value2") + JOB_DTYPE.names
 _VIEW_ROUTING = ("deliver", "src", "seq", "dst", "sent", "code")

@@ -15,6 +15,7 @@ PURPOSE_CRASHES = 7  # faults: a site's random times to failure and to repair
 PURPOSE_MESSAGE_FAULTS = 8  # faults: whether a message a site sends is lost or late, and by how much
 PURPOSE_GM_SAMPLE = 9  # decentralized GM: the sites a site asks
 PURPOSE_DC_SAMPLE = 10  # decentralized DIRECTCONTR: the sites a site asks
+PURPOSE_DEDICATED = 11  # dedicated workloads (thesis ch. 3): the jobs for a machine, round after round
 
 
 def site_rng(seed: int, site_id: int, purpose: int) -> np.random.Generator:

@@ -19,7 +19,7 @@ from gridemu.model.errors import ScenarioError, WorkloadError
 from gridemu.model.rng import PURPOSE_ARRIVALS, PURPOSE_PROCS, PURPOSE_SIZES, site_rng
 from gridemu.model.checks import check_number, check_sequential, choice, per_site_values
 from gridemu.model.jobs import JOB_DTYPE, empty_jobs, take
-from gridemu.scenarios import propositions
+from gridemu.scenarios import dedicated, propositions
 
 if TYPE_CHECKING:  # pragma: no cover
     from gridemu.sites.spec import SiteSpec
@@ -104,6 +104,8 @@ def check_workload(wl: dict[str, Any], sites: list["SiteSpec"]) -> None:
         _check_rigid(wl, sites)
     elif kind == "proposition":
         propositions.workload_rows(wl)
+    elif kind == "dedicated":
+        dedicated.check_dedicated(wl, sites)
     elif kind == "streams":
         _check_streams(wl, sites)
     elif kind in ("csv", "swf"):
@@ -185,6 +187,8 @@ def generate_jobs(scenario: WorkloadSource) -> tuple[np.ndarray, list[str]]:
         jobs, groups = propositions.workload_jobs(wl, scenario.orgs.index(scenario.sites[0].org))
     elif kind == "streams":
         jobs, groups = _streams(scenario)
+    elif kind == "dedicated":
+        jobs, groups = dedicated.dedicated_jobs(wl, scenario.sites, scenario.seed)
     else:
         from gridemu.scenarios.swf_workload import swf_jobs  # the SWF reader only when a trace is used
 
@@ -293,7 +297,7 @@ def _draw_job_procs(spec: Any, seed: int, site_id: int, k: int) -> np.ndarray | 
     return int(spec)
 
 
-_ROW_KEYS = {"release", "size", "procs", "site", "group", "walltime", "priority"}
+_ROW_KEYS = {"release", "size", "procs", "site", "group", "walltime", "priority", "target"}
 
 
 def _rows_to_jobs(rows: list[dict[str, Any]], sites: list["SiteSpec"], where: str) -> tuple[np.ndarray, list[str]]:
@@ -319,15 +323,9 @@ def _rows_to_jobs(rows: list[dict[str, Any]], sites: list["SiteSpec"], where: st
         procs = check_number(f"{label}.procs", _as_number(row.get("procs", 1), f"{label}.procs"), positive=True)
         if not procs.is_integer():
             raise ScenarioError(f"{label}.procs", f"must be an integer, got {row.get('procs')!r}")
-        site_ref = row["site"]
-        if isinstance(site_ref, str) and site_ref in by_name:
-            site = by_name[site_ref]
-        elif isinstance(site_ref, int) and not isinstance(site_ref, bool) and 0 <= site_ref < len(sites):
-            site = sites[site_ref]
-        elif isinstance(site_ref, str) and site_ref.isdigit() and int(site_ref) < len(sites):
-            site = sites[int(site_ref)]
-        else:
-            raise ScenarioError(f"{label}.site", f"unknown site {site_ref!r} (sites: {', '.join(list(by_name)[:10])}...)")
+        site = _site_named(row["site"], sites, by_name, f"{label}.site")
+        if row.get("target") not in (None, ""):  # a dedicated job (thesis ch. 3): the site it must run on
+            jobs[i]["target_site"] = _site_named(row["target"], sites, by_name, f"{label}.target").site_id
         if procs > site.procs:
             raise ScenarioError(f"{label}.procs", f"needs {int(procs)} processors but site {site.name} has {site.procs}")
         group = str(row.get("group", "") or site.org)
@@ -347,6 +345,17 @@ def _rows_to_jobs(rows: list[dict[str, Any]], sites: list["SiteSpec"], where: st
     return jobs, groups
 
 
+def _site_named(ref: Any, sites: list["SiteSpec"], by_name: dict[str, "SiteSpec"], key: str) -> "SiteSpec":
+    """A site given by its name or its index (a number, or digits in a CSV cell)."""
+    if isinstance(ref, str) and ref in by_name:
+        return by_name[ref]
+    if isinstance(ref, int) and not isinstance(ref, bool) and 0 <= ref < len(sites):
+        return sites[ref]
+    if isinstance(ref, str) and ref.isdigit() and int(ref) < len(sites):
+        return sites[int(ref)]
+    raise ScenarioError(key, f"unknown site {ref!r} (sites: {', '.join(list(by_name)[:10])}...)")
+
+
 def _as_number(value: Any, key: str) -> Any:
     if isinstance(value, str):
         try:
@@ -357,7 +366,7 @@ def _as_number(value: Any, key: str) -> Any:
 
 
 def _csv_jobs(path: Path, sites: list["SiteSpec"]) -> tuple[np.ndarray, list[str]]:
-    """A CSV job list with a header naming columns release,size,site[,procs,group,walltime,priority]."""
+    """A CSV job list with a header naming columns release,size,site[,procs,group,walltime,priority,target]."""
     try:
         with path.open(newline="", encoding="utf-8") as fh:
             reader = csv.DictReader(fh)
@@ -456,6 +465,9 @@ def expected_jobs(wl: dict[str, Any], sites: list["SiteSpec"]) -> float | None:
         return poisson_size(wl, len(sites))
     if wl["kind"] == "streams":
         return streams_size(_check_streams(wl, sites))
+    if wl["kind"] == "dedicated":
+        dedicated.check_dedicated(wl, sites)
+        return float(wl["jobs_per_machine"] * len(sites) * wl["rounds"])
     return float(wl["jobs"]) if "jobs" in wl else None
 
 

@@ -197,7 +197,7 @@ class Site:
         return (
             self.c_id[slot], self.c_owner[slot], self.c_group[slot], self.c_release[slot], self.c_size[slot],
             self.c_procs[slot], self.c_walltime[slot], self.c_priority[slot], self.c_submit[slot], self.c_migrations[slot] + moves,
-            self.c_fragment[slot], self.c_deadline[slot],
+            self.c_fragment[slot], self.c_deadline[slot], self.c_target_site[slot],
         )
 
     def transfer(self, now: float, slot: int, dst: int, tag: float = 0.0) -> None:
