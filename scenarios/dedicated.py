@@ -11,7 +11,7 @@ them each organization owns is "distributed uniformly" (for N = 2: n_{1,l} unifo
 {0, ..., n}, n_{2,l} = n - n_{1,l}); sizes are uniform over {1, ..., max_size}. For N > 2 the
 text says no more, so a machine's n jobs are split among the N owners by a uniformly random
 composition (each of the C(n+N-1, N-1) splits equally likely), which is the N = 2 rule.
-The data sets of section 3.7.1 are in :data:`DATASETS`. The *exponential* instances
+The data sets of section 3.7.1 are :data:`SMALL`, :data:`SMALL_3` and :data:`LARGE`. The *exponential* instances
 (Figure 3.2): two organizations with jobs 1, 2, 4, ..., 2^(n-1) each on machine 1.
 
 In a run (``workload.kind = "dedicated"``) organization k submits from its site k, and the
@@ -39,22 +39,28 @@ INSTANCES = ("random", "exponential")
 
 
 @dataclass(frozen=True)
-class Dataset:
-    """One data set of section 3.7.1: its organization counts, jobs per machine, largest
-    sizes and instances drawn per (N, n, max_size) cell."""
+class DataSet:
+    """A data set of section 3.7.1: ``per_cell`` instances for every (N, n_{.,l}, max p)."""
 
-    orgs: tuple[int, ...]
+    name: str
+    n_orgs: tuple[int, ...]
     jobs_per_machine: tuple[int, ...]
-    max_sizes: tuple[int, ...]
-    per_cell: int
+    max_size: tuple[int, ...]
+    per_cell: int = 50
+
+    def cells(self) -> list[tuple[int, int, int]]:
+        return [(big_n, n, p) for big_n in self.n_orgs for n in self.jobs_per_machine for p in self.max_size]
+
+    def instance(self, n_orgs: int, jobs_per_machine: int, max_size: int, index: int, seed: int = 0) -> Sizes:
+        """The ``index``-th instance of a cell: its own stream, so any subset reproduces alone."""
+        rng = np.random.default_rng([seed, n_orgs, jobs_per_machine, max_size, index])
+        return random_instance(rng, n_orgs, jobs_per_machine, max_size)
 
 
-DATASETS: dict[str, Dataset] = {
-    "small": Dataset((2,), (5, 8, 10, 11, 12), (5, 10, 20, 50), 50),
-    "small-3": Dataset((3,), (4, 5, 6), (10,), 50),
-    # Table 3.13 also has a column for n = 25, which section 3.7.1 does not list.
-    "large": Dataset((2, 3, 4, 5, 6, 7, 8), (10, 15, 20, 25), (10,), 50),
-}
+SMALL = DataSet("small", (2,), (5, 8, 10, 11, 12), (5, 10, 20, 50))
+SMALL_3 = DataSet("small-3", (3,), (4, 5, 6), (10,))
+#: The text lists n_{.,k} in {10, 15, 20}; Tables 3.13 and 3.22 also have 25.
+LARGE = DataSet("large", (2, 3, 4, 5, 6, 7, 8), (10, 15, 20, 25), (10,))
 
 
 def machine_jobs(rng: np.random.Generator, n_orgs: int, n: int, max_size: int) -> list[tuple[int, ...]]:
@@ -68,7 +74,7 @@ def machine_jobs(rng: np.random.Generator, n_orgs: int, n: int, max_size: int) -
 
 def random_instance(rng: np.random.Generator, n_orgs: int, n: int, max_size: int) -> Sizes:
     """A random instance of section 3.7.1: n jobs on each of the N machines (drawn machine by
-    machine from ``rng``)."""
+    machine from ``rng``; a run draws machine l's jobs from machine l's own stream instead)."""
     machines = [machine_jobs(rng, n_orgs, n, max_size) for _ in range(n_orgs)]
     return tuple(tuple(machines[l][k] for l in range(n_orgs)) for k in range(n_orgs))
 
