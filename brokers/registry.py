@@ -6,7 +6,7 @@ A new protocol is one module (its agent and its description) and one line here;
 from __future__ import annotations
 
 from gridemu.brokers.protocol import Protocol
-from gridemu.brokers.protocols import averaging, directcontr, divisible, fairshare, gm, local, molba, random
+from gridemu.brokers.protocols import averaging, dedicated, directcontr, divisible, fairshare, gm, local, molba, random
 
 PROTOCOLS: dict[str, Protocol] = {
     p.name: p
@@ -20,6 +20,7 @@ PROTOCOLS: dict[str, Protocol] = {
         gm.PROTOCOL,
         fairshare.PROTOCOL,
         directcontr.PROTOCOL,
+        dedicated.PROTOCOL,
     )
 }
 

@@ -1,0 +1,238 @@
+"""The ``dedicated`` protocol (thesis ch. 3): the workload, the game over messages, and what
+the summary checks. The expected figures are computed here from the job table and from
+explicit job lists, not from the agents' records."""
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+import pytest
+
+import gridemu.emulator as emulator
+from gridemu.brokers.algorithms.dedicated import machine_sums
+from gridemu.brokers.algorithms.dedicated_game import Listing, instance_of, next_move, propose
+from gridemu.emulator.cli import main
+from gridemu.model.errors import ScenarioError
+from gridemu.scenarios.dedicated import check_dedicated, dedicated_jobs
+from gridemu.sites.spec import SiteSpec
+
+
+def game(strategy, rounds: int = 6, sites: int = 3, n: int = 6, **protocol) -> dict:
+    return {
+        "run": {"seed": 5, "backend": "inprocess"},
+        "network": {"latency": 0.01},
+        "sites": {"count": sites, "procs": 1},
+        "scheduler": {"name": "planned"},
+        "workload": {"kind": "dedicated", "jobs_per_machine": n, "max_size": 10, "rounds": rounds},
+        "protocol": {"name": "scheduling_game", "strategy": strategy, **protocol},
+    }
+
+
+def rounds_of(result) -> list[dict]:
+    return result.summary["protocol"]["per_round"]
+
+
+def payoffs(result) -> np.ndarray:
+    """u[r, k] from summary.json."""
+    rows = rounds_of(result)
+    out = np.zeros((max(r["round"] for r in rows) + 1, max(r["org"] for r in rows) + 1))
+    for r in rows:
+        out[r["round"], r["org"]] = r["u"]
+    return out
+
+
+def test_a_round_holds_n_jobs_per_machine_split_among_the_owners():
+    sites = [SiteSpec(i, f"s{i}", f"o{i}", (1.0,), "planned") for i in range(3)]
+    wl = {"kind": "dedicated", "jobs_per_machine": 7, "rounds": 2}
+    jobs, groups = dedicated_jobs(wl, sites, seed=3)
+    assert wl["period"] == 2 * 7 * 10 and groups == ["o0", "o1", "o2"]
+    assert len(jobs) == 2 * 3 * 7 and set(jobs["release"]) == {0.0, 140.0}
+    for r in (0.0, 140.0):
+        per_machine = Counter(jobs["target_site"][jobs["release"] == r].tolist())
+        assert per_machine == {0: 7, 1: 7, 2: 7}
+    assert set(jobs["size"]) <= set(range(1, 11)) and (jobs["owner"] == jobs["submit_site"]).all()
+
+
+def test_two_organizations_own_a_uniform_share_of_each_machine():
+    # Section 3.7.1: n_{1,l} is uniform over {0, ..., n}.
+    sites = [SiteSpec(i, f"s{i}", f"o{i}", (1.0,), "planned") for i in range(2)]
+    counts = Counter()
+    for seed in range(300):
+        jobs, _ = dedicated_jobs({"kind": "dedicated", "jobs_per_machine": 4, "rounds": 1}, sites, seed)
+        for l in (0, 1):
+            counts[int(((jobs["target_site"] == l) & (jobs["owner"] == 0)).sum())] += 1
+    assert set(counts) == {0, 1, 2, 3, 4}
+    assert all(abs(c - 120) < 45 for c in counts.values()), counts  # 600 draws, 120 expected each
+
+
+@pytest.mark.parametrize("wl, key", [
+    ({"kind": "dedicated"}, "workload.jobs_per_machine"),
+    ({"kind": "dedicated", "jobs_per_machine": -2}, "workload.jobs_per_machine"),
+    ({"kind": "dedicated", "jobs_per_machine": 3, "instance": "pareto"}, "workload.instance"),
+    ({"kind": "dedicated", "jobs_per_machine": 3, "period": 0}, "workload.period"),
+])
+def test_bad_dedicated_workloads_name_the_key(wl, key):
+    sites = [SiteSpec(i, f"s{i}", f"o{i}", (1.0,), "planned") for i in range(2)]
+    with pytest.raises(ScenarioError, match=key.replace(".", r"\.")):
+        check_dedicated(wl, sites)
+
+
+def round_jobs(result, r: int):
+    """Round r's rows of jobs.parquet (organization k submits at site k)."""
+    jobs = result.jobs
+    return jobs[np.isclose(jobs["release"], r * result.summary["protocol"]["period"])]
+
+
+def executed_sums(result, r: int, n: int) -> np.ndarray:
+    """C_{k,l} of round r from jobs.parquet: ends minus the first start on each machine
+    (every machine starts its round at the same instant S and never idles within it)."""
+    mine = round_jobs(result, r)
+    s0 = mine["start"].min()
+    out = np.zeros((n, n))
+    for (owner, machine), part in mine.groupby(["submit_site", "exec_site"]):
+        out[owner, machine] = (part["end"] - s0).sum()
+    return out
+
+
+def promised(result, r: int, n: int) -> np.ndarray:
+    """C_{k,l} of round r under the proposal, recomputed here from the round's jobs."""
+    mine = round_jobs(result, r)
+    listings = [
+        [Listing(int(j), int(o), float(p)) for j, o, p, t in zip(mine["job_id"], mine["submit_site"], mine["size"], mine["exec_site"]) if t == l]
+        for l in range(n)
+    ]
+    instance, _ = instance_of(listings)
+    grid = propose(instance, "aew", "min-max", 50_000)
+    return np.array([machine_sums(instance, l, grid[l]) for l in range(n)], dtype=float).T
+
+
+def test_followers_run_the_proposal_and_every_promise_holds():
+    result = emulator.run(game("follow"))
+    rows = rounds_of(result)
+    assert {r["move"] for r in rows} == {"follow"} and all(r["broken"] == 0 for r in rows)
+    for r in rows:
+        assert r["C"] == pytest.approx(r["C_proposal"], abs=1e-6) and r["u"] >= -1e-6  # AEW's pick is acceptable
+    # The proposal, recomputed here from the submitted jobs, is what the machines ran.
+    for r in range(6):
+        assert np.allclose(executed_sums(result, r, 3), promised(result, r, 3), atol=1e-6)
+    assert result.summary["protocol"]["sum_score_executed"] == pytest.approx(result.summary["protocol"]["sum_score_proposal"])
+
+
+def test_one_defector_gains_and_the_others_lose():
+    # Proposition 3.8 in the repeated game: playing MJF against followers never lowers the
+    # defector's payoff. What the others lose is not a theorem round by round (MJF on the
+    # defector's machine runs the foreign jobs in SPT order, which may suit one of them better
+    # than the proposal did), but over these ten rounds they lose together: the Prisoner's
+    # Dilemma of section 3.5.
+    cooperate = payoffs(emulator.run(game("follow", rounds=10)))
+    defect = payoffs(emulator.run(game({"default": "follow", 1: "mjf"}, rounds=10)))
+    assert (defect[:, 1] >= cooperate[:, 1] - 1e-6).all() and (defect[:, 1] > cooperate[:, 1] + 1e-6).any()
+    others = [0, 2]
+    assert defect[:, others].sum() < cooperate[:, others].sum() - 1.0
+
+
+def test_when_everyone_plays_mjf_every_payoff_is_zero():
+    u = payoffs(emulator.run(game("mjf")))
+    assert np.abs(u).max() < 1e-6
+
+
+def test_tit_for_tat_punishes_the_round_after_a_broken_promise_and_grim_for_ever():
+    for strategy in ("tit-for-tat", "grim"):
+        result = emulator.run(game({"default": strategy, 1: "mjf"}, rounds=12))
+        by = {(r["round"], r["org"]): r for r in rounds_of(result)}
+        for k in (0, 2):
+            seen: list[int] = []
+            for r in range(12):
+                assert by[(r, k)]["move"] == next_move(strategy, seen)
+                # Machines that ran k's jobs later than promised, from the job table alone.
+                c, want = executed_sums(result, r, 3), promised(result, r, 3)
+                seen.append(sum(int(c[k, l] > want[k, l] + 1e-6) for l in range(3) if l != k))
+                assert by[(r, k)]["broken"] == seen[-1]
+            if strategy == "grim" and any(seen):
+                first = next(i for i, b in enumerate(seen) if b)
+                assert all(by[(r, k)]["move"] == "mjf" for r in range(first + 1, 12))
+        assert any(row["move"] == "mjf" for (_, k), row in by.items() if k != 1), f"{strategy} never punished"
+
+
+def test_the_job_table_is_the_same_for_any_backend_and_shard_count(ray_session):
+    data = game({"default": "tit-for-tat", 2: "mjf"}, rounds=4)
+    base = emulator.run(data, shards=1)
+    for backend, shards in (("inprocess", 3), ("ray", 2)):
+        other = emulator.run(data, backend=backend, shards=shards)
+        assert base.jobs.equals(other.jobs), (backend, shards)
+
+
+FIGURE_3_4 = """\
+release,size,site,target
+0,1,0,0
+0,1,0,0
+0,1,1,0
+0,1,0,1
+0,10,1,1
+"""
+
+
+def test_a_job_list_with_targets_runs_figure_3_4_by_hand(tmp_path):
+    # Figure 3.4: O_1 has two unit jobs on M_1 and one on M_2; O_2 one unit job on M_1 and
+    # one of size 10 on M_2. SPT (ties by owner): M_1 runs O_1, O_1, O_2 (C = [3, 3]),
+    # M_2 runs O_1's 1 then O_2's 10: C = [3 + 1, 3 + 11] = [4, 14], the text's figures.
+    path = tmp_path / "fig34.csv"
+    path.write_text(FIGURE_3_4)
+    data = game("follow", proposal="spt")
+    data["workload"] = {"kind": "csv", "path": str(path)}
+    data["sites"]["count"] = 2
+    rows = rounds_of(emulator.run(data))
+    assert [r["C"] for r in rows] == pytest.approx([4.0, 14.0], abs=1e-9)
+
+
+def expect_exit_2(capsys, tmp_path, text: str, *needles: str) -> None:
+    path = tmp_path / "s.toml"
+    path.write_text(text)
+    code = main(["run", str(path), "--out", str(tmp_path / "out"), "--quiet"])
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err, err
+    for needle in needles:
+        assert needle in err, err
+
+
+BASE = """\
+[run]
+seed = 1
+backend = "inprocess"
+[network]
+latency = 0.01
+[sites]
+count = 2
+procs = {procs}
+[scheduler]
+name = "{scheduler}"
+[workload]
+{workload}
+[protocol]
+name = "{protocol}"
+{protocol_extra}
+"""
+DEDICATED = 'kind = "dedicated"\njobs_per_machine = 3'
+
+
+@pytest.mark.parametrize("procs, workload, protocol, extra, needles", [
+    (1, 'kind = "poisson"\njobs = 10', "scheduling_game", "", ("workload.kind", "dedicated")),
+    (1, DEDICATED, "scheduling_game", 'strategy = "nice"', ("protocol.strategy", "tit-for-tat")),
+    (1, DEDICATED, "scheduling_game", 'strategy = {default = "follow", 5 = "mjf"}', ("protocol.strategy.5",)),
+    (1, DEDICATED, "scheduling_game", "coordinator = 2", ("protocol.coordinator",)),
+    (1, DEDICATED, "scheduling_game", 'proposal = "es"', ("protocol.proposal", "aew")),
+    (2, DEDICATED, "scheduling_game", "", ("sites.procs",)),
+    (1, DEDICATED + "\nrounds = 2\nperiod = 5", "scheduling_game", "", ("workload.period", "at least")),
+    (1, DEDICATED, "random", "", ("target site", "scheduling_game")),
+])
+def test_bad_dedicated_scenarios_exit_2_naming_the_key(capsys, tmp_path, procs, workload, protocol, extra, needles):
+    scheduler = "planned" if protocol == "scheduling_game" else "fcfs"
+    expect_exit_2(capsys, tmp_path, BASE.format(procs=procs, workload=workload, protocol=protocol, protocol_extra=extra, scheduler=scheduler), *needles)
+
+
+def test_a_job_without_a_target_or_a_bad_target_exits_2(capsys, tmp_path):
+    (tmp_path / "jobs.csv").write_text("release,size,site,target\n0,1,0,1\n0,2,1,\n")
+    workload = f'kind = "csv"\npath = "{tmp_path / "jobs.csv"}"'
+    expect_exit_2(capsys, tmp_path, BASE.format(procs=1, workload=workload, protocol="scheduling_game", protocol_extra="", scheduler="planned"), "job 1", "no target")
+    (tmp_path / "jobs.csv").write_text("release,size,site,target\n0,1,0,7\n")
+    expect_exit_2(capsys, tmp_path, BASE.format(procs=1, workload=workload, protocol="scheduling_game", protocol_extra="", scheduler="planned"), ":2.target", "unknown site")
