@@ -1,0 +1,134 @@
+"""The scheduling game of thesis ch. 3 (sections 3.4-3.6) emulated: organizations' strategy
+profiles played over many rounds, each round a fresh instance of section 3.7.1.
+
+    python docs/results/dedicated_game.py            # print the tables (about a minute)
+    python docs/results/dedicated_game.py --write    # into dedicated.md, and img/dedicated-game.png
+
+Every profile is the shipped scenario ``dedicated`` (3 organizations, 8 jobs per machine,
+sizes 1..10) with ``workload.rounds`` = ROUNDS and ``protocol.strategy`` set as the row says;
+the same seed, so every profile plays the same instances. Organization 1 is the one that
+deviates. Figures are from each run's summary.json (computed from the job table).
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+
+import gridemu.emulator as emulator
+from decentralization_tables import write_between  # noqa: E402  (this folder's sibling script)
+
+DOC = Path(__file__).with_name("dedicated.md")
+IMG = Path(__file__).with_name("img") / "dedicated-game.png"
+MARKERS = ("<!-- game:begin -->", "<!-- game:end -->")
+BY_N = ("<!-- game-n:begin -->", "<!-- game-n:end -->")
+ROUNDS = 1000
+ROUNDS_BY_N = 500
+ORGS = (2, 3, 5, 8)
+PROFILES = [
+    ("everyone follows the proposal (cooperation)", "follow", {}),
+    ("everyone plays MJF (the one-shot Nash equilibrium, Prop. 3.8)", "mjf", {}),
+    ("organization 1 plays MJF, the others follow", {"default": "follow", 1: "mjf"}, {}),
+    ("organization 1 plays MJF, the others tit-for-tat", {"default": "tit-for-tat", 1: "mjf"}, {}),
+    ("organization 1 plays MJF, the others grim", {"default": "grim", 1: "mjf"}, {}),
+    ("everyone tit-for-tat", "tit-for-tat", {}),
+    ("everyone follows **SPT** (the social optimum, Cor. 3.4)", "follow", {"protocol.proposal": "spt"}),
+]
+
+
+def play(strategy, extra: dict, seed: int = 1, rounds: int = ROUNDS):
+    overrides = {"workload.rounds": rounds, "protocol.strategy": strategy, **extra}
+    return emulator.run("dedicated", seed=seed, overrides=overrides).summary["protocol"]
+
+
+def payoff_matrix(p: dict, rounds: int, n: int) -> np.ndarray:
+    u = np.zeros((rounds, n))
+    for r in p["per_round"]:
+        u[r["round"], r["org"]] = r["u"]
+    return u
+
+
+def ci(x: np.ndarray) -> str:
+    """Mean ± the 95 % half-width (normal; hundreds of rounds, each a fresh instance)."""
+    return f"{x.mean():+.2f} ± {1.96 * x.std(ddof=1) / np.sqrt(len(x)):.2f}"
+
+
+def table() -> tuple[str, dict]:
+    lines = [
+        "| profile | mean u_1 (organization 1) | mean u of the others | rounds someone has u_k < 0 | ΣC score (1 − ΣC / ΣC(MJF)) | MJF played, share of machine-rounds |",
+        "|---|---|---|---|---|---|",
+    ]
+    curves = {}
+    for label, strategy, extra in PROFILES:
+        p = play(strategy, extra)
+        u = payoff_matrix(p, ROUNDS, 3)
+        negative = int((u < -1e-9).any(axis=1).sum())
+        mjf = sum(o["moves"]["mjf"] for o in p["per_org"]) / (3 * ROUNDS)
+        lines.append(
+            f"| {label} | {ci(u[:, 1])} | {ci(u[:, [0, 2]].mean(axis=1))} | {negative} of {ROUNDS} | "
+            f"{100 * p['sum_score_executed']:.1f} % | {100 * mjf:.0f} % |"
+        )
+        curves[label] = u
+    return "\n".join(lines), curves
+
+
+def by_orgs() -> str:
+    """One defector (organization 1) against followers and against tit-for-tat, by N."""
+    lines = [
+        "| N | everyone follows: mean u | organization 1 defects, the others follow: its u / the others' u "
+        "| against tit-for-tat: its u / the others' u |",
+        "|---|---|---|---|",
+    ]
+    for n in ORGS:
+        def run(strategy):
+            return payoff_matrix(play(strategy, {"sites.count": n}, rounds=ROUNDS_BY_N), ROUNDS_BY_N, n)
+        coop, alone, tft = run("follow"), run({"default": "follow", 1: "mjf"}), run({"default": "tit-for-tat", 1: "mjf"})
+        others = [k for k in range(n) if k != 1]
+        lines.append(
+            f"| {n} | {ci(coop.mean(axis=1))} | {ci(alone[:, 1])} / {ci(alone[:, others].mean(axis=1))} "
+            f"| {ci(tft[:, 1])} / {ci(tft[:, others].mean(axis=1))} |"
+        )
+    return "\n".join(lines)
+
+
+def figure(curves: dict) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    shown = [PROFILES[i][0] for i in (0, 2, 3, 4)]
+    fig, axes = plt.subplots(1, len(shown), figsize=(14, 3.8), sharey=True)
+    rounds = np.arange(1, ROUNDS + 1)
+    for ax, label in zip(axes, shown):
+        u = curves[label]
+        for k, style in ((1, dict(color="black", lw=2.0, label="organization 1")), (0, dict(color="tab:blue", lw=1.2, label="organization 0")),
+                         (2, dict(color="tab:orange", lw=1.2, label="organization 2"))):
+            ax.plot(rounds, np.cumsum(u[:, k]), **style)
+        ax.axhline(0, color="grey", lw=0.8, ls=":")
+        ax.set_title(label.replace(" (cooperation)", ""), fontsize=9)
+        ax.set_xlabel("round")
+    axes[0].set_ylabel("cumulative payoff Σ u_k\n(time units gained over MJF)")
+    axes[0].legend(fontsize=8, loc="upper left")
+    fig.suptitle(f"The scheduling game, 3 organizations, 8 jobs per machine, {ROUNDS} rounds (gridemu run dedicated)", fontsize=10)
+    fig.tight_layout()
+    IMG.parent.mkdir(exist_ok=True)
+    fig.savefig(IMG, dpi=110)
+    plt.close(fig)
+    print(f"wrote {IMG}")
+
+
+def main(write: bool) -> None:
+    text, curves = table()
+    print(text)
+    per_n = by_orgs()
+    print(per_n)
+    if write:
+        write_between(*MARKERS, text, DOC)
+        write_between(*BY_N, per_n, DOC)
+        figure(curves)
+
+
+if __name__ == "__main__":
+    main("--write" in sys.argv[1:])
