@@ -2,15 +2,15 @@
 # Regenerates the runs behind docs/results/bilb.md, Tables 4.2-4.5, the way the thesis
 # measures them: every run is one period T = 1000 from empty queues, scored on the jobs
 # submitted between 0.2T and 0.8T; a row pools R runs (seeds). The thesis uses 1000 runs
-# per row; we use R = ${R:-200}, and R30 = ${R30:-30} for the N = 30 rows (a run of 30
-# sites takes 2-6 s here). About 70 minutes on 2 cores.
+# per row; we use R = ${R:-200}, and R30 = ${R30:-200} for the N = 30 rows (a run of 30
+# sites takes 2-9 s here). About 2.5 hours on 2 cores (R30=30: about 70 minutes).
 # EXTRA adds settings to every run: the tables use READING below (docs/results/bilb.md,
 # "Readings"); EXTRA="--set protocol.cut_running=true" gives the cut column.
 # Each folder's table: gridemu report DIR
 set -euo pipefail
 OUT=${OUT:-runs/bilb-tables}
 R=${R:-200}
-R30=${R30:-30}
+R30=${R30:-200}
 READING=${READING:---set protocol.cut_running=false --set protocol.discrete=true --set workload.integral=releases --set protocol.starting=running --set protocol.round_timing=unbounded --set protocol.local_from=run}
 ONE="--quiet --set workload.until=1000.0 $READING ${EXTRA:-}"
 LEVELS=1,2,3,4,5,6,7,8,9,10,20,50,100,1000
