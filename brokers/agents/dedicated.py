@@ -38,6 +38,7 @@ from typing import Any
 
 from gridemu.brokers.agents.base import Agent, GridInfo
 from gridemu.brokers.algorithms.dedicated_game import MOVES, Listing, machine_order, next_move, round_plan
+from gridemu.model.errors import InvariantError
 from gridemu.model.messages import message
 
 #: Step 2: one job a machine holds (its record: id, owner, size); ``last`` = 1 on the closing
@@ -97,7 +98,6 @@ class DedicatedAgent(Agent):
         for release, target in zip(jobs["release"].tolist(), jobs["target_site"].tolist()):
             key = (self.round_of(release), int(target))
             self.mine[key] = self.mine.get(key, 0) + 1
-        self.rounds_with_jobs = {r for r, _ in self.mine}
 
     def round_of(self, t: float) -> int:
         return int(round(t / self.period)) if self.period != float("inf") else 0
@@ -152,11 +152,12 @@ class DedicatedAgent(Agent):
     def _run(self, now: float, r: int) -> None:
         move = next_move(self.strategy, self.broken)
         self.moves.append(move)
-        jobs = [self._listing(slot) for slot in self.slots.get(r, [])]
-        order = self.orders.get(r, {})
+        slots = self.slots.pop(r, [])
+        jobs = [self._listing(slot) for slot in slots]
+        order = self.orders.pop(r, {})
         if move == "follow" and len(order) != len(jobs):
-            raise RuntimeError(f"site {self.site.name}: round {r}'s order names {len(order)} of its {len(jobs)} jobs")
-        slot_of = {j.job_id: s for j, s in zip(jobs, self.slots.get(r, []))}
+            raise InvariantError(f"site {self.site.name}: round {r}'s proposed order names {len(order)} of its {len(jobs)} jobs")
+        slot_of = {j.job_id: s for j, s in zip(jobs, slots)}
         due = now
         for job_id in machine_order(jobs, self.site.site_id, move, order):
             slot = slot_of[job_id]
@@ -239,4 +240,4 @@ class DedicatedAgent(Agent):
         self.broken.append(broken)
         move = self.moves[r] if r < len(self.moves) else ""
         self.records.append((now, r, self.site.site_id, payoff, MOVES.index(move) if move in MOVES else -1, broken))
-        del self.ended[r]
+        del self.ended[r], self.promised[r]
