@@ -3,7 +3,7 @@ checks: every failure is a ScenarioError naming the dotted key."""
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -58,43 +58,34 @@ def per_site_values(key: str, value: Any, n: int, **checks: Any) -> list[float]:
             raise ScenarioError(f"{key}.cycle", f"must be a non-empty list of values repeated over the sites, got {cycle!r}")
         pattern = [check_number(f"{key}.cycle[{i}]", v, **checks) for i, v in enumerate(cycle)]
         return [pattern[i % len(pattern)] for i in range(n)]
-    if isinstance(value, dict):
-        if "default" not in value:
-            raise ScenarioError(key, "a table of per-site values needs a default (e.g. {default = 2.0, 0 = 3.0})")
-        values = [check_number(f"{key}.default", value["default"], **checks)] * n
-        for site, v in value.items():
-            if site == "default":
-                continue
-            if not str(site).isdigit() or int(site) >= n:
-                raise ScenarioError(f"{key}.{site}", f"must name a site by its index, 0 to {n - 1}")
-            values[int(site)] = check_number(f"{key}.{site}", v, **checks)
-        return values
-    if isinstance(value, list):
-        if len(value) != n:
-            raise ScenarioError(key, f"has {len(value)} values but there are {n} sites")
-        return [check_number(f"{key}[{i}]", v, **checks) for i, v in enumerate(value)]
-    return [check_number(key, value, **checks)] * n
+    return _per_site(key, value, n, lambda k, v: check_number(k, v, **checks), "{default = 2.0, 0 = 3.0}")
 
 
 def per_site_choices(key: str, value: Any, n: int, allowed: tuple[str, ...]) -> list[str]:
     """A named setting for every site, given as :func:`per_site_values` takes numbers: one
     value, a list with one per site, or a table ``{default = "a", 2 = "b"}``."""
+    return _per_site(key, value, n, lambda k, v: choice(k, v, allowed), f'{{default = "{allowed[0]}", 0 = "{allowed[-1]}"}}')
+
+
+def _per_site(key: str, value: Any, n: int, one: Callable[[str, Any], Any], example: str) -> list[Any]:
+    """One value, a list of n, or a ``{default = ..., <site index> = ...}`` table, each value
+    checked by ``one(key, value)``."""
     if isinstance(value, dict):
         if "default" not in value:
-            raise ScenarioError(key, f'a table of per-site values needs a default (e.g. {{default = "{allowed[0]}", 0 = "{allowed[-1]}"}})')
-        values = [choice(f"{key}.default", value["default"], allowed)] * n
+            raise ScenarioError(key, f"a table of per-site values needs a default (e.g. {example})")
+        values = [one(f"{key}.default", value["default"])] * n
         for site, v in value.items():
             if site == "default":
                 continue
             if not str(site).isdigit() or int(site) >= n:
                 raise ScenarioError(f"{key}.{site}", f"must name a site by its index, 0 to {n - 1}")
-            values[int(site)] = choice(f"{key}.{site}", v, allowed)
+            values[int(site)] = one(f"{key}.{site}", v)
         return values
     if isinstance(value, list):
         if len(value) != n:
             raise ScenarioError(key, f"has {len(value)} values but there are {n} sites")
-        return [choice(f"{key}[{i}]", v, allowed) for i, v in enumerate(value)]
-    return [choice(key, value, allowed)] * n
+        return [one(f"{key}[{i}]", v) for i, v in enumerate(value)]
+    return [one(key, value)] * n
 
 
 def check_sequential(jobs: Any, who: str) -> None:

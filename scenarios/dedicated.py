@@ -75,8 +75,12 @@ def machine_jobs(rng: np.random.Generator, n_orgs: int, n: int, max_size: int) -
 def random_instance(rng: np.random.Generator, n_orgs: int, n: int, max_size: int) -> Sizes:
     """A random instance of section 3.7.1: n jobs on each of the N machines (drawn machine by
     machine from ``rng``; a run draws machine l's jobs from machine l's own stream instead)."""
-    machines = [machine_jobs(rng, n_orgs, n, max_size) for _ in range(n_orgs)]
-    return tuple(tuple(machines[l][k] for l in range(n_orgs)) for k in range(n_orgs))
+    return by_owner([machine_jobs(rng, n_orgs, n, max_size) for _ in range(n_orgs)])
+
+
+def by_owner(machines: list[list[tuple[int, ...]]]) -> Sizes:
+    """``sizes[k][l]`` from each machine's jobs per owner (``machines[l][k]``)."""
+    return tuple(tuple(jobs[k] for jobs in machines) for k in range(len(machines)))
 
 
 def exponential_instance(n: int) -> Sizes:
@@ -124,8 +128,7 @@ def dedicated_jobs(wl: dict[str, Any], sites: list["SiteSpec"], seed: int) -> tu
         if wl["instance"] == "exponential":
             sizes = exponential_instance(n)
         else:
-            machines = [machine_jobs(streams[l], n_orgs, n, wl["max_size"]) for l in range(n_orgs)]
-            sizes = tuple(tuple(machines[l][k] for l in range(n_orgs)) for k in range(n_orgs))
+            sizes = by_owner([machine_jobs(stream, n_orgs, n, wl["max_size"]) for stream in streams])
         parts.append(instance_jobs(sizes, release=r * wl["period"]))
     jobs = np.concatenate(parts)
     return jobs, [s.org for s in sites]
@@ -143,12 +146,3 @@ def instance_jobs(sizes: Sizes, release: float = 0.0) -> np.ndarray:
         jobs["size"] = p
     jobs["release"] = release
     return jobs
-
-
-def instance_of(jobs: Any, n_orgs: int) -> Sizes:
-    """The instance a set of dedicated jobs (a job array or table: owner, target_site, size)
-    makes: ``sizes[k][l]`` sorted. Sizes stay numbers as given (integers in the thesis)."""
-    per: list[list[list[float]]] = [[[] for _ in range(n_orgs)] for _ in range(n_orgs)]
-    for k, l, p in zip(np.asarray(jobs["owner"]), np.asarray(jobs["target_site"]), np.asarray(jobs["size"])):
-        per[int(k)][int(l)].append(int(p) if float(p).is_integer() else float(p))
-    return tuple(tuple(tuple(sorted(x)) for x in row) for row in per)

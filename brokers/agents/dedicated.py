@@ -1,5 +1,5 @@
 """The scheduling game on dedicated resources (thesis ch. 3, sections 3.4-3.6): the
-``dedicated`` protocol.
+``scheduling_game`` protocol.
 
 Organization k owns site k, a machine of one processor; each of its jobs must run on a given
 machine (``target_site``). Round r's jobs are all released at R = r × period (one off-line
@@ -11,7 +11,7 @@ instance per round, the repeated game of section 3.5). L is the slowest link's l
      owner and size) to the coordinator, the site ``protocol.coordinator``: the grid
      scheduler of the chapter, which proposes and cannot impose.
   3. With every listing (by R + 2L) the coordinator builds the round's instance and computes
-     the proposal σ* (``protocol.proposal``: AEW, EW, DYN, ES or SPT, and which of its
+     the proposal σ* (``protocol.proposal``: AEW, DYN, EW or SPT, and which of its
      solutions, ``protocol.pick``), with the pure functions of
      ``brokers.algorithms.dedicated*``. It sends each machine its order (``order`` rows) and
      each organization, for every machine that runs its jobs, the sum of completion times the
@@ -34,10 +34,13 @@ starts at 0); the summary computes the same scores on its own from the job table
 """
 from __future__ import annotations
 
+import math
 from typing import Any
 
+import numpy as np
+
 from gridemu.brokers.agents.base import Agent, GridInfo
-from gridemu.brokers.algorithms.dedicated_game import MOVES, Listing, machine_order, next_move, round_plan
+from gridemu.brokers.algorithms.dedicated_game import MOVES, Listing, broke_promise, machine_order, next_move, round_plan
 from gridemu.model.errors import InvariantError
 from gridemu.model.messages import message
 
@@ -54,16 +57,22 @@ DONE = message("done", end="value", round="value2", job_id="job_id")
 MESSAGES = (LISTING, ORDER, PROMISE, DONE)
 #: Message delays before the machines start: transfers, listings, orders.
 START_DELAYS = 3
+def round_release(r: int, period: float) -> float:
+    """When round r's jobs are released: r × period (one round at 0 when period is infinite)."""
+    return 0.0 if r == 0 else r * period
+
+
+def round_index(release: Any, period: float) -> Any:
+    """The round of a release time (or an array of them): the inverse of :func:`round_release`."""
+    return np.zeros(np.shape(release), dtype=np.int64) if math.isinf(period) else np.rint(np.divide(release, period)).astype(np.int64)
+
+
 def start_time(release: float, lat: float) -> float:
     """S of a round released at ``release``: after transfers, listings and orders. Added one
     delay at a time, as the messages add them, so no order can arrive after S in floats."""
     for _ in range(START_DELAYS):
         release += lat
     return release
-
-
-#: A promise is broken when the jobs end later than this, relative (float sums of integers).
-TOLERANCE = 1e-9
 
 
 class DedicatedAgent(Agent):
@@ -93,17 +102,17 @@ class DedicatedAgent(Agent):
         self.moves: list[str] = []  # what this machine played, round by round
         self.broken: list[int] = []  # per finished round: machines that ran my jobs later than promised
         jobs = site.local_jobs
-        # My jobs per (round, machine): how many, to know when a machine has run them all.
-        self.mine: dict[tuple[int, int], int] = {}
-        for release, target in zip(jobs["release"].tolist(), jobs["target_site"].tolist()):
-            key = (self.round_of(release), int(target))
-            self.mine[key] = self.mine.get(key, 0) + 1
+        # My jobs per round and machine: how many, to know when a machine has run them all.
+        self.mine: dict[int, dict[int, int]] = {}
+        for r, target in zip(round_index(jobs["release"], self.period).tolist(), jobs["target_site"].tolist()):
+            per_machine = self.mine.setdefault(r, {})
+            per_machine[target] = per_machine.get(target, 0) + 1
 
     def round_of(self, t: float) -> int:
-        return int(round(t / self.period)) if self.period != float("inf") else 0
+        return int(round_index(t, self.period))
 
     def start_of(self, r: int) -> float:
-        return start_time(r * (0.0 if self.period == float("inf") else self.period), self.lat)
+        return start_time(round_release(r, self.period), self.lat)
 
     # step 1 ---------------------------------------------------------------------------
     def on_start(self, now: float) -> None:
@@ -111,8 +120,7 @@ class DedicatedAgent(Agent):
 
     def _timers(self, r: int) -> None:
         if r < self.rounds:
-            release = r * (0.0 if self.period == float("inf") else self.period)
-            self.site.set_timer(release + self.lat, ("list", r))
+            self.site.set_timer(round_release(r, self.period) + self.lat, ("list", r))
             self.site.set_timer(self.start_of(r), ("run", r))
 
     def on_arrival(self, now: float, slot: int) -> bool:
@@ -131,13 +139,13 @@ class DedicatedAgent(Agent):
     def on_timer(self, now: float, tag: Any) -> None:
         what, r = tag
         if what == "list":
-            rows = [self._listing(slot) for slot in self.slots.get(r, [])]
+            slots = self.slots.get(r, [])
             if self.site.site_id == self.coordinator:
-                self._listed(now, r, self.site.site_id, rows)
+                self._listed(now, r, self.site.site_id, [self._listing(slot) for slot in slots])
                 return
-            for i, slot in enumerate(self.slots.get(r, [])):
-                self.site.send(now, self.coordinator, "listing", self.site.job(slot), last=float(i == len(rows) - 1), round=r)
-            if not rows:
+            for i, slot in enumerate(slots):
+                self.site.send(now, self.coordinator, "listing", self.site.job(slot), last=float(i == len(slots) - 1), round=r)
+            if not slots:
                 self.site.send(now, self.coordinator, "listing", (), last=1.0, round=r)
         elif what == "due":
             self.site.dispatch(now)
@@ -184,8 +192,7 @@ class DedicatedAgent(Agent):
             return
         plan = round_plan([listed.get(l, []) for l in range(self.grid.n_sites)], self.proposal, self.pick, self.max_steps)
         for l, positions in enumerate(plan.orders):
-            items = sorted(positions.items(), key=lambda kv: kv[1])
-            for i, (job_id, pos) in enumerate(items):
+            for job_id, pos in sorted(positions.items(), key=lambda kv: kv[1]):
                 self._to(now, l, "order", job_id=job_id, position=float(pos), round=r)
         for k, per_machine in enumerate(plan.promises):
             for l, (total, mjf) in sorted(per_machine.items()):
@@ -224,20 +231,17 @@ class DedicatedAgent(Agent):
         self._ended(now, int(msg.round), int(msg.src), float(msg.end))
 
     def _ended(self, now: float, r: int, machine: int, end: float) -> None:
-        ends = self.ended.setdefault(r, {}).setdefault(machine, [])
-        ends.append(end - self.start_of(r))
-        mine = {l: n for (rr, l), n in self.mine.items() if rr == r}
-        if any(len(self.ended[r].get(l, [])) < n for l, n in mine.items()):
+        ended = self.ended.setdefault(r, {})
+        ended.setdefault(machine, []).append(end - self.start_of(r))
+        mine = self.mine[r]
+        if any(len(ended.get(l, [])) < n for l, n in mine.items()):
             return
-        promised = self.promised.get(r, {})
-        broken, payoff = 0, 0.0
+        broken, payoff, promised = 0, 0.0, self.promised.pop(r)
         for l in mine:
-            total = sum(self.ended[r][l])
             proposal, mjf = promised[l]
+            total = sum(ended[l])
             payoff += mjf - total
-            if l != self.site.site_id and total > proposal * (1 + TOLERANCE) + TOLERANCE:
-                broken += 1
+            broken += l != self.site.site_id and broke_promise(total, proposal)
         self.broken.append(broken)
-        move = self.moves[r] if r < len(self.moves) else ""
-        self.records.append((now, r, self.site.site_id, payoff, MOVES.index(move) if move in MOVES else -1, broken))
-        del self.ended[r], self.promised[r]
+        self.records.append((now, r, self.site.site_id, payoff, MOVES.index(self.moves[r]), broken))
+        del self.ended[r], self.mine[r]

@@ -60,6 +60,13 @@ def next_move(strategy: str, broken: Sequence[int]) -> str:
     raise ValueError(f"unknown strategy {strategy!r} (one of {', '.join(STRATEGIES)})")
 
 
+def broke_promise(total: float, promised: float, tolerance: float = 1e-9) -> bool:
+    """Whether an organization's jobs on a machine ended later than the proposal said: their
+    sum of completion times ``total`` against the ``promised`` one (float sums of integers,
+    hence the relative ``tolerance``)."""
+    return total > promised * (1 + tolerance) + tolerance
+
+
 def machine_order(jobs: Sequence[Listing], me: int, move: str, proposed: dict[int, int]) -> list[int]:
     """The job ids machine ``me`` runs, in order, under ``move``: σ*'s positions
     (``proposed``: job id -> place), MJF (its own jobs first, then the foreign ones; each part

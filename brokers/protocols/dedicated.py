@@ -17,10 +17,10 @@ from typing import Any
 
 import numpy as np
 
-from gridemu.brokers.agents.dedicated import MESSAGES, START_DELAYS, TOLERANCE, DedicatedAgent, start_time
+from gridemu.brokers.agents.dedicated import MESSAGES, START_DELAYS, DedicatedAgent, round_index, round_release, start_time
 from gridemu.brokers.algorithms.dedicated import machine_sums, mjf_grid, spt_grid
 from gridemu.brokers.algorithms.dedicated_game import (
-    MOVES, PICKS, PROPOSALS, STRATEGIES, Listing, instance_of, next_move, owner_sequence, propose,
+    MOVES, PICKS, PROPOSALS, STRATEGIES, Listing, broke_promise, instance_of, next_move, owner_sequence, propose,
 )
 from gridemu.brokers.protocol import Protocol, RunFacts, ScenarioFacts, Traffic, require_one_site_per_org, require_scheduler
 from gridemu.model.checks import check_number, check_sequential, choice, per_site_choices
@@ -68,8 +68,9 @@ def check_jobs(params: dict[str, Any], jobs: np.ndarray, scenario: ScenarioFacts
         raise ScenarioError("workload", f"job {int(j['job_id'])} names no target site: every job of the scheduling_game protocol must (a target column)")
     releases = np.unique(jobs["release"])
     period = float(releases[1]) if len(releases) > 1 else math.inf
-    rounds = np.zeros(len(jobs), dtype=np.int64) if len(releases) == 1 else np.rint(jobs["release"] / period).astype(np.int64)
-    off = np.flatnonzero(np.abs(rounds * (period if len(releases) > 1 else 0.0) - jobs["release"]) > 1e-9 * np.maximum(1.0, jobs["release"]))
+    rounds = round_index(jobs["release"], period)
+    on_time = np.array([round_release(r, period) for r in range(int(rounds.max()) + 1)])[rounds]
+    off = np.flatnonzero(np.abs(on_time - jobs["release"]) > 1e-9 * np.maximum(1.0, jobs["release"]))
     if releases[0] != 0.0 or len(off):
         j = jobs[off[0]] if len(off) else jobs[np.argmin(jobs["release"])]
         raise ScenarioError(
@@ -97,7 +98,7 @@ def summary(facts: RunFacts) -> dict[str, Any]:
         j = int(sub["job_id"][np.flatnonzero(table["exec_site"].to_numpy() != sub["target_site"])[0]])
         raise InvariantError(f"job {j} ran on site {int(table.loc[j, 'exec_site'])}, not on its target")
     start, end = table["start"].to_numpy(dtype=float), table["end"].to_numpy(dtype=float)
-    rounds = np.zeros(len(sub), dtype=np.int64) if math.isinf(period) else np.rint(sub["release"] / period).astype(np.int64)
+    rounds = round_index(sub["release"], period)
     history: list[list[int]] = [[] for _ in range(n)]
     rows, totals = [], {"mjf": 0.0, "spt": 0.0, "proposal": 0.0, "executed": 0.0}
     played = [{m: 0 for m in MOVES} for _ in range(n)]
@@ -109,12 +110,12 @@ def summary(facts: RunFacts) -> dict[str, Any]:
         listings = [[Listing(int(i), int(k), float(p)) for i, k, p, t in zip(ids, owners, sizes, targets) if t == l] for l in range(n)]
         instance, _ = instance_of(listings)
         grids = {"follow": propose(instance, params["proposal"], params["pick"], params["max_steps"]), "mjf": mjf_grid(instance), "spt": spt_grid(instance)}
-        s0 = start_time(0.0 if math.isinf(period) else r * period, lat)
+        s0 = start_time(round_release(r, period), lat)
         c_exec = np.zeros((n, n))  # [k, l]
         np.add.at(c_exec, (owners, targets), end[mask] - s0)
-        c_prop = np.array([machine_sums(instance, l, grids["follow"][l]) for l in range(n)], dtype=float).T
-        c_mjf = np.array([machine_sums(instance, l, grids["mjf"][l]) for l in range(n)], dtype=float).T
-        c_spt = np.array([machine_sums(instance, l, grids["spt"][l]) for l in range(n)], dtype=float).T
+        c_prop, c_mjf, c_spt = (
+            np.array([machine_sums(instance, l, grids[m][l]) for l in range(n)], dtype=float).T for m in ("follow", "mjf", "spt")
+        )
         moves = []
         for l in range(n):
             on = targets == l
@@ -128,17 +129,19 @@ def summary(facts: RunFacts) -> dict[str, Any]:
                 )
             moves.append(expected)
             played[l][expected] += 1
+        broken = [0] * n
         for k in range(n):
             has = [l for l in range(n) if instance.counts(l)[k]]
             if has:
-                history[k].append(sum(1 for l in has if l != k and c_exec[k, l] > c_prop[k, l] * (1 + TOLERANCE) + TOLERANCE))
+                broken[k] = sum(l != k and broke_promise(c_exec[k, l], c_prop[k, l]) for l in has)
+                history[k].append(broken[k])
         for name, c in (("mjf", c_mjf), ("spt", c_spt), ("proposal", c_prop), ("executed", c_exec)):
             totals[name] += float(c.sum())
         u = c_mjf.sum(axis=1) - c_exec.sum(axis=1)
         rows += [
             {"round": r, "org": k, "move": moves[k], "C": float(c_exec[k].sum()), "C_mjf": float(c_mjf[k].sum()),
              "C_proposal": float(c_prop[k].sum()), "u": float(u[k]), "u_proposal": float(c_mjf[k].sum() - c_prop[k].sum()),
-             "broken": history[k][-1] if any(instance.counts(l)[k] for l in range(n)) else 0}
+             "broken": broken[k]}
             for k in range(n)
         ]
     scored = len({row["round"] for row in rows})
