@@ -128,18 +128,52 @@ class Planned(FCFS):
     name = "planned"
 
     def __init__(self, site: "Site") -> None:
-        self.queue = []
+        self.ids = site.c_id
+        self.queue: dict[int, None] = {}  # queued slots in arrival order (a dict: O(1) removal)
         self.due: dict[int, float] = {}
+        self.slot_of: dict[int, int] = {}  # job id -> its queued slot
+        # (due, job id, slot) of planned queued jobs; stale entries (started, removed,
+        # re-planned) are dropped when met. A heap keeps dispatch at O(due jobs), not O(queue):
+        # a trace window queues tens of thousands of jobs that are not yet due.
+        self.ready: list[tuple[float, int, int]] = []
+
+    def push(self, slot: int) -> None:
+        self.queue[slot] = None
+        job_id = self.ids[slot]
+        self.slot_of[job_id] = slot
+        if job_id in self.due:
+            heapq.heappush(self.ready, (self.due[job_id], job_id, slot))
+
+    def remove(self, slot: int) -> None:
+        del self.queue[slot]
+        self.slot_of.pop(self.ids[slot], None)
+
+    def push_front(self, slot: int) -> None:
+        raise TypeError("the planned scheduler runs whole jobs at their due time: no cut pieces")
+
+    insert_after = push_front
+
+    def plan(self, job_id: int, due: float) -> None:
+        self.due[job_id] = due
+        if job_id in self.slot_of:
+            heapq.heappush(self.ready, (due, job_id, self.slot_of[job_id]))
 
     def dispatch(self, site: "Site", now: float) -> None:
         if not self.queue or site.free_count == 0:
             return
-        ids, procs, due = site.c_id, site.c_procs, self.due
-        ready = sorted((due[ids[s]], ids[s], s) for s in self.queue if due.get(ids[s], math.inf) <= now)
-        for _, _, slot in ready:
+        ready, queue, due, procs, kept = self.ready, self.queue, self.due, site.c_procs, []
+        while ready and ready[0][0] <= now:
+            entry = heapq.heappop(ready)
+            d, job_id, slot = entry
+            if slot not in queue or due.get(job_id) != d or (kept and kept[-1] == entry):
+                continue  # stale or a duplicate
             if procs[slot] <= site.free_count:
-                self.queue.remove(slot)
+                self.remove(slot)
                 site.start(slot, now)
+            else:
+                kept.append(entry)
+        for entry in kept:
+            heapq.heappush(ready, entry)
 
 
 class FcfsAny(FCFS):

@@ -142,7 +142,7 @@ class SiteView:
 
     def plan(self, job_id: int, due: float) -> None:
         """``planned`` scheduler: the job may start at ``due`` and not before."""
-        self._site.scheduler.due[job_id] = due
+        self._site.scheduler.plan(job_id, due)
 
     def scheduler_state(self) -> Any:
         """The local scheduler, for protocols that serve it (fairshare reads its policy)."""
