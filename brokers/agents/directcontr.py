@@ -71,12 +71,13 @@ class DirectContrAgent(Agent):
         self.owner_of = [u for u in range(self.k) for _ in range(procs[u])]  # global processor -> organization
         self.first = sum(procs[: self.me])
         self.arrived: dict[int, list[tuple[int, int]]] = {u: [] for u in range(self.k)}  # org -> (release, job) heap
-        self.waiting: dict[int, list[tuple[int, int]]] = {u: [] for u in range(self.k)}  # released, not started
+        self.waiting: dict[int, list[tuple[int, int]]] = {u: [] for u in range(self.k)}  # released, not started: heaps
         self.started: dict[int, list] = {}  # running job -> [owner, global processor, start, size or None]
-        # The finished jobs' part of φ − ψ (doubled) is linear in t: a[u]·t + b[u] (see _keys).
-        self.lin_a = [0] * self.k
-        self.lin_b = [0] * self.k
-        self.running: dict[int, int] = {}  # global processor -> job
+        # φ − ψ (doubled) as a polynomial in t per organization (see _keys): finished jobs add
+        # to its t and constant terms, running ones to all three; kept as jobs start and end,
+        # so a step costs the organizations, not the processors or the running jobs.
+        self.poly = [[0, 0, 0] for _ in range(self.k)]  # [t², t, 1] coefficients
+        self.free = list(range(len(self.owner_of)))  # free global processors: a heap, lowest first
         self.completions: dict[int, list[int]] = {}  # instant -> jobs completing then
         self.steps: set[int] = set()  # instants whose step is due
         self.slot_of: dict[int, int] = {}  # own jobs: id -> slot
@@ -129,42 +130,43 @@ class DirectContrAgent(Agent):
         self.steps.discard(t)
         for job_id in self.completions.pop(t, []):
             owner, m, s, p = self.started.pop(job_id)
-            del self.running[m]
+            heapq.heappush(self.free, m)
             # From now on its part is p·(2t − 2s − p + 1) = 2p·t + p·(1 − 2s − p), for good.
-            for u, sign in ((owner, -1), (self.owner_of[m], 1)):
-                self.lin_a[u] += sign * 2 * p
-                self.lin_b[u] += sign * p * (1 - 2 * s - p)
+            self._account(owner, m, (-1, -(1 - 2 * s), -(s * s - s)))
+            self._account(owner, m, (0, 2 * p, p * (1 - 2 * s - p)))
+        waiting, free = self.waiting, self.free
         for u in range(self.k):
             heap = self.arrived[u]
             while heap and heap[0][0] <= t:
-                self.waiting[u].append(heapq.heappop(heap))
-            self.waiting[u].sort()
-        free = [m for m in range(len(self.owner_of)) if m not in self.running]
-        orgs = [u for u in range(self.k) if self.waiting[u]]
+                heapq.heappush(waiting[u], heapq.heappop(heap))
+        orgs = [u for u in range(self.k) if waiting[u]]
         if not free or not orgs:
             return
         keys = self._keys(t)
         for u in sorted(orgs, key=lambda u: (-keys[u], u)):
-            while free and self.waiting[u]:
-                _rel, job_id = self.waiting[u].pop(0)
-                m = free.pop(0)
+            while free and waiting[u]:
+                _rel, job_id = heapq.heappop(waiting[u])
+                m = heapq.heappop(free)
                 self.started[job_id] = [u, m, t, None]
-                self.running[m] = job_id
+                # Running from s: q = t − s units so far, q·(q + 1) = t² + (1 − 2s)·t + s² − s.
+                self._account(u, m, (1, 1 - 2 * t, t * t - t))
                 if self.owner_of[m] == self.me:
                     self._pull(now, job_id, u, m)
 
-    def _keys(self, t: int) -> list[float]:
+    def _account(self, owner: int, m: int, coef: tuple[int, int, int]) -> None:
+        """Adds a job's part (coefficients of t², t, 1) to the key of the processor's owner and
+        takes it from the job owner's."""
+        for u, sign in ((self.owner_of[m], 1), (owner, -1)):
+            poly = self.poly[u]
+            for i in range(3):
+                poly[i] += sign * coef[i]
+
+    def _keys(self, t: int) -> list[int]:
         """φ[u] − ψ[u] at t, doubled (exact integers): ψ_sp of the unit parts run on u's
         processors, minus that of u's jobs. A job that ran q = min(p, t − s) units from s
-        counts q·(2t − 2s − q + 1); once it has finished that is linear in t and kept as
-        a[u]·t + b[u], so a step costs the running jobs and the organizations, not every job
-        ever started."""
-        keys = [a * t + b for a, b in zip(self.lin_a, self.lin_b)]
-        for owner, m, s, _ in self.started.values():  # running at t: q = t − s
-            value = (t - s) * (t - s + 1)
-            keys[owner] -= value
-            keys[self.owner_of[m]] += value
-        return keys
+        counts q·(2t − 2s − q + 1): while it runs (q = t − s) that is quadratic in t, once it
+        has finished linear; both are kept summed per organization (``poly``)."""
+        return [a * t * t + b * t + c for a, b, c in self.poly]
 
     def _pull(self, now: float, job_id: int, owner: int, m: int) -> None:
         if owner == self.me:
