@@ -127,7 +127,7 @@ class _DirectContr(_Sim):
         self.fin_con = [0] * self.k
         self.phi = [0] * self.k
         self.psi = [0] * self.k
-        self.gamma: list[int] = []
+        self.gamma = np.arange(0)  # γ of the current event
         self.record = record
         self.trace: list[DCState] = []
 
@@ -138,23 +138,26 @@ class _DirectContr(_Sim):
             self.psi[u] += d * self.fin_ut[u]
         tri = d * (d + 1) // 2
         # lines 10-16 (the order of γ does not matter here): every processor that ran a job
-        # during (t_prev, t], its completions at t not yet applied
-        for m, (job, _s) in self.running.items():
-            own_j, own_m = job.org, self.proc_org[m]
-            self.fin_ut[own_j] += d
-            self.fin_con[own_m] += d
-            self.psi[own_j] += tri
-            self.phi[own_m] += tri
+        # during (t_prev, t], its completions at t not yet applied, adds to its job owner's
+        # finUt and ψ and to its own owner's finCon and φ; summed per organization from the
+        # running counts, so an event costs the organizations, not the processors.
+        for u in range(self.k):
+            jobs, procs = self.run_count[u], self.busy[u]
+            self.fin_ut[u] += d * jobs
+            self.fin_con[u] += d * procs
+            self.psi[u] += tri * jobs
+            self.phi[u] += tri * procs
 
     def begin_event(self, t_prev, t):
         self._account(t_prev, t)
-        self.gamma = [int(m) for m in self.rng.permutation(self.M)]  # line 9
+        self.gamma = self.rng.permutation(self.M)  # line 9
 
     def proc_order(self, t, free):  # lines 17-18: free processors in γ order
         if self.by_index:
             return sorted(free)
-        fs = set(free)
-        return [m for m in self.gamma if m in fs]
+        is_free = np.zeros(self.M, dtype=bool)
+        is_free[free] = True
+        return self.gamma[is_free[self.gamma]].tolist()
 
     def pick(self, t, waiting):  # line 19
         keys = [self.phi[u] - self.psi[u] for u in range(self.k)]
@@ -163,7 +166,7 @@ class _DirectContr(_Sim):
     def _snapshot(self, t, gamma):
         if self.record:
             self.trace.append(
-                DCState(t, tuple(gamma), tuple(self.fin_ut), tuple(self.fin_con), tuple(self.phi),
+                DCState(t, tuple(int(m) for m in gamma), tuple(self.fin_ut), tuple(self.fin_con), tuple(self.phi),
                         tuple(self.psi), tuple(self.current))
             )
 

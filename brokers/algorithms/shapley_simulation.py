@@ -165,6 +165,7 @@ class _Sim:
         self.done_time = [0] * self.k
         self.run_count = [0] * self.k
         self.run_sum_s = [0] * self.k
+        self.busy = [0] * self.k  # processors of each organization running a job (any owner's)
         self.running: dict[int, tuple[SJob, int]] = {}  # processor -> (job, start)
         self.starts: list[tuple[int, int, int]] = []  # (job id, start, local processor)
         self.current: list[tuple[int, int]] = []  # starts of the current event: (job id, proc)
@@ -224,6 +225,7 @@ class _Sim:
                 self.done_time[u] += p
                 self.run_count[u] -= 1
                 self.run_sum_s[u] -= s
+                self.busy[self.proc_org[m]] -= 1
                 free.add(m)
             while ri < len(releases) and releases[ri] <= t:
                 ri += 1
@@ -246,6 +248,7 @@ class _Sim:
                     self.pc[u] += t * t - t
                     self.run_count[u] += 1
                     self.run_sum_s[u] += t
+                    self.busy[self.proc_org[m]] += 1
                     self.starts.append((job.id, t, m))
                     self.current.append((job.id, m))
             self.end_event(t)
