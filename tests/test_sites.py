@@ -216,3 +216,46 @@ def test_load_counts_queued_and_remaining_work_of_rigid_jobs():
     # at t=1: job 0 has 3 time units left on 2 processors; jobs 1 (2 procs) and 2 (1 proc) wait
     assert site.backlog(1.0) == pytest.approx(3 * 2 + 3 * 2 + 1 * 1)
     assert site.load(1.0) == pytest.approx(1.0 + 13 / 2)
+
+
+class _FakeSite:
+    """What the planned scheduler reads of a site: ids, widths, free processors, start."""
+
+    def __init__(self, procs, free):
+        self.c_id = list(range(100, 100 + len(procs)))
+        self.c_procs = list(procs)
+        self.free_count = free
+        self.started: list[tuple[int, float]] = []
+
+    def start(self, slot, now):
+        self.free_count -= self.c_procs[slot]
+        self.started.append((self.c_id[slot], now))
+
+
+def test_planned_scheduler_starts_due_jobs_in_due_then_id_order_while_they_fit():
+    from gridemu.sites.schedulers import Planned
+
+    site = _FakeSite([1, 2, 1, 1, 1], free=2)
+    sched = Planned(site)
+    sched.plan(103, 5.0)  # planned before it is queued
+    for slot in range(5):
+        sched.push(slot)
+    sched.plan(101, 3.0)  # two wide: does not fit beside job 100
+    sched.plan(100, 3.0)
+    sched.plan(102, 9.0)
+    sched.plan(102, 4.0)  # re-planned earlier: the first entry is stale
+    sched.dispatch(site, 2.0)
+    assert site.started == []  # nothing due yet
+    sched.dispatch(site, 4.0)
+    assert site.started == [(100, 4.0), (102, 4.0)]  # 101 is due first among the others but needs 2
+    assert sched.queued() == [1, 3, 4]
+    site.free_count = 2  # both end
+    sched.dispatch(site, 5.0)
+    assert site.started[2:] == [(101, 5.0)]  # due at 3, waiting since; 103 (due 5) no longer fits
+    site.free_count = 1
+    sched.dispatch(site, 9.0)
+    assert site.started[3:] == [(103, 9.0)]
+    sched.remove(4)  # taken back unplanned (a transfer): never started
+    site.free_count = 5
+    sched.dispatch(site, 99.0)
+    assert len(site.started) == 4 and sched.queued() == []

@@ -6,7 +6,7 @@ subcoalition; the coalitions of one size are independent (each needs only the fi
 schedules of smaller ones), so ``brokers.algorithms.shapley_policies.simulate`` hands each
 size to a ``level_map``. This one splits a level into one Ray task per chunk of
 coalitions (about two per CPU, so a 252-coalition level costs a handful of calls, not 252).
-``bench/shapley_ref.py`` measures the speedup.
+``bench/shapley_cost.py`` measures the speedup on trace windows.
 """
 from __future__ import annotations
 

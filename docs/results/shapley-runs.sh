@@ -1,20 +1,54 @@
 #!/usr/bin/env bash
-# Regenerates the runs behind docs/results/shapley.md (the Table 1, organizations and latency sweeps take about 4 minutes on 2 cores; the Table 2 one much longer). Needs the Parallel Workloads Archive
-# traces (TRACES, default ../shared/traces; see the doc for where to get them).
-# Table 1 style: 5 organizations, random sub-traces of 5·10^4 s, 100 instances per workload.
+# Regenerates the runs behind docs/results/shapley.md, then its tables and figure:
+#   bash docs/results/shapley-runs.sh [STAGE ...]        # stages: table1 table2 contended ricc ricc-long orgs latency
+#   python docs/results/shapley_tables.py runs/shapley --write
+# Needs the Parallel Workloads Archive traces (TRACES, default ../shared/traces; see the doc).
+# The setup of both papers ([S] section 5.1, [L] section 6.2): 5 organizations, the trace's users
+# spread uniformly over them, parallel jobs split into sequential copies, the trace's machine
+# size (LPC-EGEE 70, RICC 8192) split over the organizations by Zipf or uniformly, random
+# windows of 5·10^4 s (Table 1) or 5·10^5 s (Table 2). Each run computes every algorithm on the
+# same window, so the algorithms are compared window by window.
+# Times on 2 cores (sweeps use both): table1 3 min, table2 10 min, contended 10 min, ricc 15 min,
+# orgs 15 min; ricc-long (a 5·10^5 s RICC window is a few minutes) is run with R3 windows.
 set -euo pipefail
 OUT=${OUT:-runs/shapley}
 TRACES=${TRACES:-../shared/traces}
-R=${R:-100}
-gridemu sweep shapley --quiet --repeat $R --set workload.path=$TRACES/LPC-EGEE-2004-1.2-cln.swf.gz \
-  --set sites.procs.total=70 --out $OUT/lpc-egee
-# Table 2 style: sub-traces of 5·10^5 s (20 instances; some windows take many minutes: not run to the end here)
-gridemu sweep shapley --quiet --repeat ${R2:-20} --set workload.path=$TRACES/LPC-EGEE-2004-1.2-cln.swf.gz \
-  --set sites.procs.total=70 --set workload.duration=500000 --set run.horizon=500000 --out $OUT/lpc-egee-long
-# Figure 1: the number of organizations (LPC-EGEE)
-gridemu sweep shapley --quiet --repeat ${R1:-10} --grid sites.count=2,3,5,7 \
-  --set workload.path=$TRACES/LPC-EGEE-2004-1.2-cln.swf.gz --set sites.procs.total=70 --out $OUT/lpc-egee-orgs
-# What latency costs the decentralized DIRECTCONTR (LPC-EGEE)
-gridemu sweep shapley --quiet --repeat ${R1:-10} --grid network.latency=0.000001,0.0001,0.001,0.01 \
-  --set protocol.compare='["ref"]' --set workload.path=$TRACES/LPC-EGEE-2004-1.2-cln.swf.gz \
-  --set sites.procs.total=70 --out $OUT/lpc-egee-latency
+R=${R:-100}          # windows per cell of Tables 1 and 2 (a fifth more are drawn: see EXTRA)
+R1=${R1:-10}         # windows per point of the organization sweeps
+R3=${R3:-10}         # windows of the RICC Table 2 cell
+LPC=$TRACES/LPC-EGEE-2004-1.2-cln.swf.gz
+RICC=$TRACES/RICC-2010-2.swf.gz
+LONG=(--set workload.duration=500000 --set run.horizon=500000)
+STAGES=${*:-table1 table2 contended ricc ricc-long orgs latency}
+# Some windows hold no job (LPC-EGEE has gaps of days): Δψ/p_tot is 0/0 there, the run
+# stops with "has no job to run" and the sweep lists it in failures.csv and exits 1. A fifth
+# more windows are drawn, and shapley_tables.py keeps the first R with jobs by seed.
+EXTRA=$((R + R / 5))
+sweep() { gridemu sweep shapley --quiet --overwrite "$@" || [ $? -eq 1 ]; }
+for stage in $STAGES; do
+  case $stage in
+    table1)     # [S] Table 1: LPC-EGEE, 70 processors
+      sweep --repeat "$EXTRA" --grid sites.procs.dist=zipf,uniform --set workload.path="$LPC" \
+        --set sites.procs.total=70 --out "$OUT/lpc-egee" ;;
+    table2)     # [S] Table 2 and [L] Table 1: the same with windows of 5·10^5 s
+      sweep --repeat "$EXTRA" --grid sites.procs.dist=zipf,uniform --set workload.path="$LPC" \
+        --set sites.procs.total=70 "${LONG[@]}" --out "$OUT/lpc-egee-long" ;;
+    contended)  # Table 2's cell where the organizations compete: [L]'s 17 processors ("almost continuously busy")
+      sweep --repeat "$EXTRA" --grid sites.procs.dist=zipf,uniform --set workload.path="$LPC" \
+        --set sites.procs.total=17 "${LONG[@]}" --out "$OUT/lpc-egee-17" ;;
+    ricc)       # [S] Table 1: RICC, 8192 processors
+      sweep --repeat "$EXTRA" --grid sites.procs.dist=zipf,uniform --set workload.path="$RICC" \
+        --set sites.procs.total=8192 --out "$OUT/ricc" ;;
+    ricc-long)  # [S] Table 2 and [L] Table 1 on RICC: uniform only, as [L]
+      sweep --repeat "$R3" --set sites.procs.dist=uniform --set workload.path="$RICC" \
+        --set sites.procs.total=8192 "${LONG[@]}" --out "$OUT/ricc-long" ;;
+    orgs)       # [L] Figure 4: the number of organizations on 17 and 30 processors, uniform and Zipf
+      sweep --repeat "$R1" --grid sites.count=2,3,4,5,6,7,8 --grid sites.procs.total=17,30 \
+        --grid sites.procs.dist=uniform,zipf --set workload.path="$LPC" "${LONG[@]}" \
+        --set protocol.compare='["ref","rand","directcontr","roundrobin","fairshare"]' --out "$OUT/lpc-egee-orgs" ;;
+    latency)    # what latency costs the decentralized DIRECTCONTR
+      sweep --repeat "$R1" --grid network.latency=0.000001,0.0001,0.001,0.01 --set protocol.compare='["ref"]' \
+        --set workload.path="$LPC" --set sites.procs.total=70 --out "$OUT/lpc-egee-latency" ;;
+    *) echo "shapley-runs.sh: unknown stage $stage" >&2; exit 2 ;;
+  esac
+done

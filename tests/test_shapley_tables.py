@@ -1,0 +1,62 @@
+"""The statistics and the window rule of docs/results/shapley_tables.py (the script's own
+helpers, checked against figures computed here by other means)."""
+from __future__ import annotations
+
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+# the scripts live in docs/results and import their siblings by name, as when run from there
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "docs" / "results"))
+import shapley_tables as tables  # noqa: E402
+
+
+def test_sign_test_is_the_exact_two_tailed_binomial():
+    a = np.array([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 0, 0])
+    b = np.array([2, 3, 4, 5, 6, 7, 8, 9, 10, 0, 0, 0])  # a lower in 9 windows, higher in 1, equal in 2
+    lower, n, p = tables.sign_test(a, b)
+    assert (lower, n) == (9, 10)
+    assert p == pytest.approx(2 * (1 + 10) / 1024)
+    assert tables.sign_test(np.zeros(5), np.zeros(5)) == (0, 0, 1.0)
+
+
+def test_paired_t_matches_the_t_distribution_quantiles():
+    # d with mean m and standard deviation s over n = 10: t = m / (s / sqrt(10)); choose t = 2.262,
+    # the 97.5 % quantile of Student's t with 9 degrees of freedom, so p = 0.05.
+    base = np.array([-1.0, 1.0] * 5)
+    base = base / base.std(ddof=1)
+    d = base + 2.262 / math.sqrt(10)
+    assert tables.paired_t(d) == pytest.approx(0.05, abs=2e-4)
+    d99 = base + 3.250 / math.sqrt(10)  # the 99.5 % quantile
+    assert tables.paired_t(d99) == pytest.approx(0.01, abs=1e-4)
+    assert tables.paired_t(np.zeros(7)) == 1.0
+
+
+def _cell(tmp_path: Path, failures: list[tuple[int, str]]) -> Path:
+    folder = tmp_path / "cell"
+    folder.mkdir()
+    rows = [{"sites.procs.dist": d, "seed": s, "fairness_directcontr": float(s)} for d in ("zipf", "uniform")
+            for s in range(1, 8) if s not in {f[0] for f in failures}]
+    pd.DataFrame(rows).to_parquet(folder / "runs.parquet")
+    if failures:
+        pd.DataFrame([{"sites.procs.dist": d, "seed": s, "error": e} for s, e in failures for d in ("zipf", "uniform")]
+                     ).to_csv(folder / "failures.csv", index=False)
+    return folder
+
+
+def test_read_cell_keeps_the_first_windows_with_jobs_by_seed(tmp_path):
+    folder = _cell(tmp_path, [(2, "WorkloadError: the swf workload (x) has no job to run (...)")])
+    runs, empty = tables.read_cell(folder, 4)
+    assert empty == 1
+    for d in ("zipf", "uniform"):
+        assert runs.loc[runs["sites.procs.dist"] == d, "seed"].tolist() == [1, 3, 4, 5]
+
+
+def test_read_cell_stops_on_any_other_failure(tmp_path):
+    folder = _cell(tmp_path, [(3, "InvariantError: something broke")])
+    with pytest.raises(SystemExit, match="InvariantError"):
+        tables.read_cell(folder, 4)
