@@ -60,3 +60,15 @@ def test_read_cell_stops_on_any_other_failure(tmp_path):
     folder = _cell(tmp_path, [(3, "InvariantError: something broke")])
     with pytest.raises(SystemExit, match="InvariantError"):
         tables.read_cell(folder, 4)
+
+
+def test_read_cell_joins_a_cell_run_in_parts(tmp_path):
+    for first in (1, 4):
+        part = tmp_path / "cell" / f"part-{first}"
+        part.mkdir(parents=True)
+        pd.DataFrame([{"sites.procs.dist": "uniform", "seed": s, "fairness_directcontr": 1.0}
+                      for s in range(first, first + 3)]).to_parquet(part / "runs.parquet")
+    (tmp_path / "cell" / "part-4" / "failures.csv").write_text(
+        "sites.procs.dist,seed,error\nuniform,7,WorkloadError: has no job to run\n")
+    runs, empty = tables.read_cell(tmp_path / "cell", 5)
+    assert runs["seed"].tolist() == [1, 2, 3, 4, 5] and empty == 1

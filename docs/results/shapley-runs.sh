@@ -9,13 +9,13 @@
 # windows of 5·10^4 s (Table 1) or 5·10^5 s (Table 2). Each run computes every algorithm on the
 # same window, so the algorithms are compared window by window.
 # Times on 2 cores (sweeps use both): table1 3 min, table2 10 min, contended 10 min, ricc 15 min,
-# orgs 15 min; ricc-long (a 5·10^5 s RICC window is a few minutes) is run with R3 windows.
+# orgs 15 min, latency 3 min, ricc-long about an hour.
 set -euo pipefail
 OUT=${OUT:-runs/shapley}
 TRACES=${TRACES:-../shared/traces}
 R=${R:-100}          # windows per cell of Tables 1 and 2 (a fifth more are drawn: see EXTRA)
 R1=${R1:-10}         # windows per point of the organization sweeps
-R3=${R3:-10}         # windows of the RICC Table 2 cell
+R3=${R3:-100}        # windows of the RICC Table 2 cell
 LPC=$TRACES/LPC-EGEE-2004-1.2-cln.swf.gz
 RICC=$TRACES/RICC-2010-2.swf.gz
 LONG=(--set workload.duration=500000 --set run.horizon=500000)
@@ -39,9 +39,13 @@ for stage in $STAGES; do
     ricc)       # [S] Table 1: RICC, 8192 processors
       sweep --repeat "$EXTRA" --grid sites.procs.dist=zipf,uniform --set workload.path="$RICC" \
         --set sites.procs.total=8192 --out "$OUT/ricc" ;;
-    ricc-long)  # [S] Table 2 and [L] Table 1 on RICC: uniform only, as [L]
-      sweep --repeat "$R3" --set sites.procs.dist=uniform --set workload.path="$RICC" \
-        --set sites.procs.total=8192 "${LONG[@]}" --out "$OUT/ricc-long" ;;
+    ricc-long)  # [S] Table 2 and [L] Table 1 on RICC: uniform only, as [L]; in parts of 25
+      # windows (seeds), each kept as it finishes: a window takes about a minute
+      for first in $(seq 1 25 "$R3"); do
+        sweep --repeat $((R3 - first + 1 < 25 ? R3 - first + 1 : 25)) --set run.seed="$first" \
+          --set sites.procs.dist=uniform --set workload.path="$RICC" --set sites.procs.total=8192 \
+          "${LONG[@]}" --out "$OUT/ricc-long/part-$first"
+      done ;;
     orgs)       # [L] Figure 4: the number of organizations on 17 and 30 processors, uniform and Zipf
       sweep --repeat "$R1" --grid sites.count=2,3,4,5,6,7,8 --grid sites.procs.total=17,30 \
         --grid sites.procs.dist=uniform,zipf --set workload.path="$LPC" "${LONG[@]}" \

@@ -88,9 +88,11 @@ EMPTY = "has no job to run"  # the error of a window without jobs (shapley-runs.
 def read_cell(folder: Path, windows: int) -> tuple[pd.DataFrame, int]:
     """The first ``windows`` windows with jobs, by seed, of each split; and how many windows
     had no job. Any other failure stops the tables: it is not a property of the trace."""
-    runs, empty = pd.read_parquet(folder / "runs.parquet"), 0
-    if (folder / "failures.csv").exists():
-        failed = pd.read_csv(folder / "failures.csv")
+    parts = sorted(folder.glob("part-*/runs.parquet")) or [folder / "runs.parquet"]  # ricc-long: in parts
+    runs, empty = pd.concat([pd.read_parquet(f) for f in parts], ignore_index=True), 0
+    failures = [f.with_name("failures.csv") for f in parts if f.with_name("failures.csv").exists()]
+    if failures:
+        failed = pd.concat([pd.read_csv(f) for f in failures], ignore_index=True)
         other = failed[~failed["error"].str.contains(EMPTY)]
         if len(other):
             raise SystemExit(f"{folder}: {len(other)} runs failed, first: {other['error'].iloc[0]}")
@@ -193,7 +195,8 @@ def latency_table(runs: pd.DataFrame) -> str:
 def main(root: str, write: bool, windows: int = 100) -> None:
     out: dict[str, str] = {}
     for folder, (marker, title, paper_s, paper_l) in CELLS.items():
-        if (Path(root) / folder / "runs.parquet").exists():
+        cell = Path(root) / folder
+        if (cell / "runs.parquet").exists() or any(cell.glob("part-*/runs.parquet")):
             runs, empty = read_cell(Path(root) / folder, windows)
             out[marker] = f"**{title}**\n\n" + cell_table(runs, paper_s, paper_l, empty)
     orgs = Path(root) / "lpc-egee-orgs" / "runs.parquet"
