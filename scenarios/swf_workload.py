@@ -39,8 +39,11 @@ def swf_jobs(scenario: "WorkloadSource") -> tuple[np.ndarray, list[str]]:
         t_start = float(np.floor(rng.uniform(lo, hi)))
         t_end = t_start + duration
         scenario.extra["swf_window"] = [t_start, t_end]
-    elif "duration" in wl:
-        raise ScenarioError("workload.duration", 'only with t_start = "random" (otherwise give t_end)')
+    elif "duration" in wl:  # a window of that length from a given start ([L]'s "first 5·10^6 time moments")
+        if t_start is None or t_end is not None:
+            raise ScenarioError("workload.duration", "give it with t_start (a number or \"random\"), not with t_end")
+        t_start = check_number("workload.t_start", t_start)
+        t_end = t_start + check_number("workload.duration", wl["duration"], positive=True)
     # Each organization's processors and first site, in one pass over the sites.
     org_index = {org: k for k, org in enumerate(scenario.orgs)}
     site_org = [org_index[s.org] for s in scenario.sites]

@@ -102,6 +102,11 @@ def test_trace_preparation_splits_processors_and_picks_a_random_window():
     assert (a["release"] == b["release"]).all() and (a["release"] >= 0).all() and a["release"].max() < 20000
     assert len(a) != len(c) or (a["release"] != c["release"]).any()  # another seed, another window
     assert (a["procs"] == 1).all()  # parallel jobs became sequential copies
+    # a window of `duration` from a given start ([L]'s first 5·10^6 s): the same as t_start, t_end
+    fixed = trace() | {"workload": trace()["workload"] | {"t_start": 3000.0, "duration": 9000.0}}
+    by_end = trace() | {"workload": {k: v for k, v in fixed["workload"].items() if k != "duration"} | {"t_end": 12000.0}}
+    d, e = (generate_jobs(load_scenario(x))[0] for x in (fixed, by_end))
+    assert len(d) > 0 and (d["release"] == e["release"]).all() and d["release"].max() < 9000
 
 
 @pytest.mark.parametrize(
@@ -133,6 +138,9 @@ def test_non_integral_jobs_and_bad_windows_are_errors():
     data = trace()
     data["workload"]["duration"] = 1e9
     with pytest.raises(ScenarioError, match="workload.duration: 1000000000.0 is longer than the trace"):
+        emulator.run(data)
+    data["workload"] |= {"t_start": 0.0, "t_end": 5000.0, "duration": 100.0}
+    with pytest.raises(ScenarioError, match="workload.duration: give it with t_start .*not with t_end"):
         emulator.run(data)
 
 

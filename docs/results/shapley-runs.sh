@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Regenerates the runs behind docs/results/shapley.md, then its tables and figure:
-#   bash docs/results/shapley-runs.sh [STAGE ...]        # stages: table1 table2 contended ricc ricc-long orgs latency
+#   bash docs/results/shapley-runs.sh [STAGE ...]        # stages: table1 table2 contended ricc ricc-long orgs first latency
 #   python docs/results/shapley_tables.py runs/shapley --write
 # Needs the Parallel Workloads Archive traces (TRACES, default ../shared/traces; see the doc).
 # The setup of both papers ([S] section 5.1, [L] section 6.2): 5 organizations, the trace's users
@@ -19,7 +19,7 @@ R3=${R3:-100}        # windows of the RICC Table 2 cell
 LPC=$TRACES/LPC-EGEE-2004-1.2-cln.swf.gz
 RICC=$TRACES/RICC-2010-2.swf.gz
 LONG=(--set workload.duration=500000 --set run.horizon=500000)
-STAGES=${*:-table1 table2 contended ricc ricc-long orgs latency}
+STAGES=${*:-table1 table2 contended ricc ricc-long orgs first latency}
 # Some windows hold no job (LPC-EGEE has gaps of days): Δψ/p_tot is 0/0 there, the run
 # stops with "has no job to run" and the sweep lists it in failures.csv and exits 1. A fifth
 # more windows are drawn, and shapley_tables.py keeps the first R with jobs by seed.
@@ -50,6 +50,12 @@ for stage in $STAGES; do
       sweep --repeat "$R1" --grid sites.count=2,3,4,5,6,7,8 --grid sites.procs.total=17,30 \
         --grid sites.procs.dist=uniform,zipf --set workload.path="$LPC" "${LONG[@]}" \
         --set protocol.compare='["ref","rand","directcontr","roundrobin","fairshare"]' --out "$OUT/lpc-egee-orgs" ;;
+    first)      # [L] Figure 4 as written: the first 5·10^6 s of LPC-EGEE (from its first submission,
+      # 3,585,977 s: 16.6 processors of work on average, "about 16 times greater than 5 million"), one run a point
+      sweep --repeat 1 --grid sites.count=2,3,4,5,6,7,8 --grid sites.procs.total=17,30 --grid sites.procs.dist=uniform,zipf \
+        --set workload.path="$LPC" --set workload.t_start=3585977 --set workload.duration=5000000 \
+        --set run.horizon=5000000 --set protocol.compare='["ref","rand","directcontr","roundrobin","fairshare"]' \
+        --out "$OUT/lpc-egee-first" ;;
     latency)    # what latency costs the decentralized DIRECTCONTR
       sweep --repeat "$R1" --grid network.latency=0.000001,0.0001,0.001,0.01 --set protocol.compare='["ref"]' \
         --set workload.path="$LPC" --set sites.procs.total=70 --out "$OUT/lpc-egee-latency" ;;
