@@ -1,6 +1,7 @@
 """What Shapley-fair scheduling costs per window, by the number of organizations.
 
-    python bench/shapley_cost.py [--trace PATH] [--orgs 2 4 6 8 10] [--windows 2] [--write]
+    python bench/shapley_cost.py [--trace PATH] [--orgs 2 4 6 8 10] [--windows 2] [--write] > cost.log
+    python bench/shapley_cost.py --from cost.log --write     # the table and plot of a saved run
 
 The windows are those of docs/results/shapley.md's contended cell: LPC-EGEE, 17 processors
 split uniformly, 5·10^5 s (the ``shapley`` scenario with its seeds 1, 2, ...), the jobs
@@ -14,6 +15,8 @@ speed-up, checking that both give the same schedule. Prints the median seconds p
 from __future__ import annotations
 
 import argparse
+import ast
+import re
 import statistics
 import sys
 import time
@@ -54,7 +57,16 @@ def main() -> None:
     ap.add_argument("--windows", type=int, default=2)
     ap.add_argument("--cpus", type=int, default=None)
     ap.add_argument("--write", action="store_true")
+    ap.add_argument("--from", dest="saved", help="a saved output of this script: format it, measure nothing")
     args = ap.parse_args()
+    if args.saved:
+        text = Path(args.saved).read_text()
+        rows = [ast.literal_eval(line) for line in text.splitlines() if line.startswith("{'k'")]
+        found = re.search(r"over (\d+) windows .* with (\S+) CPUs", text)
+        if not rows or not found:
+            raise SystemExit(f"{args.saved}: no rows or no header line of bench/shapley_cost.py")
+        report(rows, int(found.group(1)), None if found.group(2) == "None" else int(found.group(2)), args.write)
+        return
     from gridemu.brokers.algorithms.shapley_parallel import ray_level_map
     from gridemu.emulator.backends import ensure_ray
 
@@ -83,7 +95,11 @@ def main() -> None:
     if ray is not None:
         cpus = int(ray.cluster_resources().get("CPU", 1))
         ray.shutdown()
-    lines = [f"Median seconds per window over {args.windows} windows (LPC-EGEE, 17 processors, 5·10⁵ s), one process; "
+    report(rows, args.windows, cpus, args.write)
+
+
+def report(rows: list[dict], windows: int, cpus: int | None, write: bool) -> None:
+    lines = [f"Median seconds per window over {windows} windows (LPC-EGEE, 17 processors, 5·10⁵ s), one process; "
              f"REF on Ray with {cpus} CPUs where given.", "",
              "| organizations | jobs a window | REF coalitions | REF (s) | RAND, N = 15 (s) | DIRECTCONTR (s) | REF on Ray (s) | speed-up |",
              "|---|---|---|---|---|---|---|---|"]
@@ -93,15 +109,15 @@ def main() -> None:
                      f"{r['directcontr']:.3f} | {ray_s} |")
     text = "\n".join(lines) + "\n"
     print(text)
-    if args.write:
+    if write:
         sys.path.insert(0, str(ROOT / "docs" / "results"))
         from decentralization_tables import write_between
 
         write_between(*MARKERS, text, DOC)
-        figure(rows, IMG)
+        figure(rows, IMG, cpus)
 
 
-def figure(rows: list[dict], path: Path) -> None:
+def figure(rows: list[dict], path: Path, cpus: int | None) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -113,7 +129,7 @@ def figure(rows: list[dict], path: Path) -> None:
         ax.plot(ks, [r[key] for r in rows], marker="o", label=label)
     ray_rows = [r for r in rows if r["ref_ray"]]
     if ray_rows:
-        ax.plot([r["k"] for r in ray_rows], [r["ref_ray"] for r in ray_rows], marker="s", ls="--", label="REF on Ray")
+        ax.plot([r["k"] for r in ray_rows], [r["ref_ray"] for r in ray_rows], marker="s", ls="--", label=f"REF on Ray ({cpus} CPUs)")
     ax.set_yscale("log")
     ax.set_xlabel("organizations")
     ax.set_ylabel("seconds per window (log scale)")

@@ -27,6 +27,11 @@ from molba_tables import _betainc  # noqa: E402
 
 DOC = Path(__file__).with_name("shapley.md")
 IMG = Path(__file__).with_name("img") / "shapley-orgs.png"
+IMG_FIRST = Path(__file__).with_name("img") / "shapley-orgs-first.png"
+# [L] section 6.3.1, over all its Figure 4 and 5 runs: the mean Δψ/p_tot of ROUNDROBIN, RAND
+# (N = 15) and DIRECTCONTR, and the largest of DIRECTCONTR (RAND's largest is for N = 75).
+L_FIGURES = {"roundrobin": 42120, "rand": 91, "directcontr": 480}
+L_FIGURES_MAX = {"roundrobin": 6e5, "directcontr": 25608}
 ALGOS = ["roundrobin", "rand", "directcontr", "fairshare", "utfairshare", "currfairshare"]
 NAMES = {"roundrobin": "ROUNDROBIN", "rand": "RAND (N = 15)", "directcontr": "DIRECTCONTR", "fairshare": "FAIRSHARE",
          "utfairshare": "UTFAIRSHARE", "currfairshare": "CURRFAIRSHARE", "ref": "REF",
@@ -144,19 +149,40 @@ def orgs_table(runs: pd.DataFrame) -> str:
     algos = [a for a in ALGOS if f"fairness_{a}" in runs and runs[f"fairness_{a}"].notna().any()]
     lines = []
     for (total, dist), part in runs.groupby(["sites.procs.total", "sites.procs.dist"]):
-        lines += [f"**{int(total)} processors, {dist}** (means over {part.groupby('sites.count').size().min()} windows, "
-                  "with the 95 % half-width)", "",
+        n = part.groupby("sites.count").size().min()
+        how = "one run a point" if n == 1 else f"means over {n} windows, with the 95 % half-width"
+        lines += [f"**{int(total)} processors, {dist}** ({how})", "",
                   "| organizations | " + " | ".join(NAMES[a] for a in algos) + " | decentralized |",
                   "|---|" + "---|" * (len(algos) + 1)]
         for k, sub in part.groupby("sites.count"):
-            cells = [f"{fmt(mean_ci(sub[c].to_numpy(float))[0])} ± {fmt(mean_ci(sub[c].to_numpy(float))[1])}"
-                     for c in [f"fairness_{a}" for a in algos] + ["fairness"]]
+            stats = [mean_ci(sub[c].to_numpy(float)) for c in [f"fairness_{a}" for a in algos] + ["fairness"]]
+            cells = [fmt(m) if n == 1 else f"{fmt(m)} ± {fmt(h)}" for m, h in stats]
             lines.append(f"| {int(k)} | " + " | ".join(cells) + " |")
         lines.append("")
     return "\n".join(lines)
 
 
-def orgs_figure(runs: pd.DataFrame, path: Path) -> None:
+def first_summary(runs: pd.DataFrame) -> str:
+    """Our figures over every point of the first-5·10^6-s grid, beside [L]'s over its Figures 4 and 5."""
+    lines = ["| algorithm | [L] mean over its runs | ours, mean over the points | [L] largest | ours, largest |",
+             "|---|---|---|---|---|"]
+    for a in ("roundrobin", "rand", "directcontr", "fairshare"):
+        col = runs[f"fairness_{a}"]
+        lines.append(f"| {NAMES[a]} | {L_FIGURES.get(a, '')} | {fmt(col.mean())} | "
+                     f"{fmt(L_FIGURES_MAX[a]) if a in L_FIGURES_MAX else ''} | {fmt(col.max())} |")
+    return "\n".join(lines) + "\n"
+
+
+def bootstrap_ci(x: np.ndarray, draws: int = 2000) -> tuple[float, float]:
+    """The 95 % percentile-bootstrap interval of the mean: it stays inside the data's range, so
+    a heavy-tailed, non-negative Δψ/p_tot never gets a negative lower end (Student's does)."""
+    if len(x) < 2:
+        return math.nan, math.nan
+    means = np.random.default_rng(0).choice(x, size=(draws, len(x))).mean(axis=1)
+    return float(np.quantile(means, 0.025)), float(np.quantile(means, 0.975))
+
+
+def orgs_figure(runs: pd.DataFrame, path: Path, title: str) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -168,18 +194,19 @@ def orgs_figure(runs: pd.DataFrame, path: Path) -> None:
     for ax, (total, dist), letter in zip(axes.flat, panels, "abcd"):
         part = runs[(runs["sites.procs.total"] == total) & (runs["sites.procs.dist"] == dist)]
         for a in algos:
-            stats = [mean_ci(sub[f"fairness_{a}"].to_numpy(float)) for _, sub in part.groupby("sites.count")]
+            groups = [sub[f"fairness_{a}"].to_numpy(float) for _, sub in part.groupby("sites.count")]
+            means = np.array([g.mean() for g in groups])
+            ci = np.array([bootstrap_ci(g) for g in groups])
             ks = sorted(part["sites.count"].unique())
-            ax.errorbar(ks, [s[0] for s in stats], yerr=[s[1] for s in stats], marker="o", capsize=3, label=NAMES[a])
-        ax.set_yscale("symlog", linthresh=1)
+            yerr = None if np.isnan(ci).all() else np.abs(np.vstack([means - ci[:, 0], ci[:, 1] - means]))
+            ax.errorbar(ks, np.where(means > 0, means, np.nan), yerr=yerr, marker="o", capsize=3, label=NAMES[a])
+        ax.set_yscale("log")
         ax.set_title(f"{letter}) {total} processors, {dist} split")
         ax.set_xlabel("organizations")
-        ax.set_ylabel("Δψ/p_tot (time units; symlog)")
+        ax.set_ylabel("Δψ/p_tot (time units, log scale)")
         ax.grid(alpha=0.3)
     axes.flat[0].legend(fontsize=8)
-    n = runs.groupby(["sites.procs.total", "sites.procs.dist", "sites.count"]).size().min()
-    fig.suptitle(f"LPC-EGEE, windows of 5·10⁵ s: unfairness against REF by the number of organizations "
-                 f"(mean of {n} windows, 95 % CI)", fontsize=11)
+    fig.suptitle(title, fontsize=11)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
 
@@ -204,8 +231,18 @@ def main(root: str, write: bool, windows: int = 100) -> None:
         runs = pd.read_parquet(orgs)
         out["orgs"] = orgs_table(runs)
         if write:
-            orgs_figure(runs, IMG)
+            n = runs.groupby(["sites.procs.total", "sites.procs.dist", "sites.count"]).size().min()
+            orgs_figure(runs, IMG, "LPC-EGEE, random windows of 5·10⁵ s: unfairness against REF by the number of "
+                        f"organizations (mean of {n} windows, 95 % bootstrap CI)")
             print(f"wrote {IMG}")
+    first = Path(root) / "lpc-egee-first" / "runs.parquet"
+    if first.exists():
+        runs = pd.read_parquet(first)
+        out["first"] = first_summary(runs) + "\n" + orgs_table(runs)
+        if write:
+            orgs_figure(runs, IMG_FIRST, "LPC-EGEE, the first 5·10⁶ s ([L] Figure 4 as written): unfairness against "
+                        "REF by the number of organizations (one run a point)")
+            print(f"wrote {IMG_FIRST}")
     latency = Path(root) / "lpc-egee-latency" / "runs.parquet"
     if latency.exists():
         out["latency"] = latency_table(pd.read_parquet(latency))
