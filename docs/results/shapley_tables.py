@@ -206,7 +206,8 @@ def orgs_figure(runs: pd.DataFrame, path: Path, title: str) -> None:
         ax.set_ylabel("Δψ/p_tot (time units, log scale)")
         ax.grid(alpha=0.3)
     axes.flat[0].legend(fontsize=8)
-    fig.suptitle(title, fontsize=11)
+    fig.suptitle(title + "\nREF itself is 0 by definition and not drawn; nor is a value of 0 (the algorithm gave REF's schedule)",
+                 fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
 
