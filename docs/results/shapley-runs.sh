@@ -43,7 +43,7 @@ for stage in $STAGES; do
       # windows (seeds), each kept as it finishes: a window takes about a minute
       for first in $(seq 1 25 "$R3"); do
         sweep --repeat $((R3 - first + 1 < 25 ? R3 - first + 1 : 25)) --set run.seed="$first" \
-          --set sites.procs.dist=uniform --set workload.path="$RICC" --set sites.procs.total=8192 \
+          --grid sites.procs.dist=uniform --set workload.path="$RICC" --set sites.procs.total=8192 \
           "${LONG[@]}" --out "$OUT/ricc-long/part-$first"
       done ;;
     orgs)       # [L] Figure 4: the number of organizations on 17 and 30 processors, uniform and Zipf

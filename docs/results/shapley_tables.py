@@ -90,11 +90,14 @@ def fmt(x: float) -> str:
 EMPTY = "has no job to run"  # the error of a window without jobs (shapley-runs.sh)
 
 
-def read_cell(folder: Path, windows: int) -> tuple[pd.DataFrame, int]:
+def read_cell(folder: Path, windows: int, split: str = "uniform") -> tuple[pd.DataFrame, int]:
     """The first ``windows`` windows with jobs, by seed, of each split; and how many windows
-    had no job. Any other failure stops the tables: it is not a property of the trace."""
+    had no job. Any other failure stops the tables: it is not a property of the trace. A
+    cell that set the split instead of sweeping it has no split column: ``split`` names it."""
     parts = sorted(folder.glob("part-*/runs.parquet")) or [folder / "runs.parquet"]  # ricc-long: in parts
     runs, empty = pd.concat([pd.read_parquet(f) for f in parts], ignore_index=True), 0
+    if "sites.procs.dist" not in runs:
+        runs["sites.procs.dist"] = split
     failures = [f.with_name("failures.csv") for f in parts if f.with_name("failures.csv").exists()]
     if failures:
         failed = pd.concat([pd.read_csv(f) for f in failures], ignore_index=True)
