@@ -8,8 +8,8 @@
 # size (LPC-EGEE 70, RICC 8192) split over the organizations by Zipf or uniformly, random
 # windows of 5·10^4 s (Table 1) or 5·10^5 s (Table 2). Each run computes every algorithm on the
 # same window, so the algorithms are compared window by window.
-# Times on 2 cores (sweeps use both): table1 3 min, table2 10 min, contended 10 min, ricc 15 min,
-# orgs 15 min, latency 3 min, ricc-long about an hour.
+# Times on 2 cores (sweeps use both): table1 3 min, table2 and contended 17 min together,
+# ricc 20 min, orgs 9 min, first 20 min, latency 1 min, ricc-long an hour (15 min a part).
 set -euo pipefail
 OUT=${OUT:-runs/shapley}
 TRACES=${TRACES:-../shared/traces}
