@@ -41,7 +41,7 @@ for stage in $STAGES; do
         --set sites.procs.total=8192 --out "$OUT/ricc" ;;
     ricc-long)  # [S] Table 2 and [L] Table 1 on RICC: uniform only, as [L]; in parts of 25
       # windows (seeds), each kept as it finishes: a window takes about a minute
-      for first in $(seq 1 25 "$R3"); do
+      for first in $(seq "${FROM:-1}" 25 "$R3"); do   # FROM=76: only the parts not yet run
         sweep --repeat $((R3 - first + 1 < 25 ? R3 - first + 1 : 25)) --set run.seed="$first" \
           --grid sites.procs.dist=uniform --set workload.path="$RICC" --set sites.procs.total=8192 \
           "${LONG[@]}" --out "$OUT/ricc-long/part-$first"
