@@ -96,8 +96,7 @@ def read_cell(folder: Path, windows: int, split: str = "uniform") -> tuple[pd.Da
     cell that set the split instead of sweeping it has no split column: ``split`` names it."""
     parts = sorted(folder.glob("part-*/runs.parquet")) or [folder / "runs.parquet"]  # ricc-long: in parts
     runs, empty = pd.concat([pd.read_parquet(f) for f in parts], ignore_index=True), 0
-    if "sites.procs.dist" not in runs:
-        runs["sites.procs.dist"] = split
+    runs["sites.procs.dist"] = runs.get("sites.procs.dist", pd.Series(index=runs.index, dtype=object)).fillna(split)
     failures = [f.with_name("failures.csv") for f in parts if f.with_name("failures.csv").exists()]
     if failures:
         failed = pd.concat([pd.read_csv(f) for f in failures], ignore_index=True)
