@@ -74,6 +74,7 @@ KEYS: list[tuple[str, str, list[str]]] = [
     ("bilb", "workload.until", ["-1", "'x'"]),
     ("shapley", "protocol.samples", ["1.5e10", "-1"]),
     ("shapley", "workload.path", ["'no-such.swf'"]),
+    ("shapley", "workload.t_start", ["'soon'", "-1e99"]),
     ("molba", "protocol.alpha", ["-1", "'x'"]),
     ("gm-grid", "protocol.bogus", ["1"]),
     ("fairshare-idle", "policy.providers", ["'x'"]),
