@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from gridemu.brokers.algorithms.fairness import ef_counts, ef_violations
 from gridemu.brokers.algorithms.gm import GmJob
+
+if TYPE_CHECKING:  # pandas only for annotations: shard actors start without it
+    import pandas as pd
 
 
 def instance(submitted: np.ndarray) -> list[GmJob]:

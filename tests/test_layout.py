@@ -154,3 +154,14 @@ def test_the_kernel_names_no_protocol():
             if re.search(rf"""["']({names})["']|brokers\.(agents\.(?!base)|protocols\.)""", code):
                 hits.append(f"{path.relative_to(ROOT)}:{i}: {line.strip()}")
     assert not hits, "\n".join(hits)
+
+
+def test_shard_actors_start_without_pandas():
+    """A Ray shard actor imports the kernel's shard module and every protocol; pandas (with
+    pyarrow, about 0.18 s) belongs to the driver's result tables, not to actor start-up."""
+    import subprocess
+    import sys
+
+    code = "import sys, gridemu.emulator.shard; print(sorted(m for m in ('pandas', 'pyarrow', 'matplotlib') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert out == "[]", f"importing the shard module pulled in {out}"

@@ -11,10 +11,9 @@ through the agents.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from gridemu.brokers.agents.base import Agent, GridInfo
 from gridemu.brokers.agents.directcontr import MESSAGES, DirectContrAgent
@@ -158,3 +157,6 @@ PROTOCOL = Protocol(
     keys=("compare", "samples", "mode", "choices"), messages=MESSAGES + SAMPLED_MESSAGES, check=check, check_jobs=check_jobs,
     grid_info=grid_info, summary=summary, starts_jobs=True, topologies=True, traffic=traffic,
 )
+
+if TYPE_CHECKING:  # pandas only for annotations: shard actors start without it
+    import pandas as pd

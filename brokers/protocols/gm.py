@@ -1,10 +1,9 @@
 """``gm``: online greedy migration (migration-fairness paper), and its summary."""
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from gridemu.brokers.agents.base import GridInfo
 from gridemu.brokers.agents.gm import MESSAGES, GmAgent
@@ -115,3 +114,6 @@ PROTOCOL = Protocol(
     keys=("migration_cost", "remote_cost", "integral", "mode", "samples"), messages=MESSAGES + SAMPLED_MESSAGES, check=check,
     check_jobs=check_jobs, grid_info=grid_info, summary=summary, starts_jobs=True, fairness=True, topologies=True, traffic=traffic,
 )
+
+if TYPE_CHECKING:  # pandas only for annotations: shard actors start without it
+    import pandas as pd

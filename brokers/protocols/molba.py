@@ -2,10 +2,9 @@
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from gridemu.brokers.agents.base import GridInfo
 from gridemu.brokers.agents.molba import MESSAGES, MolbaAgent, plan_time
@@ -177,3 +176,6 @@ PROTOCOL = Protocol(
     keys=("alpha", "ilba", "retries", "mode", "machines"), messages=MESSAGES + AGGREGATE_MESSAGES, check=check, summary=summary, starts_jobs=True,
     traffic=traffic, gantt_compare=gantt_compare,
 )
+
+if TYPE_CHECKING:  # pandas only for annotations: shard actors start without it
+    import pandas as pd
