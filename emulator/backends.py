@@ -18,7 +18,8 @@ import warnings
 from typing import Any
 
 from gridemu.model.errors import GridemuError, first_line
-from gridemu.emulator.shard import Shard, ShardSpec, StepInfo
+from gridemu.emulator.shard import Shard, ShardSpec, StepInfo, draw_jobs, numbered, with_drawn_jobs
+from gridemu.model.jobs import release_keys
 
 
 class ShardLost(GridemuError):
@@ -33,7 +34,7 @@ class InProcessBackend:
         if states is not None:
             self.shards = [pickle.loads(b) for b in states]
         else:
-            self.shards = [Shard(dataclasses.replace(s, columnar=False)) for s in specs]
+            self.shards = [Shard(dataclasses.replace(s, columnar=False)) for s in with_drawn_jobs(specs)]
 
     def snapshot(self) -> list[bytes]:
         return [pickle.dumps(s, protocol=pickle.HIGHEST_PROTOCOL) for s in self.shards]
@@ -60,13 +61,26 @@ class InProcessBackend:
 
 
 class _ShardActor:
-    """Ray actor body: a Shard built inside the actor process."""
+    """Ray actor body: a Shard built inside the actor process (where it draws its own jobs:
+    once ``draw`` and ``build`` are called)."""
 
     def __init__(self, spec: ShardSpec, state: bytes | None = None):
         # The actor lives for one run and its shard makes no reference cycles: no cyclic
         # collection walking the job columns at every window (see engine.run_windows).
         gc.disable()
-        self.shard = pickle.loads(state) if state is not None else Shard(spec)
+        self.spec, self.drawn = spec, None
+        if state is not None:
+            self.shard = pickle.loads(state)
+        elif spec.jobs is not None:
+            self.shard = Shard(spec)
+
+    def draw(self) -> Any:
+        self.drawn = draw_jobs(self.spec)
+        return release_keys(self.drawn)
+
+    def build(self, *keys: Any) -> None:
+        self.shard = Shard(numbered(self.spec, self.drawn, list(keys)))
+        self.drawn = None
 
     def snapshot(self) -> bytes:
         return pickle.dumps(self.shard, protocol=pickle.HIGHEST_PROTOCOL)
@@ -165,10 +179,18 @@ class RayBackend:
         self.n = n
         states = states or [None] * n
         self.actors = [actor.remote(ray.put(spec), ray.put(state) if state else None) for spec, state in zip(specs, states)]
+        if states[0] is None and specs[0].jobs is None:
+            # Each shard draws its sites' jobs; their release keys go from actor to actor.
+            keys = [a.draw.remote() for a in self.actors]
+            self._get([a.build.remote(*keys) for a in self.actors])
 
     def _get(self, refs: list[Any]) -> list[Any]:
         try:
             return self.ray.get(refs)
+        except self.ray.exceptions.RayTaskError as exc:
+            if isinstance(exc.cause, GridemuError):  # bad input found in a shard: the same line as in one process
+                raise exc.cause from None
+            raise
         except self.ray.exceptions.RayActorError as exc:
             if getattr(exc, "actor_init_failed", False):
                 # Building the shard raised (an import or a bug): a rebuild would raise again.

@@ -28,9 +28,10 @@ from gridemu.emulator.backends import BACKENDS, ShardLost, ensure_ray, ray_cpus
 from gridemu.emulator.scenario import Scenario
 from gridemu.emulator.shard import ShardSpec, StepInfo
 from gridemu.model.errors import GridemuError, ScenarioError
-from gridemu.model.jobs import take
+from gridemu.model.jobs import JOB_DTYPE, take
 from gridemu.model.messages import to_batch
-from gridemu.scenarios.workload import check_scheduler_jobs, generate_jobs
+from gridemu.scenarios.poisson import SiteDraws
+from gridemu.scenarios.workload import check_scheduler_jobs, checks_jobs, generate_jobs, no_jobs_error, site_draws
 
 WINDOW_SLICES = 200
 #: Lost shards rebuilt in one run before giving up (a node that keeps failing is not transient).
@@ -77,14 +78,17 @@ def pack_sites(n_sites: int, n_shards: int, packing: str = "block") -> np.ndarra
 
 
 def build_shard_specs(
-    scenario: Scenario, jobs: np.ndarray, n_shards: int, recurrence: bool = True, groups: list[str] | None = None
+    scenario: Scenario, jobs: np.ndarray | None, n_shards: int, recurrence: bool = True, groups: list[str] | None = None,
+    draws: SiteDraws | None = None,
 ) -> list[ShardSpec]:
+    """One spec per shard: its sites and their jobs (``jobs``), or what they need to draw
+    them (``draws``, with ``jobs`` None)."""
     sites = scenario.sites
     site_to_shard = pack_sites(len(sites), n_shards, scenario.data["run"]["packing"])
     org_index = {org: k for k, org in enumerate(scenario.orgs)}
     owners = [org_index[s.org] for s in sites]
     grid = GridInfo(len(sites), tuple(owners), scenario.seed, scenario.lookahead, scenario.max_latency, scenario.topology.neighbors)
-    job_shard = site_to_shard[jobs["submit_site"]]
+    job_shard = site_to_shard[jobs["submit_site"]] if jobs is not None else None
     plugin = scenario.plugin
     extra = plugin.grid_info(scenario.facts()) if plugin.grid_info else {}
     if "policy" in scenario.data:  # the runtime policy tree every fairshare scheduler shares
@@ -102,7 +106,7 @@ def build_shard_specs(
                 shard_id=k,
                 n_shards=n_shards,
                 sites=[sites[i] for i in ids],
-                jobs=take(jobs, job_shard == k) if n_shards > 1 else jobs,
+                jobs=take(jobs, job_shard == k) if n_shards > 1 and jobs is not None else jobs,
                 latency=scenario.latency[ids] if isinstance(scenario.latency, np.ndarray) else scenario.latency,
                 owners=[owners[i] for i in ids],
                 site_to_shard=site_to_shard,
@@ -111,6 +115,7 @@ def build_shard_specs(
                 recurrence=recurrence,
                 extra=extra,
                 faults=scenario.faults,
+                draws=draws,
             )
         )
     return specs
@@ -146,22 +151,23 @@ def run_windows(
     if backend_name == "ray":
         ensure_ray(address)
     n_shards = n_shards or resolve_shards(scenario, backend_name)
-    jobs, groups = generate_jobs(scenario)
+    draws = site_draws(scenario) if _drawn_in_shards(scenario) else None
+    if draws is None:
+        jobs, groups = generate_jobs(scenario)
+    else:  # each shard draws its own sites' jobs: the driver never holds them during the run
+        jobs, groups = None, list(scenario.orgs)
     for line in scenario.extra.get("workload_warnings", []) if warn else []:
         print(f"gridemu: warning: {line}", file=sys.stderr)
-    check_scheduler_jobs(scenario.sites, jobs)
-    if not scenario.plugin.dedicated and (jobs["target_site"] >= 0).any():
-        j = int(jobs["job_id"][np.argmax(jobs["target_site"] >= 0)])
-        runs = " or ".join(repr(p.name) for p in registry.PROTOCOLS.values() if p.dedicated)
-        raise ScenarioError("protocol.name", f"job {j} names a target site (a dedicated job): only protocol.name = {runs} runs such jobs")
-    if scenario.plugin.check_jobs is not None:
-        scenario.plugin.check_jobs(scenario.protocol, jobs, scenario.facts())
+    if jobs is not None:
+        check_scheduler_jobs(scenario.sites, jobs)
+        if not scenario.plugin.dedicated and (jobs["target_site"] >= 0).any():
+            j = int(jobs["job_id"][np.argmax(jobs["target_site"] >= 0)])
+            runs = " or ".join(repr(p.name) for p in registry.PROTOCOLS.values() if p.dedicated)
+            raise ScenarioError("protocol.name", f"job {j} names a target site (a dedicated job): only protocol.name = {runs} runs such jobs")
+        if scenario.plugin.check_jobs is not None:
+            scenario.plugin.check_jobs(scenario.protocol, jobs, scenario.facts())
     horizon = scenario.horizon
     lookahead = scenario.lookahead
-    span = float(jobs["release"].max()) if len(jobs) else 1.0
-    if math.isfinite(horizon):
-        span = min(span, horizon) if span > 0 else horizon
-    slice_ = max(span, lookahead) / WINDOW_SLICES
     # Random crashes ([faults] mtbf) come forever, as periodic protocols' timers do.
     periodic = scenario.plugin.periodic or (scenario.faults is not None and math.isfinite(scenario.faults.mtbf))
 
@@ -171,12 +177,20 @@ def run_windows(
     # 300,000-job run, growing with the job count): it is paused for the run.
     gc_was_enabled = gc.isenabled()
     gc.disable()
-    specs = build_shard_specs(scenario, jobs, n_shards, recurrence, groups)
+    specs = build_shard_specs(scenario, jobs, n_shards, recurrence, groups, draws)
     make = BACKENDS[backend_name]
     backend = make(specs, resume.shards if resume is not None else None)
     stop = ckpt.StopAtBarrier(checkpoint_to is not None)
     try:
-        last = resume or ckpt.Checkpoint(0, backend.status(), [[] for _ in range(n_shards)], [math.inf] * n_shards, None)
+        status = backend.status()
+        n_jobs = sum(i.submitted for i in status)
+        if not n_jobs:
+            raise no_jobs_error(scenario.workload)
+        span = max(i.last_release for i in status)
+        if math.isfinite(horizon):
+            span = min(span, horizon) if span > 0 else horizon
+        slice_ = max(span, lookahead) / WINDOW_SLICES
+        last = resume or ckpt.Checkpoint(0, status, [[] for _ in range(n_shards)], [math.inf] * n_shards, None)
         windows, infos, inboxes, in_min = _restart(last)
         setup = time.perf_counter() - t0  # building shards (Ray: starting actors)
         saved_at, rebuilds = time.perf_counter(), 0
@@ -189,7 +203,7 @@ def run_windows(
             # Periodic protocols set timers (and reports) forever: without a horizon the run
             # ends once every job is finished. A job inside a message is not finished, so
             # what may still be in flight then is only reports.
-            if math.isinf(horizon) and sum(i.done for i in infos) == len(jobs):
+            if math.isinf(horizon) and sum(i.done for i in infos) == n_jobs:
                 break
             bound = min(min(i.bound for i in infos), min(in_min))
             # Periodic protocols' timers run until the barrier that sees the last job finish,
@@ -239,7 +253,7 @@ def run_windows(
                 continue
             if on_progress is not None:
                 on_progress(
-                    Progress(until, span, sum(i.done for i in infos), len(jobs), sum(i.events for i in infos), time.perf_counter() - t0)
+                    Progress(until, span, sum(i.done for i in infos), n_jobs, sum(i.events for i in infos), time.perf_counter() - t0)
                 )
             if stop.pending is not None:  # Ctrl-C or SIGTERM: a checkpoint at this barrier, then stop
                 last = ckpt.Checkpoint(windows, infos, backend.materialize(inboxes), in_min, backend.snapshot())
@@ -247,6 +261,8 @@ def run_windows(
                 stop.resume_signal()
         results = backend.results(horizon)
         in_flight = _fetch(inboxes, backend_name)
+        if jobs is None:
+            jobs = _submitted(results, n_jobs)
     finally:
         stop.restore()
         backend.close()
@@ -293,6 +309,25 @@ class _Stall:
 def _restart(c: ckpt.Checkpoint) -> tuple[int, list[StepInfo], list[list[Any]], list[float]]:
     """The loop's counters and inboxes from a checkpoint (copies: a replay must not eat it)."""
     return c.windows, list(c.infos), [list(b) for b in c.inboxes], list(c.in_min)
+
+
+def _submitted(results: list[dict[str, Any]], n_jobs: int) -> np.ndarray:
+    """The jobs the shards drew, in job id order (the ids are 0..n-1 over all shards)."""
+    parts = [r.pop("submitted") for r in results]
+    if len(parts) == 1:
+        return parts[0]  # numbered in order already
+    jobs = np.empty(n_jobs, dtype=JOB_DTYPE)
+    rows = jobs.view(np.dtype((np.void, JOB_DTYPE.itemsize)))  # whole records: one copy, not one per field
+    for part in parts:
+        rows[part["job_id"]] = part.view(rows.dtype)
+    return jobs
+
+
+def _drawn_in_shards(scenario: Scenario) -> bool:
+    """Whether shards may draw their own sites' jobs: nothing before the run needs the whole
+    job set (a protocol's job checks, a share policy's groups, a scheduler's job checks)."""
+    plugin = scenario.plugin
+    return plugin.check_jobs is None and not plugin.dedicated and "policy" not in scenario.data and not checks_jobs(scenario.sites)
 
 
 def _release_free_memory() -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -16,8 +16,9 @@ import numpy as np
 from gridemu.brokers import registry
 from gridemu.brokers.agents.base import GridInfo
 from gridemu.model.errors import InvariantError
-from gridemu.model.jobs import take
+from gridemu.model.jobs import number_jobs, rank_among, release_keys, take
 from gridemu.model.messages import MessageKinds, empty_batch, to_batch
+from gridemu.scenarios.poisson import SiteDraws, draw_sites
 from gridemu.sites import faults, fcfs_recurrence
 from gridemu.sites.faults import FaultPlan
 from gridemu.sites.fcfs_columns import FcfsColumns, RoutedSites
@@ -32,7 +33,9 @@ class ShardSpec:
     shard_id: int
     n_shards: int
     sites: list[SiteSpec]
-    jobs: np.ndarray  # the jobs the hosted sites submit (JOB_DTYPE), in any order
+    #: The jobs the hosted sites submit (JOB_DTYPE, numbered), in any order; None while the
+    #: shard is still to draw them itself from ``draws`` (see ``draw_jobs``).
+    jobs: np.ndarray | None
     latency: float | np.ndarray  # one for every link, or rows: hosted sites, columns: all sites
     owners: list[int]  # organization index of each hosted site
     site_to_shard: np.ndarray
@@ -44,6 +47,29 @@ class ShardSpec:
     columnar: bool = True
     extra: dict[str, Any] = field(default_factory=dict)
     faults: FaultPlan | None = None  # [faults]: each site plays its own
+    draws: SiteDraws | None = None  # a workload drawn site by site: the shard draws its sites' jobs
+
+
+def draw_jobs(spec: ShardSpec) -> np.ndarray:
+    """The jobs of the spec's sites, drawn here from their own streams, in (release, site)
+    order; their ids are set by ``numbered`` once every shard's :func:`release_keys` are known."""
+    return number_jobs(draw_sites(spec.draws, spec.sites))
+
+
+def numbered(spec: ShardSpec, drawn: np.ndarray, keys: list[np.ndarray]) -> ShardSpec:
+    """The spec with its drawn jobs numbered among every shard's (``keys``: each shard's
+    release keys, by shard id): the ids one driver drawing every site would give."""
+    rank_among(drawn, keys[: spec.shard_id] + keys[spec.shard_id + 1 :])
+    return replace(spec, jobs=drawn)
+
+
+def with_drawn_jobs(specs: list[ShardSpec]) -> list[ShardSpec]:
+    """Specs whose shards draw their own jobs, drawn and numbered in this process."""
+    if specs[0].jobs is not None:
+        return specs
+    drawn = [draw_jobs(spec) for spec in specs]
+    keys = [release_keys(jobs) for jobs in drawn]
+    return [numbered(spec, jobs, keys) for spec, jobs in zip(specs, drawn)]
 
 
 @dataclass
@@ -59,6 +85,10 @@ class StepInfo:
     #: submitted, travelling in a site's heap, held by a site that will be repaired); counted
     #: by ``status()`` only (the coordinator asks when no job has finished for a while).
     live: int = -1
+    #: The jobs the shard's sites submit and the last release among them (``status()`` only:
+    #: where shards draw their jobs, the coordinator learns the run's size from them).
+    submitted: int = 0
+    last_release: float = -math.inf
 
 
 class Shard:
@@ -75,6 +105,9 @@ class Shard:
         self.local_of = np.full(len(self.site_to_shard), -1, dtype=np.int64)
         self.local_of[[s.site_id for s in spec.sites]] = np.arange(len(spec.sites))
         self.clock = -math.inf  # every event before this time has been handled
+        self.submitted = spec.jobs if spec.draws is not None else None  # returned with the results
+        self.n_submitted = len(spec.jobs)
+        self.last_release = float(spec.jobs["release"].max()) if len(spec.jobs) else -math.inf
         self.sites: list[Site] = []
         # Routing agents on FCFS sites with identical processors: the whole shard as columns.
         self.columns: FcfsColumns | None = None
@@ -130,8 +163,11 @@ class Shard:
     def status(self) -> StepInfo:
         if self.columns is not None:
             cols = self.columns
-            return StepInfo(cols.next_time(), cols.send_bound(), {}, self.events, self.done, len(cols.release) - cols.done)
-        return StepInfo(self._min(self.next_t), self._min(self.bounds), {}, self.events, self.done, sum(map(_live, self.sites)))
+            info = StepInfo(cols.next_time(), cols.send_bound(), {}, self.events, self.done, len(cols.release) - cols.done)
+        else:
+            info = StepInfo(self._min(self.next_t), self._min(self.bounds), {}, self.events, self.done, sum(map(_live, self.sites)))
+        info.submitted, info.last_release = self.n_submitted, self.last_release
+        return info
 
     @staticmethod
     def _min(values: np.ndarray) -> float:
@@ -248,9 +284,14 @@ class Shard:
         return out, out_min
 
     def results(self, horizon: float) -> dict[str, Any]:
-        """Job columns, per-site rows and agent time series, once the run is over."""
-        if self.columns is not None:
-            return self._results_columns(horizon)
+        """Job columns, per-site rows and agent time series, once the run is over, and the
+        jobs the shard drew (``submitted``) where it drew them."""
+        out = self._results_columns(horizon) if self.columns is not None else self._results_sites(horizon)
+        if self.submitted is not None:
+            out["submitted"] = self.submitted
+        return out
+
+    def _results_sites(self, horizon: float) -> dict[str, Any]:
         sites, series = [], []
         for i, site in enumerate(self.sites):
             site.finish(horizon)

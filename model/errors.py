@@ -14,6 +14,9 @@ class ScenarioError(GridemuError):
         self.problem = problem
         super().__init__(f"{key}: {problem}")
 
+    def __reduce__(self):  # pickled by its two fields: raised in a Ray actor, it reaches the driver whole
+        return type(self), (self.key, self.problem)
+
 
 class WorkloadError(GridemuError):
     """A workload file (SWF trace, CSV job list) is broken; the message names file and line."""

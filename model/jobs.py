@@ -61,6 +61,38 @@ def take(rows: np.ndarray, index: np.ndarray) -> np.ndarray:
     return rows.view(block)[index].view(rows.dtype)
 
 
+def number_jobs(jobs: np.ndarray) -> np.ndarray:
+    """The jobs in id order, ids set: ids are ranks by (release, submitting site, position in
+    ``jobs``)."""
+    site = jobs["submit_site"]
+    if len(site) < 2 or (site[1:] >= site[:-1]).all():  # by site already: one stable sort does it
+        order = np.argsort(jobs["release"], kind="stable")
+    else:
+        order = np.lexsort((site, jobs["release"]))  # lexsort is stable: equal keys keep their order
+    jobs = take(jobs, order)
+    jobs["job_id"] = np.arange(len(jobs))
+    return jobs
+
+
+def rank_among(jobs: np.ndarray, others: list[np.ndarray]) -> None:
+    """Ids of numbered jobs (one shard's) made ranks among every shard's: each other shard's
+    jobs, given by their sorted :func:`release_keys`, that come first are counted (no site is
+    in two shards, so no key is in two of them). The ids one numbering of all the jobs gives."""
+    if not others:
+        return
+    keys = release_keys(jobs)
+    ids = jobs["job_id"]
+    for other in others:
+        ids += np.searchsorted(other, keys)  # sorted needles: one pass over each
+    jobs["job_id"] = ids
+
+
+def release_keys(jobs: np.ndarray) -> np.ndarray:
+    """(release, submitting site) of jobs in that order, as complex numbers, which numpy sorts
+    and searches lexicographically (real part, then imaginary): one array to rank against."""
+    return jobs["release"] + 1j * jobs["submit_site"]
+
+
 def empty_jobs(n: int = 0) -> np.ndarray:
     """A zeroed job array of length ``n`` (walltime and deadline NaN, procs 1, no target)."""
     jobs = np.zeros(n, dtype=JOB_DTYPE)

@@ -9,17 +9,15 @@ Job ids are assigned 0..n-1 in order of (release, submit site, order within the 
 from __future__ import annotations
 
 import csv
-import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
 from gridemu.model.errors import ScenarioError, WorkloadError
-from gridemu.model.rng import PURPOSE_ARRIVALS, PURPOSE_PROCS, PURPOSE_SIZES, site_rng
 from gridemu.model.checks import check_number, check_sequential, choice, per_site_values
-from gridemu.model.jobs import JOB_DTYPE, empty_jobs, take
-from gridemu.scenarios import dedicated, propositions
+from gridemu.model.jobs import JOB_DTYPE, empty_jobs, number_jobs
+from gridemu.scenarios import dedicated, poisson, propositions
 
 if TYPE_CHECKING:  # pragma: no cover
     from gridemu.sites.spec import SiteSpec
@@ -194,82 +192,26 @@ def generate_jobs(scenario: WorkloadSource) -> tuple[np.ndarray, list[str]]:
 
         jobs, groups = swf_jobs(scenario)
     if not len(jobs):
-        where = f" ({wl['path']})" if "path" in wl else ""
-        raise WorkloadError(f"the {kind} workload{where} has no job to run (an empty file, a header alone, or every job filtered out)")
-    return _number_jobs(jobs), groups
+        raise no_jobs_error(wl)
+    return number_jobs(jobs), groups
 
 
-def _number_jobs(jobs: np.ndarray) -> np.ndarray:
-    """Job ids are ranks by (release, submitting site, position in the workload)."""
-    site = jobs["submit_site"]
-    if len(site) < 2 or (site[1:] >= site[:-1]).all():  # by site already: one stable sort does it
-        order = np.argsort(jobs["release"], kind="stable")
-    else:
-        order = np.lexsort((site, jobs["release"]))  # lexsort is stable: equal keys keep their order
-    jobs = take(jobs, order)
-    jobs["job_id"] = np.arange(len(jobs))
-    return jobs
+def no_jobs_error(wl: dict[str, Any]) -> WorkloadError:
+    where = f" ({wl['path']})" if "path" in wl else ""
+    return WorkloadError(f"the {wl['kind']} workload{where} has no job to run (an empty file, a header alone, or every job filtered out)")
 
 
 def _poisson(scenario: WorkloadSource) -> tuple[np.ndarray, list[str]]:
     """Per-site Poisson arrivals (rate λ), gamma(α shape, β scale) sizes: thesis ch. 4 settings."""
-    wl, sites, seed = scenario.workload, scenario.sites, scenario.seed
-    n = len(sites)
-    rate = _per_site("workload.rate", wl.get("rate", 1.0), n, positive=True)
-    alpha = _per_site("workload.alpha", wl.get("alpha", 2.0), n, positive=True)
-    beta = _per_site("workload.beta", wl.get("beta", 2.0), n, positive=True)
-    until = float(wl.get("until", math.inf))
-    priority = _per_site("workload.priority", wl.get("priority", 0.0), n, nonneg=True)
-    counts = None
-    if "jobs" in wl:
-        # Split the total over sites in proportion to their rates (largest remainder).
-        total = int(wl["jobs"])
-        share = rate / rate.sum() * total
-        counts = np.floor(share).astype(np.int64)
-        rest = total - counts.sum()
-        counts[np.argsort(-(share - counts), kind="stable")[:rest]] += 1
-    org_index = {org: k for k, org in enumerate(scenario.orgs)}
-    parts = []
-    for s in sites:
-        arr_rng = site_rng(seed, s.site_id, PURPOSE_ARRIVALS)
-        if counts is not None:
-            gaps = arr_rng.exponential(1.0 / rate[s.site_id], size=int(counts[s.site_id]))
-            release = np.cumsum(gaps)
-            release = release[release < until]
-        else:
-            # Draw in blocks until the stream passes `until`.
-            chunks, t = [], 0.0
-            block = max(16, int(rate[s.site_id] * until * 1.1) + 16)
-            while t < until:
-                r = t + np.cumsum(arr_rng.exponential(1.0 / rate[s.site_id], size=block))
-                chunks.append(r[r < until])
-                t = r[-1]
-            release = np.concatenate(chunks)
-        k = len(release)
-        part = empty_jobs(k)
-        part["release"] = release
-        part["size"] = site_rng(seed, s.site_id, PURPOSE_SIZES).gamma(alpha[s.site_id], beta[s.site_id], size=k)
-        if k and not part["size"].min() > 0:
-            # A tiny shape or scale draws sizes that underflow to 0: no model runs a job of no work.
-            j = int(np.argmin(part["size"]))
-            raise ScenarioError(
-                "workload.alpha",
-                f"site {s.name}'s gamma(alpha={alpha[s.site_id]:g}, beta={beta[s.site_id]:g}) sizes underflow to 0 "
-                f"(its job {j} drew {float(part['size'][j])!r}): use a larger alpha or beta",
-            )
-        integral = wl.get("integral", False)
-        if integral:  # the Shapley papers' integral time: released at t, whole units of work
-            part["release"] = np.floor(part["release"])
-        if integral is True:  # "releases" keeps real sizes (the thesis ch. 4 simulator's time unit)
-            part["size"] = np.ceil(part["size"])
-        part["procs"] = _draw_job_procs(wl.get("procs", 1), seed, s.site_id, k)
-        part["submit_site"] = s.site_id
-        part["owner"] = org_index[s.org]
-        part["group"] = org_index[s.org]
-        part["priority"] = priority[s.site_id]
-        parts.append(part)
-    jobs = np.concatenate(parts) if parts else empty_jobs(0)
-    return jobs, list(scenario.orgs)
+    return poisson.draw_sites(site_draws(scenario), scenario.sites), list(scenario.orgs)
+
+
+def site_draws(scenario: WorkloadSource) -> poisson.SiteDraws | None:
+    """What a shard needs to draw its own sites' jobs, for a workload drawn site by site
+    (``poisson``); None for the others (a trace, a list, one global draw)."""
+    if scenario.workload["kind"] != "poisson":
+        return None
+    return poisson.SiteDraws(dict(scenario.workload), len(scenario.sites), tuple(scenario.orgs), scenario.seed)
 
 
 def _rigid(scenario: WorkloadSource) -> tuple[np.ndarray, list[str]]:
@@ -288,13 +230,6 @@ def _rigid(scenario: WorkloadSource) -> tuple[np.ndarray, list[str]]:
     drawn = draw(rng, n, len(sites), sites[0].procs)  # owner = submit site = group = organization
     jobs = drawn[np.lexsort((drawn["job_id"], -drawn["procs"], drawn["owner"]))]
     return jobs, list(scenario.orgs)
-
-
-def _draw_job_procs(spec: Any, seed: int, site_id: int, k: int) -> np.ndarray | int:
-    if isinstance(spec, dict):
-        rng = site_rng(seed, site_id, PURPOSE_PROCS)
-        return rng.integers(int(spec.get("low", 1)), int(spec.get("high", spec.get("low", 1))) + 1, size=k)
-    return int(spec)
 
 
 _ROW_KEYS = {"release", "size", "procs", "site", "group", "walltime", "priority", "target"}
@@ -495,8 +430,13 @@ def _streams(scenario: WorkloadSource) -> tuple[np.ndarray, list[str]]:
 
 def check_scheduler_jobs(sites: list["SiteSpec"], jobs: np.ndarray) -> None:
     """What a local scheduler needs of every job, checked once the workload is generated."""
-    if any(s.scheduler == "preempt" for s in sites):
+    if checks_jobs(sites):
         check_sequential(jobs, "the preempt scheduler")
+
+
+def checks_jobs(sites: list["SiteSpec"]) -> bool:
+    """Whether ``check_scheduler_jobs`` has anything to check for these sites."""
+    return any(s.scheduler == "preempt" for s in sites)
 
 
 __all__ = ["generate_jobs", "check_workload", "JOB_DTYPE"]
