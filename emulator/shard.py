@@ -295,7 +295,7 @@ class Shard:
         lo = 0
         for d, k in enumerate(counts):
             if k:
-                part = batch[order[lo : lo + k]]
+                part = take(batch, order[lo : lo + k])
                 out[d] = part
                 out_min[d] = float(part["deliver"][0])
                 lo += k

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from gridemu.model.errors import InvariantError
-from gridemu.model.jobs import JOB_DTYPE, STATE_CODE, take
+from gridemu.model.jobs import JOB_DTYPE, STATE_CODE, concat, take
 from gridemu.model.messages import MSG_DTYPE, empty_batch, job_block, jobs_in, to_batch
 from gridemu.sites.results import settle
 
@@ -146,7 +146,7 @@ class FcfsColumns:
             )
         if np.any(batch["mtype"] != self.job_code):
             raise InvariantError(f"a routing protocol's site got a message that is no job transfer (kinds {set(batch['mtype'].tolist())})")
-        self.pending = np.concatenate((self.pending, batch)) if len(self.pending) else batch
+        self.pending = concat([self.pending, batch]) if len(self.pending) else batch
 
     def advance(self, until: float) -> np.ndarray:
         """Handle every arrival before ``until``; return the transfers sent, in delivery order."""
@@ -162,9 +162,9 @@ class FcfsColumns:
         out = self._transfers(arrived[go])
         stay = arrived[~go]
         due = self.pending["deliver"] < until if len(self.pending) else np.zeros(0, bool)
-        got = self.pending[due]
+        got = take(self.pending, due)
         if len(got):
-            self.pending = self.pending[~due]
+            self.pending = take(self.pending, ~due)
             self._count(self.n_received, self.local_index[got["dst"]])
             self._count(self.events, self.local_index[got["dst"]])
         self._queue(stay, got)
@@ -198,7 +198,7 @@ class FcfsColumns:
         self._count(self.n_sent, home)
         deliver = out["deliver"]
         if len(out) > 1 and not (deliver[1:] > deliver[:-1]).all():  # one latency: in order already
-            out = out[np.lexsort((out["seq"], out["src"], deliver))]
+            out = take(out, np.lexsort((out["seq"], out["src"], deliver)))
         return out
 
     def _queue(self, stay: np.ndarray, got: np.ndarray) -> None:
