@@ -6,11 +6,14 @@ the first offending job.
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING, Any, Mapping
 
 import numpy as np
-import pandas as pd
 
 from gridemu.model.errors import InvariantError
+
+if TYPE_CHECKING:  # pandas only for annotations: shards check their sites without it
+    import pandas as pd
 
 
 def check_conservation(pieces: pd.DataFrame, submitted: np.ndarray) -> None:
@@ -69,26 +72,32 @@ def check_guarantees(jobs: pd.DataFrame, horizon: float) -> None:
         )
 
 
-def check_causality(table: pd.DataFrame, site_procs: np.ndarray) -> None:
-    """No job starts before its release, on more processors than its site has, or overbooks a site."""
-    started = table["start"].notna().to_numpy()
-    start = table["start"].to_numpy()
-    early = started & (start < table["release"].to_numpy())
+def check_causality(table: Mapping[str, Any], site_procs: np.ndarray) -> None:
+    """No job starts before its release, on more processors than its site has, or overbooks a site.
+
+    ``table``: job_id, release, procs, exec_site, start, end as columns (a DataFrame, or the
+    arrays a shard gathers of its own sites: each shard checks its sites' schedules).
+    """
+    ids = np.asarray(table["job_id"])
+    start = np.asarray(table["start"], dtype=float)
+    release = np.asarray(table["release"])
+    started = ~np.isnan(start)
+    early = started & (start < release)
     if early.any():
-        j = table.iloc[int(np.flatnonzero(early)[0])]
-        raise InvariantError(f"causality: job {int(j.job_id)} started at {j.start} before its release {j.release}")
-    site = table["exec_site"].to_numpy()
-    procs = table["procs"].to_numpy()
+        k = int(np.flatnonzero(early)[0])
+        raise InvariantError(f"causality: job {int(ids[k])} started at {start[k]} before its release {release[k]}")
+    site = np.asarray(table["exec_site"])
+    procs = np.asarray(table["procs"])
     too_wide = started & (procs > site_procs[site])
     if too_wide.any():
-        j = table.iloc[int(np.flatnonzero(too_wide)[0])]
-        raise InvariantError(f"causality: job {int(j.job_id)} needs {j.procs} processors, site {j.exec_site} has {site_procs[j.exec_site]}")
+        k = int(np.flatnonzero(too_wide)[0])
+        raise InvariantError(f"causality: job {int(ids[k])} needs {procs[k]} processors, site {site[k]} has {site_procs[site[k]]}")
     # Processors in use per site never exceed its count: sweep starts (+q) and ends (-q),
     # ends first at equal times, with a running sum that restarts at every site.
     idx = np.flatnonzero(started)
     if not len(idx):
         return
-    end = table["end"].to_numpy()[idx]
+    end = np.asarray(table["end"], dtype=float)[idx]
     end = np.where(np.isnan(end), np.inf, end)
     s = site[idx]
     times = np.concatenate([start[idx], end])
@@ -105,8 +114,7 @@ def check_causality(table: pd.DataFrame, site_procs: np.ndarray) -> None:
     over = used > site_procs[sites]
     if over.any():
         k = int(np.flatnonzero(over)[0])
-        j = table.iloc[int(jobs[k])]
         raise InvariantError(
             f"causality: site {int(sites[k])} runs {int(used[k])} processors of {int(site_procs[sites[k]])} "
-            f"at t={times[k]} (job {int(j.job_id)})"
+            f"at t={times[k]} (job {int(ids[jobs[k]])})"
         )

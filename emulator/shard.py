@@ -15,6 +15,7 @@ import numpy as np
 
 from gridemu.brokers import registry
 from gridemu.brokers.agents.base import GridInfo
+from gridemu.emulator.checks import check_causality
 from gridemu.model.errors import InvariantError
 from gridemu.model.jobs import number_jobs, rank_among, release_keys, take
 from gridemu.model.messages import MessageKinds, empty_batch, to_batch
@@ -305,6 +306,12 @@ class Shard:
         """Job columns, per-site rows and agent time series, once the run is over, and the
         jobs the shard drew (``submitted``) where it drew them."""
         out = self._results_columns(horizon) if self.columns is not None else self._results_sites(horizon)
+        # Each shard checks its own sites' schedules (DESIGN.md's causality invariant): in
+        # parallel on Ray, where the driver would check every site alone.
+        procs = np.zeros(len(self.site_to_shard), dtype=np.int64)
+        procs[[s.site_id for s in self.specs]] = [s.procs for s in self.specs]
+        if out["jobs"]:
+            check_causality(out["jobs"], procs)
         if self.submitted is not None:
             out["submitted"] = self.submitted
         return out

@@ -190,6 +190,38 @@ def test_causality_check_names_the_job():
     with pytest.raises(InvariantError, match="site 0 runs 2 processors of 1"):
         check_causality(_table(), np.array([1]))
     check_causality(_table(start=[0.0, 1.0], end=[1.0, 2.0]), np.array([1]))  # back to back is fine
+    # ... and on plain arrays, the columns a shard checks for its own sites
+    arrays = {k: v.to_numpy() for k, v in _table(release=[0.0, 2.0], start=[0.0, 0.5], end=[1.0, 1.5]).items()}
+    with pytest.raises(InvariantError, match="job 1 started at 0.5 before its release 2.0"):
+        check_causality(arrays, np.array([2]))
+
+
+@pytest.mark.parametrize("protocol", ["random", "averaging"])  # the columns path, the sites' event loops
+def test_each_shard_checks_its_own_sites(protocol):
+    """The run's causality check happens in the shards (Shard.results): a schedule broken
+    after the run is caught there, naming the job."""
+    from gridemu.emulator.backends import InProcessBackend
+    from gridemu.emulator.engine import build_shard_specs
+    from gridemu.emulator.scenario import load_scenario
+    from gridemu.scenarios.workload import site_draws
+
+    scenario = load_scenario(small_grid(protocol, jobs=200, sites=4))
+    backend = InProcessBackend(build_shard_specs(scenario, None, 1, draws=site_draws(scenario)))
+    until, info = 0.0, backend.status()[0]
+    while info.done < info.submitted:  # one shard: windows of one lookahead, no inbox
+        until += scenario.lookahead
+        info = backend.step(until, [[]])[0][0]
+    shard = backend.shards[0]
+    if shard.columns is not None:
+        first = int(np.argmax((shard.columns.release > 1.0) & ~shard.columns.leaves))  # a job run at home
+        shard.columns.start[first] = 0.5  # as if it had started before its release
+        job = int(shard.columns.jobs["job_id"][first])
+    else:
+        site = next(s for s in shard.sites if s.cursor and s.r_start[0] == s.r_start[0])  # slot 0 started
+        site.r_start[0] = site.c_release[0] - 1.0
+        job = int(site.c_id[0])
+    with pytest.raises(InvariantError, match=f"causality: job {job} started at"):
+        backend.results(math.inf)
 
 
 def test_conservation_check_names_the_job():
