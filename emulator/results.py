@@ -199,7 +199,7 @@ def piece_table(raw: RawRun) -> pd.DataFrame:
         return pd.DataFrame(cols)
     # Sorted and filtered as arrays, one copy of each column: the table is the run's largest
     # object (10M jobs: a pandas sort_values and a drop would each copy it again).
-    order = np.lexsort((cols["fragment"], cols["job_id"]))  # stable: equal keys keep their order
+    order = _piece_order(cols["job_id"], cols["fragment"])
     offered = cols.pop("offered")[order]
     if offered.any():
         # A piece offered to another site is held by its sender until the answer comes; if
@@ -211,6 +211,18 @@ def piece_table(raw: RawRun) -> pd.DataFrame:
         dup[:-1] |= same
         order = order[~(dup & offered)]
     return pd.DataFrame({k: v[order] for k, v in cols.items()}, copy=False)
+
+
+def _piece_order(ids: np.ndarray, fragment: np.ndarray) -> np.ndarray:
+    """The order that sorts pieces by (job, fragment), equal keys kept in their order. Where
+    every job is one piece and the ids are 0..n-1, each once (most runs), it is the inverse
+    permutation of the ids: one pass instead of a sort (1M jobs: about 10 ms against 0.1 s)."""
+    n = len(ids)
+    if n and not fragment.any() and ids.min() == 0 and ids.max() == n - 1 and (np.bincount(ids, minlength=n) == 1).all():
+        order = np.empty(n, dtype=np.int64)
+        order[ids] = np.arange(n)
+        return order
+    return np.lexsort((fragment, ids))  # stable: equal keys keep their order
 
 
 # A job's state from its pieces' states: the least advanced piece decides, except that a

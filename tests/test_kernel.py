@@ -283,3 +283,17 @@ def test_latency_matrix_sets_lookahead_and_delays_transfers():
     assert len(moved) > 0
     # A transferred job cannot start before its release plus the link's latency.
     assert (moved["start"] >= moved["release"] + lat[moved["submit_site"], moved["exec_site"]] - 1e-12).all()
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 12), st.integers(0, 2)), max_size=14), st.booleans())
+def test_piece_order_sorts_by_job_then_fragment(rows, whole_jobs):
+    """The piece table's order: by (job, fragment), stable; a permutation of 0..n-1 with one
+    piece a job takes the shortcut, repeats, gaps and fragments the sort."""
+    from gridemu.emulator.results import _piece_order
+
+    if whole_jobs:
+        rows = [(i, 0) for i in np.random.default_rng(len(rows)).permutation(len(rows)).tolist()]
+    ids = np.array([r[0] for r in rows], dtype=np.int64)
+    fragment = np.array([r[1] for r in rows], dtype=np.int64)
+    assert _piece_order(ids, fragment).tolist() == np.lexsort((fragment, ids)).tolist()
