@@ -1,0 +1,97 @@
+"""What one window's exchange costs on Ray, apart from any simulation.
+
+Each of S actors plays a shard: per window it gets the batches the others sent it in the
+last window and returns one batch of ``--rows`` message rows (``MSG_DTYPE``, 130 bytes a
+row) for every other shard, and a small status record. Two ways to run that exchange:
+
+* ``tasks``: what ``emulator/backends.py: RayBackend`` does: one actor task per shard and
+  window with ``num_returns``, the batches handed on as object references (through Ray's
+  object store once they pass its 100 KiB inline limit);
+* ``compiled``: a Ray Compiled Graph (``experimental_compile``) of the same calls; the
+  driver gets each window's batches through shared-memory channels and passes them on as
+  the next window's input. Compiling is timed apart, as is the first window.
+
+It prints milliseconds per window for each, nothing else: the exit status is 0 whatever
+they are. At 10000x1M (bench/protocols.py) a window carries about 6,000 transfers between
+two shards; at 1000x100k about 70.
+
+    python bench/ray_exchange.py                       # 2 shards, 70 and 6,000 rows, 200 windows
+    python bench/ray_exchange.py --shards 4 --rows 1000,20000 --windows 100
+"""
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+
+from gridemu.emulator.backends import ensure_ray
+from gridemu.model.messages import MSG_DTYPE
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--shards", type=int, default=2)
+    ap.add_argument("--rows", default="70,6000", help="rows a shard sends to each other shard per window (comma list)")
+    ap.add_argument("--windows", type=int, default=200)
+    args = ap.parse_args()
+    if args.shards < 2 or args.windows < 1:
+        ap.error("--shards must be at least 2 and --windows at least 1")
+    ray = ensure_ray(num_cpus=max(2, args.shards))
+    from ray.dag import InputNode, MultiOutputNode
+
+    @ray.remote(num_cpus=min(1.0, 2 / args.shards))
+    class Shard:
+        def __init__(self, k: int, n: int, rows: int):
+            self.k, self.n, self.out = k, n, np.zeros(rows, dtype=MSG_DTYPE)
+
+        def step(self, until: float, *batches: np.ndarray) -> tuple:
+            received = sum(len(b) for b in batches)
+            return ((until, received), *[self.out if d != self.k else self.out[:0] for d in range(self.n)])
+
+        def step_graph(self, inp: tuple) -> tuple:
+            until, batches = inp
+            return self.step(until, *batches)
+
+    n = args.shards
+    print(f"{n} shards, {args.windows} windows; ms per window (medians would need repeats: run it again to see the noise)")
+    for rows in [int(r) for r in args.rows.split(",")]:
+        actors = [Shard.remote(k, n, rows) for k in range(n)]
+        ray.get([a.step.remote(0.0) for a in actors])
+        inbox: list[list] = [[] for _ in range(n)]
+        t0 = time.perf_counter()
+        for w in range(args.windows):
+            refs = [a.step.options(num_returns=n + 1).remote(float(w), *inbox[k]) for k, a in enumerate(actors)]
+            ray.get([r[0] for r in refs])
+            inbox = [[refs[s][1 + d] for s in range(n) if s != d] for d in range(n)]
+        tasks_ms = (time.perf_counter() - t0) / args.windows * 1e3
+
+        t0 = time.perf_counter()
+        with InputNode() as inp:
+            dag = MultiOutputNode([a.step_graph.bind(inp[k]) for k, a in enumerate(actors)])
+        graph = dag.experimental_compile()
+        compile_s = time.perf_counter() - t0
+        try:
+            empty = np.zeros(0, dtype=MSG_DTYPE)
+            batches = [[empty] for _ in range(n)]
+            t0 = time.perf_counter()
+            outs = ray.get(graph.execute(*[(0.0, b) for b in batches]))
+            first_ms = (time.perf_counter() - t0) * 1e3
+            t0 = time.perf_counter()
+            for w in range(args.windows):
+                batches = [[outs[s][1 + d] for s in range(n) if s != d] for d in range(n)]
+                outs = ray.get(graph.execute(*[(float(w), b) for b in batches]))
+            graph_ms = (time.perf_counter() - t0) / args.windows * 1e3
+            assert outs[0][0][1] == rows * (n - 1)
+        finally:
+            graph.teardown()
+        for a in actors:
+            ray.kill(a)
+        print(
+            f"  {rows:>9,} rows ({rows * MSG_DTYPE.itemsize / 1024:,.0f} KiB) to each other shard: tasks + object refs {tasks_ms:.2f} ms; "
+            f"compiled graph {graph_ms:.2f} ms (compiling {compile_s:.2f} s, first window {first_ms:.0f} ms)"
+        )
+
+
+if __name__ == "__main__":
+    main()
