@@ -72,9 +72,9 @@ whole ``emulator.run`` call (also workload generation, result tables, checks, su
 sites run as numpy columns, the time of the windows' array work); the
 rest of the loop is the kernel's per-window work (delivering batches, send bounds,
 next-event scans, batching messages, the coordinator). "peak MiB": in-process engines
-``ru_maxrss`` of the run's process; Ray: the driver and every process under it, RSS
-summed every 50 ms (bench/throughput.py's TreeSampler; it counts shared pages once per
-process, so it overstates).
+``ru_maxrss`` of the run's process; Ray: the driver and every process under it, PSS
+(shared pages split among the processes sharing them) summed every 250 ms
+(bench/throughput.py's TreeSampler; the JSON keeps the summed RSS too, which overstates).
 
 Agreement (part of every run): every engine must finish every job (conservation), and its
 mean flow time must lie within 3 standard errors of the reference's (the first gridemu
@@ -716,7 +716,7 @@ def main(argv: list[str] | None = None) -> int:
         "wall s: gridemu summary wall_seconds (shards built -> results gathered); heapq/SimPy: setup + loop + gather from the job arrays.\n"
         "jobs/s, events/s, msgs/s over wall s. call s: whole emulator.run call (workload generation, tables, checks, summary; not ray.init).\n"
         "setup s: shards built (Ray: actors started, shards built in them); loop s: the window loop (* loop and gathering); gather s: results.\n"
-        "site cpu s: the sites' own event loops (columns path: the windows' array work), summed over shards. peak MiB: maxrss of the run's process; tree = driver + every Ray process.\n"
+        "site cpu s: the sites' own event loops (columns path: the windows' array work), summed over shards. peak MiB: maxrss of the run's process; tree pss = driver + every Ray process, PSS summed.\n"
         "agree: same schedule = start, end and executing site of every job equal bit for bit to the reference's; else whether the mean flow\n"
         "time is within 3 standard errors of the reference's and every job finished. other CPU: cores used by other processes (noise)."
     )

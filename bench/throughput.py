@@ -32,9 +32,11 @@ the simulation and the start/end arrays; workload generation is excluded everywh
 
 Memory: "peak MiB" is the peak resident set of everything the run involves. In-process
 engines: ``ru_maxrss`` of the fresh subprocess (exact). Ray: the subprocess (driver) and
-all its descendants (GCS, raylet, agents, worker and actor processes), RSS summed and
-sampled every 50 ms by a thread of the parent, maximum of the sum; RSS counts shared
-pages (libraries, the object store) once per process, so it overstates the total.
+all its descendants (GCS, raylet, agents, worker and actor processes), proportional set
+sizes (PSS: a page shared by k processes counts 1/k in each) summed and sampled every
+250 ms by a thread of the parent (RSS every 50 ms), maximum of the sum ("tree pss"). The JSON also keeps the
+summed RSS (``tree_peak_mib``), which counts shared pages (libraries, the object store)
+once per process and so overstates the total; tables before 2026-11-25 show that one.
 
 "other CPU": the cores that processes outside the benchmark kept busy while a run's
 process was alive (machine busy time minus the run's process tree and the parent). On a
@@ -372,6 +374,10 @@ class TreeSampler(threading.Thread):
         self.stop = threading.Event()
         self.peak = 0
         self.peak_parts: dict[str, int] = {}
+        # Summed RSS counts a page shared by several processes (Ray's object store, the
+        # workers' libraries) once per process; PSS splits it among them, so the summed PSS
+        # is what the tree really holds.
+        self.peak_pss = 0
         self.samples = 0
         self.tree_cpu: dict[tuple[int, float], float] = {}  # (pid, create time) -> CPU seconds seen
 
@@ -392,10 +398,17 @@ class TreeSampler(threading.Thread):
             except psutil.NoSuchProcess:
                 return
             parts = {"driver": 0, "workers": 0, "ray_system": 0}
+            # PSS reads smaps_rollup (about 1 ms a process): every 5th sample, not to load
+            # the 2 cores the run needs.
+            with_pss, pss = self.samples % 5 == 0, 0
             for p in procs:
                 try:
                     with p.oneshot():
-                        rss = p.memory_info().rss
+                        if with_pss:
+                            mem = p.memory_full_info()
+                            rss, pss = mem.rss, pss + mem.pss
+                        else:
+                            rss = p.memory_info().rss
                         name = p.name()
                         ct = p.cpu_times()
                         born = p.create_time()
@@ -409,6 +422,7 @@ class TreeSampler(threading.Thread):
                 else:
                     parts["ray_system"] += rss
             total = sum(parts.values())
+            self.peak_pss = max(self.peak_pss, pss)
             self.samples += 1
             if total > self.peak:
                 self.peak, self.peak_parts = total, parts
@@ -484,8 +498,9 @@ def run_worker(cmd: list[str], base: dict[str, Any], is_ray: bool, out_dir: Path
     rec["tag"] = tag
     rec["tree_peak_mib"] = sampler.peak / 2**20
     rec["tree_peak_parts_mib"] = {k: v / 2**20 for k, v in sampler.peak_parts.items()}
+    rec["tree_peak_pss_mib"] = sampler.peak_pss / 2**20
     if is_ray:
-        rec["peak_mib"], rec["mem_method"] = rec["tree_peak_mib"], "tree"
+        rec["peak_mib"], rec["mem_method"] = rec["tree_peak_pss_mib"], "tree pss"
     else:
         rec["peak_mib"], rec["mem_method"] = rec["maxrss_mib"], "maxrss"
     return rec
