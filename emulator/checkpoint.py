@@ -25,7 +25,7 @@ from gridemu.emulator.shard import StepInfo
 from gridemu.model.errors import GridemuError
 
 FILE = "checkpoint.pkl"
-FORMAT = 1
+FORMAT = 2  # 2: shards keep the jobs they drew and report them in status (older shards do not)
 
 
 @dataclass
