@@ -88,10 +88,9 @@ def rank_among(jobs: np.ndarray, others: list[np.ndarray]) -> None:
     if not others:
         return
     keys = release_keys(jobs)
-    ids = jobs["job_id"]
+    ids = jobs["job_id"]  # a view: the counts are added in place
     for other in others:
         ids += np.searchsorted(other, keys)  # sorted needles: one pass over each
-    jobs["job_id"] = ids
 
 
 def release_keys(jobs: np.ndarray) -> np.ndarray:
