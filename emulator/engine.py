@@ -28,7 +28,7 @@ from gridemu.emulator.backends import BACKENDS, ShardLost, ensure_ray, ray_cpus
 from gridemu.emulator.scenario import Scenario
 from gridemu.emulator.shard import ShardSpec, StepInfo
 from gridemu.model.errors import GridemuError, ScenarioError
-from gridemu.model.jobs import JOB_DTYPE, take
+from gridemu.model.jobs import JOB_DTYPE, records, take
 from gridemu.model.messages import to_batch
 from gridemu.scenarios.poisson import SiteDraws
 from gridemu.scenarios.workload import check_scheduler_jobs, checks_jobs, generate_jobs, no_jobs_error, site_draws
@@ -317,9 +317,9 @@ def _submitted(results: list[dict[str, Any]], n_jobs: int) -> np.ndarray:
     if len(parts) == 1:
         return parts[0]  # numbered in order already
     jobs = np.empty(n_jobs, dtype=JOB_DTYPE)
-    rows = jobs.view(np.dtype((np.void, JOB_DTYPE.itemsize)))  # whole records: one copy, not one per field
+    rows = records(jobs)
     for part in parts:
-        rows[part["job_id"]] = part.view(rows.dtype)
+        rows[part["job_id"]] = records(part)
     return jobs
 
 

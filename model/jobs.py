@@ -51,21 +51,22 @@ STATE_CODE = {name: code for code, name in enumerate(STATES)}
 GONE, OFFERED = -1, -2
 
 
-def take(rows: np.ndarray, index: np.ndarray) -> np.ndarray:
-    """``rows[index]`` for a structured array (an index or a mask), copied as raw bytes.
+def records(rows: np.ndarray) -> np.ndarray:
+    """A structured array seen as opaque records of raw bytes: numpy copies a structured row
+    field by field, an opaque one as one block (``take``, ``concat``, scatters by index)."""
+    return rows.view(np.dtype((np.void, rows.dtype.itemsize)))
 
-    numpy copies a structured row field by field; as one opaque block of bytes it is a plain
-    memory copy (a million nearly ordered jobs: 28 ms instead of 224 ms).
-    """
-    block = np.dtype((np.void, rows.dtype.itemsize))
-    return rows.view(block)[index].view(rows.dtype)
+
+def take(rows: np.ndarray, index: np.ndarray) -> np.ndarray:
+    """``rows[index]`` for a structured array (an index or a mask), copied as raw bytes
+    (a million nearly ordered jobs: 28 ms instead of 224 ms)."""
+    return records(rows)[index].view(rows.dtype)
 
 
 def concat(parts: list[np.ndarray]) -> np.ndarray:
     """``np.concatenate`` for structured arrays of one dtype, copied as raw bytes (as ``take``:
     two batches of 6,000 messages in 0.02 ms instead of 0.4 ms)."""
-    block = np.dtype((np.void, parts[0].dtype.itemsize))
-    return np.concatenate([p.view(block) for p in parts]).view(parts[0].dtype)
+    return np.concatenate([records(p) for p in parts]).view(parts[0].dtype)
 
 
 def number_jobs(jobs: np.ndarray) -> np.ndarray:
