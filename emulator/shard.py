@@ -60,7 +60,7 @@ def draw_jobs(spec: ShardSpec) -> np.ndarray:
 def numbered(spec: ShardSpec, drawn: np.ndarray, keys: list[np.ndarray]) -> ShardSpec:
     """The spec with its drawn jobs numbered among every shard's (``keys``: each shard's
     release keys, by shard id): the ids one driver drawing every site would give."""
-    rank_among(drawn, keys[: spec.shard_id] + keys[spec.shard_id + 1 :])
+    rank_among(drawn, keys, spec.shard_id)
     return replace(spec, jobs=drawn)
 
 

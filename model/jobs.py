@@ -82,16 +82,15 @@ def number_jobs(jobs: np.ndarray) -> np.ndarray:
     return jobs
 
 
-def rank_among(jobs: np.ndarray, others: list[np.ndarray]) -> None:
-    """Ids of numbered jobs (one shard's) made ranks among every shard's: each other shard's
-    jobs, given by their sorted :func:`release_keys`, that come first are counted (no site is
-    in two shards, so no key is in two of them). The ids one numbering of all the jobs gives."""
-    if not others:
-        return
-    keys = release_keys(jobs)
+def rank_among(jobs: np.ndarray, keys: list[np.ndarray], own: int) -> None:
+    """Ids of numbered jobs (shard ``own``'s) made ranks among every shard's: ``keys`` holds
+    each shard's sorted :func:`release_keys` (``keys[own]``: these jobs'), and every other
+    shard's jobs that come first are counted (no site is in two shards, so no key is in two
+    of them). The ids one numbering of all the jobs gives."""
     ids = jobs["job_id"]  # a view: the counts are added in place
-    for other in others:
-        ids += np.searchsorted(other, keys)  # sorted needles: one pass over each
+    for k, other in enumerate(keys):
+        if k != own:
+            ids += np.searchsorted(other, keys[own])  # sorted needles: one pass over each
 
 
 def release_keys(jobs: np.ndarray) -> np.ndarray:
