@@ -227,7 +227,7 @@ def main(root: str, write: bool, windows: int = 100) -> None:
     for folder, (marker, title, paper_s, paper_l) in CELLS.items():
         cell = Path(root) / folder
         if (cell / "runs.parquet").exists() or any(cell.glob("part-*/runs.parquet")):
-            runs, empty = read_cell(Path(root) / folder, windows)
+            runs, empty = read_cell(cell, windows)
             out[marker] = f"**{title}**\n\n" + cell_table(runs, paper_s, paper_l, empty)
     orgs = Path(root) / "lpc-egee-orgs" / "runs.parquet"
     if orgs.exists():
