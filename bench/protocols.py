@@ -67,7 +67,10 @@ messages are transfers (gridemu: ``messages_total``, load reports included). "se
 gridemu's ``setup_seconds`` (shards built; Ray: actors started and shards built in them);
 "loop s": the window loop; "gather s": ``Shard.results`` for every shard; "call s": the
 whole ``emulator.run`` call (also workload generation, result tables, checks, summary;
-``ray.init`` is not in it: see ``ray_init_s`` in the JSON). "ms/win": loop s per window.
+``ray.init`` is not in it: see ``ray_init_s`` in the JSON). "call cpu s": the machine's busy
+CPU seconds during that call (every process: the driver, Ray's actors and its own
+processes, and any other load, which "other CPU" shows): on C cores no call can be shorter
+than call cpu s / C. "ms/win": loop s per window.
 "site cpu s": the summed time of the sites' own event loops (``site_cpu_seconds``; where
 sites run as numpy columns, the time of the windows' array work); the
 rest of the loop is the kernel's per-window work (delivering batches, send bounds,
@@ -109,7 +112,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 # bench/throughput.py: process-tree memory sampling, killing a run's tree, phase marks of
 # the window loop, repeats -> median row, projections, the environment line.
-from throughput import _environment, _fmt, _instrument, aggregate, projected_too_slow, run_worker, wait_quiet  # noqa: E402
+from throughput import _busy, _environment, _fmt, _instrument, aggregate, projected_too_slow, run_worker, wait_quiet  # noqa: E402
 
 PROCS, ALPHA, BETA, LATENCY, SEED = 10, 2.0, 2.0, 1.0, 1
 HOT_RATE, COLD_RATE = 3.0, 1.4  # x R / (2 N): a quarter of the sites hot, the rest cold
@@ -394,9 +397,14 @@ def worker(engine: str, model: str, period: float, rates: str, out_dir: Path, ta
             rec["ray_init_s"] = time.perf_counter() - t
         marks: dict[str, Any] = {}
         _instrument(marks, backend)
-        t = time.perf_counter()
+        import psutil
+
+        busy0, t = _busy(psutil.cpu_times()), time.perf_counter()
         result = emulator.run(scenario, backend=backend, shards=shards)
         rec["call_s"] = time.perf_counter() - t
+        # Every process's CPU during the call (the machine's busy time: Ray's actors and its
+        # own processes included, and any other load; "other CPU" shows that).
+        rec["call_cpu_s"] = _busy(psutil.cpu_times()) - busy0
         g = result.summary["global"]
         rec.update(wall_s=float(g["wall_seconds"]), events=int(g["events"]), windows=int(g["windows"]),
                    messages=int(g.get("messages_total", 0)), messages_by_kind=g.get("messages", {}))
@@ -493,7 +501,7 @@ def check_agreement(group: list[dict[str, Any]], out_dir: Path) -> None:
 
 
 COLUMNS = ["model", "engine", "wall s", "jobs/s", "events/s", "msgs/s", "windows", "ms/win", "setup s", "loop s", "gather s",
-           "call s", "site cpu s", "peak MiB", "mem", "done", "mean flow", "agree", "other CPU"]
+           "call s", "call cpu s", "site cpu s", "peak MiB", "mem", "done", "mean flow", "agree", "other CPU"]
 
 
 def table_rows(rows: list[dict[str, Any]]) -> list[list[str]]:
@@ -515,7 +523,7 @@ def table_rows(rows: list[dict[str, Any]]) -> list[list[str]]:
             _fmt(wall, ".3f"), _fmt(r["jobs_per_s"], ",.0f"), _fmt(r["events_per_s"], ",.0f"), _fmt(r["messages_per_s"], ",.0f"),
             _fmt(r.get("windows"), ",d"), _fmt(r.get("ms_per_window"), ".2f"),
             _fmt(r.get("setup_s"), ".3f"), _fmt(r.get("loop_s"), ".3f") + ("*" if r.get("loop_includes_gather") else ""),
-            _fmt(r.get("gather_s"), ".3f"), _fmt(r.get("call_s"), ".3f"), _fmt(r.get("site_cpu_s"), ".3f"),
+            _fmt(r.get("gather_s"), ".3f"), _fmt(r.get("call_s"), ".3f"), _fmt(r.get("call_cpu_s"), ".2f"), _fmt(r.get("site_cpu_s"), ".3f"),
             _fmt(r["peak_mib"], ",.0f"), r["mem_method"], f"{r['finished']:,}/{r['jobs']:,}", _fmt(r.get("mean_flow"), ".6f"), agree,
             _fmt(r.get("other_cores"), ".2f"),
         ])
@@ -715,6 +723,7 @@ def main(argv: list[str] | None = None) -> int:
     print(
         "wall s: gridemu summary wall_seconds (shards built -> results gathered); heapq/SimPy: setup + loop + gather from the job arrays.\n"
         "jobs/s, events/s, msgs/s over wall s. call s: whole emulator.run call (workload generation, tables, checks, summary; not ray.init).\n"
+        "call cpu s: the machine's busy CPU seconds during that call (every process; on C cores the call takes at least call cpu s / C).\n"
         "setup s: shards built (Ray: actors started, shards built in them); loop s: the window loop (* loop and gathering); gather s: results.\n"
         "site cpu s: the sites' own event loops (columns path: the windows' array work), summed over shards. peak MiB: maxrss of the run's process; tree pss = driver + every Ray process, PSS summed.\n"
         "agree: same schedule = start, end and executing site of every job equal bit for bit to the reference's; else whether the mean flow\n"
