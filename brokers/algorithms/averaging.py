@@ -21,16 +21,21 @@ def averaging_plan(loads: Sequence[float]) -> list[tuple[int, int, float]]:
     mean = sum(loads) / n
     space = [max(0.0, mean - x) for x in loads]
     plan = []
+    # Receivers fill in index order and a filled one has exactly 0.0 left (x - x), so each
+    # sender starts where the last one stopped: one pass over the receivers in all, O(n)
+    # where a scan from 0 per sender is O(n^2), with the same amounts in the same order.
+    l = 0
     for k, load in enumerate(loads):
         if load <= mean:
             continue
         to_send = load - mean
-        for l in range(n):
-            if to_send <= 0:
-                break
+        while to_send > 0 and l < n:
             if space[l] > 0:
                 amount = min(space[l], to_send)
                 plan.append((k, l, amount))
                 space[l] -= amount
                 to_send -= amount
+                if space[l] > 0:
+                    break  # this sender is done; the next one goes on filling l
+            l += 1
     return plan
