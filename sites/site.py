@@ -14,7 +14,7 @@ import bisect
 import heapq
 import math
 from array import array
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Iterable
 
 import numpy as np
 
@@ -168,6 +168,12 @@ class Site:
     def send(self, now: float, dst: int, kind: str, job: tuple = (), **fields: Any) -> None:
         """Send a message of a declared kind with its named fields (and a job record for the
         kinds that carry one); it is delivered after the link latency, never inside this window."""
+        self.send_all(now, (dst,), kind, job, **fields)
+
+    def send_all(self, now: float, dsts: Iterable[int], kind: str, job: tuple = (), **fields: Any) -> None:
+        """``send`` the same message to each of ``dsts`` in order (the same sequence numbers,
+        latencies and fault draws as one ``send`` each); the checks and the payload are done
+        once, which is what an all-to-all broadcast spends most of its time on."""
         if now < self.bound:
             raise InvariantError(
                 f"causality: site {self.name} sent a {kind!r} message at t={now} before its declared send bound {self.bound}"
@@ -178,19 +184,25 @@ class Site:
             raise InvariantError(
                 f"site {self.name} sent a {kind!r} message, a kind its protocol does not declare (declared: {', '.join(self.kinds.names)})"
             ) from None
-        if self.links is not None and dst not in self.links:
-            raise InvariantError(
-                f"site {self.name} sent a {kind!r} message to site {dst}, which is not one of its neighbors in the network topology"
-            )
-        self.msg_seq += 1
-        self.sent[code] += 1
-        lat = self.latency if isinstance(self.latency, float) else self.latency[dst]
-        deliver = now + lat
-        if self.faults is not None:
-            deliver = self.faults.fate(now, self.site_id, dst, deliver, lat, self.kinds.kinds[code].job)
-            if deliver is None:
-                return
-        self.outbox.append((deliver, self.site_id, self.msg_seq, dst, now, code) + self.kinds.kinds[code].payload(job, fields))
+        links, me, outbox, faults = self.links, self.site_id, self.outbox, self.faults
+        latency = self.latency if isinstance(self.latency, float) else None
+        payload = self.kinds.kinds[code].payload(job, fields)
+        seq = self.msg_seq
+        for dst in dsts:
+            if links is not None and dst not in links:
+                raise InvariantError(
+                    f"site {self.name} sent a {kind!r} message to site {dst}, which is not one of its neighbors in the network topology"
+                )
+            seq += 1
+            self.msg_seq = seq
+            self.sent[code] += 1
+            lat = latency if latency is not None else self.latency[dst]
+            deliver = now + lat
+            if faults is not None:
+                deliver = faults.fate(now, me, dst, deliver, lat, self.kinds.kinds[code].job)
+                if deliver is None:
+                    continue
+            outbox.append((deliver, me, seq, dst, now, code) + payload)
 
     def job_record(self, slot: int, moves: int = 0) -> tuple:
         """The job's fields in JOB_DTYPE order; ``moves`` added to its migrations (a job leaving)."""

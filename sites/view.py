@@ -19,7 +19,7 @@ The queue and the processors: ``queued()``, ``running_slots()``, ``free_processo
 ``is_free(proc)``, ``free_count()``, ``backlog(now)``, ``load(now)``; ``scheduler_state()`` gives what the
 local scheduler exposes to protocols (the fairshare policy, the planned start times).
 
-Acting: ``send``, ``set_timer``, ``transfer``, ``receive_job``, ``enqueue``, ``dequeue``,
+Acting: ``send``, ``send_all`` (one message to many sites), ``set_timer``, ``transfer``, ``receive_job``, ``enqueue``, ``dequeue``,
 ``dispatch``, ``start``, ``preempt``, ``split``, ``offer``, ``withdraw``, ``keep``,
 ``announce``, ``plan``, ``count_migration``. Time: ``next_event_time()``,
 ``next_agent_event_time()``, ``next_message_time()``.
@@ -53,6 +53,7 @@ class SiteView:
         self.n_local: int = site.n_local
         # Actions and queries: the site's bound methods.
         self.send = site.send
+        self.send_all = site.send_all
         self.set_timer = site.set_timer
         self.transfer = site.transfer
         self.receive_job = site.receive_job

@@ -286,3 +286,43 @@ def test_planned_scheduler_starts_due_jobs_in_due_then_id_order_while_they_fit()
     sched.dispatch(site, 99.0)
     assert len(site.started) == 4 and sched.queued() == []
 
+
+# ------------------------------------------------------------------ sending
+
+
+def _sender(latency) -> "Site":
+    from gridemu.model.jobs import empty_jobs
+    from gridemu.model.messages import MessageKinds, message
+    from gridemu.sites.site import Site
+    from gridemu.sites.spec import SiteSpec
+
+    kinds = MessageKinds([message("ping", load="value", round="value2")])
+    return Site(SiteSpec(1, "s1", "o1", (1.0,), "fcfs"), empty_jobs(0), latency, 1, kinds)
+
+
+@pytest.mark.parametrize("latency", [2.0, np.array([0.5, 0.0, 1.5, 3.0])])
+def test_send_all_is_one_send_per_destination(latency):
+    # A broadcast goes through send_all (checks and payload once); what leaves the site must
+    # be what one send per destination gives: rows, sequence numbers, latencies, counters.
+    many, one = _sender(latency), _sender(latency)
+    many.send(0.5, 2, "ping", load=1.0)
+    one.send(0.5, 2, "ping", load=1.0)
+    many.send_all(1.0, [0, 2, 3], "ping", load=2.5, round=4)
+    for dst in (0, 2, 3):
+        one.send(1.0, dst, "ping", load=2.5, round=4)
+    assert many.outbox == one.outbox
+    assert [r[2] for r in many.outbox] == [1, 2, 3, 4]
+    assert [(r[1], r[3], r[4], r[6], r[7]) for r in many.outbox[1:]] == [(1, d, 1.0, 2.5, 4) for d in (0, 2, 3)]
+    assert [r[0] for r in many.outbox][1:] == [1.0 + (latency if isinstance(latency, float) else latency[d]) for d in (0, 2, 3)]
+    assert list(many.sent) == list(one.sent) and many.msg_seq == one.msg_seq == 4
+
+
+def test_send_all_refuses_a_site_off_the_topology_and_an_undeclared_kind():
+    from gridemu.model.errors import InvariantError
+
+    site = _sender(1.0)
+    site.links = frozenset({0, 2})
+    with pytest.raises(InvariantError, match="to site 3, which is not one of its neighbors"):
+        site.send_all(0.0, [0, 3], "ping", load=1.0)
+    with pytest.raises(InvariantError, match="'pong' message, a kind its protocol does not declare"):
+        site.send_all(0.0, [0], "pong")

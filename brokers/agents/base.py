@@ -102,9 +102,7 @@ class Agent:
 
     def broadcast(self, now: float, kind: str, job: tuple = (), **fields: Any) -> None:
         """Send the same message to every neighbor (every other site on the full graph)."""
-        site = self.site
-        for dst in self.neighbors():
-            site.send(now, dst, kind, job, **fields)
+        self.site.send_all(now, self.neighbors(), kind, job, **fields)
 
     def send_bound(self) -> float:
         """Earliest time this agent could send: by default its site's next event."""
