@@ -270,18 +270,20 @@ class Shard:
     def _outgoing(self, rows: list[tuple]) -> tuple[list[Any], dict[int, float]]:
         """Rows grouped by destination shard, and the earliest delivery time of each group."""
         out_min: dict[int, float] = {}
-        if not self.columnar and self.n_shards == 1:
+        if self.n_shards == 1:
             return [rows], ({0: min(rows)[0]} if rows else {})
-        if not self.columnar:
-            out: list[Any] = [[] for _ in range(self.n_shards)]
-            shard_of = self.shard_of
-            for row in rows:
-                d = shard_of[row[3]]
-                out[d].append(row)
-                if row[0] < out_min.get(d, math.inf):
-                    out_min[d] = row[0]
-            return out, out_min
-        return self._split(to_batch(rows) if rows else empty_batch())
+        out: list[Any] = [[] for _ in range(self.n_shards)]
+        shard_of = self.shard_of
+        for row in rows:
+            d = shard_of[row[3]]
+            out[d].append(row)
+            if row[0] < out_min.get(d, math.inf):
+                out_min[d] = row[0]
+        if self.columnar:
+            # Rows for other processes travel as arrays; the shard's own stay rows, as _keep_own
+            # delivers them here (an all-to-all broadcast keeps 1/S of its messages home).
+            out = [b if d == self.shard_id else to_batch(b) for d, b in enumerate(out)]
+        return out, out_min
 
     def _split(self, batch: np.ndarray) -> tuple[list[np.ndarray], dict[int, float]]:
         """A batch in delivery order cut by destination shard, and each part's earliest delivery."""
