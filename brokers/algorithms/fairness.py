@@ -39,33 +39,41 @@ def ef_violations(jobs: Sequence[GmJob], completion: Mapping[int, float]) -> lis
         return []
     ids = np.array([j.id for j in jobs])
     out: list[tuple[int, int]] = []
-    for rows, dom, late in _dominance_blocks(jobs, completion):
+    for rows, cols, dom, late in _dominance_blocks(jobs, completion):
         jj, kk = np.nonzero(dom & late)
-        out.extend((int(ids[rows.start + a]), int(ids[b])) for a, b in zip(jj, kk))
+        out.extend(zip(ids[rows[jj]].tolist(), ids[cols[kk]].tolist()))
     return sorted(out)
 
 
 def ef_counts(jobs: Sequence[GmJob], completion: Mapping[int, float]) -> tuple[int, int]:
     """(EF violations, comparable pairs j ≻ k): the figures of "violations per 1,000 pairs"."""
     bad = pairs = 0
-    for _, dom, late in _dominance_blocks(jobs, completion):
-        pairs += int(dom.sum())
-        bad += int((dom & late).sum())
+    for _, _, dom, late in _dominance_blocks(jobs, completion):
+        pairs += int(np.count_nonzero(dom))  # a bool .sum() widens every entry: ~10x slower
+        bad += int(np.count_nonzero(dom & late))
     return bad, pairs
 
 
 def _dominance_blocks(jobs: Sequence[GmJob], completion: Mapping[int, float], block: int = 1024):
-    """Rows of the j ≻ k matrix (Definition 1) and of d_j > d_k, a block of j at a time
-    (memory stays O(block × n) for runs of many jobs)."""
+    """Blocks of the j ≻ k matrix (Definition 1) and of d_j > d_k: ``(rows, cols, dom, late)``,
+    ``rows`` and ``cols`` the positions in ``jobs`` of the block's j and k.
+
+    Jobs are taken in release order, so a block of j compares only with the k released no
+    earlier than its first j (j ≻ k needs r_j ≤ r_k): about half the matrix. Memory stays
+    O(block × n) for runs of many jobs."""
     r = np.array([j.r for j in jobs], dtype=float)
-    t = np.array([j.t for j in jobs], dtype=float)
-    v = np.array([j.v0 for j in jobs], dtype=float)
-    d = np.array([completion[j.id] for j in jobs], dtype=float)
+    order = np.argsort(r, kind="stable")
+    r = r[order]
+    t = np.array([j.t for j in jobs], dtype=float)[order]
+    v = np.array([j.v0 for j in jobs], dtype=float)[order]
+    d = np.array([completion[j.id] for j in jobs], dtype=float)[order]
     for lo in range(0, len(jobs), block):
-        rows = slice(lo, min(lo + block, len(jobs)))
-        rj, tj, vj, dj = r[rows, None], t[rows, None], v[rows, None], d[rows, None]
-        dom = (rj <= r) & (vj >= v) & (tj <= t) & ((rj < r) | (vj > v))
-        yield rows, dom, dj > d + _TOL
+        hi = min(lo + block, len(jobs))
+        first = int(np.searchsorted(r, r[lo], side="left"))
+        rj, tj, vj, dj = r[lo:hi, None], t[lo:hi, None], v[lo:hi, None], d[lo:hi, None]
+        rk, tk, vk, dk = r[first:], t[first:], v[first:], d[first:]
+        dom = (rj <= rk) & (vj >= vk) & (tj <= tk) & ((rj < rk) | (vj > vk))
+        yield order[lo:hi], order[first:], dom, dj > dk + _TOL
 
 
 def wpm_violations(
