@@ -8,7 +8,8 @@ import numpy as np
 
 from gridemu.model.jobs import GONE, JOB_DTYPE, OFFERED, STATE_CODE
 from gridemu.model.messages import N_ROUTING
-from gridemu.sites.site import DONE, JOB_FIELDS, MESSAGE, PENDING, QUEUED, RUNNING, TRANSFERRED, column_name
+from gridemu.sites.job_columns import JOB_FIELDS, column_name
+from gridemu.sites.site import DONE, MESSAGE, PENDING, QUEUED, RUNNING, TRANSFERRED
 
 LOST = STATE_CODE["lost"]
 

@@ -20,8 +20,9 @@ import numpy as np
 
 from gridemu.model.errors import InvariantError
 from gridemu.model.messages import N_ROUTING, MessageKinds
-from gridemu.model.jobs import GONE, JOB_DTYPE, OFFERED, STATE_CODE
+from gridemu.model.jobs import GONE, OFFERED, STATE_CODE
 from gridemu.sites import faults, fcfs_recurrence
+from gridemu.sites.job_columns import JOB_FIELDS, column_name, sorted_by_release_and_id, typed_column
 from gridemu.sites.schedulers import make_scheduler
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -37,7 +38,6 @@ PENDING, QUEUED, RUNNING, DONE, TRANSFERRED = (
     STATE_CODE["pending"], STATE_CODE["queued"], STATE_CODE["running"], STATE_CODE["done"], STATE_CODE["transferred"]
 )
 
-JOB_FIELDS = JOB_DTYPE.names
 SIZE, FRAGMENT = (JOB_FIELDS.index(f) for f in ("size", "fragment"))
 
 
@@ -61,12 +61,12 @@ class Site:
         # One latency for all links, or this site's row of the latency matrix.
         self.latency = latency if isinstance(latency, float) else [float(x) for x in latency]
 
-        if len(jobs) > 1 and not _sorted_by_release_and_id(jobs):
+        if len(jobs) > 1 and not sorted_by_release_and_id(jobs):
             jobs = jobs[np.lexsort((jobs["job_id"], jobs["release"]))]
         # Job columns, one typed array per field (8 bytes a value, or 4 or 1, not a Python
         # object each): c_id, c_owner, c_group, c_release, ...
         for name in JOB_FIELDS:
-            setattr(self, column_name(name), _column(jobs[name]))
+            setattr(self, column_name(name), typed_column(jobs[name]))
         # The same columns in JOB_DTYPE's field order (a received record is appended field by field).
         self._columns = [getattr(self, column_name(name)) for name in JOB_FIELDS]
         self.n_local = len(jobs)
@@ -482,29 +482,4 @@ class Site:
             finished = int(np.count_nonzero(np.asarray(self.r_end[: self.cursor], dtype=float) < horizon))
             self.events += finished
             self.done = finished
-
-
-#: array.array type codes of JOB_DTYPE's field types.
-_TYPECODE = {np.dtype(np.float64): "d", np.dtype(np.int64): "q", np.dtype(np.int32): "i", np.dtype(np.int8): "b"}
-
-
-def _column(values: np.ndarray) -> array:
-    """A typed array holding a copy of a numpy column (same item type)."""
-    col = array(_TYPECODE[values.dtype])
-    col.frombytes(np.ascontiguousarray(values).tobytes())
-    return col
-
-
-def _sorted_by_release_and_id(jobs: np.ndarray) -> bool:
-    rel, ids = jobs["release"], jobs["job_id"]
-    step = np.diff(rel)
-    return bool((step > 0).all() or ((step >= 0).all() and (np.diff(ids)[step == 0] > 0).all()))
-
-
-_SHORT = {"job_id": "id", "submit_site": "submit"}
-
-
-def column_name(field: str) -> str:
-    """The Site attribute holding a job field's column (``c_size``, ``c_id``, ...)."""
-    return "c_" + _SHORT.get(field, field)
 

@@ -1,0 +1,35 @@
+"""A site's job columns: one typed array (``array.array``) per field of ``JOB_DTYPE``.
+
+A site holds its jobs as ``c_<field>`` columns indexed by slot (``sites/site.py``): 8, 4 or 1
+bytes a value instead of a Python object each, and appendable as jobs arrive.
+"""
+from __future__ import annotations
+
+from array import array
+
+import numpy as np
+
+from gridemu.model.jobs import JOB_DTYPE
+
+JOB_FIELDS = JOB_DTYPE.names
+#: array.array type codes of JOB_DTYPE's field types.
+_TYPECODE = {np.dtype(np.float64): "d", np.dtype(np.int64): "q", np.dtype(np.int32): "i", np.dtype(np.int8): "b"}
+_SHORT = {"job_id": "id", "submit_site": "submit"}
+
+
+def typed_column(values: np.ndarray) -> array:
+    """A typed array holding a copy of a numpy column (same item type)."""
+    col = array(_TYPECODE[values.dtype])
+    col.frombytes(np.ascontiguousarray(values).tobytes())
+    return col
+
+
+def sorted_by_release_and_id(jobs: np.ndarray) -> bool:
+    rel, ids = jobs["release"], jobs["job_id"]
+    step = np.diff(rel)
+    return bool((step > 0).all() or ((step >= 0).all() and (np.diff(ids)[step == 0] > 0).all()))
+
+
+def column_name(field: str) -> str:
+    """The Site attribute holding a job field's column (``c_size``, ``c_id``, ...)."""
+    return "c_" + _SHORT.get(field, field)
