@@ -24,7 +24,7 @@ from gridemu.sites import faults, fcfs_recurrence
 from gridemu.sites.faults import FaultPlan
 from gridemu.sites.fcfs_columns import FcfsColumns, RoutedSites
 from gridemu.sites.results import job_columns, usage_ledger
-from gridemu.sites.site import MESSAGE, Site
+from gridemu.sites.site import Site
 from gridemu.sites.spec import SiteSpec
 from gridemu.sites.view import SiteView
 
@@ -260,10 +260,12 @@ class Shard:
                 f"causality: message {self.kinds.names[row[5]]!r} from site {row[1]} (seq {row[2]}) to site "
                 f"{row[3]} due at t={row[0]} arrived after the window that ended at t={self.clock}"
             )
-        sites = self.sites
+        sites, per_site = self.sites, {}
         for i, row in zip(local, rows):
-            sites[i].deliver(row)
-        for i in set(local):  # a delivered message is an event, and may move the bound
+            per_site.setdefault(i, []).append(row)
+        for i, got in per_site.items():
+            sites[i].deliver(got)
+        for i in per_site:  # a delivered message is an event, and may move the bound
             self.next_t[i] = sites[i].next_event_time()
             self.bounds[i] = sites[i].send_bound()
 
@@ -390,7 +392,7 @@ def _live(site: Site) -> int:
         return site.n_local  # silent sites under a periodic protocol: never judged stalled
     busy = 0 if site.down else site.m - site.free_count
     job_kinds = site.kinds.kinds
-    travelling = sum(1 for e in site.heap if e[1] == MESSAGE and job_kinds[e[4][5]].job)
+    travelling = sum(1 for row in site.pending_messages() if job_kinds[row[5]].job)
     held = len(site.held) if site.down and site.up_at < math.inf else 0
     return busy + (site.n_local - site.cursor) + travelling + held
 

@@ -26,7 +26,7 @@ RUNNING = STATE_CODE["running"]
 def enable(site: "Site") -> None:
     """Run ``site`` by the recurrence from now on: an FCFS site of identical processors with
     no pending event, whose agent can never act."""
-    if not (type(site.scheduler) is FCFS and site.uniform and not site.heap):
+    if not (type(site.scheduler) is FCFS and site.uniform and not site.heap and not site.pending_messages()):
         raise ValueError("the FCFS recurrence needs an FCFS site with identical processors and no pending events")
     site.fast = True
     site._fp_free = [-INF] * site.m

@@ -9,7 +9,7 @@ import numpy as np
 from gridemu.model.jobs import GONE, JOB_DTYPE, OFFERED, STATE_CODE
 from gridemu.model.messages import N_ROUTING
 from gridemu.sites.job_columns import JOB_FIELDS, column_name
-from gridemu.sites.site import DONE, MESSAGE, PENDING, QUEUED, RUNNING, TRANSFERRED
+from gridemu.sites.site import DONE, PENDING, QUEUED, RUNNING, TRANSFERRED
 
 LOST = STATE_CODE["lost"]
 
@@ -52,7 +52,7 @@ def job_columns(sites: "list[Site]", horizon: float) -> dict[str, np.ndarray]:
     offered = state == OFFERED
     state, start, end = settle(state, start, end, horizon)
     # Jobs delivered to a site but due after the horizon are still travelling.
-    arriving = [(site.site_id, e[4][N_ROUTING:]) for site in sites if not site.fast for e in site.heap if e[1] == MESSAGE and e[4][5] == site.job_code]
+    arriving = [(site.site_id, row[N_ROUTING:]) for site in sites if not site.fast for row in site.pending_messages() if row[5] == site.job_code]
     if arriving:
         extra = np.array([rec for _, rec in arriving], dtype=JOB_DTYPE)
         cols = {name: np.concatenate([cols[name], extra[name]]) for name in JOB_FIELDS}

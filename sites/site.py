@@ -84,10 +84,15 @@ class Site:
 
         self.scheduler = make_scheduler(spec.scheduler, self)
         self._on_finish = getattr(self.scheduler, "finished", None)  # schedulers that account usage
-        self.heap: list[tuple] = []
-        # Times of pending timers and messages: what an agent that only reacts to
+        self.heap: list[tuple] = []  # completions, faults and timers
+        # Received messages not handled yet, sorted (delivery time, source, sequence number)
+        # from ``inbox_at`` on. Apart from the heap: a window's messages come in one batch,
+        # so one sort replaces a push and a pop each (advance merges the two).
+        self.inbox: list[tuple] = []
+        self.inbox_at = 0
+        # Times of pending timers: with the inbox's head, what an agent that only reacts to
         # those needs for its send bound.
-        self.agent_times: list[float] = []
+        self.timer_times: list[float] = []
         self.seq = 0
         self.msg_seq = 0
         self.outbox: list[tuple] = []
@@ -115,6 +120,8 @@ class Site:
 
     def next_event_time(self) -> float:
         t = self.heap[0][0] if self.heap else INF
+        if self.inbox_at < len(self.inbox) and self.inbox[self.inbox_at][0] < t:
+            t = self.inbox[self.inbox_at][0]
         if self.cursor < self.n_local and self.c_release[self.cursor] < t:
             t = self.c_release[self.cursor]
         return t
@@ -130,12 +137,14 @@ class Site:
         return min(bound, self.up_at) if self.down else bound
 
     def next_agent_event_time(self) -> float:
-        return self.agent_times[0] if self.agent_times else INF
+        """The earliest pending timer or message."""
+        t = self.timer_times[0] if self.timer_times else INF
+        return min(t, self.next_message_time())
 
     def next_message_time(self) -> float:
         """The earliest message delivered here and not handled yet (for agents that send
         only in answer to messages)."""
-        return min((e[0] for e in self.heap if e[1] == MESSAGE), default=INF)
+        return self.inbox[self.inbox_at][0] if self.inbox_at < len(self.inbox) else INF
 
     def queued(self) -> list[int]:
         return self.scheduler.queued()
@@ -308,7 +317,7 @@ class Site:
     def set_timer(self, when: float, tag: Any = None) -> None:
         self.seq += 1
         heapq.heappush(self.heap, (when, TIMER, self.seq, 0, tag))
-        heapq.heappush(self.agent_times, when)
+        heapq.heappush(self.timer_times, when)
 
     def enqueue(self, slot: int, now: float) -> None:
         self.r_state[slot] = QUEUED
@@ -370,10 +379,17 @@ class Site:
         self.seq += 1
         heapq.heappush(self.heap, (end, COMPLETE, self.seq, 0, slot))
 
-    def deliver(self, row: tuple) -> None:
-        """Queue a received message (a full message tuple) as an event at its delivery time."""
-        heapq.heappush(self.heap, (row[0], MESSAGE, row[1], row[2], row))
-        heapq.heappush(self.agent_times, row[0])
+    def deliver(self, rows: list[tuple]) -> None:
+        """Queue received messages (full message tuples) as events at their delivery times.
+        Called between windows only: never while ``advance`` reads the inbox."""
+        pending = self.inbox[self.inbox_at :] if self.inbox_at else self.inbox
+        pending.extend(rows)
+        pending.sort()  # (delivery, source, sequence) differ: no comparison reaches a payload
+        self.inbox, self.inbox_at = pending, 0
+
+    def pending_messages(self) -> list[tuple]:
+        """The messages delivered here and not handled yet, in order."""
+        return self.inbox[self.inbox_at :]
 
     def advance(self, until: float) -> None:
         """Handle every event of this site with time < until, in order."""
@@ -384,8 +400,20 @@ class Site:
         handlers, view_of = agent.handlers, tuple.__new__
         intercept = agent.intercepts_arrivals
         down = self.down
+        inbox, at = self.inbox, self.inbox_at
+        n_in = len(inbox)
         while True:
-            if self.cursor < self.n_local and (not heap or rel[self.cursor] < heap[0][0]):
+            # The next heap event or message: at one instant a message comes after
+            # completions and faults, before timers (and arrivals: the cursor, below).
+            if at < n_in:
+                t = inbox[at][0]
+                message = not heap or t < heap[0][0] or (t == heap[0][0] and heap[0][1] > MESSAGE)
+                if not message:
+                    t = heap[0][0]
+            else:
+                message = False
+                t = heap[0][0] if heap else INF
+            if self.cursor < self.n_local and rel[self.cursor] < t:
                 now = rel[self.cursor]
                 if now >= until:
                     return
@@ -401,8 +429,22 @@ class Site:
                 sched.push(slot)
                 sched.dispatch(self, now)
                 continue
-            if not heap or heap[0][0] >= until:
+            if t >= until:
+                if at == n_in and n_in:
+                    self.inbox, self.inbox_at = [], 0
                 return
+            if message:
+                row = inbox[at]
+                at += 1
+                self.inbox_at = at
+                self.events += 1
+                if down:
+                    faults.hold_message(self, t, row)
+                    continue
+                self.received += 1
+                code = row[5]
+                handlers[code](t, view_of(views[code], row))
+                continue
             now, kind, _, _, payload = heapq.heappop(heap)
             if kind == COMPLETE and now != self.r_end[payload]:
                 continue  # the piece was cut shorter and completed earlier
@@ -414,16 +456,8 @@ class Site:
                 # scheduling, Alg. 5.1, picks from all of them; FCFS and SPT start the same).
                 if not self._completes_now(now):
                     sched.dispatch(self, now)
-            elif kind == MESSAGE:
-                heapq.heappop(self.agent_times)
-                if down:
-                    faults.hold_message(self, now, payload)
-                    continue
-                self.received += 1
-                code = payload[5]
-                handlers[code](now, view_of(views[code], payload))
             elif kind == TIMER:
-                heapq.heappop(self.agent_times)
+                heapq.heappop(self.timer_times)
                 if down:
                     if self.up_at < INF:  # it fires at the repair
                         self.set_timer(self.up_at, payload)

@@ -290,14 +290,14 @@ def test_planned_scheduler_starts_due_jobs_in_due_then_id_order_while_they_fit()
 # ------------------------------------------------------------------ sending
 
 
-def _sender(latency) -> "Site":
+def _sender(latency, jobs=None) -> "Site":
     from gridemu.model.jobs import empty_jobs
     from gridemu.model.messages import MessageKinds, message
     from gridemu.sites.site import Site
     from gridemu.sites.spec import SiteSpec
 
     kinds = MessageKinds([message("ping", load="value", round="value2")])
-    return Site(SiteSpec(1, "s1", "o1", (1.0,), "fcfs"), empty_jobs(0), latency, 1, kinds)
+    return Site(SiteSpec(1, "s1", "o1", (1.0,), "fcfs"), empty_jobs(0) if jobs is None else jobs, latency, 1, kinds)
 
 
 @pytest.mark.parametrize("latency", [2.0, np.array([0.5, 0.0, 1.5, 3.0])])
@@ -326,3 +326,59 @@ def test_send_all_refuses_a_site_off_the_topology_and_an_undeclared_kind():
         site.send_all(0.0, [0, 3], "ping", load=1.0)
     with pytest.raises(InvariantError, match="'pong' message, a kind its protocol does not declare"):
         site.send_all(0.0, [0], "pong")
+
+
+
+def test_a_site_takes_messages_in_order_after_completions_and_before_timers_and_arrivals():
+    # Received messages wait in the site's inbox, sorted per batch, apart from its heap of
+    # completions and timers; the event loop merges the two by the kind rank of DESIGN.md:
+    # at one instant completions, then messages (by source and sequence number), timers,
+    # local arrivals.
+    import math
+
+    from gridemu.brokers.agents.base import Agent, GridInfo
+    from gridemu.model.jobs import empty_jobs
+    from gridemu.model.messages import NO_JOB
+    from gridemu.sites.view import SiteView
+
+    jobs = empty_jobs(2)
+    jobs["job_id"], jobs["release"], jobs["size"], jobs["submit_site"] = [0, 1], [0.0, 2.0], [2.0, 1.0], 1
+    site = _sender(1.0, jobs)
+    log = []
+
+    class Log(Agent):
+        intercepts_arrivals = True
+
+        def on_arrival(self, now, slot):
+            log.append(("arrival", now))
+            return False
+
+        def on_complete(self, now, slot):
+            log.append(("complete", now))
+
+        def on_timer(self, now, tag):
+            log.append(("timer", now, tag))
+
+        def on_ping(self, now, msg):
+            log.append(("ping", now, msg.src, msg.seq))
+
+    site.agent = Log(SiteView(site), GridInfo(4, (0, 1, 2, 3), 1, 1.0), {})
+    code = site.kinds.code["ping"]
+
+    def row(t, src, seq):
+        return (t, src, seq, 1, t - 1.0, code, 0.0, 0.0) + NO_JOB
+
+    site.set_timer(2.0, "t")
+    site.deliver([row(2.0, 3, 1), row(1.5, 2, 7), row(2.0, 0, 5)])  # a batch in no order
+    assert site.next_message_time() == 1.5 and site.next_agent_event_time() == 1.5
+    site.advance(1.8)
+    assert log == [("arrival", 0.0), ("ping", 1.5, 2, 7)]
+    assert site.next_message_time() == 2.0 and site.next_event_time() == 2.0
+    site.deliver([row(3.0, 0, 6), row(2.0, 2, 8)])  # merged with the two still pending
+    site.advance(10.0)
+    assert log[2:] == [
+        ("complete", 2.0), ("ping", 2.0, 0, 5), ("ping", 2.0, 2, 8), ("ping", 2.0, 3, 1), ("timer", 2.0, "t"), ("arrival", 2.0),
+        ("complete", 3.0), ("ping", 3.0, 0, 6),
+    ]
+    assert site.received == 5 and site.pending_messages() == []
+    assert site.next_message_time() == math.inf and site.next_agent_event_time() == math.inf
