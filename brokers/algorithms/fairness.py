@@ -59,21 +59,27 @@ def _dominance_blocks(jobs: Sequence[GmJob], completion: Mapping[int, float], bl
     ``rows`` and ``cols`` the positions in ``jobs`` of the block's j and k.
 
     Jobs are taken in release order, so a block of j compares only with the k released no
-    earlier than its first j (j ≻ k needs r_j ≤ r_k): about half the matrix. Memory stays
-    O(block × n) for runs of many jobs."""
+    earlier than its first j (j ≻ k needs r_j ≤ r_k): about half the matrix. The k released
+    after the block's last j (most of them) need no release test at all, so they come as a
+    second block with the two other tests only. Memory stays O(block × n)."""
     r = np.array([j.r for j in jobs], dtype=float)
     order = np.argsort(r, kind="stable")
     r = r[order]
     t = np.array([j.t for j in jobs], dtype=float)[order]
     v = np.array([j.v0 for j in jobs], dtype=float)[order]
     d = np.array([completion[j.id] for j in jobs], dtype=float)[order]
-    for lo in range(0, len(jobs), block):
-        hi = min(lo + block, len(jobs))
+    n = len(jobs)
+    for lo in range(0, n, block):
+        hi = min(lo + block, n)
         first = int(np.searchsorted(r, r[lo], side="left"))
+        later = int(np.searchsorted(r, r[hi - 1], side="right"))  # r_k > every r_j from here
         rj, tj, vj, dj = r[lo:hi, None], t[lo:hi, None], v[lo:hi, None], d[lo:hi, None]
-        rk, tk, vk, dk = r[first:], t[first:], v[first:], d[first:]
+        rk, tk, vk = r[first:later], t[first:later], v[first:later]
         dom = (rj <= rk) & (vj >= vk) & (tj <= tk) & ((rj < rk) | (vj > vk))
-        yield order[lo:hi], order[first:], dom, dj > dk + _TOL
+        yield order[lo:hi], order[first:later], dom, dj > d[first:later] + _TOL
+        if later < n:
+            dom = (vj >= v[later:]) & (tj <= t[later:])
+            yield order[lo:hi], order[later:], dom, dj > d[later:] + _TOL
 
 
 def wpm_violations(
