@@ -182,14 +182,14 @@ def _fcfs_schedule(release: np.ndarray, size: np.ndarray, machines: int, t_end: 
     instant). Identical processors and one queue in submission order make that list
     scheduling the event loop's FCFS (starts never decrease: past t_end none follows)."""
     free = [0] * machines
-    rows = []
+    starts = []  # ints, not (s, p) tuples: RAND builds thousands of these, millions of rows each
     for r, p in zip(release.tolist(), size.tolist()):
         s = r if r > free[0] else free[0]
         if s >= t_end:
             break
         heapq.heapreplace(free, s + p)
-        rows.append((s, p))
-    return np.asarray(rows, dtype=np.int64).reshape(-1, 2)
+        starts.append(s)
+    return np.column_stack((np.array(starts, dtype=np.int64), size[: len(starts)].astype(np.int64)))
 
 
 def _rand_estimator(jobs, procs, t_end, samples, seed) -> tuple[_Piecewise, int]:
