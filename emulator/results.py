@@ -8,7 +8,7 @@ fragments.parquet) or on a site that records no placement) and proc_set (for a j
 than one processor, its processors as an interval set, "0-3 7").
 ``fragments.parquet``: where some job was split (divisible load), one row per piece.
 ``sites.parquet``: one row per site: site_id, name, owner, procs, speed_mean, events,
-cpu_seconds (time its event loop took: the cost of its own decisions), messages_sent,
+cpu_seconds (CPU time of its event loop: the cost of its own decisions), messages_sent,
 messages_received, sent_<kind> for every message kind of the protocol, jobs_executed,
 busy, utilization.
 ``timeseries.parquet``: what the protocol records (averaging: one row per site and round).

@@ -297,3 +297,34 @@ def test_piece_order_sorts_by_job_then_fragment(rows, whole_jobs):
     ids = np.array([r[0] for r in rows], dtype=np.int64)
     fragment = np.array([r[1] for r in rows], dtype=np.int64)
     assert _piece_order(ids, fragment).tolist() == np.lexsort((fragment, ids)).tolist()
+
+
+def test_site_cpu_is_the_windows_thread_cpu_shared_by_each_sites_wall_slice(monkeypatch):
+    # Each site is timed on the wall clock and the window's thread CPU is shared in
+    # proportion, so time a shard spends waiting for a core charges no site. Clocks made
+    # deterministic: the wall clock moves 1 a read, the thread's CPU clock not at all (a
+    # shard that never ran: every cost 0) or by far more than the wall (capped: each
+    # site's share is its wall slices, 1 per window in which it ran).
+    import gridemu.emulator.shard as shard_module
+
+    class Clocks:
+        def __init__(self, cpu_step: float):
+            self.wall, self.cpu, self.cpu_step = 0.0, 0.0, cpu_step
+
+        def perf_counter(self) -> float:
+            self.wall += 1.0
+            return self.wall
+
+        def thread_time(self) -> float:
+            self.cpu += self.cpu_step
+            return self.cpu
+
+    costs = {}
+    for cpu_step in (0.0, 1e12):
+        monkeypatch.setattr(shard_module, "time", Clocks(cpu_step))
+        result = emulator.run("quickstart", backend="inprocess", overrides={"workload.jobs": 400})
+        costs[cpu_step] = result.sites["cpu_seconds"].to_numpy()
+    assert (costs[0.0] == 0).all()
+    visits = costs[1e12]
+    assert (visits >= 1).all() and (visits == np.round(visits)).all()
+    assert visits.sum() <= result.summary["global"]["windows"] * len(visits)
