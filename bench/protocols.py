@@ -71,8 +71,9 @@ whole ``emulator.run`` call (also workload generation, result tables, checks, su
 CPU seconds during that call (every process: the driver, Ray's actors and its own
 processes, and any other load, which "other CPU" shows): on C cores no call can be shorter
 than call cpu s / C. "ms/win": loop s per window.
-"site cpu s": the summed time of the sites' own event loops (``site_cpu_seconds``; where
-sites run as numpy columns, the time of the windows' array work); the
+"site cpu s": the summed CPU time of the sites' own event loops (``site_cpu_seconds``; where
+sites run as numpy columns, the CPU time of the windows' array work; elapsed time before
+6423060, which counted a shard waiting for a core); the
 rest of the loop is the kernel's per-window work (delivering batches, send bounds,
 next-event scans, batching messages, the coordinator). "peak MiB": in-process engines
 ``ru_maxrss`` of the run's process; Ray: the driver and every process under it, PSS
@@ -725,7 +726,7 @@ def main(argv: list[str] | None = None) -> int:
         "jobs/s, events/s, msgs/s over wall s. call s: whole emulator.run call (workload generation, tables, checks, summary; not ray.init).\n"
         "call cpu s: the machine's busy CPU seconds during that call (every process; on C cores the call takes at least call cpu s / C).\n"
         "setup s: shards built (Ray: actors started, shards built in them); loop s: the window loop (* loop and gathering); gather s: results.\n"
-        "site cpu s: the sites' own event loops (columns path: the windows' array work), summed over shards. peak MiB: maxrss of the run's process; tree pss = driver + every Ray process, PSS summed.\n"
+        "site cpu s: the sites' own event loops' CPU time (columns path: the windows' array work), summed over shards. peak MiB: maxrss of the run's process; tree pss = driver + every Ray process, PSS summed.\n"
         "agree: same schedule = start, end and executing site of every job equal bit for bit to the reference's; else whether the mean flow\n"
         "time is within 3 standard errors of the reference's and every job finished. other CPU: cores used by other processes (noise)."
     )
