@@ -15,7 +15,7 @@ import numpy as np
 
 from gridemu.brokers.protocol import Traffic
 from gridemu.emulator.scenario import Scenario
-from gridemu.model.checks import per_site_values
+from gridemu.model.checks import per_site_array
 from gridemu.scenarios.workload import generate_jobs, poisson_size, streams_extent
 
 #: Past these an estimate is worth a warning: such a run may not end in practice.
@@ -64,12 +64,12 @@ def estimate(sc: Scenario) -> Estimate:
     capacity = float(sum(sum(s.speeds) for s in sites))
     if wl["kind"] == "poisson":
         jobs = poisson_size(wl, len(sites))
-        rates = np.asarray(per_site_values("workload.rate", wl.get("rate", 1.0), len(sites)))
+        rates = per_site_array("workload.rate", wl.get("rate", 1.0), len(sites))
         span = float(wl["until"]) if "jobs" not in wl else jobs / float(rates.sum())
         procs = wl.get("procs", 1)
         mean_procs = (procs["low"] + procs.get("high", procs["low"])) / 2 if isinstance(procs, dict) else float(procs)
-        size = np.asarray(per_site_values("workload.alpha", wl.get("alpha", 2.0), len(sites))) * np.asarray(
-            per_site_values("workload.beta", wl.get("beta", 2.0), len(sites))
+        size = per_site_array("workload.alpha", wl.get("alpha", 2.0), len(sites)) * per_site_array(
+            "workload.beta", wl.get("beta", 2.0), len(sites)
         )
         work = float((rates / rates.sum() * size).sum()) * jobs * mean_procs
     elif wl["kind"] == "streams":

@@ -44,6 +44,11 @@ def choice(key: str, value: Any, allowed: tuple[str, ...]) -> str:
     return value
 
 
+def per_site_array(key: str, value: Any, n: int, **checks: Any) -> np.ndarray:
+    """:func:`per_site_values` as a numpy array."""
+    return np.array(per_site_values(key, value, n, **checks))
+
+
 def per_site_values(key: str, value: Any, n: int, **checks: Any) -> list[float]:
     """A scalar for every site, a list with one value per site, a table
     ``{default = x, 0 = y, ...}``: x for every site but those named by index (so a grid with

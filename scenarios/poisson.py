@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from gridemu.model.checks import per_site_values
+from gridemu.model.checks import per_site_array
 from gridemu.model.errors import ScenarioError
 from gridemu.model.jobs import empty_jobs
 from gridemu.model.rng import PURPOSE_ARRIVALS, PURPOSE_PROCS, PURPOSE_SIZES, site_rng
@@ -37,10 +37,10 @@ def draw_sites(draws: SiteDraws, sites: list["SiteSpec"]) -> np.ndarray:
     """The jobs of ``sites`` (any subset, in the given order), each site's in release order:
     rate λ per site, gamma(α shape, β scale) sizes, ``jobs`` split over all sites by rate."""
     wl, n, seed = draws.workload, draws.n_sites, draws.seed
-    rate = np.array(per_site_values("workload.rate", wl.get("rate", 1.0), n, positive=True))
-    alpha = np.array(per_site_values("workload.alpha", wl.get("alpha", 2.0), n, positive=True))
-    beta = np.array(per_site_values("workload.beta", wl.get("beta", 2.0), n, positive=True))
-    priority = np.array(per_site_values("workload.priority", wl.get("priority", 0.0), n, nonneg=True))
+    rate = per_site_array("workload.rate", wl.get("rate", 1.0), n, positive=True)
+    alpha = per_site_array("workload.alpha", wl.get("alpha", 2.0), n, positive=True)
+    beta = per_site_array("workload.beta", wl.get("beta", 2.0), n, positive=True)
+    priority = per_site_array("workload.priority", wl.get("priority", 0.0), n, nonneg=True)
     until = float(wl.get("until", math.inf))
     counts = _split_total(int(wl["jobs"]), rate) if "jobs" in wl else None
     releases = []

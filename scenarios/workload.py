@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 
 from gridemu.model.errors import ScenarioError, WorkloadError
-from gridemu.model.checks import check_number, check_sequential, choice, per_site_values
+from gridemu.model.checks import check_number, check_sequential, choice, per_site_array
 from gridemu.model.jobs import JOB_DTYPE, empty_jobs, number_jobs
 from gridemu.scenarios import dedicated, poisson, propositions
 
@@ -45,15 +45,11 @@ RIGID_MODELS = ("uni", "lublin")
 MAX_JOBS = 100_000_000
 
 
-def _per_site(key: str, value: Any, n: int, **checks: Any) -> np.ndarray:
-    return np.array(per_site_values(key, value, n, **checks))
-
-
 def poisson_size(wl: dict[str, Any], n_sites: int) -> float:
     """The jobs a Poisson workload makes: ``jobs``, or about its rates × ``until`` (not drawn)."""
     if "jobs" in wl:
         return float(wl["jobs"])
-    return float(_per_site("workload.rate", wl.get("rate", 1.0), n_sites).sum()) * float(wl["until"])
+    return float(per_site_array("workload.rate", wl.get("rate", 1.0), n_sites).sum()) * float(wl["until"])
 
 
 def check_workload(wl: dict[str, Any], sites: list["SiteSpec"]) -> None:
@@ -61,11 +57,11 @@ def check_workload(wl: dict[str, Any], sites: list["SiteSpec"]) -> None:
     kind = wl["kind"]
     n = len(sites)
     if kind == "poisson":
-        rates = _per_site("workload.rate", wl.get("rate", 1.0), n, positive=True, finite=True)
+        rates = per_site_array("workload.rate", wl.get("rate", 1.0), n, positive=True, finite=True)
         if rates.max() > np.finfo(float).max / max(1, n):  # their sum must stay a finite number
             raise ScenarioError("workload.rate", f"the rates add up to more than a float holds (largest {rates.max():g})")
-        alpha = _per_site("workload.alpha", wl.get("alpha", 2.0), n, positive=True, finite=True)
-        beta = _per_site("workload.beta", wl.get("beta", 2.0), n, positive=True, finite=True)
+        alpha = per_site_array("workload.alpha", wl.get("alpha", 2.0), n, positive=True, finite=True)
+        beta = per_site_array("workload.beta", wl.get("beta", 2.0), n, positive=True, finite=True)
         # A gamma draw is below x with probability about (x / beta)^alpha / Gamma(alpha + 1):
         # with a tiny shape, sizes underflow to 0 (x = the smallest float) for a good share of jobs.
         zero = np.exp(alpha * (np.log(np.finfo(float).smallest_subnormal) - np.log(beta)))
@@ -89,7 +85,7 @@ def check_workload(wl: dict[str, Any], sites: list["SiteSpec"]) -> None:
                     f"{poisson_size(wl, n):.3g} jobs (at most {MAX_JOBS:,}: split the study, or give workload.jobs)"
                 )
         _check_procs(wl.get("procs", 1), sites)
-        _per_site("workload.priority", wl.get("priority", 0.0), n, nonneg=True, finite=True)
+        per_site_array("workload.priority", wl.get("priority", 0.0), n, nonneg=True, finite=True)
         integral = wl.get("integral", False)
         if integral != "releases" and not isinstance(integral, bool):
             raise ScenarioError("workload.integral", f'must be true or false, or "releases" (floor releases only), got {integral!r}')
