@@ -5,8 +5,8 @@ B the earliest send bound of any site (an in-flight message counts as a bound of
 destination, whose agent may answer it), the next window is [T, W) with
 W = max(B, T) + lookahead. No message sent inside the window can be delivered inside
 it, so shards handle their events independently. Windows are capped at 1/``WINDOW_SLICES``
-of the workload's span where agents may send or progress is shown (see the loop); a
-shorter window never changes the job table.
+of the workload's span (never below the lookahead while jobs are released) where agents may
+send or progress is shown (see the loop); a shorter window never changes the job table.
 """
 from __future__ import annotations
 
@@ -190,6 +190,9 @@ def run_windows(
         if math.isfinite(horizon):
             span = min(span, horizon) if span > 0 else horizon
         slice_ = max(span, lookahead) / WINDOW_SLICES
+        # Every window may reach T + lookahead (W = max(B, T) + lookahead): while jobs are
+        # still released, a cap below that would only add barriers.
+        releasing_cap = max(slice_, lookahead)
         last = resume or ckpt.Checkpoint(0, status, [[] for _ in range(n_shards)], [math.inf] * n_shards, None)
         windows, infos, inboxes, in_min = _restart(last)
         setup = time.perf_counter() - t0  # building shards (Ray: starting actors)
@@ -207,12 +210,15 @@ def run_windows(
                 break
             bound = min(min(i.bound for i in infos), min(in_min))
             # Periodic protocols' timers run until the barrier that sees the last job finish,
-            # so their windows have a fixed cap: the run then ends after the same events
-            # whatever the windows' other bounds. Sites that never talk get one window (every
-            # barrier costs a Ray round trip) unless progress is shown. Other talking sites'
-            # windows are bounded by their send bounds and the lookahead alone.
+            # so their windows have a cap that depends on T alone: the run then ends after
+            # the same events whatever the windows' other bounds. It is 1/200 of the span,
+            # and never shorter than the lookahead until the last release; after it, 1/200,
+            # so the run ends close to the last job's end (a longer last window would add
+            # rounds of reports that nobody reads). Sites that never talk get one window
+            # (every barrier costs a Ray round trip) unless progress is shown. Other talking
+            # sites' windows are bounded by their send bounds and the lookahead alone.
             if periodic or (on_progress is not None and math.isinf(bound)):
-                cap = slice_
+                cap = releasing_cap if start < span else slice_
             else:
                 cap = math.inf
             until = min(max(bound, start) + lookahead, horizon, start + cap)

@@ -100,6 +100,22 @@ def test_windows_follow_send_bounds():
     assert avg["messages"]["load"] > 0
 
 
+def test_periodic_windows_are_never_shorter_than_the_lookahead():
+    """Every window may reach T + lookahead, so while jobs are released a periodic
+    protocol's cap (1/200 of the span) does not cut windows below it: fewer barriers, the
+    same job table, and the same counts for any shard count (windows depend on T alone)."""
+    data = small_grid("averaging", jobs=400, network={"latency": 5.0})  # span/200 is about 0.6
+    long = emulator.run(data)
+    short = emulator.run(data, overrides={"run.lookahead": 0.25})
+    pd.testing.assert_frame_equal(long.jobs, short.jobs)
+    assert (long.jobs["migrations"] > 0).any()
+    assert long.summary["global"]["windows"] * 3 < short.summary["global"]["windows"]  # 35 against 164
+    sharded = emulator.run(data, shards=3)
+    pd.testing.assert_frame_equal(long.jobs, sharded.jobs)
+    for key in ("windows", "events", "messages"):
+        assert sharded.summary["global"][key] == long.summary["global"][key]
+
+
 # ------------------------------------------------------------------ conservation (property)
 
 
