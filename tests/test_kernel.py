@@ -100,7 +100,7 @@ def test_windows_follow_send_bounds():
     assert avg["messages"]["load"] > 0
 
 
-def test_periodic_windows_are_never_shorter_than_the_lookahead():
+def test_periodic_windows_reach_the_lookahead_while_jobs_are_released():
     """Every window may reach T + lookahead, so while jobs are released a periodic
     protocol's cap (1/200 of the span) does not cut windows below it: fewer barriers, the
     same job table, and the same counts for any shard count (windows depend on T alone)."""
