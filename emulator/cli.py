@@ -161,7 +161,32 @@ def _with_progress(args: argparse.Namespace, out: Path, go: Any) -> Any:
     if not args.quiet:
         print_summary(result.summary)
         print(f"results written to {out}/")
+    note = barrier_note(result.summary)
+    if note:
+        print(f"gridemu: note: {note}", file=sys.stderr)
     return result
+
+
+#: A Ray run's window loop that took at least this long while each shard's sites worked less
+#: than this share of it went to barriers (docs/benchmarks.md, chapter-4 protocols).
+BARRIER_NOTE_SECONDS, BARRIER_NOTE_SHARE = 10.0, 0.25
+
+
+def barrier_note(summary: dict) -> str | None:
+    """Advice after a Ray run that spent its time in barriers (a chatty protocol: thousands of
+    windows with little work in each), where one process would have been faster."""
+    g = summary["global"]
+    if g.get("backend") != "ray" or g.get("site_cpu_seconds") is None or not g.get("windows"):
+        return None
+    loop = g["wall_seconds"] - g.get("setup_seconds", 0.0)
+    work = g["site_cpu_seconds"] / max(1, g["shards"])
+    if loop < BARRIER_NOTE_SECONDS or work >= BARRIER_NOTE_SHARE * loop:
+        return None
+    return (
+        f"{g['windows']:,} windows took {loop:.0f} s ({1000 * loop / g['windows']:.1f} ms each), and each shard's sites "
+        f"worked {work:.1f} s of it: on Ray every window is a round trip to every shard, so a run this chatty is "
+        "faster in one process (--backend inprocess)"
+    )
 
 
 def _resume_hint(out: Path) -> None:

@@ -712,3 +712,22 @@ def test_a_key_of_another_protocol_is_a_warning_naming_this_protocols_keys(capsy
     assert "protocol.choices is not read by the averaging protocol (its keys: period, start, exchange): ignored" in err
     assert run_cli("validate", "quickstart") == 0
     assert "not read by" not in capsys.readouterr().err
+
+
+def test_a_ray_run_spent_in_barriers_gets_a_note_naming_the_one_process_backend(tmp_path, capsys):
+    # Figures of `gridemu run bilb --backend ray --shards 2` on 2 cores (2026-11-25): 107 s
+    # where one process took 9.9 s.
+    import argparse
+    from types import SimpleNamespace
+
+    from gridemu.emulator import cli
+
+    chatty = {"backend": "ray", "shards": 2, "wall_seconds": 107.1, "setup_seconds": 0.5, "windows": 36955, "site_cpu_seconds": 16.8}
+    result = SimpleNamespace(summary={"global": chatty})
+    assert cli._with_progress(argparse.Namespace(quiet=True), tmp_path, lambda bar: result) is result
+    err = capsys.readouterr().err
+    assert "gridemu: note: 36,955 windows took 107 s (2.9 ms each), and each shard's sites worked 8.4 s" in err
+    assert "--backend inprocess" in err
+    # Not for one process, a short loop, or shards whose sites did most of the work.
+    for other in ({"backend": "inprocess", "shards": 1}, {"wall_seconds": 8.0}, {"site_cpu_seconds": 60.0}, {"site_cpu_seconds": None}):
+        assert cli.barrier_note({"global": {**chatty, **other}}) is None
