@@ -274,7 +274,7 @@ class Shard:
             per_site.setdefault(i, []).append(row)
         for i, got in per_site.items():
             sites[i].deliver(got)
-        for i in per_site:  # a delivered message is an event, and may move the bound
+            # A delivered message is an event, and may move the bound.
             self.next_t[i] = sites[i].next_event_time()
             self.bounds[i] = sites[i].send_bound()
 

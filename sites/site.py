@@ -195,7 +195,8 @@ class Site:
             ) from None
         links, me, outbox, faults = self.links, self.site_id, self.outbox, self.faults
         latency = self.latency if isinstance(self.latency, float) else None
-        payload = self.kinds.kinds[code].payload(job, fields)
+        message = self.kinds.kinds[code]
+        payload = message.payload(job, fields)
         seq = self.msg_seq
         for dst in dsts:
             if links is not None and dst not in links:
@@ -208,7 +209,7 @@ class Site:
             lat = latency if latency is not None else self.latency[dst]
             deliver = now + lat
             if faults is not None:
-                deliver = faults.fate(now, me, dst, deliver, lat, self.kinds.kinds[code].job)
+                deliver = faults.fate(now, me, dst, deliver, lat, message.job)
                 if deliver is None:
                     continue
             outbox.append((deliver, me, seq, dst, now, code) + payload)
