@@ -256,6 +256,18 @@ def test_conservation_check_names_the_job():
     pieces.loc[2, "size"] = 0.5
     with pytest.raises(InvariantError, match="job 1 has size 1.0 but its pieces add up to 0.75"):
         check_conservation(pieces, submitted)
+    # Whole jobs (the path without a search), submitted in any order.
+    whole = pd.DataFrame({"job_id": [0, 1, 2], "fragment": 0, "release": 0.0, "size": 1.0, "procs": 1})
+    check_conservation(whole, submitted[::-1])
+    whole.loc[2, "release"] = 3.0
+    with pytest.raises(InvariantError, match="job 2 changed its release"):
+        check_conservation(whole, submitted[::-1])
+    whole.loc[2, "release"] = 0.0
+    whole.loc[1, "size"] = 2.0
+    with pytest.raises(InvariantError, match="job 1 has size 1.0 but its pieces add up to 2.0"):
+        check_conservation(whole, submitted)
+    with pytest.raises(InvariantError, match="job 3 appeared from nowhere"):
+        check_conservation(pd.DataFrame({"job_id": [0, 1, 2, 3], "fragment": 0, "release": 0.0, "size": 1.0, "procs": 1}), submitted)
 
 
 def test_guarantee_check_names_the_late_job():
