@@ -592,6 +592,15 @@ def ratios(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
                     f"{(inproc['wall_s'] - inproc.get('setup_s', 0)) / max(1e-9, r['wall_s'] - r.get('setup_s', 0)):.2f}x; "
                     f"call {r['call_s']:.2f} s vs {inproc['call_s']:.2f} s")
             add(f"{model}: ray {k} shards faster than in-process, whole call", v, f">= {target:g}x" if target else "(no target)", ok, note)
+        if inproc and inproc.get("call_s") and inproc.get("wall_s") is not None and inproc["call_s"] > inproc["wall_s"]:
+            # The driver's part of the call (scenario facts, job and site tables, checks,
+            # summary) runs once whatever the shards: Amdahl's bound on any backend's speed-up.
+            serial = inproc["call_s"] - inproc["wall_s"]
+            bound = inproc["call_s"] / serial
+            add(f"{model}: the most any shard count could give, whole call", bound, "(Amdahl: call / driver's serial part)", None,
+                f"{serial:.2f} s of the {inproc['call_s']:.2f} s in-process call is the driver's alone; even with shards that take no "
+                f"time and no Ray start-up, no shard count beats {bound:.2f}x"
+                + (f" (below the {TARGET_RAY16_CALL:g}x target)" if model == "10000x1M" and bound < TARGET_RAY16_CALL else ""))
         if model == "10000x10M":
             for r in rows:
                 if r["model"] != model or r is not find(rows, r["engine"], model) or r.get("call_s") is None:
