@@ -29,9 +29,10 @@ def check_conservation(pieces: pd.DataFrame, submitted: np.ndarray) -> None:
     if twin.any():
         k = int(np.flatnonzero(twin)[0])
         raise InvariantError(f"conservation: job {int(ids[k])} (fragment {int(frag[k])}) is held by two sites at the end")
-    # Sorted rows: each job's first piece starts a run, no sort needed.
-    starts = np.r_[True, ids[1:] != ids[:-1]] if len(ids) else np.zeros(0, dtype=bool)
-    uniq = ids[starts] if (ids[1:] >= ids[:-1]).all() else np.unique(ids)
+    if len(ids) and (ids[1:] >= ids[:-1]).all():  # sorted: each job's first piece starts a run, no sort needed
+        uniq = ids[np.r_[True, ids[1:] != ids[:-1]]]
+    else:
+        uniq = np.unique(ids)
     want = submitted["job_id"]
     ordered = len(want) < 2 or bool((want[1:] > want[:-1]).all())  # the shards' jobs come in id order
     sub = submitted if ordered else submitted[np.argsort(want, kind="stable")]
