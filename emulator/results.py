@@ -237,7 +237,10 @@ def job_table(pieces: pd.DataFrame) -> pd.DataFrame:
     ``exec_site`` is the site that ran the largest share of the job; ``fragments`` counts
     its pieces.
     """
-    if pieces["job_id"].is_unique:
+    ids = pieces["job_id"].to_numpy()
+    # piece_table's rows come sorted by job: strictly increasing ids are unique without the
+    # hash table is_unique builds (10M rows: 0.5 s).
+    if (ids[1:] > ids[:-1]).all() or pieces["job_id"].is_unique:
         # The same columns (a copy would double the run's largest object); a column set on
         # one table later replaces it there only.
         jobs = pieces.copy(deep=False)
@@ -270,7 +273,9 @@ def job_table(pieces: pd.DataFrame) -> pd.DataFrame:
 
 def labelled(table: pd.DataFrame, orgs: list[str], groups: list[str], columns: list[str] = JOB_COLUMNS) -> pd.DataFrame:
     """Replace owner, group and state codes by their names (categoricals) for the files."""
-    out = table[columns].copy()
+    # The table's columns, not a copy (10M jobs: 0.8 s and a second table in memory); the
+    # columns set below replace this frame's own only.
+    out = pd.DataFrame({c: table[c] for c in columns}, copy=False)
     out["owner"] = pd.Categorical.from_codes(table["owner"].to_numpy(), categories=orgs)
     if "group" in out:
         out["group"] = pd.Categorical.from_codes(table["group"].to_numpy(), categories=_unique(groups))
@@ -319,7 +324,12 @@ def usage_table(raw: RawRun) -> pd.DataFrame:
     """The sites' usage ledgers: processor-time of finished jobs per site and group."""
     parts = [r["usage"] for r in raw.shard_results]
     df = pd.DataFrame({k: np.concatenate([p[k] for p in parts]) for k in ("site_id", "group", "usage")})
-    df["group"] = pd.Categorical.from_codes(df["group"].to_numpy(dtype=int), categories=raw.groups)
+    site, group = df["site_id"].to_numpy(), df["group"].to_numpy(dtype=int)
+    df["group"] = pd.Categorical.from_codes(group, categories=raw.groups)
+    # Each ledger comes sorted by (site, group), and block packing puts the shards' sites in
+    # order: then the rows are sorted already (10000x10M: 9.45M rows, a 0.76 s sort saved).
+    if ((site[1:] > site[:-1]) | ((site[1:] == site[:-1]) & (group[1:] > group[:-1]))).all():
+        return df
     return df.sort_values(["site_id", "group"]).reset_index(drop=True)
 
 

@@ -38,9 +38,14 @@ def test_same_job_table_for_any_backend_and_shard_count(ray_session, protocol):
     base = emulator.run(data, backend="inprocess", shards=1)
     assert base.summary["global"]["messages_total"] > 0  # the protocol really talks
     assert (base.jobs["migrations"] > 0).any()
+    # The usage ledger sorted by site and group (round_robin gathers it out of order).
+    usage = base.usage
+    assert usage["site_id"].nunique() == 6 and len(usage) > 6  # migrated jobs: several groups at a site
+    pd.testing.assert_frame_equal(usage, usage.sort_values(["site_id", "group"]).reset_index(drop=True))
     for backend, shards, packing in [("inprocess", 3, "block"), ("inprocess", 4, "round_robin"), ("ray", 2, "block")]:
         other = emulator.run(data, backend=backend, shards=shards, overrides={"run.packing": packing})
         pd.testing.assert_frame_equal(base.jobs, other.jobs)
+        pd.testing.assert_frame_equal(base.usage, other.usage)
         assert other.summary["global"]["events"] == base.summary["global"]["events"]
         assert other.summary["global"]["messages"] == base.summary["global"]["messages"]
 
