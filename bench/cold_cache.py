@@ -34,7 +34,7 @@ EVICT_BYTES = 64 * 1024 * 1024
 
 def run_once(scenario: str, overrides: dict, mode: str) -> dict:
     original = backends.InProcessBackend.step
-    buf = np.ones(EVICT_BYTES // 8)
+    buf = np.ones(EVICT_BYTES // 8) if mode == "inprocess+evict" else None
 
     def step(self, until, inboxes):
         if mode == "inprocess+evict":

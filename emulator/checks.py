@@ -25,12 +25,13 @@ def check_conservation(pieces: pd.DataFrame, submitted: np.ndarray) -> None:
     ids = pieces["job_id"].to_numpy()
     frag = pieces["fragment"].to_numpy()
     # Rows are sorted by (job, fragment): a repeat sits next to its twin.
-    twin = (ids[1:] == ids[:-1]) & (frag[1:] == frag[:-1])
+    same = ids[1:] == ids[:-1]
+    twin = same & (frag[1:] == frag[:-1])
     if twin.any():
         k = int(np.flatnonzero(twin)[0])
         raise InvariantError(f"conservation: job {int(ids[k])} (fragment {int(frag[k])}) is held by two sites at the end")
     if len(ids) and (ids[1:] >= ids[:-1]).all():  # sorted: each job's first piece starts a run, no sort needed
-        uniq = ids[np.r_[True, ids[1:] != ids[:-1]]]
+        uniq = ids[np.r_[True, ~same]]
     else:
         uniq = np.unique(ids)
     want = submitted["job_id"]
