@@ -82,6 +82,51 @@ def number_jobs(jobs: np.ndarray) -> np.ndarray:
     return jobs
 
 
+def piece_order(ids: np.ndarray, fragment: np.ndarray) -> np.ndarray:
+    """The order that sorts pieces by (job, fragment), equal keys kept in their order. Where
+    no id repeats (every job one piece: most runs), the fragments cannot reorder anything and
+    each id's position goes into a table indexed by id: one pass instead of a sort (half a
+    million jobs of a million: 8 ms against 43 ms). The table is at most 64 times the
+    rows, else the sort runs."""
+    n = len(ids)
+    if n and ids.min() >= 0 and int(ids.max()) < 64 * n:
+        at = np.full(int(ids.max()) + 1, -1, dtype=np.int64)
+        at[ids] = np.arange(n)
+        order = at[at >= 0]
+        if len(order) == n:  # a repeated id keeps one position only: then sort
+            return order
+    return np.lexsort((fragment, ids))  # stable: equal keys keep their order
+
+
+def columns_in_piece_order(parts: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
+    """The parts' columns as one set sorted by (job, fragment), equal keys in part order.
+
+    Each shard sends its rows sorted (``Shard.results``): one shard's are used as they are,
+    and several shards' jobs that number 0..n-1 once each are put in place by id (one
+    write a value; 2 shards of 1M jobs: 0.09 s against 0.25 s to concatenate and reorder).
+    Anything else (jobs in flight at the horizon, pieces, a piece held twice) is sorted."""
+    ids = [p["job_id"] for p in parts]
+    if all((i[1:] > i[:-1]).all() for i in ids):
+        if len(parts) == 1:
+            return dict(parts[0])
+        n = sum(len(i) for i in ids)
+        seen = np.zeros(n, dtype=bool)
+        for i in ids:
+            if len(i) and 0 <= i[0] and i[-1] < n:
+                seen[i] = True
+        if seen.all():  # n ids in 0..n-1, none twice
+            out = {k: np.empty(n, dtype=v.dtype) for k, v in parts[0].items()}
+            for p, i in zip(parts, ids):
+                for k, col in out.items():
+                    col[i] = p[k]
+            return out
+    cols = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+    order = piece_order(cols["job_id"], cols["fragment"])
+    for k in cols:  # one column at a time: the table is never held twice
+        cols[k] = cols[k][order]
+    return cols
+
+
 def rank_among(jobs: np.ndarray, keys: list[np.ndarray], own: int) -> None:
     """Ids of numbered jobs (shard ``own``'s) made ranks among every shard's: ``keys`` holds
     each shard's sorted :func:`release_keys` (``keys[own]``: these jobs'), and every other

@@ -56,6 +56,20 @@ def test_the_columns_serve_routing_protocols_on_fcfs_sites_only():
     assert uses_columns(mixed)
 
 
+def test_the_columns_paths_empty_processor_sets_are_the_strings_pandas_would_make(tmp_path):
+    # The columns path records no placement: proc_set is built as empty strings directly
+    # (two Arrow buffers on pandas 3), and must read and write as the inferred column does.
+    res = emulator.run(routed_grid(), backend="inprocess")
+    inferred = pd.Series(np.full(len(res.jobs), "", dtype=object), name="proc_set")
+    pd.testing.assert_series_equal(res.jobs["proc_set"], inferred)
+    res.jobs[["proc_set"]].to_parquet(tmp_path / "a.parquet")
+    inferred.to_frame().to_parquet(tmp_path / "b.parquet")
+    assert (tmp_path / "a.parquet").read_bytes() == (tmp_path / "b.parquet").read_bytes()
+    rigid = routed_grid(workload={"procs": {"low": 1, "high": 2}})  # recorded by the event loop
+    sets = emulator.run(rigid, backend="inprocess", recurrence=False).jobs["proc_set"]
+    assert sets.str.len().gt(0).any() and sets.dtype == inferred.dtype
+
+
 @pytest.mark.parametrize("horizon", [math.inf, 120.0])
 @pytest.mark.parametrize("shards", [1, 4])
 def test_same_job_table_as_the_event_loop(horizon, shards):

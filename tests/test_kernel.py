@@ -318,18 +318,57 @@ def test_latency_matrix_sets_lookahead_and_delays_transfers():
     assert (moved["start"] >= moved["release"] + lat[moved["submit_site"], moved["exec_site"]] - 1e-12).all()
 
 
-@settings(max_examples=80, deadline=None)
-@given(st.lists(st.tuples(st.integers(0, 12), st.integers(0, 2)), max_size=14), st.booleans())
-def test_piece_order_sorts_by_job_then_fragment(rows, whole_jobs):
-    """The piece table's order: by (job, fragment), stable; a permutation of 0..n-1 with one
-    piece a job takes the shortcut, repeats, gaps and fragments the sort."""
-    from gridemu.emulator.results import _piece_order
+@settings(max_examples=120, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 12), st.integers(0, 2)), max_size=14), st.sampled_from(["any", "permutation", "subset"]))
+def test_piece_order_sorts_by_job_then_fragment(rows, ids_are):
+    """The piece table's order: by (job, fragment), stable. Whole jobs with distinct ids (all
+    of 0..n-1, or a shard's share with gaps) take the table of positions; repeats, fragments
+    and ids far beyond the row count take the sort."""
+    from gridemu.model.jobs import piece_order
 
-    if whole_jobs:
-        rows = [(i, 0) for i in np.random.default_rng(len(rows)).permutation(len(rows)).tolist()]
+    rng = np.random.default_rng(len(rows))
+    if ids_are == "permutation":
+        rows = [(i, 0) for i in rng.permutation(len(rows)).tolist()]
+    elif ids_are == "subset":
+        rows = [(i, 0) for i in rng.choice(100 * (len(rows) + 1), size=len(rows), replace=False).tolist()]
     ids = np.array([r[0] for r in rows], dtype=np.int64)
     fragment = np.array([r[1] for r in rows], dtype=np.int64)
-    assert _piece_order(ids, fragment).tolist() == np.lexsort((fragment, ids)).tolist()
+    assert piece_order(ids, fragment).tolist() == np.lexsort((fragment, ids)).tolist()
+
+
+@settings(max_examples=120, deadline=None)
+@given(st.integers(0, 30), st.integers(1, 4), st.sampled_from(["sorted", "unsorted", "repeat", "pieces", "gap"]), st.integers(0, 2**16))
+def test_shards_columns_join_in_piece_order(n, k, case, seed):
+    """Shards' job columns joined into one set sorted by (job, fragment), equal keys in shard
+    order: the ids scattered in place where each shard's are sorted and all of them are
+    0..n-1 once, else concatenated and sorted; either way what a stable sort of the
+    concatenated rows gives."""
+    from gridemu.model.jobs import columns_in_piece_order
+
+    rng = np.random.default_rng(seed)
+    ids = rng.permutation(n)
+    fragment = np.zeros(n, dtype=np.int64)
+    if case == "repeat" and n:
+        ids[rng.integers(n)] = ids[rng.integers(n)]
+    elif case == "pieces" and n:
+        fragment[rng.integers(n)] = 1
+        ids[rng.integers(n)] = ids[rng.integers(n)]
+    elif case == "gap":
+        ids = ids * 2
+    cut = np.sort(rng.integers(0, n + 1, size=k - 1))
+    parts = []
+    for lo, hi in zip([0, *cut.tolist()], [*cut.tolist(), n]):
+        part = {"job_id": ids[lo:hi].astype(np.int64), "fragment": fragment[lo:hi], "row": np.arange(lo, hi)}
+        if case != "unsorted":
+            order = np.lexsort((part["fragment"], part["job_id"]))
+            part = {c: v[order] for c, v in part.items()}
+        parts.append(part)
+    joined = columns_in_piece_order(parts)
+    flat = {c: np.concatenate([p[c] for p in parts]) for c in parts[0]}
+    expect = np.lexsort((flat["fragment"], flat["job_id"]))
+    assert set(joined) == set(flat)
+    for c in flat:
+        assert joined[c].tolist() == flat[c][expect].tolist(), c
 
 
 def test_site_cpu_is_the_windows_thread_cpu_shared_by_each_sites_wall_slice(monkeypatch):
