@@ -46,10 +46,11 @@ Engines (``--engines``; every run is a fresh subprocess, so its peak memory is i
   site handles completions, then received jobs (keyed by source site and the source's
   message sequence number), then its own arrivals (keyed by job id), as gridemu does
   (docs/kernel.md, "Determinism"). Arrivals are pushed lazily (one pending per site). The
-  destinations are gridemu's own draws: ``site_rng(seed, site, PURPOSE_BROKER).integers(N)``
-  once per local arrival, in release order per site (``brokers/agents/random.py``); they
-  are drawn per site in one vectorized call, which numpy makes equal, value for value,
-  to one call per arrival. The draws are part of the timed setup.
+  destinations are gridemu's own draws: each site's stream (``site_rngs``: seeded in bulk,
+  as the shards seed theirs), ``.integers(N)`` once per local arrival, in release order per
+  site (``brokers/agents/random.py``); they are drawn per site in one vectorized call,
+  which numpy makes equal, value for value, to one call per arrival. The draws are part of
+  the timed setup.
 * ``simpy``  SimPy 4: a ``simpy.Resource(capacity=10)`` per site and one process per job,
   all created at t=0: the process waits until the release, for a transfer waits one
   latency more, then requests a processor at its destination and holds it for its size.
@@ -218,12 +219,12 @@ def _per_site(site: np.ndarray, n_sites: int) -> list[list[int]]:
 def broker_draws(per_site: list[list[int]], n_jobs: int, n_sites: int, seed: int) -> list[int]:
     """The random broker's destination of every job: gridemu's stream of each site, one
     draw per local arrival in release order (``brokers/agents/random.py``)."""
-    from gridemu.model.rng import PURPOSE_BROKER, site_rng
+    from gridemu.model.rng import PURPOSE_BROKER, site_rngs
 
     dest = np.empty(n_jobs, dtype=np.int64)
-    for s, ids in enumerate(per_site):
-        if ids:
-            dest[ids] = site_rng(seed, s, PURPOSE_BROKER).integers(n_sites, size=len(ids))
+    busy = [s for s, ids in enumerate(per_site) if ids]
+    for s, rng in zip(busy, site_rngs(seed, busy, PURPOSE_BROKER)):  # seeded in bulk, as gridemu's shards do
+        dest[per_site[s]] = rng.integers(n_sites, size=len(per_site[s]))
     return dest.tolist()
 
 

@@ -11,7 +11,7 @@ section of ``summary.json``, and how ``gridemu report`` draws what it recorded.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import numpy as np
 
@@ -105,11 +105,12 @@ class Protocol:
     #: the workload's span, so the run ends at the same barrier whatever else bounds them.
     periodic: bool = False
     #: Agents that decide only where each newly submitted job goes, from their site's own
-    #: stream and whatever the state of any site: ``route(grid, site_id, n_jobs, params)``
-    #: gives the destination of each of a site's submitted jobs, in submission order (the
-    #: agent sends with the same function). The kernel may then run FCFS sites with
+    #: stream and whatever the state of any site: ``route(grid, site_ids, n_jobs, params)``
+    #: gives, for each site of ``site_ids`` (``n_jobs``: how many each submits), the
+    #: destination of each of its submitted jobs, in submission order (the agent sends with
+    #: the same function, for its site alone). The kernel may then run FCFS sites with
     #: identical processors as numpy columns (``sites/fcfs_columns.py``): same job table.
-    route: "Callable[[GridInfo, int, int, dict[str, Any]], np.ndarray] | None" = None
+    route: "Callable[[GridInfo, Sequence[int], Sequence[int], dict[str, Any]], list[np.ndarray]] | None" = None
     #: The agents work over any connected topology (``[network] topology``): they send only
     #: to their neighbors (``Agent.neighbors``, ``Agent.broadcast``). Otherwise the protocol
     #: runs only on the full graph, where every site hears every other.

@@ -123,7 +123,7 @@ class Shard:
                     speeds=np.array([s.speeds[0] for s in spec.sites], dtype=float),
                     latency=spec.latency if isinstance(spec.latency, float) else np.asarray(spec.latency, dtype=float),
                     jobs=spec.jobs,
-                    routes=[protocol.route(spec.grid, s.site_id, int(k), params) for s, k in zip(spec.sites, counts.tolist())],
+                    routes=protocol.route(spec.grid, [s.site_id for s in spec.sites], counts.tolist(), params),
                     job_code=self.kinds.code["job"],
                 )
             )

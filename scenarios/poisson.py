@@ -16,7 +16,7 @@ import numpy as np
 from gridemu.model.checks import per_site_array
 from gridemu.model.errors import ScenarioError
 from gridemu.model.jobs import empty_jobs
-from gridemu.model.rng import PURPOSE_ARRIVALS, PURPOSE_PROCS, PURPOSE_SIZES, site_rng
+from gridemu.model.rng import PURPOSE_ARRIVALS, PURPOSE_PROCS, PURPOSE_SIZES, site_rngs
 
 if TYPE_CHECKING:  # pragma: no cover
     from gridemu.sites.spec import SiteSpec
@@ -44,8 +44,8 @@ def draw_sites(draws: SiteDraws, sites: list["SiteSpec"]) -> np.ndarray:
     until = float(wl.get("until", math.inf))
     counts = _split_total(int(wl["jobs"]), rate) if "jobs" in wl else None
     releases = []
-    for s in sites:
-        arr_rng = site_rng(seed, s.site_id, PURPOSE_ARRIVALS)
+    site_ids = [s.site_id for s in sites]
+    for s, arr_rng in zip(sites, site_rngs(seed, site_ids, PURPOSE_ARRIVALS)):
         if counts is not None:
             release = np.cumsum(arr_rng.exponential(1.0 / rate[s.site_id], size=int(counts[s.site_id])))
             releases.append(release[release < until])
@@ -62,7 +62,7 @@ def draw_sites(draws: SiteDraws, sites: list["SiteSpec"]) -> np.ndarray:
     jobs = empty_jobs(int(sizes.sum()))
     if not len(jobs):
         return jobs
-    ids = np.array([s.site_id for s in sites], dtype=np.int64)
+    ids = np.array(site_ids, dtype=np.int64)
     org_index = {org: k for k, org in enumerate(draws.orgs)}
     owner = np.array([org_index[s.org] for s in sites], dtype=np.int64)
     jobs["release"] = np.concatenate(releases)
@@ -71,9 +71,11 @@ def draw_sites(draws: SiteDraws, sites: list["SiteSpec"]) -> np.ndarray:
     jobs["priority"] = np.repeat(priority[ids], sizes)
     size, procs = jobs["size"], wl.get("procs", 1)
     lo = 0
+    size_rngs = site_rngs(seed, site_ids, PURPOSE_SIZES)
+    proc_rngs = site_rngs(seed, site_ids, PURPOSE_PROCS) if isinstance(procs, dict) else None
     for s, k in zip(sites, sizes.tolist()):
         part = size[lo : lo + k]
-        part[:] = site_rng(seed, s.site_id, PURPOSE_SIZES).gamma(alpha[s.site_id], beta[s.site_id], size=k)
+        part[:] = next(size_rngs).gamma(alpha[s.site_id], beta[s.site_id], size=k)
         if k and not part.min() > 0:
             # A tiny shape or scale draws sizes that underflow to 0: no model runs a job of no work.
             j = int(np.argmin(part))
@@ -84,7 +86,7 @@ def draw_sites(draws: SiteDraws, sites: list["SiteSpec"]) -> np.ndarray:
             )
         if isinstance(procs, dict):
             high = int(procs.get("high", procs.get("low", 1)))
-            jobs["procs"][lo : lo + k] = site_rng(seed, s.site_id, PURPOSE_PROCS).integers(int(procs.get("low", 1)), high + 1, size=k)
+            jobs["procs"][lo : lo + k] = next(proc_rngs).integers(int(procs.get("low", 1)), high + 1, size=k)
         lo += k
     if not isinstance(procs, dict):
         jobs["procs"] = int(procs)

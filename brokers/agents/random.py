@@ -6,25 +6,28 @@ A job that arrived by transfer is never brokered again.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
 from gridemu.brokers.agents.base import Agent, GridInfo
-from gridemu.model.rng import PURPOSE_BROKER, site_rng
+from gridemu.model.rng import PURPOSE_BROKER, site_rngs
 
 
-def random_routes(grid: GridInfo, site_id: int, n_jobs: int, params: dict[str, Any] | None = None) -> np.ndarray:
-    """The random broker's decision: each of a site's ``n_jobs`` submitted jobs, in
+def random_routes(grid: GridInfo, site_ids: Sequence[int], n_jobs: Sequence[int], params: dict[str, Any] | None = None) -> list[np.ndarray]:
+    """The random broker's decision: each of a site's submitted jobs (``n_jobs`` of them), in
     submission order, goes to a site drawn uniformly from all sites (its own included), or
     in a network topology from the site itself and its neighbors, from the site's own
-    broker stream. One vectorized draw gives the values of one draw per job (numpy's
-    bounded integers keep their buffer in the bit generator)."""
-    rng = site_rng(grid.seed, site_id, PURPOSE_BROKER)
-    if grid.neighbors is None:
-        return rng.integers(grid.n_sites, size=n_jobs)
-    choices = np.array((site_id, *grid.neighbors[site_id]), dtype=np.int64)
-    return choices[rng.integers(len(choices), size=n_jobs)]
+    broker stream; for each site of ``site_ids``. One vectorized draw gives the values of
+    one draw per job (numpy's bounded integers keep their buffer in the bit generator)."""
+    routes = []
+    for site_id, n, rng in zip(site_ids, n_jobs, site_rngs(grid.seed, site_ids, PURPOSE_BROKER)):
+        if grid.neighbors is None:
+            routes.append(rng.integers(grid.n_sites, size=n))
+        else:
+            choices = np.array((site_id, *grid.neighbors[site_id]), dtype=np.int64)
+            routes.append(choices[rng.integers(len(choices), size=n)])
+    return routes
 
 
 class RandomBrokerAgent(Agent):
@@ -33,7 +36,7 @@ class RandomBrokerAgent(Agent):
 
     def __init__(self, site, grid: GridInfo, params: dict[str, Any]):
         super().__init__(site, grid, params)
-        self.routes = random_routes(grid, site.site_id, site.n_local, params).tolist()
+        self.routes = random_routes(grid, [site.site_id], [site.n_local], params)[0].tolist()
 
     def on_arrival(self, now: float, slot: int) -> bool:
         dst = self.routes[slot]  # a local job's slot is its submission position
