@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 import numpy as np
 
 from gridemu.model.errors import InvariantError
+from gridemu.model.jobs import radix_ids
 
 if TYPE_CHECKING:  # pandas only for annotations: shards check their sites without it
     import pandas as pd
@@ -107,18 +108,22 @@ def check_causality(table: Mapping[str, Any], site_procs: np.ndarray) -> None:
     end = np.where(np.isnan(end), np.inf, end)
     s = site[idx]
     q = procs[idx]
-    # One sort of every start (+q) and end (-q), by site, then time, ends first at equal
-    # times; temporaries dropped as soon as used (10M jobs: each is 80-160 MB).
-    order = np.lexsort((np.concatenate([q, -q]), np.concatenate([start[idx], end]), np.concatenate([s, s])))
+    # One sort of every end (-q) and start (+q), by site, then time: ends first at equal
+    # times, as they come first and the sorts are stable; the sites by radix where they can
+    # be (1M jobs: 0.33 -> 0.18 s). Temporaries are dropped as soon as used
+    # (10M jobs: each is 80-160 MB).
+    both = np.concatenate([s, s])
+    order = np.lexsort((np.concatenate([end, start[idx]]), radix_ids(both)))
     del end
-    sites = np.concatenate([s, s])[order]
+    sites = both[order]
+    del both
     # Every start has its end (at infinity for a job still running), so each site's events
     # add up to 0: the running sum over all sites is each site's own.
-    used = np.cumsum(np.concatenate([q, -q])[order])
+    used = np.cumsum(np.concatenate([-q, q])[order])
     over = used > site_procs[sites]
     if over.any():
         k = int(np.flatnonzero(over)[0])
-        row = idx[order[k] % len(idx)]  # the event's job: starts come first in the concatenation
+        row = idx[order[k] % len(idx)]  # a start (the second half): its job
         raise InvariantError(
             f"causality: site {int(sites[k])} runs {int(used[k])} processors of {int(site_procs[sites[k]])} "
             f"at t={start[row]} (job {int(ids[row])})"

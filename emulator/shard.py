@@ -17,7 +17,7 @@ from gridemu.brokers import registry
 from gridemu.brokers.agents.base import GridInfo
 from gridemu.emulator.checks import check_causality
 from gridemu.model.errors import InvariantError
-from gridemu.model.jobs import number_jobs, piece_order, rank_among, release_keys, take
+from gridemu.model.jobs import number_jobs, piece_order, radix_ids, rank_among, release_keys, take
 from gridemu.model.messages import MessageKinds, empty_batch, to_batch
 from gridemu.scenarios.poisson import SiteDraws, draw_sites
 from gridemu.sites import faults, fcfs_recurrence
@@ -304,7 +304,7 @@ class Shard:
         if self.n_shards == 1:
             return [batch], {0: float(batch["deliver"][0])}
         dest = self.site_to_shard[batch["dst"]]
-        order = np.argsort(dest, kind="stable")  # keeps the delivery order within each part
+        order = np.argsort(radix_ids(dest), kind="stable")  # keeps the delivery order within each part
         counts = np.bincount(dest, minlength=self.n_shards).tolist()
         lo = 0
         for d, k in enumerate(counts):
@@ -395,7 +395,7 @@ def _by_site(jobs: np.ndarray, local_of: np.ndarray) -> tuple[np.ndarray, np.nda
     and how many each site has."""
     ids = jobs["job_id"]
     if len(ids) < 2 or (ids[1:] > ids[:-1]).all():  # in job id order: (release, site) order
-        jobs = take(jobs, np.argsort(jobs["submit_site"], kind="stable"))
+        jobs = take(jobs, np.argsort(radix_ids(jobs["submit_site"]), kind="stable"))
     else:
         jobs = take(jobs, np.lexsort((ids, jobs["release"], jobs["submit_site"])))
     counts = np.bincount(local_of[jobs["submit_site"]], minlength=int((local_of >= 0).sum()))

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from gridemu.model.errors import InvariantError
-from gridemu.model.jobs import JOB_DTYPE, STATE_CODE, concat, take
+from gridemu.model.jobs import JOB_DTYPE, STATE_CODE, concat, radix_ids, take
 from gridemu.model.messages import MSG_DTYPE, empty_batch, job_block, jobs_in, to_batch
 from gridemu.sites.results import settle
 
@@ -86,7 +86,7 @@ class FcfsColumns:
         # Each site's jobs in submission order (its agent's order), and what follows from it:
         # the destination, the site's send number of each transfer (Site.send numbers them),
         # and the job's submission position (its rank among a site's arrivals at equal times).
-        by_site = np.argsort(home, kind="stable")
+        by_site = np.argsort(radix_ids(home), kind="stable")
         counts = np.bincount(home, minlength=n)
         first = np.repeat(np.cumsum(counts) - counts, counts)
         self.dest = np.empty(len(jobs), dtype=np.int64)
@@ -236,7 +236,7 @@ class FcfsColumns:
         start, end = np.empty(n), np.empty(n)
         free, prev, procs, width = self.free, self.prev, self.procs, self.free.shape[1]
         cols = np.arange(width)
-        by_round = np.argsort(rank, kind="stable")
+        by_round = np.argsort(radix_ids(rank), kind="stable")
         bounds = np.searchsorted(rank[by_round], np.arange(rounds + 1))
         for r in range(rounds):
             rows = by_round[bounds[r] : bounds[r + 1]]  # one arrival of each site at most
