@@ -169,6 +169,7 @@ class Planned(FCFS):
                 continue  # stale or a duplicate
             if procs[slot] <= site.free_count:
                 self.remove(slot)
+                del due[job_id]  # started: never queued here again (no cut pieces), so never due again
                 site.start(slot, now)
             else:
                 kept.append(entry)
