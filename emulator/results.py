@@ -1,11 +1,7 @@
 """Result tables and files of a run (DESIGN.md, "Scenarios, CLI and results").
 
-``jobs.parquet``: one row per job: job_id, owner, group, release, size, procs,
-submit_site, exec_site, start, end, migrations, state (see ``model.jobs.STATES``),
-deadline (announced latest finish, NaN if none), fragments (pieces it ran as), proc (the
-first processor it ran on at exec_site; -1 if it did not start, ran as several pieces (see
-fragments.parquet) or on a site that records no placement) and proc_set (for a job on more
-than one processor, its processors as an interval set, "0-3 7").
+``jobs.parquet``: one row per job, the columns of ``JOB_COLUMNS`` (docs/results-files.md
+says what each means; states: ``model.jobs.STATES``).
 ``fragments.parquet``: where some job was split (divisible load), one row per piece.
 ``sites.parquet``: one row per site: site_id, name, owner, procs, speed_mean, events,
 cpu_seconds (CPU time of its event loop: the cost of its own decisions), messages_sent,
@@ -213,9 +209,8 @@ def piece_table(raw: RawRun) -> pd.DataFrame:
         cols = {k: v[keep] for k, v in cols.items()}
     if _ARROW_TEXT and len(cols["proc_set"]) and (cols["proc_set"] == "").all():
         # No piece on a processor set (the columns path): two Arrow buffers, not strings inferred one by one (10M jobs: 0.5 s).
-        n = len(cols["proc_set"])
-        offsets = pa.py_buffer(np.zeros(n + 1, dtype=np.int32))
-        cols["proc_set"] = pd.array(pa.StringArray.from_buffers(n, offsets, pa.py_buffer(b"")), dtype=_TEXT)
+        n, nothing = len(cols["proc_set"]), pa.py_buffer(b"")
+        cols["proc_set"] = pd.array(pa.StringArray.from_buffers(n, pa.py_buffer(np.zeros(n + 1, dtype=np.int32)), nothing), dtype=_TEXT)
     return pd.DataFrame(cols, copy=False)
 
 
@@ -339,15 +334,20 @@ def wait_and_slowdown(done: pd.DataFrame, n_orgs: int, bound: float) -> tuple[np
     being the job's processing time at speed 1 (Feitelson's τ = ``bound``, 10 s by convention)."""
     wait = done["start"] - done["release"]
     bsld = np.maximum(1.0, (done["end"] - done["release"]) / np.maximum(done["size"], bound))
-    by_org = [s.groupby(done["owner"]).mean().reindex(range(n_orgs)).to_numpy() for s in (wait, bsld)]
+    by_org = [by_owner(s, done["owner"], n_orgs).mean().to_numpy() for s in (wait, bsld)]
     return by_org[0], by_org[1], float(wait.mean()) if len(done) else math.nan, float(bsld.mean()) if len(done) else math.nan
 
 
 def flow_by_org(table: pd.DataFrame, n_orgs: int) -> np.ndarray:
     """Sum of flow times (end - release) of each organization's finished jobs."""
     done = table[table["state"] == STATE_CODE["done"]]
-    flow = (done["end"] - done["release"]).groupby(done["owner"]).sum()
-    return flow.reindex(range(n_orgs), fill_value=0.0).to_numpy()
+    return by_owner(done["end"] - done["release"], done["owner"], n_orgs).sum().to_numpy()
+
+
+def by_owner(values: pd.Series, owner: pd.Series, n_orgs: int) -> Any:
+    """``values`` by organization code, every organization a group (empty: sum 0, mean and max NaN); codes
+    as a categorical, which pandas groups without hashing (1M jobs, 10,000 organizations: 5 against 13 ms)."""
+    return values.groupby(pd.Categorical.from_codes(owner.to_numpy(), categories=range(n_orgs)), observed=False)
 
 
 def score(flow: float, flow_local: float) -> float:
@@ -410,7 +410,7 @@ def summarize(raw: RawRun, table: pd.DataFrame, sites: pd.DataFrame, local_table
     done = table[done_mask.to_numpy()]
     n_jobs = np.bincount(owner, minlength=len(orgs))
     n_done = np.bincount(done["owner"].to_numpy(), minlength=len(orgs))
-    makespan = done.groupby("owner")["end"].max().reindex(range(len(orgs))).to_numpy()
+    makespan = by_owner(done["end"], done["owner"], len(orgs)).max().to_numpy()
     migrated = np.bincount(owner, weights=(table["migrations"].to_numpy() > 0), minlength=len(orgs))
     bound = float(raw.scenario.data["metrics"].get("slowdown_bound", 10.0))
     waits, slowdowns, mean_wait, mean_bsld = wait_and_slowdown(done, len(orgs), bound)
