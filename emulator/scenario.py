@@ -19,7 +19,7 @@ import numpy as np
 from gridemu.brokers import registry
 from gridemu.brokers.protocol import Protocol, ScenarioFacts
 from gridemu.emulator.topology import Topology, build_topology, link_latency_matrix, smallest_link_latency
-from gridemu.model.checks import check_flag, check_number, choice, per_site_values
+from gridemu.model.checks import check_flag, check_number, choice, largest_remainder, per_site_values
 from gridemu.model.errors import ScenarioError
 from gridemu.scenarios.workload import check_workload
 from gridemu.sites.faults import FaultPlan, parse_faults
@@ -306,10 +306,7 @@ def _split_total(key: str, spec: dict[str, Any], dist: str, n: int) -> list[int]
     else:
         a = check_number(f"{key}.a", spec.get("a", 1.0), positive=True)
         weights = np.arange(1, n + 1, dtype=float) ** -a
-    share = 1 + weights / weights.sum() * (total - n)
-    counts = np.floor(share).astype(int)
-    counts[np.argsort(-(share - counts), kind="stable")[: total - counts.sum()]] += 1
-    return counts.tolist()
+    return largest_remainder(1 + weights / weights.sum() * (total - n), total).tolist()
 
 
 def _build_sites(data: dict[str, Any], default_scheduler: str, seed: int) -> list[SiteSpec]:

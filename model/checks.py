@@ -1,5 +1,6 @@
 """Number and choice checks shared by scenario validation and the protocols' parameter
-checks: every failure is a ScenarioError naming the dotted key."""
+checks: every failure is a ScenarioError naming the dotted key. Also the rounding that
+splits a scenario's totals (processors, jobs) over its sites."""
 from __future__ import annotations
 
 import math
@@ -42,6 +43,14 @@ def choice(key: str, value: Any, allowed: tuple[str, ...]) -> str:
     if value not in allowed:
         raise ScenarioError(key, f"unknown value {value!r} (allowed: {', '.join(allowed)})")
     return value
+
+
+def largest_remainder(share: np.ndarray, total: int) -> np.ndarray:
+    """Whole counts adding up to ``total`` from shares that do: each share rounded down, one
+    more for each of the largest remainders (equal remainders: the first ones)."""
+    counts = np.floor(share).astype(np.int64)
+    counts[np.argsort(-(share - counts), kind="stable")[: total - int(counts.sum())]] += 1
+    return counts
 
 
 def per_site_array(key: str, value: Any, n: int, **checks: Any) -> np.ndarray:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from gridemu.model.checks import per_site_array
+from gridemu.model.checks import largest_remainder, per_site_array
 from gridemu.model.errors import ScenarioError
 from gridemu.model.jobs import empty_jobs
 from gridemu.model.rng import PURPOSE_ARRIVALS, PURPOSE_PROCS, PURPOSE_SIZES, site_rngs
@@ -100,8 +100,4 @@ def draw_sites(draws: SiteDraws, sites: list["SiteSpec"]) -> np.ndarray:
 
 def _split_total(total: int, rate: np.ndarray) -> np.ndarray:
     """``total`` jobs over the sites in proportion to their rates (largest remainder)."""
-    share = rate / rate.sum() * total
-    counts = np.floor(share).astype(np.int64)
-    rest = total - counts.sum()
-    counts[np.argsort(-(share - counts), kind="stable")[:rest]] += 1
-    return counts
+    return largest_remainder(rate / rate.sum() * total, total)

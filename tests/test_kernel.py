@@ -397,6 +397,22 @@ def test_shards_columns_join_in_piece_order(n, k, case, seed):
         assert joined[c].tolist() == flat[c][expect].tolist(), c
 
 
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.floats(0.01, 100.0), min_size=1, max_size=20), st.integers(0, 1000))
+def test_largest_remainder_adds_up_and_rounds_the_largest_remainders_up(weights, total):
+    from gridemu.model.checks import largest_remainder
+
+    w = np.array(weights)
+    share = w / w.sum() * total
+    counts = largest_remainder(share, total)
+    assert counts.sum() == total
+    up = counts > np.floor(share)
+    assert (counts - np.floor(share) <= 1).all() and (counts >= np.floor(share)).all()
+    if up.any() and (~up).any():  # every share rounded up has a remainder at least as large
+        rest = share - np.floor(share)
+        assert rest[up].min() >= rest[~up].max() - 1e-12
+
+
 def test_site_cpu_is_the_windows_thread_cpu_shared_by_each_sites_wall_slice(monkeypatch):
     # Each site is timed on the wall clock and the window's thread CPU is shared in
     # proportion, so time a shard spends waiting for a core charges no site. Clocks made
