@@ -26,14 +26,19 @@ def site_rng(seed: int, site_id: int, purpose: int) -> np.random.Generator:
     return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(site_id, purpose)))
 
 
+# The arrays' fixed cost (about 0.23 ms) beats numpy's 11 us a stream from about 24 sites on:
+# an agent asking for its own site's stream alone takes numpy's way.
+BULK_MIN = 24
+
+
 def site_rngs(seed: int, site_ids: "Sequence[int] | np.ndarray", purpose: int) -> Iterator[np.random.Generator]:
     """:func:`site_rng` of many sites, in their order, the same streams: the sites' seed
     sequences are hashed on arrays all together and each PCG64 is seeded from the words
     numpy's would give (10,000 sites: 23 ms against 134 ms one by one). Each generator is
-    made when the iteration reaches it. Site ids or purposes beyond 32 bits go one by one
-    through numpy."""
+    made when the iteration reaches it. Fewer than ``BULK_MIN`` sites, and site ids or
+    purposes beyond 32 bits, go one by one through numpy."""
     ids = np.asarray(site_ids, dtype=np.int64).reshape(-1)
-    if len(ids) and (seed < 0 or not 0 <= int(ids.min()) <= int(ids.max()) <= _M32 or not 0 <= purpose <= _M32):
+    if len(ids) < BULK_MIN or seed < 0 or not 0 <= int(ids.min()) <= int(ids.max()) <= _M32 or not 0 <= purpose <= _M32:
         return (site_rng(seed, s, purpose) for s in ids.tolist())
     return (np.random.Generator(np.random.PCG64(_StateWords(w))) for w in _pcg64_seed_words(seed, ids, purpose))
 

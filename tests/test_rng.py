@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gridemu.model.rng import _StateWords, site_rngs
+from gridemu.model.rng import BULK_MIN, _StateWords, site_rngs
 
 
 def numpy_stream(seed: int, site: int, purpose: int) -> np.random.Generator:
@@ -20,8 +20,11 @@ def numpy_stream(seed: int, site: int, purpose: int) -> np.random.Generator:
     st.one_of(st.integers(0, 2**32), st.integers(0, 2**130)),
     st.lists(st.one_of(st.integers(0, 2**32 - 1), st.sampled_from([0, 2**32 - 1, 2**32, 2**40])), max_size=12),
     st.one_of(st.integers(0, 12), st.sampled_from([2**32 - 1, 2**32])),
+    st.booleans(),
 )
-def test_bulk_streams_are_numpys_seed_sequence_streams(seed, sites, purpose):
+def test_bulk_streams_are_numpys_seed_sequence_streams(seed, sites, purpose, bulk):
+    if bulk:  # enough sites for the arrays (fewer go one by one through numpy)
+        sites = sites + list(range(7, 7 + BULK_MIN))
     got = list(site_rngs(seed, sites, purpose))
     assert len(got) == len(sites)
     for site, rng in zip(sites, got):
@@ -32,7 +35,7 @@ def test_bulk_streams_are_numpys_seed_sequence_streams(seed, sites, purpose):
 
 
 def test_bulk_streams_are_independent_objects_made_in_order():
-    first, second = site_rngs(5, [3, 3], 1)
+    first, second, *_ = site_rngs(5, [3] * BULK_MIN, 1)
     a = first.random(4)
     assert second.random(4).tolist() == a.tolist()  # same stream, its own state
 
