@@ -42,7 +42,7 @@ def draw_sites(draws: SiteDraws, sites: list["SiteSpec"]) -> np.ndarray:
     beta = per_site_array("workload.beta", wl.get("beta", 2.0), n, positive=True)
     priority = per_site_array("workload.priority", wl.get("priority", 0.0), n, nonneg=True)
     until = float(wl.get("until", math.inf))
-    counts = _split_total(int(wl["jobs"]), rate) if "jobs" in wl else None
+    counts = largest_remainder(rate / rate.sum() * int(wl["jobs"]), int(wl["jobs"])) if "jobs" in wl else None
     releases = []
     site_ids = [s.site_id for s in sites]
     for s, arr_rng in zip(sites, site_rngs(seed, site_ids, PURPOSE_ARRIVALS)):
@@ -96,8 +96,3 @@ def draw_sites(draws: SiteDraws, sites: list["SiteSpec"]) -> np.ndarray:
     if integral is True:  # "releases" keeps real sizes (the thesis ch. 4 simulator's time unit)
         jobs["size"] = np.ceil(jobs["size"])
     return jobs
-
-
-def _split_total(total: int, rate: np.ndarray) -> np.ndarray:
-    """``total`` jobs over the sites in proportion to their rates (largest remainder)."""
-    return largest_remainder(rate / rate.sum() * total, total)
