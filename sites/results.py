@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from gridemu.model.jobs import GONE, JOB_DTYPE, OFFERED, STATE_CODE
+from gridemu.model.jobs import GONE, JOB_DTYPE, OFFERED, STATE_CODE, radix_ids
 from gridemu.model.messages import N_ROUTING
 from gridemu.sites.job_columns import JOB_FIELDS, column_name
 from gridemu.sites.site import DONE, PENDING, QUEUED, RUNNING, TRANSFERRED
@@ -109,6 +109,24 @@ def usage_ledger(cols: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     used = (cols["end"][done] - cols["start"][done]) * cols["procs"][done]
     site = cols["exec_site"][done].astype(np.int64)
     group = cols["group"][done].astype(np.int64)
-    width = int(group.max()) + 1
-    keys, inverse = np.unique(site * width + group, return_inverse=True)
-    return {"site_id": keys // width, "group": keys % width, "usage": np.bincount(inverse, weights=used)}
+    first, width = int(site.min()), int(group.max()) + 1
+    key = (site - first) * width + group
+    span = int(key.max()) + 1
+    # bincount adds in input order, so each sum is the same, bit for bit, however the
+    # pairs are found: as bins where they are dense (few groups), else by two radix sorts
+    # (np.unique's int64 sort took 2-3 s of 10M jobs where groups are organizations).
+    if span <= 4 * len(key) + 65536:
+        keys = np.flatnonzero(np.bincount(key, minlength=span))
+        usage = np.bincount(key, weights=used, minlength=span)[keys]
+    else:
+        order = np.lexsort((radix_ids(group), radix_ids(site - first)))
+        ordered = key[order]
+        new = np.empty(len(key), dtype=bool)
+        new[0] = True
+        np.not_equal(ordered[1:], ordered[:-1], out=new[1:])
+        keys = ordered[new]
+        del ordered  # 10M jobs: 80 MB each
+        inverse = np.empty(len(key), dtype=np.intp)
+        inverse[order] = np.cumsum(new) - 1
+        usage = np.bincount(inverse, weights=used)
+    return {"site_id": keys // width + first, "group": keys % width, "usage": usage}

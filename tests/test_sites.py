@@ -226,6 +226,34 @@ def test_usage_ledger_charges_processor_time_of_finished_jobs(recurrence):
     np.testing.assert_allclose(got.sort_index().to_numpy(), want.sort_index().to_numpy())
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 40), st.integers(0, 3), st.floats(0, 100), st.floats(0, 10), st.integers(1, 4),
+                          st.booleans()), max_size=60),
+       st.sampled_from([(1, 1), (1, 15_000), (10**6, 1)]))
+def test_usage_ledger_sums_each_site_and_group_in_slot_order(rows, spread):
+    """Every way of finding the (site, group) pairs (bins where they are dense; sorts where
+    the groups or the sites are spread, by radix or not) gives the sums of a loop in slot
+    order, bit for bit, and a pair with a finished piece only."""
+    from gridemu.sites.results import DONE, usage_ledger
+
+    cols = {
+        "exec_site": np.array([r[0] * spread[0] for r in rows], dtype=np.int32),
+        "group": np.array([r[1] * spread[1] for r in rows], dtype=np.int32),
+        "start": np.array([r[2] for r in rows]),
+        "end": np.array([r[2] + r[3] for r in rows]),
+        "procs": np.array([r[4] for r in rows], dtype=np.int32),
+        "state": np.array([DONE if r[5] else DONE + 1 for r in rows], dtype=np.int8),
+    }
+    want: dict[tuple[int, int], float] = {}
+    for i in range(len(rows)):
+        if cols["state"][i] == DONE:
+            key = (int(cols["exec_site"][i]), int(cols["group"][i]))
+            want[key] = want.get(key, 0.0) + float((cols["end"][i] - cols["start"][i]) * cols["procs"][i])
+    got = usage_ledger(cols)
+    assert list(zip(got["site_id"].tolist(), got["group"].tolist())) == sorted(want)
+    assert got["usage"].tolist() == [want[k] for k in sorted(want)]
+
+
 def test_load_counts_queued_and_remaining_work_of_rigid_jobs():
     from gridemu.emulator.scenario import load_scenario
     from gridemu.emulator.engine import build_shard_specs
