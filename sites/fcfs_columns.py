@@ -36,11 +36,30 @@ from gridemu.model.messages import MSG_DTYPE, empty_batch, job_block, jobs_in, t
 from gridemu.sites.results import settle
 
 PENDING, QUEUED, TRANSFERRED = STATE_CODE["pending"], STATE_CODE["queued"], STATE_CODE["transferred"]
-# Kind ranks of the event loop at equal times (sites/site.py): messages before arrivals.
-RANK_MESSAGE, RANK_ARRIVAL = 1, 3
 # Below this many queue arrivals per lockstep round, a plain loop over the arrivals is cheaper
 # than a round of array operations (a few sites with long queues in one window).
 LOCKSTEP_MIN_ROWS = 12
+
+
+def arrival_order(site: np.ndarray, when: np.ndarray, src: np.ndarray, seq: np.ndarray) -> np.ndarray:
+    """The event loop's order of a window's queue arrivals: by site, then time; at one time,
+    messages (by source, then sequence number) before local arrivals.
+
+    Rows are the received messages (``src``, ``seq`` theirs), then the local arrivals in
+    (release, job id) order, as the columns hold them. The same order as a lexsort of
+    (site, time, kind rank, source or submission position, sequence number), without its
+    five passes: the messages are put in (time, source, sequence) order (a lexsort of these
+    rows only, skipped when one latency left them ordered), one stable sort by time merges
+    them with the local arrivals (two sorted runs: timsort merges them in one pass; at
+    equal times the messages, first in the rows, stay first), and a stable radix sort by site
+    keeps that order within each site (16,000 rows: 0.14 ms against 3.2 ms)."""
+    n_got = len(src)
+    runs = np.arange(len(site))
+    deliver = when[:n_got]
+    if n_got > 1 and not (deliver[1:] > deliver[:-1]).all():
+        runs[:n_got] = np.lexsort((seq, src, deliver))
+    by_time = runs[np.argsort(when[runs], kind="stable")]
+    return by_time[np.argsort(radix_ids(site[by_time]), kind="stable")]
 
 
 @dataclass
@@ -84,8 +103,7 @@ class FcfsColumns:
         self.size = np.ascontiguousarray(jobs["size"])
         self.width = jobs["procs"].astype(np.int64)
         # Each site's jobs in submission order (its agent's order), and what follows from it:
-        # the destination, the site's send number of each transfer (Site.send numbers them),
-        # and the job's submission position (its rank among a site's arrivals at equal times).
+        # the destination and the site's send number of each transfer (Site.send numbers them).
         by_site = np.argsort(radix_ids(home), kind="stable")
         counts = np.bincount(home, minlength=n)
         first = np.repeat(np.cumsum(counts) - counts, counts)
@@ -95,8 +113,6 @@ class FcfsColumns:
         sends = np.cumsum(self.leaves[by_site])
         self.seq = np.empty(len(jobs), dtype=np.int64)
         self.seq[by_site] = sends - np.concatenate(([0], sends))[first]
-        self.pos = np.empty(len(jobs), dtype=np.int64)
-        self.pos[by_site] = np.arange(len(jobs)) - first
         self.start = np.full(len(jobs), np.nan)
         self.end = np.full(len(jobs), np.nan)
         self.cursor = 0  # local jobs before it have arrived
@@ -206,23 +222,21 @@ class FcfsColumns:
         n_stay, n_got = len(stay), len(got)
         if not n_stay + n_got:
             return
-        site = np.concatenate((self.home[stay], self.local_index[got["dst"]]))
-        when = np.concatenate((self.release[stay], got["deliver"]))
-        rank = np.concatenate((np.full(n_stay, RANK_ARRIVAL), np.full(n_got, RANK_MESSAGE)))
-        key1 = np.concatenate((self.pos[stay], got["src"].astype(np.int64)))
-        key2 = np.concatenate((np.zeros(n_stay, np.int64), got["seq"]))
-        size = np.concatenate((self.size[stay], got["job_size"]))
-        q = np.concatenate((self.width[stay], got["job_procs"].astype(np.int64)))
-        order = np.lexsort((key2, key1, rank, when, site))
+        # Rows: the received messages, then the local arrivals (both in order of time).
+        site = np.concatenate((self.local_index[got["dst"]], self.home[stay]))
+        when = np.concatenate((got["deliver"], self.release[stay]))
+        size = np.concatenate((got["job_size"], self.size[stay]))
+        q = np.concatenate((got["job_procs"].astype(np.int64), self.width[stay]))
+        order = arrival_order(site, when, got["src"], got["seq"])
         start, end = self._schedule(site[order], when[order], size[order], q[order])
         s, e = np.empty(len(order)), np.empty(len(order))
         s[order], e[order] = start, end
-        self.start[stay], self.end[stay] = s[:n_stay], e[:n_stay]
+        self.start[stay], self.end[stay] = s[n_got:], e[n_got:]
         if n_got:
             self.received.append(jobs_in(got))
-            self.r_site.append(site[n_stay:])
-            self.r_start.append(s[n_stay:])
-            self.r_end.append(e[n_stay:])
+            self.r_site.append(site[:n_got])
+            self.r_start.append(s[:n_got])
+            self.r_end.append(e[:n_got])
         self.done += int(np.count_nonzero(np.isfinite(start)))
 
     def _schedule(self, site: np.ndarray, when: np.ndarray, size: np.ndarray, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -285,7 +299,7 @@ class FcfsColumns:
         for site, end in zip(self.r_site, self.r_end):
             self._count(self.events, site[end < horizon])
         # What only the windows read: freed before the result columns are built (10M jobs: 0.5 GB).
-        del self.release, self.size, self.width, self.dest, self.seq, self.pos
+        del self.release, self.size, self.width, self.dest, self.seq
 
     def job_columns(self, horizon: float) -> dict[str, np.ndarray]:
         """Columns for jobs.parquet of the jobs these sites hold (as :func:`job_columns`):

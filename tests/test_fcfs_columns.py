@@ -7,6 +7,8 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import gridemu.emulator as emulator
 from gridemu.emulator.engine import build_shard_specs
@@ -132,3 +134,35 @@ def test_cpu_and_messages_are_counted_per_site():
     assert sites["messages_received"].sum() == sites["sent_job"].sum() == res.summary["global"]["messages"]["job"]
     moved = res.jobs[res.jobs["migrations"] > 0]
     np.testing.assert_array_equal(np.bincount(moved["exec_site"], minlength=6), sites["messages_received"])
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 5), st.integers(0, 4), st.integers(0, 3)), max_size=40),
+       st.lists(st.tuples(st.integers(0, 5), st.integers(0, 4)), max_size=40),
+       st.randoms(use_true_random=False))
+def test_arrival_order_is_the_event_loops_order(messages, arrivals, rnd):
+    """``arrival_order`` against a lexsort of the event loop's whole key, computed apart: by
+    site, time, kind (messages before local arrivals), then source and sequence number, or
+    submission position. Times tie often; messages come in any order."""
+    seen: set[tuple[int, int]] = set()
+    msgs = []
+    for site, t, src in messages:  # a sequence number is each source's count: (src, seq) never repeats
+        seq = sum(1 for s, _ in seen if s == src)
+        seen.add((src, seq))
+        msgs.append((site, float(t), src, seq))
+    rnd.shuffle(msgs)
+    local = sorted((float(t), site, j) for j, (site, t) in enumerate(arrivals))  # (release, site, job id)
+    pos = {}
+    position = []
+    for _, site, _ in local:
+        position.append(pos.get(site, 0))
+        pos[site] = position[-1] + 1
+    site = np.array([m[0] for m in msgs] + [a[1] for a in local], dtype=np.int64)
+    when = np.array([m[1] for m in msgs] + [a[0] for a in local])
+    src = np.array([m[2] for m in msgs], dtype=np.int64)
+    seq = np.array([m[3] for m in msgs], dtype=np.int64)
+    kind = np.array([1] * len(msgs) + [3] * len(local))
+    key1 = np.concatenate((src, np.array(position, dtype=np.int64)))
+    key2 = np.concatenate((seq, np.zeros(len(local), np.int64)))
+    want = np.lexsort((key2, key1, kind, when, site))
+    assert fcfs_columns.arrival_order(site, when, src, seq).tolist() == want.tolist()
