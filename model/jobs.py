@@ -69,15 +69,20 @@ def concat(parts: list[np.ndarray]) -> np.ndarray:
     return np.concatenate([records(p) for p in parts]).view(parts[0].dtype)
 
 
+def release_order(release: np.ndarray, site: np.ndarray) -> np.ndarray:
+    """The order that sorts jobs by (release, submitting site), equal keys kept in their order."""
+    if len(site) < 2 or (site[1:] >= site[:-1]).all():  # by site already: one stable sort does it
+        return np.argsort(release, kind="stable")
+    return np.lexsort((site, release))  # lexsort is stable: equal keys keep their order
+
+
 def number_jobs(jobs: np.ndarray) -> np.ndarray:
     """The jobs in id order, ids set: ids are ranks by (release, submitting site, position in
-    ``jobs``)."""
-    site = jobs["submit_site"]
-    if len(site) < 2 or (site[1:] >= site[:-1]).all():  # by site already: one stable sort does it
-        order = np.argsort(jobs["release"], kind="stable")
-    else:
-        order = np.lexsort((site, jobs["release"]))  # lexsort is stable: equal keys keep their order
-    jobs = take(jobs, order)
+    ``jobs``). Jobs in that order already (drawn workloads) get their ids in place."""
+    release, site = jobs["release"], jobs["submit_site"]
+    later = release[1:] > release[:-1]
+    if not (later | ((release[1:] == release[:-1]) & (site[1:] >= site[:-1]))).all():
+        jobs = take(jobs, release_order(release, site))
     jobs["job_id"] = np.arange(len(jobs))
     return jobs
 

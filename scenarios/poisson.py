@@ -3,7 +3,8 @@
 Every site's jobs come from its own streams (arrivals, sizes, processor counts; see
 ``model.rng``), so any subset of the sites can be drawn apart: the driver draws them all
 (``generate_jobs``), or each shard draws the sites it hosts from a :class:`SiteDraws`, and the
-jobs are the same either way. Drawn jobs are not numbered yet (``model.jobs.number_jobs``).
+jobs are the same either way. Drawn jobs come in (release, site) order, not numbered yet
+(``model.jobs.number_jobs``).
 """
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import numpy as np
 
 from gridemu.model.checks import largest_remainder, per_site_array
 from gridemu.model.errors import ScenarioError
-from gridemu.model.jobs import empty_jobs
+from gridemu.model.jobs import empty_jobs, release_order
 from gridemu.model.rng import PURPOSE_ARRIVALS, PURPOSE_PROCS, PURPOSE_SIZES, site_rngs
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -34,8 +35,8 @@ class SiteDraws:
 
 
 def draw_sites(draws: SiteDraws, sites: list["SiteSpec"]) -> np.ndarray:
-    """The jobs of ``sites`` (any subset, in the given order), each site's in release order:
-    rate λ per site, gamma(α shape, β scale) sizes, ``jobs`` split over all sites by rate."""
+    """The jobs of ``sites`` (any subset), in (release, site) order, not numbered yet: rate λ
+    per site, gamma(α shape, β scale) sizes, ``jobs`` split over all sites by rate."""
     wl, n, seed = draws.workload, draws.n_sites, draws.seed
     rate = per_site_array("workload.rate", wl.get("rate", 1.0), n, positive=True)
     alpha = per_site_array("workload.alpha", wl.get("alpha", 2.0), n, positive=True)
@@ -59,17 +60,26 @@ def draw_sites(draws: SiteDraws, sites: list["SiteSpec"]) -> np.ndarray:
             t = r[-1]
         releases.append(np.concatenate(chunks))
     sizes = np.array([len(r) for r in releases], dtype=np.int64)
-    jobs = empty_jobs(int(sizes.sum()))
-    if not len(jobs):
-        return jobs
+    n_jobs = int(sizes.sum())
+    if not n_jobs:
+        return empty_jobs(0)
+    # Each site's columns are drawn into contiguous arrays, site after site, and gathered
+    # once into the job table in (release, site) order, the order number_jobs gives: no
+    # table of records in site order to sort (10M jobs: 0.8 GB less to touch, and the
+    # gathers read 10,000 sorted runs a cache line at a time instead of 80-byte records).
     ids = np.array(site_ids, dtype=np.int64)
-    org_index = {org: k for k, org in enumerate(draws.orgs)}
-    owner = np.array([org_index[s.org] for s in sites], dtype=np.int64)
-    jobs["release"] = np.concatenate(releases)
-    jobs["submit_site"] = np.repeat(ids, sizes)
-    jobs["owner"] = jobs["group"] = np.repeat(owner, sizes)
-    jobs["priority"] = np.repeat(priority[ids], sizes)
-    size, procs = jobs["size"], wl.get("procs", 1)
+    release = np.concatenate(releases)
+    del releases
+    integral = wl.get("integral", False)
+    if integral:  # the Shapley papers' integral time: released at t, whole units of work
+        release = np.floor(release)
+    local = np.repeat(np.arange(len(sites)), sizes)  # each job's site, as a position in `sites`
+    order = release_order(release, ids[local])
+    size = np.empty(n_jobs)
+    width = np.ones(n_jobs, dtype=np.int32)
+    procs = wl.get("procs", 1)
+    if not isinstance(procs, dict):
+        width[:] = int(procs)
     lo = 0
     size_rngs = site_rngs(seed, site_ids, PURPOSE_SIZES)
     proc_rngs = site_rngs(seed, site_ids, PURPOSE_PROCS) if isinstance(procs, dict) else None
@@ -86,13 +96,18 @@ def draw_sites(draws: SiteDraws, sites: list["SiteSpec"]) -> np.ndarray:
             )
         if isinstance(procs, dict):
             high = int(procs.get("high", procs.get("low", 1)))
-            jobs["procs"][lo : lo + k] = next(proc_rngs).integers(int(procs.get("low", 1)), high + 1, size=k)
+            width[lo : lo + k] = next(proc_rngs).integers(int(procs.get("low", 1)), high + 1, size=k)
         lo += k
-    if not isinstance(procs, dict):
-        jobs["procs"] = int(procs)
-    integral = wl.get("integral", False)
-    if integral:  # the Shapley papers' integral time: released at t, whole units of work
-        jobs["release"] = np.floor(jobs["release"])
+    org_index = {org: k for k, org in enumerate(draws.orgs)}
+    owner = np.array([org_index[s.org] for s in sites], dtype=np.int64)
+    jobs = empty_jobs(n_jobs)
+    local = local[order]
+    jobs["release"] = release[order]
+    jobs["size"] = size[order]
+    jobs["procs"] = width[order]
+    jobs["submit_site"] = ids[local]
+    jobs["owner"] = jobs["group"] = owner[local]
+    jobs["priority"] = priority[ids][local]
     if integral is True:  # "releases" keeps real sizes (the thesis ch. 4 simulator's time unit)
         jobs["size"] = np.ceil(jobs["size"])
     return jobs

@@ -64,6 +64,23 @@ def test_ranks_among_shards_are_ranks_of_all_jobs(rows, shard_of_site):
     assert got["size"].tolist() == want["size"].tolist()
 
 
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 6), st.integers(0, 9)), min_size=1, max_size=60), st.booleans())
+def test_number_jobs_ranks_by_release_site_and_position(rows, presorted):
+    """Against a sort of the rows in the test; ``presorted``: rows in (release, site) order
+    already, as drawn workloads come, which number_jobs numbers in place."""
+    if presorted:
+        rows = sorted(rows)
+    jobs = empty_jobs(len(rows))
+    jobs["release"] = [float(r) for r, _ in rows]
+    jobs["submit_site"] = [s for _, s in rows]
+    jobs["size"] = np.arange(len(rows))  # each row's position
+    want = sorted(range(len(rows)), key=lambda i: (rows[i][0], rows[i][1], i))
+    got = number_jobs(jobs)
+    assert got["size"].tolist() == want
+    assert got["job_id"].tolist() == list(range(len(rows)))
+
+
 def test_the_driver_draws_no_poisson_workload(monkeypatch):
     """Run on the draw path, the driver never generates the jobs, yet a result has them all."""
     data = small_grid("random", jobs=500, sites=4)
