@@ -113,9 +113,10 @@ def usage_ledger(cols: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     key = (site - first) * width + group
     span = int(key.max()) + 1
     # bincount adds in input order, so each sum is the same, bit for bit, however the
-    # pairs are found: as bins where they are dense (few groups), else by two radix sorts
-    # (np.unique's int64 sort took 2-3 s of 10M jobs where groups are organizations).
-    if span <= 4 * len(key) + 65536:
+    # pairs are found: as bins where they are dense (few groups; the bins take at most twice
+    # the keys' memory), else by two radix sorts (np.unique's int64 sort took 2-3 s of 10M
+    # jobs where groups are organizations).
+    if span <= max(len(key), 65536):
         keys = np.flatnonzero(np.bincount(key, minlength=span))
         usage = np.bincount(key, weights=used, minlength=span)[keys]
     else:
