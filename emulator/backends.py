@@ -4,7 +4,7 @@ The coordinator talks to a backend in three calls: ``status()`` once, ``step()``
 window (one call per shard), ``results()`` at the end. In the Ray backend each shard's
 outgoing batches come back as separate object references (``num_returns``), which
 the coordinator hands to the destination shards unopened: payloads never pass through
-the coordinator.
+the coordinator. Results come back column by column (``_ShardActor.results``).
 """
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import signal
 import socket
 import threading
 import warnings
-from typing import Any
+from typing import Any, Iterator
 
 from gridemu.model.errors import GridemuError, first_line
 from gridemu.emulator.shard import Shard, ShardSpec, StepInfo, draw_jobs, numbered, with_drawn_jobs
@@ -60,6 +60,11 @@ class InProcessBackend:
         self.shards = []
 
 
+#: The parts of a shard's results that are columns (name -> array): a Ray shard sends each
+#: column as an object of its own (``_ShardActor.results``).
+STREAMED = ("jobs", "usage")
+
+
 class _ShardActor:
     """Ray actor body: a Shard built inside the actor process (where it draws its own jobs:
     once ``draw`` and ``build`` are called)."""
@@ -91,8 +96,19 @@ class _ShardActor:
     def step(self, until: float, *batches):
         return self.shard.step(until, *batches)
 
-    def results(self, horizon: float) -> dict[str, Any]:
-        return self.shard.results(horizon)
+    def results(self, horizon: float) -> Iterator[Any]:
+        """The shard's results in pieces: first what is small, with the names of the columns,
+        then each job and usage column on its own. A generator: Ray stores each piece in the
+        object store as it is yielded (owned by the caller), and the column is dropped here
+        at once, so the actor never holds its columns and their copy in the store together
+        (10000x10M, 2 shards: that was the run's peak)."""
+        out = self.shard.results(horizon)
+        self.shard = None  # the last call: what the shard still holds goes first
+        columns = [(part, name) for part in STREAMED for name in out[part]]
+        parts = {part: out.pop(part) for part in STREAMED}
+        yield out, columns
+        for part, name in columns:
+            yield parts[part].pop(name)
 
 
 def ensure_ray(address: str | None = None, num_cpus: int | None = None) -> Any:
@@ -216,7 +232,17 @@ class RayBackend:
         return [list(self._get(list(inbox))) if inbox else [] for inbox in inboxes]
 
     def results(self, horizon: float) -> list[dict[str, Any]]:
-        return self._get([a.results.remote(horizon) for a in self.actors])
+        pieces = [a.results.remote(horizon) for a in self.actors]  # the shards run in parallel
+        heads = [self._get([next(piece)])[0] for piece in pieces]
+        refs = [[next(piece) for _ in columns] for piece, (_, columns) in zip(pieces, heads)]
+        values = iter(self._get([ref for shard in refs for ref in shard]))  # one call: few round trips
+        out = []
+        for head, columns in heads:
+            head.update({part: {} for part in STREAMED})
+            for part, name in columns:
+                head[part][name] = next(values)
+            out.append(head)
+        return out
 
     def close(self) -> None:
         for a in self.actors:
