@@ -17,7 +17,7 @@ from gridemu.brokers import registry
 from gridemu.brokers.agents.base import GridInfo
 from gridemu.emulator.checks import check_causality
 from gridemu.model.errors import InvariantError
-from gridemu.model.jobs import number_jobs, piece_order, radix_ids, rank_among, release_keys, take
+from gridemu.model.jobs import columns_in_piece_order, number_jobs, radix_ids, rank_among, release_keys, take
 from gridemu.model.messages import MessageKinds, empty_batch, to_batch
 from gridemu.scenarios.poisson import SiteDraws, draw_sites
 from gridemu.sites import faults, fcfs_recurrence
@@ -327,11 +327,8 @@ class Shard:
             out = self._results_sites(horizon)
         # Rows sorted by (job, fragment) here, in parallel on Ray: the driver then puts every
         # shard's in place by id instead of sorting all of them alone (piece_table).
-        jobs = out["jobs"]
-        if jobs:
-            order = piece_order(jobs["job_id"], jobs["fragment"])
-            for k in jobs:  # one column at a time: the rows are never held twice
-                jobs[k] = jobs[k][order]
+        if out["jobs"]:
+            out["jobs"] = columns_in_piece_order([out["jobs"]])
         # Each shard checks its own sites' schedules (DESIGN.md's causality invariant): in
         # parallel on Ray, where the driver would check every site alone.
         procs = np.zeros(len(self.site_to_shard), dtype=np.int64)

@@ -112,15 +112,18 @@ def piece_order(ids: np.ndarray, fragment: np.ndarray) -> np.ndarray:
 
 def columns_in_piece_order(parts: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
     """The parts' columns as one set sorted by (job, fragment), equal keys in part order.
+    The parts are handed over: one part's columns are returned as they are or sorted in its
+    own dict, one column at a time (the rows are never held twice).
 
-    Each shard sends its rows sorted (``Shard.results``): one shard's are used as they are,
-    and several shards' jobs that number 0..n-1 once each are put in place by id (one
-    write a value; 2 shards of 1M jobs: 0.09 s against 0.25 s to concatenate and reorder).
-    Anything else (jobs in flight at the horizon, pieces, a piece held twice) is sorted."""
+    Each shard sorts its own rows with it (``Shard.results``), so the driver uses one
+    shard's as they are, and puts several shards' jobs that number 0..n-1 once each in
+    place by id (one write a value; 2 shards of 1M jobs: 0.09 s against 0.25 s to
+    concatenate and reorder). Anything else (jobs in flight at the horizon, pieces, a piece
+    held twice) is sorted."""
     ids = [p["job_id"] for p in parts]
     if all((i[1:] > i[:-1]).all() for i in ids):
         if len(parts) == 1:
-            return dict(parts[0])
+            return parts[0]
         n = sum(len(i) for i in ids)
         seen = np.zeros(n, dtype=bool)
         for i in ids:
@@ -132,7 +135,7 @@ def columns_in_piece_order(parts: list[dict[str, np.ndarray]]) -> dict[str, np.n
                 for k, col in out.items():
                     col[i] = p[k]
             return out
-    cols = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+    cols = parts[0] if len(parts) == 1 else {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
     order = piece_order(cols["job_id"], cols["fragment"])
     for k in cols:  # one column at a time: the table is never held twice
         cols[k] = cols[k][order]

@@ -389,8 +389,8 @@ def test_shards_columns_join_in_piece_order(n, k, case, seed):
             order = np.lexsort((part["fragment"], part["job_id"]))
             part = {c: v[order] for c, v in part.items()}
         parts.append(part)
+    flat = {c: np.concatenate([p[c] for p in parts]) for c in parts[0]}  # before: the parts are handed over
     joined = columns_in_piece_order(parts)
-    flat = {c: np.concatenate([p[c] for p in parts]) for c in parts[0]}
     expect = np.lexsort((flat["fragment"], flat["job_id"]))
     assert set(joined) == set(flat)
     for c in flat:
