@@ -415,9 +415,12 @@ def worker(engine: str, model: str, period: float, rates: str, out_dir: Path, ta
         # The first use of emulator.run imports pandas (about 0.3 s): once per process, not
         # part of a run, so it happens before the clock starts.
         run = emulator.run
-        busy0, t = _busy(psutil.cpu_times()), time.perf_counter()
+        busy0, t, main0 = _busy(psutil.cpu_times()), time.perf_counter(), time.thread_time()
         result = run(scenario, backend=backend, shards=shards)
         rec["call_s"] = time.perf_counter() - t
+        # The calling thread's own CPU: on Ray, the driver's work (scenario, specs, barriers,
+        # joining the shards' results, tables, checks, summary), which no shard count shares.
+        rec["driver_cpu_s"] = time.thread_time() - main0
         # Every process's CPU during the call (the machine's busy time: Ray's actors and its
         # own processes included, and any other load; "other CPU" shows that).
         rec["call_cpu_s"] = _busy(psutil.cpu_times()) - busy0
@@ -597,6 +600,15 @@ def ratios(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
                     f"{(inproc['wall_s'] - inproc.get('setup_s', 0)) / max(1e-9, r['wall_s'] - r.get('setup_s', 0)):.2f}x; "
                     f"call {r['call_s']:.2f} s vs {inproc['call_s']:.2f} s")
             add(f"{model}: ray {k} shards faster than in-process, whole call", v, f">= {target:g}x" if target else "(no target)", ok, note)
+            if r.get("driver_cpu_s"):
+                # A single thread cannot finish before its own CPU time is spent: the driver's
+                # CPU in this call bounds every shard count's call from below (an optimistic
+                # bound: more shards add barrier and join work to the driver).
+                bound = inproc["call_s"] / r["driver_cpu_s"]
+                add(f"{model}: the most any number of Ray shards could give with this driver, whole call", bound,
+                    "(in-process call / the Ray driver's own CPU)", None,
+                    f"the driver's calling thread used {r['driver_cpu_s']:.2f} s of CPU in the {r['call_s']:.2f} s call on {k} shards"
+                    + (f" (below the {TARGET_RAY16_CALL:g}x target)" if model == "10000x1M" and bound < TARGET_RAY16_CALL else ""))
         if inproc and inproc.get("call_s") and inproc.get("wall_s") is not None and inproc["call_s"] > inproc["wall_s"]:
             # The driver's part of the call (scenario facts, job and site tables, checks,
             # summary) runs once whatever the shards: Amdahl's bound on any backend's speed-up.
