@@ -4,9 +4,13 @@ Each of S actors plays a shard: per window it gets the batches the others sent i
 last window and returns one batch of ``--rows`` message rows (``MSG_DTYPE``, 130 bytes a
 row) for every other shard, and a small status record. Three ways to run that exchange:
 
-* ``tasks``: what ``emulator/backends.py: RayBackend`` does: one actor task per shard and
-  window with ``num_returns``, the batches handed on as object references (through Ray's
-  object store once they pass its 100 KiB inline limit);
+* ``tasks``: one actor task per shard and window with ``num_returns`` = shards + 1: one
+  object a destination, each handed on as an object reference (through Ray's object store
+  once it passes the 100 KiB inline limit); what ``emulator/backends.py: RayBackend`` did
+  before it sent one object a shard;
+* ``one object``: what ``RayBackend`` does: the same tasks, but a shard's batches for every
+  destination go back as one tuple (``num_returns=2``), whose reference each destination
+  gets and takes its part of;
 * ``pipelined``: the same tasks, but each shard also gets every shard's status record of
   the last window (so the shards could agree the next window among themselves) and the
   driver keeps four windows in flight instead of waiting at every barrier;
@@ -52,6 +56,10 @@ def main() -> None:
             received = sum(len(b) for b in batches if isinstance(b, np.ndarray))
             return ((until, received), *[self.out if d != self.k else self.out[:0] for d in range(self.n)])
 
+        def step_one(self, until: float, *outputs: tuple) -> tuple:
+            received = sum(len(o[self.k]) for o in outputs)
+            return (until, received), tuple(self.out if d != self.k else self.out[:0] for d in range(self.n))
+
         def step_graph(self, inp: tuple) -> tuple:
             until, batches = inp
             return self.step(until, *batches)
@@ -68,6 +76,15 @@ def main() -> None:
             ray.get([r[0] for r in refs])
             inbox = [[refs[s][1 + d] for s in range(n) if s != d] for d in range(n)]
         tasks_ms = (time.perf_counter() - t0) / args.windows * 1e3
+
+        inbox = [[] for _ in range(n)]
+        t0 = time.perf_counter()
+        for w in range(args.windows):
+            refs = [a.step_one.options(num_returns=2).remote(float(w), *inbox[k]) for k, a in enumerate(actors)]
+            got = ray.get([r[0] for r in refs])
+            inbox = [[refs[s][1] for s in range(n) if s != d] for d in range(n)]
+        one_ms = (time.perf_counter() - t0) / args.windows * 1e3
+        assert got[0][1] == (rows * (n - 1) if args.windows > 1 else 0)
 
         # Pipelined: every shard gets every shard's status of the last window with its batches
         # and agrees the window itself; the driver only keeps a few windows in flight.
@@ -107,7 +124,8 @@ def main() -> None:
         for a in actors:
             ray.kill(a)
         print(
-            f"  {rows:>9,} rows ({rows * MSG_DTYPE.itemsize / 1024:,.0f} KiB) to each other shard: tasks + object refs {tasks_ms:.2f} ms; "
+            f"  {rows:>9,} rows ({rows * MSG_DTYPE.itemsize / 1024:,.0f} KiB) to each other shard: tasks, one object a destination {tasks_ms:.2f} ms; "
+            f"one object a shard {one_ms:.2f} ms; "
             f"pipelined {piped_ms:.2f} ms; "
             f"compiled graph {graph_ms:.2f} ms (compiling {compile_s:.2f} s, first window {first_ms:.0f} ms)"
         )

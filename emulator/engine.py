@@ -266,7 +266,8 @@ def run_windows(
                 ckpt.save(checkpoint_to, last, scenario.data, scenario.source, backend_name, n_shards)
                 stop.resume_signal()
         results = backend.results(horizon)
-        in_flight = _fetch(inboxes, backend_name)
+        # The batches still in flight, as arrays (in-process shards pass rows).
+        in_flight = [b if isinstance(b, np.ndarray) else to_batch(b) for inbox in backend.materialize(inboxes) for b in inbox]
         if jobs is None:
             jobs = _submitted(results, n_jobs)
     finally:
@@ -344,16 +345,3 @@ def _release_free_memory() -> None:
         ctypes.CDLL("libc.so.6").malloc_trim(0)
     except (OSError, AttributeError):  # not glibc: nothing to do
         pass
-
-
-def _fetch(inboxes: list[list[Any]], backend: str) -> list[np.ndarray]:
-    """The batches still in flight at the end, as arrays (in-process shards pass rows)."""
-    batches = [b for inbox in inboxes for b in inbox]
-    if backend == "ray" and batches:
-        import ray
-
-        # References to batches still in the shards; a checkpoint has fetched some already.
-        refs = [i for i, b in enumerate(batches) if isinstance(b, ray.ObjectRef)]
-        for i, batch in zip(refs, ray.get([batches[i] for i in refs])):
-            batches[i] = batch
-    return [b if isinstance(b, np.ndarray) else to_batch(b) for b in batches]

@@ -50,6 +50,23 @@ def test_same_job_table_for_any_backend_and_shard_count(ray_session, protocol):
         assert other.summary["global"]["messages"] == base.summary["global"]["messages"]
 
 
+def test_jobs_in_flight_at_the_horizon_on_ray_shards(ray_session):
+    """A Ray shard sends one object a window with a batch for every shard; each destination
+    takes its own part, in the loop and from the transfers still travelling at the horizon."""
+    data = {
+        "run": {"seed": 8, "horizon": 15.0},
+        "network": {"latency": 2.5},
+        "sites": {"count": 3, "procs": 1},
+        "workload": {"kind": "poisson", "rate": [0.6, 0.6, 0.6], "alpha": 1.0, "beta": 1.0, "jobs": 60},
+        "protocol": {"name": "random"},
+    }
+    base = emulator.run(data, backend="inprocess", shards=1)
+    moving = base.jobs[base.jobs["state"] == "transferred"]
+    assert moving["exec_site"].nunique() == 3  # in flight to every site (each its own shard at 3 shards)
+    for shards in (2, 3):
+        pd.testing.assert_frame_equal(base.jobs, emulator.run(data, backend="ray", shards=shards).jobs)
+
+
 def test_seed_changes_the_run_and_reproduces_it():
     data = small_grid("random", jobs=300)
     a, b, c = jobs_of(data, seed=1), jobs_of(data, seed=1), jobs_of(data, seed=2)
