@@ -2,7 +2,7 @@
 
 Each of S actors plays a shard: per window it gets the batches the others sent it in the
 last window and returns one batch of ``--rows`` message rows (``MSG_DTYPE``, 130 bytes a
-row) for every other shard, and a small status record. Three ways to run that exchange:
+row) for every other shard, and a small status record. Four ways to run that exchange:
 
 * ``tasks``: one actor task per shard and window with ``num_returns`` = shards + 1: one
   object a destination, each handed on as an object reference (through Ray's object store
