@@ -238,8 +238,8 @@ class Shard:
 
     def _keep_own(self, out: list[Any], out_min: dict[int, float]) -> None:
         """Deliver the messages between the shard's own sites now, at the window's end (none is
-        due before it): they never travel through the coordinator (with Ray: no object in the
-        store, no trip through the driver). Delivered, they count in the shard's next event
+        due before it): they never travel through the coordinator (with Ray: not in the object
+        the shard sends, no trip through the driver). Delivered, they count in the shard's next event
         time; a routing site's send bound ignores them as it ignores any received job."""
         k = self.shard_id
         if k not in out_min:
