@@ -240,10 +240,15 @@ class RayBackend:
         """Each shard's batches behind the next window's object references (a checkpoint
         must not refer to objects that die with their actors, and holds batches, which
         either backend resumes from)."""
-        return [
-            [b[d] if isinstance(b, tuple) else b for b in self._get(list(inbox))] if inbox else []
-            for d, inbox in enumerate(inboxes)
-        ]
+        # Batches a checkpoint fetched already stay as they are (the run may end right after
+        # one); every reference is fetched in one call, however many shards share it.
+        ref = self.ray.ObjectRef
+        values = iter(self._get([b for inbox in inboxes for b in inbox if isinstance(b, ref)]))
+        out = []
+        for d, inbox in enumerate(inboxes):
+            got = [next(values) if isinstance(b, ref) else b for b in inbox]
+            out.append([b[d] if isinstance(b, tuple) else b for b in got])
+        return out
 
     def results(self, horizon: float) -> list[dict[str, Any]]:
         pieces = [a.results.remote(horizon) for a in self.actors]  # the shards run in parallel

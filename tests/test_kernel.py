@@ -50,9 +50,10 @@ def test_same_job_table_for_any_backend_and_shard_count(ray_session, protocol):
         assert other.summary["global"]["messages"] == base.summary["global"]["messages"]
 
 
-def test_jobs_in_flight_at_the_horizon_on_ray_shards(ray_session):
+def test_jobs_in_flight_at_the_horizon_on_ray_shards(ray_session, tmp_path):
     """A Ray shard sends one object a window with a batch for every shard; each destination
-    takes its own part, in the loop and from the transfers still travelling at the horizon."""
+    takes its own part, in the loop and from the transfers still travelling at the horizon,
+    also when a checkpoint at the last barrier fetched them already."""
     data = {
         "run": {"seed": 8, "horizon": 15.0},
         "network": {"latency": 2.5},
@@ -65,6 +66,8 @@ def test_jobs_in_flight_at_the_horizon_on_ray_shards(ray_session):
     assert moving["exec_site"].nunique() == 3  # in flight to every site (each its own shard at 3 shards)
     for shards in (2, 3):
         pd.testing.assert_frame_equal(base.jobs, emulator.run(data, backend="ray", shards=shards).jobs)
+    saved = emulator.run(data, backend="ray", shards=3, checkpoint=0, out=tmp_path / "run")
+    pd.testing.assert_frame_equal(base.jobs, saved.jobs)
 
 
 def test_seed_changes_the_run_and_reproduces_it():
