@@ -77,7 +77,10 @@ whole ``emulator.run`` call (also workload generation, result tables, checks, su
 that the first use of ``emulator.run`` in a process makes). "call cpu s": the machine's busy
 CPU seconds during that call (every process: the driver, Ray's actors and its own
 processes, and any other load, which "other CPU" shows): on C cores no call can be shorter
-than call cpu s / C. "ms/win": loop s per window.
+than call cpu s / C. "sys cpu s": the kernel's part of call cpu s; "faults k": page faults
+of every process during the call, in thousands (``/proc/vmstat``), most of them memory a
+process touches for the first time, which on a virtual machine can cost several
+microseconds each. "ms/win": loop s per window.
 "site cpu s": the summed CPU time of the sites' own event loops (``site_cpu_seconds``; where
 sites run as numpy columns, the CPU time of the windows' array work; elapsed time before
 6423060, which counted a shard waiting for a core); the
@@ -415,7 +418,8 @@ def worker(engine: str, model: str, period: float, rates: str, out_dir: Path, ta
         # The first use of emulator.run imports pandas (about 0.3 s): once per process, not
         # part of a run, so it happens before the clock starts.
         run = emulator.run
-        busy0, t, main0 = _busy(psutil.cpu_times()), time.perf_counter(), time.thread_time()
+        cpu0, faults0 = psutil.cpu_times(), _page_faults()
+        busy0, t, main0 = _busy(cpu0), time.perf_counter(), time.thread_time()
         result = run(scenario, backend=backend, shards=shards)
         rec["call_s"] = time.perf_counter() - t
         # The calling thread's own CPU: on Ray, the driver's work (scenario, specs, barriers,
@@ -423,7 +427,15 @@ def worker(engine: str, model: str, period: float, rates: str, out_dir: Path, ta
         rec["driver_cpu_s"] = time.thread_time() - main0
         # Every process's CPU during the call (the machine's busy time: Ray's actors and its
         # own processes included, and any other load; "other CPU" shows that).
-        rec["call_cpu_s"] = _busy(psutil.cpu_times()) - busy0
+        cpu1 = psutil.cpu_times()
+        rec["call_cpu_s"] = _busy(cpu1) - busy0
+        # The kernel's part of it, and the page faults behind most of that: memory a process
+        # touches for the first time (each Ray actor is a fresh process; its columns, the
+        # batches it sends and receives and the objects it stores are all new pages).
+        rec["call_sys_s"] = cpu1.system - cpu0.system
+        faults1 = _page_faults()
+        if faults0 is not None and faults1 is not None:
+            rec["page_faults"] = faults1 - faults0
         g = result.summary["global"]
         rec.update(wall_s=float(g["wall_seconds"]), events=int(g["events"]), windows=int(g["windows"]),
                    messages=int(g.get("messages_total", 0)), messages_by_kind=g.get("messages", {}))
@@ -465,6 +477,18 @@ def worker(engine: str, model: str, period: float, rates: str, out_dir: Path, ta
     np.save(out_dir / f"{tag}.npy", np.stack([np.asarray(job_ids, dtype=float)[order], start[order], end[order],
                                                np.asarray(exec_site, dtype=float)[order]]))
     (out_dir / f"{tag}.json").write_text(json.dumps(rec))
+
+
+def _page_faults() -> int | None:
+    """Page faults of every process on the machine since boot (Linux ``/proc/vmstat``), or None."""
+    try:
+        with open("/proc/vmstat") as f:
+            for line in f:
+                if line.startswith("pgfault "):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return None
 
 
 # ---------------------------------------------------------------------------- parent side
@@ -520,7 +544,7 @@ def check_agreement(group: list[dict[str, Any]], out_dir: Path) -> None:
 
 
 COLUMNS = ["model", "engine", "wall s", "jobs/s", "events/s", "msgs/s", "windows", "ms/win", "setup s", "loop s", "gather s",
-           "call s", "call cpu s", "site cpu s", "peak MiB", "mem", "done", "mean flow", "agree", "other CPU"]
+           "call s", "call cpu s", "sys cpu s", "faults k", "site cpu s", "peak MiB", "mem", "done", "mean flow", "agree", "other CPU"]
 
 
 def table_rows(rows: list[dict[str, Any]]) -> list[list[str]]:
@@ -542,7 +566,9 @@ def table_rows(rows: list[dict[str, Any]]) -> list[list[str]]:
             _fmt(wall, ".3f"), _fmt(r["jobs_per_s"], ",.0f"), _fmt(r["events_per_s"], ",.0f"), _fmt(r["messages_per_s"], ",.0f"),
             _fmt(r.get("windows"), ",d"), _fmt(r.get("ms_per_window"), ".2f"),
             _fmt(r.get("setup_s"), ".3f"), _fmt(r.get("loop_s"), ".3f") + ("*" if r.get("loop_includes_gather") else ""),
-            _fmt(r.get("gather_s"), ".3f"), _fmt(r.get("call_s"), ".3f"), _fmt(r.get("call_cpu_s"), ".2f"), _fmt(r.get("site_cpu_s"), ".3f"),
+            _fmt(r.get("gather_s"), ".3f"), _fmt(r.get("call_s"), ".3f"), _fmt(r.get("call_cpu_s"), ".2f"),
+            _fmt(r.get("call_sys_s"), ".2f"), _fmt(r["page_faults"] / 1000 if r.get("page_faults") is not None else None, ",.0f"),
+            _fmt(r.get("site_cpu_s"), ".3f"),
             _fmt(r["peak_mib"], ",.0f"), r["mem_method"], f"{r['finished']:,}/{r['jobs']:,}", _fmt(r.get("mean_flow"), ".6f"), agree,
             _fmt(r.get("other_cores"), ".2f"),
         ])
@@ -600,6 +626,19 @@ def ratios(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
                     f"{(inproc['wall_s'] - inproc.get('setup_s', 0)) / max(1e-9, r['wall_s'] - r.get('setup_s', 0)):.2f}x; "
                     f"call {r['call_s']:.2f} s vs {inproc['call_s']:.2f} s")
             add(f"{model}: ray {k} shards faster than in-process, whole call", v, f">= {target:g}x" if target else "(no target)", ok, note)
+            if r.get("call_cpu_s") and inproc.get("call_cpu_s"):
+                # On C cores no call is shorter than the CPU it keeps busy over C: Ray's own
+                # costs (actor processes, their first-touch memory, the object store, its
+                # daemons) count there, whatever the shards' split of the work.
+                cores = os.cpu_count() or 1
+                least = r["call_cpu_s"] / cores
+                faults = ""
+                if r.get("page_faults") is not None and inproc.get("page_faults") is not None:
+                    faults = (f"; page faults {r['page_faults']:,} vs {inproc['page_faults']:,}, kernel CPU "
+                              f"{r.get('call_sys_s', 0):.2f} s vs {inproc.get('call_sys_s', 0):.2f} s")
+                add(f"{model}: the most ray {k} shards could give on this machine's {cores} cores, whole call", inproc["call_s"] / least,
+                    "(in-process call / (Ray call's CPU / cores))", None,
+                    f"the Ray call kept {r['call_cpu_s']:.2f} CPU s busy against {inproc['call_cpu_s']:.2f} in-process{faults}")
             if r.get("driver_cpu_s"):
                 # A single thread cannot finish before its own CPU time is spent: the driver's
                 # CPU in this call bounds every shard count's call from below (an optimistic
@@ -761,6 +800,7 @@ def main(argv: list[str] | None = None) -> int:
         "wall s: gridemu summary wall_seconds (shards built -> results gathered); heapq/SimPy: setup + loop + gather from the job arrays.\n"
         "jobs/s, events/s, msgs/s over wall s. call s: whole emulator.run call (workload generation, tables, checks, summary; not ray.init, nor the first import of pandas).\n"
         "call cpu s: the machine's busy CPU seconds during that call (every process; on C cores the call takes at least call cpu s / C).\n"
+        "sys cpu s: the kernel's part of it; faults k: page faults of every process in the call, thousands (first-touch memory, mostly).\n"
         "setup s: shards built (Ray: actors started, shards built in them); loop s: the window loop (* loop and gathering); gather s: results.\n"
         "site cpu s: the sites' own event loops' CPU time (columns path: the windows' array work), summed over shards. peak MiB: maxrss of the run's process; tree pss = driver + every Ray process, PSS summed.\n"
         "agree: same schedule = start, end and executing site of every job equal bit for bit to the reference's; else whether the mean flow\n"
