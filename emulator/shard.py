@@ -200,11 +200,10 @@ class Shard:
             site.bound = bound
             e0, d0 = site.events, _done(site)
             t0 = clock()
-            site.advance(until)
+            new_next.append(site.advance(until))
             took.append(clock() - t0)
             events += site.events - e0
             done += _done(site) - d0
-            new_next.append(site.next_event_time())
             new_bound.append(site.send_bound())
             if site.outbox:
                 rows += site.outbox
