@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -42,9 +43,14 @@ def gridemu_rows(paths: list[Path]) -> tuple[dict[str, list[dict[str, Any]]], in
     by_model: dict[str, list[dict[str, Any]]] = {}
     cpus = 0
     for path in paths:
-        data = json.loads(path.read_text())
-        cpus = max(cpus, int(data["environment"]["cpus"]))
-        for row in data["rows"]:
+        try:
+            data = json.loads(path.read_text())
+            cpus = max(cpus, int(data["environment"]["cpus"]))
+            rows = list(data["rows"])
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            print(f"plot_protocols.py: {path}: not a bench/protocols.py --json file ({type(exc).__name__}: {exc})", file=sys.stderr)
+            raise SystemExit(2) from None
+        for row in rows:
             if row["engine"] == "inprocess" or ray_shards(row["engine"]) is not None:
                 if "call_s" in row and "error" not in row:
                     by_model.setdefault(row["model"], []).append(row)
