@@ -32,8 +32,9 @@ def enable(site: "Site") -> None:
     site._fp_free = [-INF] * site.m
 
 
-def advance(site: "Site", until: float) -> None:
-    """Extend the site's FCFS schedule over its local jobs released before ``until``."""
+def advance(site: "Site", until: float) -> float:
+    """Extend the site's FCFS schedule over its local jobs released before ``until``; return
+    the site's next event time."""
     rel, size, procs = site.c_release, site.c_size, site.c_procs
     start, end, state = site.r_start, site.r_end, site.r_state
     free, prev, speed = site._fp_free, site._fp_prev, site.speed
@@ -64,3 +65,4 @@ def advance(site: "Site", until: float) -> None:
     site.events += i - site.cursor
     site.cursor = i
     site._fp_prev = prev
+    return site.next_event_time()

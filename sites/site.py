@@ -138,12 +138,8 @@ class Site:
 
     def next_agent_event_time(self) -> float:
         """The earliest pending timer or message."""
-        t = self.timer_times[0] if self.timer_times else INF
-        # next_message_time, inline: it is the send bound of most talking agents, asked
-        # after every visit of a site.
-        if self.inbox_at < len(self.inbox) and self.inbox[self.inbox_at][0] < t:
-            return self.inbox[self.inbox_at][0]
-        return t
+        t = self.timer_times[0] if self.timer_times else INF  # and next_message_time, inline (the hot send bound)
+        return self.inbox[self.inbox_at][0] if self.inbox_at < len(self.inbox) and self.inbox[self.inbox_at][0] < t else t
 
     def next_message_time(self) -> float:
         """The earliest message delivered here and not handled yet (for agents that send
@@ -397,11 +393,9 @@ class Site:
         return self.inbox[self.inbox_at :]
 
     def advance(self, until: float) -> float:
-        """Handle every event of this site with time < until, in order; return the time of
-        its next event (``next_event_time``, which the loop has at hand when it stops)."""
+        """Handle every event of this site with time < until, in order; return next_event_time()."""
         if self.fast:
-            fcfs_recurrence.advance(self, until)
-            return self.next_event_time()
+            return fcfs_recurrence.advance(self, until)
         heap, rel, agent, sched, views = self.heap, self.c_release, self.agent, self.scheduler, self.kinds.views
         handlers, view_of = agent.handlers, tuple.__new__
         intercept = agent.intercepts_arrivals
