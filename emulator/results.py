@@ -33,6 +33,7 @@ from gridemu.model.errors import GridemuError
 from gridemu.emulator.scenario_toml import to_toml
 from gridemu.model.jobs import JOB_DTYPE, STATE_CODE, STATES, columns_in_piece_order
 from gridemu.sites.faults import FAULT_COLUMNS
+from gridemu.sites.results import site_runs_in_order
 
 JOB_COLUMNS = [
     "job_id", "owner", "group", "release", "size", "procs", "submit_site", "exec_site", "start", "end", "migrations", "state",
@@ -316,12 +317,12 @@ def timeseries_table(raw: RawRun) -> pd.DataFrame:
 
 def usage_table(raw: RawRun) -> pd.DataFrame:
     """The sites' usage ledgers: processor-time of finished jobs per site and group."""
-    parts = [r["usage"] for r in raw.shard_results]
-    df = pd.DataFrame({k: np.concatenate([p[k] for p in parts]) for k in ("site_id", "group", "usage")})
+    cols = {k: np.concatenate([r["usage"][k] for r in raw.shard_results]) for k in ("site_id", "group", "usage")}
+    order = site_runs_in_order(cols["site_id"])
+    df = pd.DataFrame({k: v[order] for k, v in cols.items()})
     site, group = df["site_id"].to_numpy(), df["group"].to_numpy(dtype=int)
     df["group"] = pd.Categorical.from_codes(group, categories=raw.groups)
-    # Each ledger comes sorted by (site, group), and block packing puts the shards' sites in
-    # order: then the rows are sorted already (10000x10M: 9.45M rows, a 0.76 s sort saved).
+    # Ledgers come sorted by (site, group), their runs now in site order: sorted already (no 0.76 s sort at 10000x10M).
     if ((site[1:] > site[:-1]) | ((site[1:] == site[:-1]) & (group[1:] > group[:-1]))).all():
         return df
     return df.sort_values(["site_id", "group"]).reset_index(drop=True)

@@ -17,6 +17,7 @@ from gridemu.brokers.agents.base import Agent
 from gridemu.brokers.protocol import Protocol
 from gridemu.emulator.checks import check_causality, check_conservation, check_guarantees
 from gridemu.emulator.engine import pack_sites
+from gridemu.sites.results import site_runs_in_order
 from gridemu.model.errors import InvariantError
 from tests.conftest import small_grid
 
@@ -30,6 +31,23 @@ def test_pack_sites_is_even_and_contiguous():
     assert packing.tolist() == [0, 0, 0, 0, 1, 1, 1, 2, 2, 2]
     assert np.ptp(np.bincount(pack_sites(10_000, 7))) <= 1
     assert pack_sites(5, 2, "round_robin").tolist() == [0, 1, 0, 1, 0]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 40), st.integers(1, 5), st.data())
+def test_usage_runs_of_round_robin_shards_come_in_site_and_group_order(n_sites, n_shards, data):
+    """Each shard's ledger is sorted by (site, group) and holds its sites only: putting the
+    sites' runs in site order gives the rows sorted by (site, group), as a sort would."""
+    site, group = [], []
+    for shard in range(n_shards):
+        for s in range(shard, n_sites, n_shards):
+            groups = sorted(data.draw(st.sets(st.integers(0, 9), max_size=4)))
+            site += [s] * len(groups)
+            group += groups
+    site, group = np.array(site, dtype=np.int64), np.array(group)
+    order = site_runs_in_order(site)
+    sorted_ = np.lexsort((group, site))
+    assert site[order].tolist() == site[sorted_].tolist() and group[order].tolist() == group[sorted_].tolist()
 
 
 @pytest.mark.parametrize("protocol", ["averaging", "random"])
