@@ -73,8 +73,8 @@ messages are transfers (gridemu: ``messages_total``, load reports included). "se
 gridemu's ``setup_seconds`` (shards built; Ray: actors started and shards built in them);
 "loop s": the window loop; "gather s": ``Shard.results`` for every shard; "call s": the
 whole ``emulator.run`` call (also workload generation, result tables, checks, summary;
-``ray.init`` is not in it: see ``ray_init_s`` in the JSON; nor is the import of pandas
-that the first use of ``emulator.run`` in a process makes). "call cpu s": the machine's busy
+``ray.init`` is not in it: see ``ray_init_s`` in the JSON; nor are the imports that the
+first use of ``emulator.run`` in a process makes, pandas and every protocol's module). "call cpu s": the machine's busy
 CPU seconds during that call (every process: the driver, Ray's actors and its own
 processes, and any other load, which "other CPU" shows): on C cores no call can be shorter
 than call cpu s / C. "sys cpu s": the kernel's part of call cpu s; "faults k": page faults
@@ -123,7 +123,9 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 # bench/throughput.py: process-tree memory sampling, killing a run's tree, phase marks of
 # the window loop, repeats -> median row, projections, the environment line.
-from throughput import _busy, _environment, _fmt, _instrument, aggregate, projected_too_slow, run_worker, wait_quiet  # noqa: E402
+from throughput import (  # noqa: E402
+    _busy, _environment, _fmt, _instrument, aggregate, imported_run, projected_too_slow, run_worker, wait_quiet,
+)
 
 PROCS, ALPHA, BETA, LATENCY, SEED = 10, 2.0, 2.0, 1.0, 1
 HOT_RATE, COLD_RATE = 3.0, 1.4  # x R / (2 N): a quarter of the sites hot, the rest cold
@@ -415,9 +417,7 @@ def worker(engine: str, model: str, period: float, rates: str, out_dir: Path, ta
         _instrument(marks, backend)
         import psutil
 
-        # The first use of emulator.run imports pandas (about 0.3 s): once per process, not
-        # part of a run, so it happens before the clock starts.
-        run = emulator.run
+        run = imported_run()
         cpu0, faults0 = psutil.cpu_times(), _page_faults()
         busy0, t, main0 = _busy(cpu0), time.perf_counter(), time.thread_time()
         result = run(scenario, backend=backend, shards=shards)
@@ -798,7 +798,7 @@ def main(argv: list[str] | None = None) -> int:
     print_table(rows, args.markdown)
     print(
         "wall s: gridemu summary wall_seconds (shards built -> results gathered); heapq/SimPy: setup + loop + gather from the job arrays.\n"
-        "jobs/s, events/s, msgs/s over wall s. call s: whole emulator.run call (workload generation, tables, checks, summary; not ray.init, nor the first import of pandas).\n"
+        "jobs/s, events/s, msgs/s over wall s. call s: whole emulator.run call (workload generation, tables, checks, summary; not ray.init, nor the first use's imports).\n"
         "call cpu s: the machine's busy CPU seconds during that call (every process; on C cores the call takes at least call cpu s / C).\n"
         "sys cpu s: the kernel's part of it; faults k: page faults of every process in the call, thousands (first-touch memory, mostly).\n"
         "setup s: shards built (Ray: actors started, shards built in them); loop s: the window loop (* loop and gathering); gather s: results.\n"
