@@ -353,9 +353,6 @@ def worker(engine: str, n_jobs: int, out_dir: Path, tag: str) -> None:
     (out_dir / f"{tag}.json").write_text(json.dumps(rec))
 
 
-# ---------------------------------------------------------------------------- parent side
-
-
 def imported_run() -> Any:
     """``emulator.run``, with what its first use in a process imports (pandas, every
     protocol's module: the scenario checks read all their keys) imported now, before a
@@ -366,6 +363,9 @@ def imported_run() -> Any:
     run = emulator.run
     list(registry.PROTOCOLS.values())
     return run
+
+
+# ---------------------------------------------------------------------------- parent side
 
 
 def _busy(ct: Any) -> float:

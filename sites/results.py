@@ -34,9 +34,7 @@ def job_columns(sites: "list[Site]", horizon: float) -> dict[str, np.ndarray]:
     # then one gather puts the rows in the result's order and drops the pieces that left:
     # 20 columns of 10,000 sites, 1M rows: 0.09 s against 0.40 s for per-site views joined.
     first = np.cumsum(n_slots) - n_slots  # each site's first row in the joined bytes
-    local = np.repeat(first - (np.cumsum(n_local) - n_local), n_local) + np.arange(n_local.sum())
-    other = np.repeat(first + n_local - (np.cumsum(n_other) - n_other), n_other) + np.arange(n_other.sum())
-    order = np.concatenate((local, other))
+    order = np.concatenate((runs_index(first, n_local), runs_index(first + n_local, n_other)))
     site_of_slot = np.repeat(np.arange(len(sites)), n_slots)
 
     def joined(attr: str, dtype: "np.dtype") -> np.ndarray:
@@ -160,5 +158,9 @@ def site_runs_in_order(site: np.ndarray) -> "np.ndarray | slice":
     by_site = np.argsort(site[first], kind="stable")
     if (site[first][by_site][1:] == site[first][by_site][:-1]).any():
         return slice(None)
-    sizes = np.diff(np.r_[first, len(site)])[by_site]
-    return np.repeat(first[by_site] - (np.cumsum(sizes) - sizes), sizes) + np.arange(len(site))
+    return runs_index(first[by_site], np.diff(np.r_[first, len(site)])[by_site])
+
+
+def runs_index(starts: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """The indices of runs ``starts[k] .. starts[k] + sizes[k] - 1``, one run after another."""
+    return np.repeat(starts - (np.cumsum(sizes) - sizes), sizes) + np.arange(int(sizes.sum()))
