@@ -5,7 +5,7 @@
 For each setting, the shipped ``molba`` scenario (uni jobs) is run in-process with one
 shard: every site computes the same plan itself (nothing is shared between the sites of a
 process, so each site's cost is its own). The reference pipeline alone (local → MOLBA →
-ILBA, ``brokers.algorithms.molba.molba_plan``) is timed on the same instance, and ILBA's
+ILBA, ``brokers.molba.algorithm.molba_plan``) is timed on the same instance, and ILBA's
 share of it. Prints medians of ``--repeat``: the run's kernel wall seconds, windows and
 messages, and the plan's seconds (a run computes it once per site; on a Ray cluster the
 shards' sites compute theirs in parallel).
@@ -17,8 +17,8 @@ import statistics
 import time
 
 import gridemu.emulator as emulator
-from gridemu.brokers.algorithms.molba import ilba, molba_plan
-from gridemu.brokers.protocols.molba import instance
+from gridemu.brokers.molba.algorithm import ilba, molba_plan
+from gridemu.brokers.molba.protocol import instance
 from gridemu.emulator.scenario import load_scenario
 from gridemu.scenarios.workload import generate_jobs
 

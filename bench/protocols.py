@@ -48,7 +48,7 @@ Engines (``--engines``; every run is a fresh subprocess, so its peak memory is i
   (docs/kernel.md, "Determinism"). Arrivals are pushed lazily (one pending per site). The
   destinations are gridemu's own draws: each site's stream (``site_rngs``: seeded in bulk,
   as the shards seed theirs), ``.integers(N)`` once per local arrival, in release order per
-  site (``brokers/agents/random.py``); they are drawn per site in one vectorized call,
+  site (``brokers/random/agent.py``); they are drawn per site in one vectorized call,
   which numpy makes equal, value for value, to one call per arrival. The draws are part of
   the timed setup.
 * ``simpy``  SimPy 4: a ``simpy.Resource(capacity=10)`` per site and one process per job,
@@ -223,7 +223,7 @@ def _per_site(site: np.ndarray, n_sites: int) -> list[list[int]]:
 
 def broker_draws(per_site: list[list[int]], n_jobs: int, n_sites: int, seed: int) -> list[int]:
     """The random broker's destination of every job: gridemu's stream of each site, one
-    draw per local arrival in release order (``brokers/agents/random.py``)."""
+    draw per local arrival in release order (``brokers/random/agent.py``)."""
     from gridemu.model.rng import PURPOSE_BROKER, site_rngs
 
     dest = np.empty(n_jobs, dtype=np.int64)

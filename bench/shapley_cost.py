@@ -22,8 +22,8 @@ import sys
 import time
 from pathlib import Path
 
-from gridemu.brokers.algorithms.shapley_policies import simulate
-from gridemu.brokers.protocols.directcontr import instance
+from gridemu.brokers.directcontr.policies import simulate
+from gridemu.brokers.directcontr.protocol import instance
 from gridemu.emulator.scenario import load_scenario
 from gridemu.scenarios.workload import generate_jobs
 
@@ -67,7 +67,7 @@ def main() -> None:
             raise SystemExit(f"{args.saved}: no rows or no header line of bench/shapley_cost.py")
         report(rows, int(found.group(1)), None if found.group(2) == "None" else int(found.group(2)), args.write)
         return
-    from gridemu.brokers.algorithms.shapley_parallel import ray_level_map
+    from gridemu.brokers.directcontr.parallel import ray_level_map
     from gridemu.emulator.backends import ensure_ray
 
     rows, ray = [], None

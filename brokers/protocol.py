@@ -23,7 +23,7 @@ from gridemu.sites.spec import SiteSpec
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
-    from gridemu.brokers.agents.base import Agent, GridInfo
+    from gridemu.brokers.agent import Agent, GridInfo
 
 
 @dataclass(frozen=True)

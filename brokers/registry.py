@@ -1,6 +1,6 @@
 """Every protocol gridemu knows: name -> :class:`~gridemu.brokers.protocol.Protocol`.
 
-A new protocol is one module (its agent and its description) and one line here;
+A new protocol is one folder (its agent, its algorithms, its description) and one name here;
 ``docs/adding-a-protocol.md`` shows how. Tests may :func:`register` a protocol of their own.
 """
 from __future__ import annotations
@@ -10,21 +10,14 @@ from importlib import import_module
 
 from gridemu.brokers.protocol import Protocol
 
-#: The shipped protocols: name -> (module under gridemu.brokers.protocols, its attribute).
+#: The shipped protocols, in listing order. Protocol NAME lives in its own folder,
+#: ``brokers/NAME/``, and is described by the ``PROTOCOL`` of ``brokers/NAME/protocol.py``.
 #: A module is imported when its protocol is first asked for: a shard's actor imports the
 #: one protocol it runs (0.11 s of imports for all of them).
-SHIPPED: dict[str, tuple[str, str]] = {
-    "local": ("local", "PROTOCOL"),
-    "random": ("random", "PROTOCOL"),
-    "averaging": ("averaging", "PROTOCOL"),
-    "averaging_game": ("divisible", "AVERAGING_GAME"),
-    "bilb": ("divisible", "BILB"),
-    "molba": ("molba", "PROTOCOL"),
-    "gm": ("gm", "PROTOCOL"),
-    "fairshare": ("fairshare", "PROTOCOL"),
-    "directcontr": ("directcontr", "PROTOCOL"),
-    "scheduling_game": ("dedicated", "PROTOCOL"),
-}
+SHIPPED: tuple[str, ...] = (
+    "local", "random", "averaging", "averaging_game", "bilb", "molba", "gm", "fairshare", "directcontr",
+    "scheduling_game",
+)
 
 
 class _Protocols(MutableMapping):
@@ -39,10 +32,9 @@ class _Protocols(MutableMapping):
         if name not in self._loaded:
             if name not in self._names or name not in SHIPPED:
                 raise KeyError(name)
-            module, attr = SHIPPED[name]
-            protocol = getattr(import_module(f"gridemu.brokers.protocols.{module}"), attr)
-            if protocol.name != name:  # a SHIPPED line out of step with its module
-                raise RuntimeError(f"registry: {module}.{attr} is named {protocol.name!r}, not {name!r}")
+            protocol = import_module(f"gridemu.brokers.{name}.protocol").PROTOCOL
+            if protocol.name != name:  # a folder out of step with its protocol's name
+                raise RuntimeError(f"registry: brokers/{name}/protocol.py describes {protocol.name!r}, not {name!r}")
             self._loaded[name] = protocol
         return self._loaded[name]
 

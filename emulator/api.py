@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable
 
-from gridemu.brokers.metrics import fairness_summary
+from gridemu.brokers.gm.metrics import fairness_summary
 from gridemu.brokers.protocol import RunFacts
 from gridemu.emulator import checkpoint as ckpt
 from gridemu.emulator.checks import check_conservation, check_guarantees

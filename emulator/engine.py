@@ -22,7 +22,7 @@ from typing import Any, Callable
 import numpy as np
 
 from gridemu.brokers import registry
-from gridemu.brokers.agents.base import GridInfo
+from gridemu.brokers.agent import GridInfo
 from gridemu.emulator import checkpoint as ckpt
 from gridemu.emulator.backends import BACKENDS, ShardLost, ensure_ray, ray_cpus
 from gridemu.emulator.scenario import Scenario

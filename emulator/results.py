@@ -373,7 +373,7 @@ def period_scores(
     (organizations × periods) array, NaN where a period had no such job or one of them was
     not finished.
     """
-    from gridemu.brokers.algorithms.strategies import alone_finish_times
+    from gridemu.brokers.bilb.strategies import alone_finish_times
 
     rel = table["release"].to_numpy()
     phase = (rel - start) / period

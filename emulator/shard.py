@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from gridemu.brokers import registry
-from gridemu.brokers.agents.base import GridInfo
+from gridemu.brokers.agent import GridInfo
 from gridemu.emulator.checks import check_causality
 from gridemu.model.errors import InvariantError
 from gridemu.model.jobs import columns_in_piece_order, number_jobs, radix_ids, rank_among, release_keys, take

@@ -4,7 +4,7 @@ Propositions 1-3 each build a small instance on which no busy scheduler without 
 is envy-free (EF), weakly performance-monotone (WPM) or independent of low-value jobs
 (ILV). Plain data, no broker types: a job is a tuple ``(id, release, size, priority)``
 (the paper's θ_j = (r_j, t_j, v0_j), in the field order of
-``brokers.algorithms.gm.GmJob``), machines are a list of speeds (machine 0 = n1). The
+``brokers.gm.algorithm.GmJob``), machines are a list of speeds (machine 0 = n1). The
 ``proposition`` workload (``scenarios/workload.py``) and the tests build from these; a
 bad parameter raises ValueError naming it (``X: ...``, ``group: ...``, ``n: ...``).
 
@@ -20,7 +20,7 @@ Readings where the text is ambiguous or silent (the paper's wording in quotes):
     (..., t_1 = n)": read t_i = 2n − i. With n = 1, j_1 ends at 2 = r_2 and nothing waits,
     so n ≥ 2 is required.
 
-How the busy schedulers of ``brokers.algorithms.gm`` and GM fare on each instance is told
+How the busy schedulers of ``brokers.gm.algorithm`` and GM fare on each instance is told
 in that module's docstring.
 """
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Pure generator functions producing job arrays (``model.jobs.JOB_DTYPE``, one row per job in
 draw order: ``job_id`` 0..n-1, ``owner`` = ``submit_site`` = ``group`` the organization k,
 ``size`` the length p, ``procs`` q, ``release`` 0: the model of chapter 5 has no release
-dates). Scenarios never import brokers: ``brokers.protocols.molba.instance`` turns such an
+dates). Scenarios never import brokers: ``brokers.molba.protocol.instance`` turns such an
 array into the chapter's ``Job(id, org, p, q)`` list where an algorithm needs one.
 
 Every function takes a :class:`numpy.random.Generator` and draws only from it, so the same

@@ -105,7 +105,7 @@ class Site:
         self.received = 0
         self.cpu_seconds = 0.0  # time spent handling this site's events (its decisions' cost)
         self.pieces = 0  # pieces split off jobs here; names their fragment ids
-        self.agent: Any = None  # the protocol's agent (brokers/agents), attached by the shard
+        self.agent: Any = None  # the protocol's agent (brokers/<protocol>/agent.py), attached by the shard
         self.links: frozenset[int] | None = None  # the sites it may send to (None: every site)
         self.fast = False
         self._fp_free: list[float] = []

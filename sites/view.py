@@ -1,6 +1,6 @@
 """What a protocol agent sees of its site: a small, documented facade.
 
-An agent (``brokers/agents``) reads and acts on its own site only through a
+An agent (``brokers/<protocol>/agent.py``) reads and acts on its own site only through a
 :class:`SiteView`; it never touches the site's job columns (``c_*``), run columns
 (``r_*``) or its scheduler's internals (``tests/test_layout.py`` fails if one does).
 The actions are the site's own bound methods, so the facade costs nothing on hot paths.

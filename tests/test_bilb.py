@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gridemu.brokers.algorithms.bilb import bilb_plan, next_round_time
-from gridemu.brokers.algorithms.cost import expected_delay
+from gridemu.brokers.bilb.algorithm import bilb_plan, next_round_time
+from gridemu.brokers.bilb.cost import expected_delay
 
 
 def delay(r: np.ndarray, load: float, foreign: float) -> np.ndarray:

@@ -17,7 +17,7 @@ from bilb_thesis_checks import (  # noqa: E402
     period_bound, rounds_to, score_bound, spread_bound, truncates_to,
 )
 
-from gridemu.brokers.algorithms.cost import expected_delay  # noqa: E402
+from gridemu.brokers.bilb.cost import expected_delay  # noqa: E402
 
 
 @pytest.mark.parametrize("load, foreign", [(0.0, 1.0), (5.0, 5.0), (10.0, 20.0)])

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 import gridemu.emulator as emulator
-from gridemu.brokers.algorithms.dedicated import machine_sums
-from gridemu.brokers.algorithms.dedicated_game import Listing, instance_of, next_move, propose
+from gridemu.brokers.scheduling_game.dedicated import machine_sums
+from gridemu.brokers.scheduling_game.game import Listing, instance_of, next_move, propose
 from gridemu.emulator.cli import main
 from gridemu.model.errors import ScenarioError
 from gridemu.scenarios.dedicated import check_dedicated, dedicated_jobs

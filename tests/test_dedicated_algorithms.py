@@ -15,15 +15,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gridemu.brokers.algorithms import equitable as eq_mod
-from gridemu.brokers.algorithms.dedicated import (
+from gridemu.brokers.scheduling_game import equitable as eq_mod
+from gridemu.brokers.scheduling_game.dedicated import (
     FIGURE_3_5, DedicatedInstance, completion_sums, constrained_equitable, constraint_check,
     exhaustive_search, machine_sums, min_max, min_sum, mjf_grid, payoffs,
     price_of_anarchy_instance, schedule_count, scores, spt_grid, spt_schedules,
 )
 from gridemu.scenarios import dedicated as workloads
-from gridemu.brokers.algorithms.dedicated_search import adjusted_equitable_walk, dynamic_programming, equitable_walk
-from gridemu.brokers.algorithms.equitable import (
+from gridemu.brokers.scheduling_game.search import adjusted_equitable_walk, dynamic_programming, equitable_walk
+from gridemu.brokers.scheduling_game.equitable import (
     cumulative_ordered, equitably_dominates, equitably_optimal_subset, pareto_dominates, pareto_optimal_subset,
 )
 

@@ -8,10 +8,10 @@ import pytest
 from hypothesis import given, strategies as st
 
 import gridemu.emulator as emulator
-from gridemu.brokers.agents.directcontr_sampled import SpKey
-from gridemu.brokers.algorithms.shapley_policies import simulate
-from gridemu.brokers.algorithms.shapley_value import psi_sp
-from gridemu.brokers.protocols.directcontr import instance
+from gridemu.brokers.directcontr.sampled import SpKey
+from gridemu.brokers.directcontr.policies import simulate
+from gridemu.brokers.directcontr.shapley_value import psi_sp
+from gridemu.brokers.directcontr.protocol import instance
 from gridemu.model.errors import ScenarioError
 from gridemu.emulator.scenario import load_scenario
 from gridemu.scenarios.workload import generate_jobs

@@ -10,9 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import gridemu.emulator as emulator
-from gridemu.brokers.agents.divisible import chain_depth
-from gridemu.brokers.references.load_balancing import job_ends, reference_run
-from gridemu.brokers.algorithms.strategies import adjust_join, adjust_limit, flow_ratio, local_flow_time
+from gridemu.brokers.bilb.divisible import chain_depth
+from gridemu.brokers.bilb.reference import job_ends, reference_run
+from gridemu.brokers.bilb.strategies import adjust_join, adjust_limit, flow_ratio, local_flow_time
 from gridemu.model.errors import ScenarioError
 from gridemu.emulator.scenario import load_scenario
 from gridemu.scenarios.workload import generate_jobs

@@ -278,7 +278,7 @@ def test_subpolicies_travel_hop_by_hop_over_a_ring(monkeypatch):
     """Five sites on a ring, VO-A's subpolicy served by site 1. Sites 0 and 2 ask site 1 and
     mount after one round trip (600 s); sites 3 and 4 are two hops away: they ask 2 and 0,
     whose own requests are on their way, and get the copy forwarded when it comes (900 s)."""
-    from gridemu.brokers.agents.fairshare import FairshareAgent
+    from gridemu.brokers.fairshare.agent import FairshareAgent
 
     mounted: dict[int, float] = {}
     real = FairshareAgent.on_offer

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import gridemu.emulator as emulator
-from gridemu.brokers.agents.fairshare import FairshareAgent
+from gridemu.brokers.fairshare.agent import FairshareAgent
 from gridemu.emulator.scenario import load_scenario
 from gridemu.model.errors import ScenarioError
 from tests.test_fairshare import LEAVES, final, grid

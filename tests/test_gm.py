@@ -1,4 +1,4 @@
-"""Online Greedy Migration and the busy schedulers it beats (brokers/algorithms/gm.py, fairness.py).
+"""Online Greedy Migration and the busy schedulers it beats (brokers/gm/algorithm.py, fairness.py).
 
 Hand-made instances with schedules worked out on paper (comments give the arithmetic),
 the counterexamples of Propositions 1-3 for each of our busy schedulers and for GM, and
@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gridemu.brokers.algorithms.fairness import ef_counts, ef_violations, ilv_violations, wpm_violations
-from gridemu.brokers.algorithms.gm import POLICIES, GmJob, Segment, gm_assign, gm_rank_key, machine_order, simulate
+from gridemu.brokers.gm.fairness import ef_counts, ef_violations, ilv_violations, wpm_violations
+from gridemu.brokers.gm.algorithm import POLICIES, GmJob, Segment, gm_assign, gm_rank_key, machine_order, simulate
 from gridemu.scenarios import propositions
 
 BUSY = ("fcfs_fastest", "fcfs_any", "preempt")
@@ -371,7 +371,7 @@ _COARSE = st.sampled_from([0.0, 0.5, 1.0, 2.0, 3.0])  # ties in r, t, v0 and d o
 def test_ef_counts_and_violations_match_the_definitions_pair_by_pair(rows, block):
     # The checker sorts by release and skips the k released before a block's first j; a
     # small block makes many blocks, so ties across block edges are exercised.
-    import gridemu.brokers.algorithms.fairness as fairness
+    import gridemu.brokers.gm.fairness as fairness
 
     jobs = [J(i, r, t + 0.5, v) for i, (r, t, v, _) in enumerate(rows)]
     d = {i: r + t + e for i, (r, t, _, e) in enumerate(rows)}
@@ -405,7 +405,7 @@ def test_preempt_lower_priority_finishes_earlier_on_proposition_2(X):
 def test_the_incremental_ranking_is_gm_assign_after_every_event(speeds, steps):
     # GmRanking (an arrival or a completion bisected into the ranked active set) must give
     # gm_assign's assignment after every event, and report exactly what changed.
-    from gridemu.brokers.algorithms.gm import GmRanking
+    from gridemu.brokers.gm.algorithm import GmRanking
 
     ranking, active, next_id = GmRanking(speeds), {}, 0
     for arrive, release, v0, pick in steps:

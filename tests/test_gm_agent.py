@@ -5,8 +5,8 @@ import pandas as pd
 import pytest
 
 import gridemu.emulator as emulator
-from gridemu.brokers.algorithms.gm import simulate
-from gridemu.brokers.metrics import instance
+from gridemu.brokers.gm.algorithm import simulate
+from gridemu.brokers.gm.metrics import instance
 from gridemu.model.errors import InvariantError, ScenarioError
 from gridemu.emulator.scenario import load_scenario
 from gridemu.scenarios.workload import generate_jobs

@@ -13,7 +13,7 @@ import gridemu.emulator as emulator
 from gridemu.emulator.report import gantt_boxes
 from gridemu.sites.results import interval_set
 from gridemu.brokers import registry
-from gridemu.brokers.agents.base import Agent
+from gridemu.brokers.agent import Agent
 from gridemu.brokers.protocol import Protocol
 from gridemu.emulator.checks import check_causality, check_conservation, check_guarantees
 from gridemu.emulator.engine import pack_sites

@@ -1,4 +1,4 @@
-"""The reference simulator of divisible-load balancing (brokers/references/load_balancing.py).
+"""The reference simulator of divisible-load balancing (brokers/bilb/reference.py).
 
 Hand-computed instances pin down the exact semantics (event order, cutting from the end
 of the queue, acceptance by deadline and participation level); a property test checks
@@ -13,9 +13,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gridemu.brokers.algorithms.averaging import averaging_plan
-from gridemu.brokers.algorithms.bilb import bilb_plan
-from gridemu.brokers.references.load_balancing import job_ends, reference_run
+from gridemu.brokers.averaging.algorithm import averaging_plan
+from gridemu.brokers.bilb.algorithm import bilb_plan
+from gridemu.brokers.bilb.reference import job_ends, reference_run
 from gridemu.model.rng import PURPOSE_COALITION, site_rng
 from gridemu.model.jobs import empty_jobs
 

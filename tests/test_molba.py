@@ -1,4 +1,4 @@
-"""Chapter 5's reference algorithms (brokers/algorithms/list_scheduling.py and molba.py): LS,
+"""Chapter 5's reference algorithms (brokers/molba/list_scheduling.py and molba.py): LS,
 BLS, MOLBA, ILBA, by hand and as properties.
 
 Hand-made instances with schedules worked out on paper, the thesis's figures as far as the
@@ -19,8 +19,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import gridemu.brokers.algorithms.molba as molba_module
-from gridemu.brokers.algorithms.list_scheduling import (
+import gridemu.brokers.molba.algorithm as molba_module
+from gridemu.brokers.molba.list_scheduling import (
     Job,
     Placement,
     backfill_list_schedule,
@@ -29,7 +29,7 @@ from gridemu.brokers.algorithms.list_scheduling import (
     list_schedule,
     makespan,
 )
-from gridemu.brokers.algorithms.molba import (
+from gridemu.brokers.molba.algorithm import (
     MolbaRun,
     ilba,
     local_schedule,

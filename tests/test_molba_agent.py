@@ -7,9 +7,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import gridemu.emulator as emulator
-from gridemu.brokers.agents.molba import Book, MolbaAgent, plan_time
-from gridemu.brokers.algorithms.list_scheduling import Job, check_schedule
-from gridemu.brokers.algorithms.molba import guarantee_violations, molba_plan
+from gridemu.brokers.molba.agent import Book, MolbaAgent, plan_time
+from gridemu.brokers.molba.list_scheduling import Job, check_schedule
+from gridemu.brokers.molba.algorithm import guarantee_violations, molba_plan
 from gridemu.emulator.scenario import load_scenario
 from gridemu.model.errors import InvariantError, ScenarioError
 
@@ -254,8 +254,8 @@ def test_cli_exits_2_on_a_bad_alpha(capsys):
 
 
 def test_report_gantt_of_a_molba_run_shows_the_local_schedule_beside_the_executed_one(tmp_path, capsys):
-    from gridemu.brokers.algorithms.molba import local_schedule
-    from gridemu.brokers.protocols.molba import local_table
+    from gridemu.brokers.molba.algorithm import local_schedule
+    from gridemu.brokers.molba.protocol import local_table
     from gridemu.emulator.report import report
 
     data = rigid(4, 8, 24)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 import gridemu.emulator as emulator
-from gridemu.brokers.algorithms.list_scheduling import Job, check_schedule
-from gridemu.brokers.algorithms.molba import lower_bound, molba_plan, molba_plan_for, owners_only
+from gridemu.brokers.molba.list_scheduling import Job, check_schedule
+from gridemu.brokers.molba.algorithm import lower_bound, molba_plan, molba_plan_for, owners_only
 from gridemu.emulator.scenario import load_scenario
 from gridemu.model.errors import ScenarioError
 

@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from gridemu.brokers import registry
-from gridemu.brokers.agents.base import Agent
+from gridemu.brokers.agent import Agent
 from gridemu.brokers.protocol import Protocol, RunFacts, ScenarioFacts
 from gridemu.emulator.cli import main
 from gridemu.model.checks import check_number

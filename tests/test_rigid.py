@@ -14,8 +14,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gridemu.brokers.algorithms.list_scheduling import Job
-from gridemu.brokers.protocols.molba import instance
+from gridemu.brokers.molba.list_scheduling import Job
+from gridemu.brokers.molba.protocol import instance
 from gridemu.model.jobs import JOB_DTYPE
 from gridemu.scenarios.rigid import (
     ALL_JOBS,

@@ -1,4 +1,4 @@
-"""Shapley-fair scheduling (brokers/algorithms/shapley_*.py): ψ_sp, the Shapley value, REF, RAND(N), DIRECTCONTR, baselines.
+"""Shapley-fair scheduling (brokers/directcontr/): ψ_sp, the Shapley value, REF, RAND(N), DIRECTCONTR, baselines.
 
 Hand-made instances with schedules worked out on paper (the comments give the arithmetic);
 REF against a brute-force Shapley value of separately simulated subcoalitions and against a
@@ -20,10 +20,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gridemu.brokers.algorithms.shapley_coalitions import REF_LIMIT, RefTask, ref_coalition
-from gridemu.brokers.algorithms.shapley_policies import POLICIES, directcontr_trace, simulate
-from gridemu.brokers.algorithms.shapley_simulation import Result, SJob, p_tot
-from gridemu.brokers.algorithms.shapley_value import fairness, psi_sp, shapley
+from gridemu.brokers.directcontr.coalitions import REF_LIMIT, RefTask, ref_coalition
+from gridemu.brokers.directcontr.policies import POLICIES, directcontr_trace, simulate
+from gridemu.brokers.directcontr.simulation import Result, SJob, p_tot
+from gridemu.brokers.directcontr.shapley_value import fairness, psi_sp, shapley
 
 # ------------------------------------------------------------------------------ helpers
 

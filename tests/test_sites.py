@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import gridemu.emulator as emulator
-from gridemu.brokers.algorithms.averaging import averaging_plan
+from gridemu.brokers.averaging.algorithm import averaging_plan
 from gridemu.emulator.results import score
 
 
@@ -364,7 +364,7 @@ def test_a_site_takes_messages_in_order_after_completions_and_before_timers_and_
     # local arrivals.
     import math
 
-    from gridemu.brokers.agents.base import Agent, GridInfo
+    from gridemu.brokers.agent import Agent, GridInfo
     from gridemu.model.jobs import empty_jobs
     from gridemu.model.messages import NO_JOB
     from gridemu.sites.view import SiteView

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 import gridemu.emulator as emulator
-from gridemu.brokers.algorithms.averaging import averaging_plan
+from gridemu.brokers.averaging.algorithm import averaging_plan
 from gridemu.emulator.scenario import load_scenario
 from gridemu.emulator.topology import build_topology
 from gridemu.model.errors import ScenarioError

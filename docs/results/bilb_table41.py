@@ -5,7 +5,7 @@ Monte Carlo check of the cost model EG of section 4.2, as markdown (for docs/res
     python docs/results/bilb_table41.py --write    # and put it into bilb.md (t41 markers)
 
 Pure numpy, no emulator run: a few seconds. The game's payoffs come from
-``gridemu.brokers.algorithms.cost.expected_delay`` (EG, equation 4.1's closed form); the
+``gridemu.brokers.bilb.cost.expected_delay`` (EG, equation 4.1's closed form); the
 Monte Carlo check recomputes EG from the definition of g(r, L, Φ) alone, so a wrong closed
 form (or a wrong transcription of it) would show as an estimate outside its interval.
 """
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from gridemu.brokers.algorithms.cost import expected_delay
+from gridemu.brokers.bilb.cost import expected_delay
 
 DOC = Path(__file__).with_name("bilb.md")
 MARKERS = ("<!-- t41:begin (bilb_table41.py --write) -->", "<!-- t41:end -->")
@@ -132,7 +132,7 @@ def render(rate: float = RATE) -> str:
     dominated = sum(p["receiver"] < 0 for p in cells)
     falling = all(a["social"] > b["social"] for row in grid for a, b in zip(row, row[1:]))
     inside = sum(abs(mean - eg) <= half for _, _, eg, mean, half in mc)
-    text = f"""Evaluated with `brokers/algorithms/cost.py: expected_delay` (λ = {rate:g}; `python
+    text = f"""Evaluated with `brokers/bilb/cost.py: expected_delay` (λ = {rate:g}; `python
 docs/results/bilb_table41.py --write`). The sender's gain Φ exceeds the receiver's expected
 loss EG, i.e. the social outcome Φ − EG = e^(−λL)(1 − e^(−λΦ))/λ is positive (Proposition
 4.2), on {positive} of the {len(cells)} lines, and it {"falls" if falling else "does not always fall"} as the receiver's

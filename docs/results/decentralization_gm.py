@@ -94,8 +94,8 @@ def central(sizes: tuple[int, ...] = (16, 64), seeds: tuple[int, ...] = (1, 2)) 
     time and migrations per job, means over the seeds (the replicated sweep's sizes)."""
     import numpy as np
 
-    from gridemu.brokers.algorithms.gm import simulate
-    from gridemu.brokers.metrics import instance
+    from gridemu.brokers.gm.algorithm import simulate
+    from gridemu.brokers.gm.metrics import instance
     from gridemu.emulator.scenario import load_scenario
     from gridemu.scenarios.workload import generate_jobs
 

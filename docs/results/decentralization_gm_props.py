@@ -18,8 +18,8 @@ import sys
 import numpy as np
 
 import gridemu.emulator as emulator
-from gridemu.brokers.algorithms.fairness import h_set
-from gridemu.brokers.metrics import instance
+from gridemu.brokers.gm.fairness import h_set
+from gridemu.brokers.gm.metrics import instance
 from gridemu.emulator.scenario import load_scenario
 from gridemu.scenarios.workload import generate_jobs
 

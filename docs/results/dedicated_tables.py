@@ -7,7 +7,7 @@ figures, as markdown for docs/results/dedicated.md.
 
 Every instance is run once in a pool of (at most) two processes; the per-instance results are
 saved as JSON lines under ``--out`` (runs/dedicated-tables), so ``--from`` formats them again
-without computing. The algorithms are brokers/algorithms/dedicated*.py (ES, DYN, EW, AEW); the
+without computing. The algorithms are brokers/scheduling_game/*.py (ES, DYN, EW, AEW); the
 data sets are section 3.7.1's (``SMALL``, ``SMALL_3``, ``LARGE``, ``exponential_instance``).
 
 Run times are the CPU seconds of the process running the instance (``time.process_time``; a
@@ -31,12 +31,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from gridemu.brokers.algorithms.dedicated import (
+from gridemu.brokers.scheduling_game.dedicated import (
     DedicatedInstance, constrained_equitable, completion_sums, exhaustive_search,
     min_max, min_sum, mjf_grid, schedule_count, scores, spt_grid,
 )
-from gridemu.brokers.algorithms.dedicated_search import adjusted_equitable_walk, dynamic_programming, equitable_walk
-from gridemu.brokers.algorithms.equitable import cumulative_ordered, equitably_optimal_subset
+from gridemu.brokers.scheduling_game.search import adjusted_equitable_walk, dynamic_programming, equitable_walk
+from gridemu.brokers.scheduling_game.equitable import cumulative_ordered, equitably_optimal_subset
 from gridemu.scenarios.dedicated import LARGE, SMALL, SMALL_3, DataSet, exponential_instance
 
 DOC = Path(__file__).with_name("dedicated.md")

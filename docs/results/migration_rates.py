@@ -5,7 +5,7 @@
 Random instances of the paper's model, drawn with a fixed seed: 4 machines with speeds
 drawn from {0.5, 1, 2, 3}; jobs with distinct integral release times (Definition 4 needs
 them distinct), integral sizes uniform in 1..10, priorities v0 uniform in {0, 1, 2}. Each
-policy of ``brokers.algorithms.gm.simulate`` runs on every instance (one pool of machines: the busy
+policy of ``brokers.gm.algorithm.simulate`` runs on every instance (one pool of machines: the busy
 schedulers are global, as in the paper), then:
 
   * EF: violating pairs per 1,000 comparable pairs j ≻ k (Definition 2);
@@ -23,8 +23,8 @@ import argparse
 
 import numpy as np
 
-from gridemu.brokers.algorithms.fairness import ef_counts, ilv_violations, wpm_violations
-from gridemu.brokers.algorithms.gm import GmJob, simulate
+from gridemu.brokers.gm.fairness import ef_counts, ilv_violations, wpm_violations
+from gridemu.brokers.gm.algorithm import GmJob, simulate
 
 SPEEDS = (0.5, 1.0, 2.0, 3.0)
 

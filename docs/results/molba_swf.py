@@ -27,9 +27,9 @@ import numpy as np
 import pandas as pd
 
 from decentralization_tables import write_between  # noqa: E402  (this folder's sibling script)
-from gridemu.brokers.algorithms.list_scheduling import makespan
-from gridemu.brokers.algorithms.molba import local_schedule, lower_bound, mean_work
-from gridemu.brokers.protocols.molba import instance
+from gridemu.brokers.molba.list_scheduling import makespan
+from gridemu.brokers.molba.algorithm import local_schedule, lower_bound, mean_work
+from gridemu.brokers.molba.protocol import instance
 from gridemu.emulator.scenario import load_scenario
 from gridemu.scenarios import rigid
 from gridemu.scenarios.workload import generate_jobs

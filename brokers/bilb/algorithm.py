@@ -1,0 +1,71 @@
+"""Bounded, iterative load balancing (thesis ch. 4, section 4.7, Algorithm 4.3): the plan.
+
+This module holds the reference algorithm as a pure function; the agent that runs it
+over messages, with divisible jobs and announced finish times, is ``brokers/bilb/agent.py``,
+and ``brokers/bilb/reference.py`` runs it centrally as the test oracle. Loads here are queue
+lengths L_k in time units, as are the declared participation levels l_k.
+
+Reading of Algorithm 4.3 where the pseudo-code and the text disagree:
+  * line 4 prints ``surplus_k = max(L_k - L̄_k, l_k)``, but the text says the load a
+    site sends is *bounded* by l_k ("an overloaded resource will not be able to send
+    more than l_k", "Ψ_k ≤ l_k"), so we use ``min``;
+  * line 6 measures a receiver's distance to the mean as L̄_k - (L_l + Φ_l), leaving out
+    what l already sent (Ψ_l), while its distance to l_l does count Ψ_l. The text says the
+    k-1 first sites "have their load already balanced, with mean queue length L̄_{k-1}",
+    which holds only if both terms use the current queue L_l + Φ_l - Ψ_l; we use it in both
+    (so loads 0, 4, 8 end at 4, 4, 4 rather than 4, 2, 6);
+  * a space below zero (a receiver already past L̄_k or its l_l) is zero.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+
+def bilb_plan(loads: Sequence[float], limits: Sequence[float]) -> list[tuple[int, int, float]]:
+    """Algorithm 4.3 (BILB): transfers ``(k, l, Φ_{l,k})`` from site k to site l.
+
+    Sites are taken in order of increasing load (ties by index). Site k balances with the
+    k-1 less loaded ones against their running mean L̄_k: it sends at most
+    ``min(L_k - L̄_k, l_k)``, split over the receivers in order of increasing space, each
+    receiving at most an equal share of what is left and at most its space
+    ``min(L̄_k, l_l) - (L_l + Φ_l - Ψ_l)``. So a receiver's queue never passes
+    its declared l_l and a sender never sends more than its l_k.
+    """
+    n = len(loads)
+    if len(limits) != n:
+        raise ValueError(f"bilb_plan: {n} loads but {len(limits)} participation levels")
+    order = sorted(range(n), key=lambda i: (loads[i], i))
+    received = [0.0] * n  # Φ
+    sent = [0.0] * n  # Ψ
+    plan: list[tuple[int, int, float]] = []
+    mean = 0.0
+    for pos, k in enumerate(order):
+        mean = (pos * mean + loads[k]) / (pos + 1)
+        if pos == 0:
+            continue
+        surplus = min(loads[k] - mean, limits[k])
+        if surplus <= 0:
+            continue
+        before = order[:pos]
+        space = {
+            l: max(0.0, min(mean, limits[l]) - (loads[l] + received[l] - sent[l]))
+            for l in before
+        }
+        receivers = sorted(before, key=lambda l: (space[l], l))
+        for i, l in enumerate(receivers):
+            amount = min(surplus / (len(receivers) - i), space[l])
+            if amount > 0:
+                plan.append((k, l, amount))
+                received[l] += amount
+                sent[k] += amount
+                surplus -= amount
+    return plan
+
+
+def next_round_time(now: float, loads: Sequence[float], plan: list[tuple[int, int, float]]) -> float:
+    """When BILB runs next: at min_k(L_k + Φ_k - Ψ_k), as an absolute time."""
+    after = [float(x) for x in loads]
+    for k, l, amount in plan:
+        after[k] -= amount
+        after[l] += amount
+    return now + min(after)

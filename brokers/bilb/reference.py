@@ -1,0 +1,406 @@
+"""Centralized, sequential reference simulator of divisible-load balancing (thesis ch. 4).
+
+This is a *test oracle*: a plain event loop over one global state that the
+decentralized implementation must reproduce piece by piece. It runs either
+Algorithm 4.1 (averaging load balancing, within a coalition drawn every period, the
+"averaging game") or Algorithm 4.3 (BILB, bounded iterative load balancing) over
+divisible jobs with announced finish times (deadlines). The plans come from
+:func:`brokers.averaging.algorithm.averaging_plan` and :func:`brokers.bilb.algorithm.bilb_plan`; this module
+only decides how a plan is carried out on real queues.
+
+Model (every rule here is part of the contract with the decentralized version):
+
+* ``n_sites`` sites, each one processor of speed 1, with a FIFO queue of pieces and at
+  most one running piece; no preemption.
+* ``Q_k(t)`` = end of k's running piece (or ``t`` if idle) + sizes of its queued pieces.
+* A job arriving at site k at time r gets the deadline ``D = Q_k(r) + size`` and is
+  queued whole.
+* At equal times: completions, then the load-balancing round, then arrivals (by job id).
+* A round: loads ``L_k = Q_k(t) - t``; a plan; phase 1 cuts each transfer's amount, in
+  plan order, from the end of its sender's queue, and once the queue is used up from the
+  unprocessed part of the running piece (divisible load: that piece then ends earlier,
+  nothing is stopped and resumed); phase 2 lets receivers, least loaded first, accept or
+  refuse each incoming piece in plan order (the thesis's iteration order: pieces of an
+  earlier, less loaded iteration have the earlier deadlines), then cut order: accepted iff
+  it still meets its deadline and the receiver's queue stays within its participation
+  level. Refused pieces stay where they were at the sender.
+* Averaging game: each site joins the coalition of a period with probability ``p[k]``,
+  one draw per site per period from ``site_rng(seed, k, PURPOSE_COALITION)``.
+
+Because pieces are only ever appended at the end of a queue and accepted only if they
+finish by their deadline, every job finishes by its announced deadline.
+"""
+from __future__ import annotations
+
+import heapq
+import itertools
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from gridemu.brokers.averaging.algorithm import averaging_plan
+from gridemu.brokers.bilb.algorithm import bilb_plan, next_round_time
+from gridemu.model.rng import PURPOSE_COALITION, site_rng
+
+#: Spawn-key purpose of the coalition draws (averaging game); part of the determinism
+#: contract next to scenarios.workload's purposes, never renumber.
+
+PROTOCOLS = ("bilb", "averaging_game")
+
+#: Amounts at or below this are "nothing left to cut"; no piece this small is created.
+CUT_EPS = 1e-12
+#: Slack on the acceptance tests (deadline and participation level).
+ACCEPT_EPS = 1e-9
+#: Two times closer than this are the same instant.
+SAME_INSTANT = 1e-9
+
+# Event kinds, in the order they are handled at equal times (a discrete round comes after
+# its time unit's arrivals).
+_COMPLETION, _ROUND, _ARRIVAL, _DISCRETE_ROUND = 0, 1, 2, 3
+
+Transfer = tuple[int, int, float]
+#: ``on_round(t, loads_before, plan, queue_lengths_after)``: called after every round with
+#: the loads L_k the plan was computed from, the plan in site ids (what was *planned*, not
+#: what was accepted), and every site's ``Q_k(t) - t`` once the round is over.
+RoundHook = Callable[[float, list[float], list[Transfer], list[float]], None]
+
+
+@dataclass(eq=False)  # identity equality: two pieces of the same job are still distinct
+class Piece:
+    """A part of a divisible job; ``site`` is where it is queued, runs or ran."""
+
+    job_id: int
+    size: float
+    deadline: float
+    site: int
+    cut: bool = False  # taken by phase 1 of the current round, awaiting its receiver
+    start: float = math.nan
+    end: float = math.nan
+
+
+@dataclass
+class Site:
+    """One speed-1 processor with a FIFO queue of pieces."""
+
+    site_id: int
+    queue: list[Piece] = field(default_factory=list)
+    running: Piece | None = None
+    busy_until: float = math.nan  # end of the running piece
+
+    def finish_time(self, now: float) -> float:
+        """Q_k(now): when this site would finish everything it holds (placeholders included)."""
+        base = self.busy_until if self.running is not None else now
+        return base + sum(piece.size for piece in self.queue)
+
+
+@dataclass
+class _Events:
+    """A heap of ``(time, kind, key, seq, payload)``; seq keeps payloads out of comparisons."""
+
+    heap: list[tuple[float, int, int, int, Any]] = field(default_factory=list)
+    seq: itertools.count = field(default_factory=itertools.count)
+
+    def push(self, time: float, kind: int, key: int, payload: Any = None) -> None:
+        heapq.heappush(self.heap, (time, kind, key, next(self.seq), payload))
+
+    def pop(self) -> tuple[float, int, int, int, Any]:
+        return heapq.heappop(self.heap)
+
+
+@dataclass
+class _Coalition:
+    """Membership of the averaging game: one draw per site per period, in period order.
+
+    Draws are made for every period up to the current one, including periods in which no
+    round happened, so a site's membership in period q depends only on (seed, site, q).
+    """
+
+    p: list[float]
+    start: float
+    period: float
+    seed: int
+    members: list[bool] = field(default_factory=list)
+    last_period: int = -1
+    rngs: list[np.random.Generator] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.rngs = [site_rng(self.seed, k, PURPOSE_COALITION) for k in range(len(self.p))]
+
+    def at(self, t: float) -> list[int]:
+        """Sites in the coalition at round time t, ascending."""
+        q = math.floor((t - self.start) / self.period)
+        while self.last_period < q:
+            self.last_period += 1
+            self.members = [rng.random() < pk for rng, pk in zip(self.rngs, self.p)]
+        return [k for k, member in enumerate(self.members) if member]
+
+
+def _start_next(site: Site, now: float, events: _Events) -> None:
+    """If the processor is free, run the head of the queue (no preemption)."""
+    if site.running is None and site.queue:
+        piece = site.queue.pop(0)
+        piece.start = now
+        site.running = piece
+        site.busy_until = now + piece.size
+        events.push(site.busy_until, _COMPLETION, site.site_id)
+
+
+def _cut_from_end(
+    site: Site, amount: float, created: list[Piece], t: float, events: _Events, cut_running: bool, starting_queued: bool = True,
+) -> list[Piece]:
+    """Phase 1 for one transfer: take ``amount`` from the end of the queue.
+
+    Pieces already cut in this round are skipped (they belong to an earlier transfer of
+    the same sender). The last piece needed is split: the queued part keeps its place and
+    the cut part is inserted right after it, so a refused cut part falls back exactly
+    where its work was. Taken pieces stay in the queue as placeholders until phase 2.
+    Once the queue is used up, the unprocessed part of the running piece is cut (unless
+    ``cut_running`` is false): the running piece ends earlier and the cut part heads the queue.
+    """
+    taken: list[Piece] = []
+    remaining = amount
+    i = len(site.queue) - 1
+    while remaining > CUT_EPS and i >= 0:
+        piece = site.queue[i]
+        if not piece.cut:
+            if piece.size <= remaining + CUT_EPS:
+                piece.cut = True
+                taken.append(piece)
+                remaining -= piece.size
+            else:
+                part = Piece(piece.job_id, remaining, piece.deadline, site.site_id, cut=True)
+                piece.size -= remaining
+                site.queue.insert(i + 1, part)
+                created.append(part)
+                taken.append(part)
+                remaining = 0.0
+        i -= 1
+    # A running piece that started at the round's instant counts as queued (its start and
+    # the round are simultaneous; which came first is float rounding), unless ``starting``
+    # says such a piece has started.
+    started_now = site.running is not None and site.running.start >= t - SAME_INSTANT
+    cuttable = site.running is not None and (cut_running or (starting_queued and started_now))
+    if cuttable and remaining > CUT_EPS and site.busy_until - t > CUT_EPS:
+        run = site.running
+        take = min(remaining, site.busy_until - t)
+        part = Piece(run.job_id, take, run.deadline, site.site_id, cut=True)
+        run.size -= take
+        site.busy_until -= take
+        events.push(site.busy_until, _COMPLETION, site.site_id)  # the old completion is void
+        site.queue.insert(0, part)
+        created.append(part)
+        taken.append(part)
+    return taken
+
+
+def _carry_out(
+    t: float,
+    sites: list[Site],
+    loads: list[float],
+    plan: list[Transfer],
+    limits: list[float],
+    events: _Events,
+    created: list[Piece],
+    cut_running: bool = True,
+    starting_queued: bool = True,
+) -> None:
+    """Phases 1 and 2 of a round: cut what the plan says, then let receivers judge."""
+    # Phase 1: transfers in plan order (a cut touches its sender's queue only).
+    cuts: list[tuple[Piece, int, int]] = []  # (piece, sender, receiver), in plan then cut order
+    for k, receiver, amount in plan:
+        cuts.extend((piece, k, receiver) for piece in _cut_from_end(sites[k], amount, created, t, events, cut_running, starting_queued))
+
+    # Phase 2: least loaded first. Both plans only send to less loaded sites (earlier in
+    # this order), so a receiver's own outgoing pieces are settled before it judges what it
+    # receives, and its Q below is final apart from what it accepts now.
+    for l in sorted(range(len(sites)), key=lambda i: (loads[i], i)):
+        receiver = sites[l]
+        for piece, k, dest in cuts:  # already in plan, then cut, order
+            if dest != l:
+                continue
+            q = receiver.finish_time(t)
+            x = piece.size
+            if q + x <= piece.deadline + ACCEPT_EPS and q + x - t <= limits[l] + ACCEPT_EPS:
+                sites[k].queue.remove(piece)
+                piece.site = l
+                receiver.queue.append(piece)
+                _start_next(receiver, t, events)
+            # accepted or refused (then an ordinary queued piece again, where it was)
+            piece.cut = False
+
+
+def _check_args(
+    jobs: np.ndarray,
+    n_sites: int,
+    protocol: str,
+    limits: Sequence[float] | None,
+    p: Sequence[float] | None,
+    start: float,
+    min_gap: float,
+    period: float,
+    horizon: float,
+) -> tuple[list[float], list[float]]:
+    if protocol not in PROTOCOLS:
+        raise ValueError(f"unknown protocol {protocol!r}; expected one of {', '.join(PROTOCOLS)}")
+    if int(n_sites) != n_sites or n_sites < 1:
+        raise ValueError(f"n_sites must be a positive integer, got {n_sites!r}")
+    if not min_gap > 0:
+        raise ValueError(f"min_gap must be > 0, got {min_gap!r}")
+    if not period > 0:
+        raise ValueError(f"period must be > 0, got {period!r}")
+    if not math.isfinite(start):
+        raise ValueError(f"start must be finite, got {start!r}")
+    if math.isnan(horizon):
+        raise ValueError("horizon must be a number, got NaN")
+    if limits is None:
+        lim = [math.inf] * n_sites
+    else:
+        lim = [float(x) for x in limits]
+        if len(lim) != n_sites:
+            raise ValueError(f"limits: {n_sites} sites but {len(lim)} participation levels")
+        bad = [x for x in lim if not x >= 0]
+        if bad:
+            raise ValueError(f"limits must be >= 0 (inf allowed), got {bad[0]!r}")
+    if p is None:
+        prob = [1.0] * n_sites
+    else:
+        prob = [float(x) for x in p]
+        if len(prob) != n_sites:
+            raise ValueError(f"p: {n_sites} sites but {len(prob)} probabilities")
+        bad = [x for x in prob if not 0.0 <= x <= 1.0]
+        if bad:
+            raise ValueError(f"p must lie in [0, 1], got {bad[0]!r}")
+    for name in ("job_id", "release", "size", "submit_site"):
+        if jobs.dtype.names is None or name not in jobs.dtype.names:
+            raise ValueError(f"jobs must be a structured array with a {name!r} field (see model.jobs.JOB_DTYPE)")
+    if len(jobs):
+        if not np.all(np.isfinite(jobs["release"])):
+            raise ValueError("jobs: every release must be finite")
+        if not np.all(np.isfinite(jobs["size"]) & (jobs["size"] > 0)):
+            raise ValueError("jobs: every size must be finite and > 0")
+        if jobs["submit_site"].min() < 0 or jobs["submit_site"].max() >= n_sites:
+            raise ValueError(f"jobs: submit_site must lie in [0, {n_sites})")
+        if len(np.unique(jobs["job_id"])) != len(jobs):
+            raise ValueError("jobs: job ids must be unique")
+    return lim, prob
+
+
+def reference_run(
+    jobs: np.ndarray,
+    n_sites: int,
+    *,
+    protocol: str,
+    limits: Sequence[float] | None = None,
+    p: Sequence[float] | None = None,
+    start: float = 0.0,
+    min_gap: float = 1.0,
+    period: float = 1000.0,
+    seed: int = 0,
+    horizon: float = math.inf,
+    on_round: RoundHook | None = None,
+    cut_running: bool = True,
+    round_timing: str = "plan",
+    discrete: bool = False,
+    starting: str = "queued",
+) -> dict[str, np.ndarray]:
+    """Run divisible-load balancing centrally; return every piece that existed.
+
+    ``protocol`` is ``"bilb"`` (Algorithm 4.3 with participation levels ``limits``,
+    default unbounded; ``p`` is ignored) or ``"averaging_game"`` (Algorithm 4.1 among the
+    sites that joined this period's coalition, each with probability ``p[k]``, default 1;
+    ``limits`` is ignored, receivers are unbounded). Rounds start at ``start``; BILB's next
+    round is at ``max(next_round_time, t + min_gap)``, the averaging game's at
+    ``t + max(min_gap, mean load of the members)``. Rounds stop once every job has arrived
+    and every queue is empty; events at or after ``horizon`` are not handled.
+
+    Returns columns ``job_id``, ``exec_site``, ``size``, ``start``, ``end``, ``deadline``,
+    one entry per piece, sorted by (job_id, exec_site, start). A piece that never started
+    (horizon) has ``start`` NaN and ``exec_site`` the site that held it; one that did not
+    finish has ``end`` NaN. Jobs that never arrived have no piece.
+
+    ``cut_running = False`` never cuts the running piece (a strict reading of "no
+    preemption"; see brokers/bilb/divisible.py). ``round_timing = "unbounded"`` (BILB) times
+    the next round from the plan with every level unbounded. ``discrete`` runs rounds at whole
+    time units only (the next one at or after the time above), after that unit's arrivals.
+    ``starting = "running"`` never cuts (with ``cut_running`` false) a piece that started at
+    the round's instant.
+    ``on_round``, if given, is called after each round as
+    ``on_round(t, loads_before, plan, queue_lengths_after)`` (see :data:`RoundHook`).
+    """
+    limits_, p_ = _check_args(jobs, n_sites, protocol, limits, p, start, min_gap, period, horizon)
+    if starting not in ("queued", "running"):
+        raise ValueError(f"starting must be 'queued' or 'running', got {starting!r}")
+    if round_timing not in ("plan", "unbounded"):
+        raise ValueError(f"round_timing must be 'plan' or 'unbounded', got {round_timing!r}")
+    round_kind = _DISCRETE_ROUND if discrete else _ROUND
+    start, min_gap, period = float(start), float(min_gap), float(period)
+    if protocol == "averaging_game":
+        limits_ = [math.inf] * n_sites  # receivers of Algorithm 4.1 are unbounded
+    coalition = _Coalition(p_, start, period, seed) if protocol == "averaging_game" else None
+
+    sites = [Site(k) for k in range(n_sites)]
+    created: list[Piece] = []
+    events = _Events()
+    for row in jobs:
+        events.push(float(row["release"]), _ARRIVAL, int(row["job_id"]), row)
+    not_arrived = len(jobs)
+    events.push(math.ceil(start) if discrete else start, round_kind, 0)
+
+    while events.heap and events.heap[0][0] < horizon:
+        t, kind, key, _, payload = events.pop()
+        if kind == _COMPLETION:
+            site = sites[key]
+            if site.running is None or t != site.busy_until:
+                continue  # the running piece was cut and ended earlier
+            site.running.end = t
+            site.running = None
+            _start_next(site, t, events)
+        elif kind == _ARRIVAL:
+            site = sites[int(payload["submit_site"])]
+            size = float(payload["size"])
+            piece = Piece(key, size, site.finish_time(t) + size, site.site_id)
+            created.append(piece)
+            site.queue.append(piece)
+            _start_next(site, t, events)
+            not_arrived -= 1
+        else:
+            loads = [site.finish_time(t) - t for site in sites]
+            if coalition is None:
+                plan = bilb_plan(loads, limits_)
+                timing = plan if round_timing == "plan" else bilb_plan(loads, [math.inf] * n_sites)
+                next_t = max(next_round_time(t, loads, timing), t + min_gap)
+            else:
+                members = coalition.at(t)
+                plan = []
+                if len(members) >= 2:
+                    sub = averaging_plan([loads[k] for k in members])
+                    plan = [(members[i], members[j], amount) for i, j, amount in sub]
+                mean = sum(loads[k] for k in members) / len(members) if members else 0.0
+                next_t = t + max(min_gap, mean)
+            _carry_out(t, sites, loads, plan, limits_, events, created, cut_running, starting == "queued")
+            if on_round is not None:
+                on_round(t, loads, plan, [site.finish_time(t) - t for site in sites])
+            # Rounds alone never keep the run going: with nothing held and nothing left
+            # to arrive, no later round could move anything.
+            if discrete:
+                next_t = math.ceil(next_t - SAME_INSTANT)
+            if not_arrived > 0 or any(site.queue or site.running is not None for site in sites):
+                events.push(next_t, round_kind, 0)
+
+    out = {
+        "job_id": np.array([piece.job_id for piece in created], dtype=np.int64),
+        "exec_site": np.array([piece.site for piece in created], dtype=np.int64),
+        "size": np.array([piece.size for piece in created], dtype=np.float64),
+        "start": np.array([piece.start for piece in created], dtype=np.float64),
+        "end": np.array([piece.end for piece in created], dtype=np.float64),
+        "deadline": np.array([piece.deadline for piece in created], dtype=np.float64),
+    }
+    order = np.lexsort((out["start"], out["exec_site"], out["job_id"]))
+    return {name: column[order] for name, column in out.items()}
+
+
+def job_ends(pieces: dict[str, np.ndarray]) -> dict[int, float]:
+    """When each job completes: its last piece's end (NaN if a piece did not finish)."""
+    return {int(j): float(np.max(pieces["end"][pieces["job_id"] == j])) for j in np.unique(pieces["job_id"])}

@@ -1,0 +1,181 @@
+"""``molba``: MOLBA and ILBA planned over messages (thesis ch. 5), and its summary."""
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from gridemu.brokers.agent import GridInfo
+from gridemu.brokers.molba.agent import MESSAGES, MolbaAgent, plan_time
+from gridemu.brokers.molba.aggregates import MESSAGES as AGGREGATE_MESSAGES, MolbaAggregatesAgent
+from gridemu.brokers.molba.list_scheduling import Job, Placement, makespan
+from gridemu.brokers.molba.algorithm import (
+    MACHINES, guarantee_violations, instance_for, later_than_alone, local_schedule, lower_bound, molba_plan, org_makespans,
+)
+from gridemu.brokers.protocol import (
+    GanttCompare, Protocol, RunFacts, ScenarioFacts, Traffic, flag, require_identical_processors, require_one_site_per_org,
+    require_scheduler,
+)
+from gridemu.model.checks import check_number, choice
+from gridemu.model.errors import InvariantError, ScenarioError
+
+
+MODES = ("replicated", "aggregates")
+
+
+def check(params: dict[str, Any], scenario: ScenarioFacts) -> None:
+    """Settings of the thesis ch. 5 protocol: ``alpha`` ("meta": MOLBA(2), else MOLBA(3), as
+    section 5.6.1; or a number ≥ 1 for MOLBA(α)), ``ilba`` (balance MOLBA's schedule),
+    ``retries`` (other hosts a refused request tries before the job runs at home),
+    ``mode``: ``replicated`` (every site broadcasts its jobs and computes the same central
+    plan) or ``aggregates`` (sites publish four numbers each to an aggregator, which shares
+    the hosts among the overloaded sites; hosts grant requested slots on their own books:
+    ``brokers/molba/aggregates.py``), and ``machines``: which organizations bring
+    their machine, ``all`` (section 5.1's model, the default) or ``owners`` (only those that
+    own a job: the reading of Tables 5.1 and 5.2, ``brokers.molba.algorithm.owners_only``).
+    The name says what the setting changes, the machines of the instance: a site that owns no
+    job stays in the run (it still reports and answers) but hosts nothing and counts in no
+    bound."""
+    alpha = params.get("alpha", "meta")
+    if alpha != "meta":
+        alpha = check_number("protocol.alpha", alpha)
+        if not 1 <= alpha < math.inf:
+            raise ScenarioError("protocol.alpha", f'must be "meta" or a number >= 1 (MOLBA(α), thesis 5.5.2), got {alpha!r}')
+    params["alpha"] = alpha
+    flag(params, "ilba", True)
+    params["retries"] = int(check_number("protocol.retries", params.get("retries", 1), nonneg=True, integer=True))
+    params["mode"] = choice("protocol.mode", params.get("mode", "replicated"), MODES)
+    params["machines"] = choice("protocol.machines", params.get("machines", "all"), MACHINES)
+    require_scheduler("molba", scenario, "planned", "runs the schedule it plans")
+    require_identical_processors("molba", scenario, " everywhere (thesis 5.1)")
+    require_one_site_per_org("molba", scenario, " (organization k owns machine k)")
+    wl = scenario.workload
+    kind = wl.get("kind", "poisson")
+    if kind not in ("rigid", "jobs"):
+        raise ScenarioError("workload.kind", f"the molba protocol schedules off-line instances: rigid or jobs (all released at 0), got {kind!r}")
+    for i, row in enumerate(wl.get("list", []) if kind == "jobs" else []):
+        if isinstance(row, dict) and row.get("release", 0) != 0:
+            raise ScenarioError(f"workload.list[{i}].release", "the molba protocol's model has no release dates (thesis 5.1): give 0")
+
+
+
+def instance(jobs: pd.DataFrame | np.ndarray, site_procs: list[int], speed: float = 1.0) -> list[Job]:
+    """The chapter-5 instance of a run's submitted jobs (a job array or table, e.g. what the
+    rigid workloads of ``scenarios.rigid`` draw): organization k owns machine k, a job's
+    length is its size over the processors' ``speed``. ``site_procs`` is not read."""
+    return [
+        Job(int(i), int(s), float(size) / speed, int(q))
+        for i, s, size, q in zip(jobs["job_id"], jobs["submit_site"], jobs["size"], jobs["procs"])
+    ]
+
+
+def molba_summary(submitted: np.ndarray, table: pd.DataFrame, site_procs: list[int], speed: float, params: dict[str, Any], t0: float) -> dict[str, Any]:
+    """The ``protocol`` section of a molba run's summary, and its guarantee checks.
+
+    The reference (``brokers.molba.algorithm``) runs on the whole instance, with the
+    machines ``protocol.machines`` gives it (``instance_for``): ``lower_bound``
+    max(W̄, p_max), the makespans and scores s = makespan / lower bound (section 5.6.1) of
+    local, MOLBA and MOLBA+ILBA, α and O'. ``makespan`` and ``score`` are the executed
+    schedule's (end times minus ``plan_time`` T0). Raises InvariantError, naming the
+    organization or job, if the executed schedule breaks a guarantee or runs a job on a site
+    that brought no machine.
+    """
+    reading = params.get("machines", "all")
+    jobs, machines, orgs = instance_for(reading, instance(submitted, site_procs, speed), list(site_procs))
+    index = {k: i for i, k in enumerate(orgs)}  # site id -> machine of the instance
+    alpha = params.get("alpha", "meta")
+    # The reference, computed here on the whole instance: never the agents' own plans.
+    plan = molba_plan(tuple(sorted(jobs, key=lambda j: j.id)), tuple(machines), None if alpha == "meta" else float(alpha), bool(params.get("ilba", True)))
+    lb = lower_bound(jobs, machines)
+    out: dict[str, Any] = {
+        "name": "molba",
+        "plan_time": t0,
+        "machines": reading,
+        "machines_in_plan": len(machines),
+        "alpha": plan.alpha,
+        "overloaded": len(plan.run.overloaded),
+        "jobs_moved_by_molba": len(plan.run.moved),
+        "lower_bound": lb,
+        "makespan_local": makespan(plan.local, jobs),
+        "makespan_molba": makespan(plan.molba, jobs),
+        "makespan_molba_ilba": makespan(plan.final, jobs) if plan.balanced else None,
+        "makespan_reference": makespan(plan.final, jobs),
+    }
+    for name in ("local", "molba", "molba_ilba", "reference"):
+        c = out[f"makespan_{name}"]
+        out[f"score_{name}"] = c / lb if c is not None and lb > 0 else None
+    finished = table["end"].notna().all()
+    out["makespan"] = float(table["end"].max() - t0) if finished else None
+    out["score"] = out["makespan"] / lb if finished and lb > 0 else None
+    out["jobs_migrated"] = int((table["exec_site"] != table["submit_site"]).sum())
+    if finished:
+        stray = table[~table["exec_site"].isin(list(orgs))]
+        if len(stray):
+            r = stray.iloc[0]
+            raise InvariantError(f"job {int(r.job_id)}: ran on site {int(r.exec_site)}, which owns no job and so brings no machine (protocol.machines = {reading!r})")
+        executed = [
+            Placement(int(r.job_id), index[int(r.exec_site)], float(r.start) - t0, ())
+            for r in table[["job_id", "exec_site", "start"]].itertuples()
+        ]
+        if params.get("mode", "replicated") == "replicated":
+            problems = guarantee_violations(plan, jobs, machines, executed)
+        else:
+            # The decentralized mode promises only that no organization ends later than alone;
+            # its makespan against MOLBA's bound is a figure, not a guarantee.
+            problems = later_than_alone(plan, jobs, machines, executed)
+            bound = (plan.alpha + 1) * lb
+            out["within_molba_bound"] = bool(out["makespan"] <= bound * (1 + 1e-9))
+        if problems:
+            raise InvariantError(f"guarantee: {problems[0]} ({len(problems)} broken)")
+        local = [0.0] * len(site_procs)  # by site: one that owns no job ends at 0 alone
+        for i, c in enumerate(org_makespans(plan.local, jobs, machines)):
+            local[orgs[i]] = c
+        out["org_makespans_local"] = local
+    return out
+
+
+def local_table(jobs: pd.DataFrame, machines: list[int], t0: float) -> pd.DataFrame:
+    """A molba run's jobs as the local schedule runs them (at home, from T0): the left half
+    of ``gridemu report --gantt``. Lengths are read back from the executed times."""
+    length = (jobs["end"] - jobs["start"]).to_numpy()
+    inst = [Job(int(i), int(s), float(p), int(q)) for i, s, p, q in zip(jobs["job_id"], jobs["submit_site"], length, jobs["procs"])]
+    start = {pl.job: pl.start for pl in local_schedule(inst, machines)}
+    out = jobs.copy()
+    out["exec_site"] = out["submit_site"]
+    out["start"] = t0 + out["job_id"].map(start)
+    out["end"] = out["start"] + length
+    return out
+
+
+def summary(facts: RunFacts) -> dict[str, Any]:
+    sites = facts.scenario.sites
+    t0 = plan_time(facts.scenario.max_latency, facts.protocol["retries"])
+    return molba_summary(facts.submitted, facts.jobs, [s.procs for s in sites], sites[0].speeds[0], facts.protocol, t0)
+
+
+def gantt_compare(jobs: pd.DataFrame, sites: pd.DataFrame, proto: dict[str, Any]) -> GanttCompare:
+    """The local schedule (every job at home, from T0) beside the executed MOLBA(+ILBA) one."""
+    local = local_table(jobs, sites.sort_values("site_id")["procs"].tolist(), proto["plan_time"])
+    name = "MOLBA+ILBA" if proto["makespan_molba_ilba"] is not None else "MOLBA"
+    return GanttCompare(f"local (makespan {proto['makespan_local']:g})", local, f"{name}, executed (makespan {proto['makespan']:g})")
+
+
+def agent(site, grid: GridInfo, params: dict[str, Any]) -> MolbaAgent | MolbaAggregatesAgent:
+    return (MolbaAggregatesAgent if params["mode"] == "aggregates" else MolbaAgent)(site, grid, params)
+
+
+def traffic(params: dict[str, Any], n: int, degree: float) -> Traffic:
+    if params["mode"] == "aggregates":
+        return Traffic(per_job=0.0, what=f"{2 * (n - 1):,} to aggregate the loads, then 3 per job an overloaded site offers")
+    return Traffic(per_job=n - 1, what="each job offered to every other site, not requests and grants")
+
+
+PROTOCOL = Protocol(
+    "molba", agent, "MOLBA(α) and ILBA planned over messages, replicated at every site or from published aggregates (mode)",
+    keys=("alpha", "ilba", "retries", "mode", "machines"), messages=MESSAGES + AGGREGATE_MESSAGES, check=check, summary=summary, starts_jobs=True,
+    traffic=traffic, gantt_compare=gantt_compare,
+)
+
+if TYPE_CHECKING:  # pandas only for annotations: shard actors start without it
+    import pandas as pd
