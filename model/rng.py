@@ -2,6 +2,7 @@
 seed by a stable key, never from the shard layout or the order of replies."""
 from __future__ import annotations
 
+import hashlib
 from typing import Iterator, Sequence
 
 import numpy as np
@@ -19,11 +20,34 @@ PURPOSE_MESSAGE_FAULTS = 8  # faults: whether a message a site sends is lost or 
 PURPOSE_GM_SAMPLE = 9  # decentralized GM: the sites a site asks
 PURPOSE_DC_SAMPLE = 10  # decentralized DIRECTCONTR: the sites a site asks
 PURPOSE_DEDICATED = 11  # dedicated workloads (thesis ch. 3): the jobs for a machine, round after round
+#: Streams named by a string (``named_rng``): the key also holds a hash of (protocol, purpose),
+#: so a new protocol needs no number here. Shipped agents keep their numbers (their job tables).
+PURPOSE_NAMED = 0x4E414D45  # "NAME"
 
 
 def site_rng(seed: int, site_id: int, purpose: int) -> np.random.Generator:
     """The random stream of one (site, purpose): independent of shards and reply order."""
     return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(site_id, purpose)))
+
+
+def named_key(protocol: str, purpose: str) -> int:
+    """A stable 64-bit number for (protocol name, purpose): the first 8 bytes of their SHA-256
+    (Python's ``hash`` of a string changes from one process to the next)."""
+    digest = hashlib.sha256(f"{protocol}\0{purpose}".encode()).digest()
+    return int.from_bytes(digest[:8], "little")
+
+
+def named_rng(seed: int, site_id: int, protocol: str, purpose: str) -> np.random.Generator:
+    """The stream a protocol names ``purpose`` at one site (``SiteView.rng``): like
+    :func:`site_rng`, from (seed, site) alone, whatever the shards, and apart from every
+    numbered stream and every other (protocol, purpose)."""
+    key = (site_id, PURPOSE_NAMED, named_key(protocol, purpose))
+    return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=key))
+
+
+def named_rngs(seed: int, site_ids: "Sequence[int] | np.ndarray", protocol: str, purpose: str) -> Iterator[np.random.Generator]:
+    """:func:`named_rng` of many sites, in their order (a ``route`` hook's streams)."""
+    return (named_rng(seed, s, protocol, purpose) for s in np.asarray(site_ids, dtype=np.int64).reshape(-1).tolist())
 
 
 # The arrays' fixed cost (about 0.23 ms) beats numpy's 11 us a stream from about 24 sites on:

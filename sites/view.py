@@ -23,6 +23,9 @@ Acting: ``send``, ``send_all`` (one message to many sites), ``set_timer``, ``tra
 ``dispatch``, ``start``, ``preempt``, ``split``, ``offer``, ``withdraw``, ``keep``,
 ``announce``, ``plan``, ``count_migration``. Time: ``next_event_time()``,
 ``next_agent_event_time()``, ``next_message_time()``.
+
+Random numbers: ``rng(purpose)``, the site's own stream for a purpose the protocol names
+(a string), the same generator at every call.
 """
 from __future__ import annotations
 
@@ -31,6 +34,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 import numpy as np
 
 from gridemu.model.jobs import Job
+from gridemu.model.rng import named_rng
 
 if TYPE_CHECKING:  # pragma: no cover
     from gridemu.sites.site import Site
@@ -39,8 +43,10 @@ if TYPE_CHECKING:  # pragma: no cover
 class SiteView:
     """One site as its agent sees it (see the module doc for the whole surface)."""
 
-    def __init__(self, site: "Site"):
+    def __init__(self, site: "Site", seed: int | None = None, protocol: str | None = None):
         self._site = site
+        self._seed, self._protocol = seed, protocol
+        self._streams: dict[str, np.random.Generator] = {}
         self.site_id: int = site.site_id
         self.name: str = site.name
         self.owner: int = site.owner
@@ -74,6 +80,20 @@ class SiteView:
         self.next_message_time = site.next_message_time
         self.next_release = site.next_release
         self.job_record = site.job_record
+
+    def rng(self, purpose: str) -> np.random.Generator:
+        """This site's random stream for ``purpose``, drawn from (run seed, site id, protocol
+        name, purpose) alone (``model.rng.named_rng``): the same draws with any backend and
+        shard count, and apart from every other site's, purpose's and protocol's. Each call
+        gives the same generator, which goes on where the last draw left it."""
+        stream = self._streams.get(purpose)
+        if stream is None:
+            if self._seed is None or self._protocol is None:
+                raise RuntimeError(f"site {self.name}: this view was made without a seed and protocol name: no rng({purpose!r})")
+            if not isinstance(purpose, str):
+                raise TypeError(f"rng(purpose): a string naming what the draws are for, got {purpose!r}")
+            stream = self._streams[purpose] = named_rng(self._seed, self.site_id, self._protocol, purpose)
+        return stream
 
     # jobs -------------------------------------------------------------------------
     def job(self, slot: int) -> Job:
