@@ -75,6 +75,12 @@ def get(name: str) -> Protocol:
     return PROTOCOLS[name]
 
 
+def is_shipped(protocol: Protocol) -> bool:
+    """Whether ``protocol`` is the one a shipped folder describes: a process that imports
+    gridemu finds it by its name alone (a shard's actor, a resumed run)."""
+    return protocol.name in SHIPPED and protocol is import_module(f"gridemu.brokers.{protocol.name}.protocol").PROTOCOL
+
+
 def all_keys() -> set[str]:
     """Every [protocol] key some protocol reads (keys of another protocol may stay in a
     scenario: a sweep over protocol.name sets them all)."""

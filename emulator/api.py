@@ -12,6 +12,7 @@ from gridemu.brokers.protocol import RunFacts
 from gridemu.emulator import checkpoint as ckpt
 from gridemu.emulator.checks import check_conservation, check_guarantees
 from gridemu.emulator.engine import Progress, RawRun, run_windows
+from gridemu.emulator.plugins import require_registered
 from gridemu.emulator.scenario import Scenario, load_scenario
 from gridemu.model.errors import ScenarioError
 from gridemu.emulator.results import (
@@ -82,8 +83,10 @@ def resume(
 ) -> RunResult:
     """Go on with a stopped run from the checkpoint in ``out`` and write its results there:
     the same job table as a run that was never stopped. ``backend`` may differ from the
-    stopped run's (shards are the same objects on either)."""
+    stopped run's (shards are the same objects on either). A run of a protocol that is not
+    shipped goes on only once that protocol is registered again (the checkpoint names it)."""
     state = ckpt.load(Path(out))
+    require_registered(state["scenario"]["protocol"]["name"], f"resume {out}")
     scenario = load_scenario(state["scenario"], source=state["source"], backend=backend or state["backend"])
     raw = run_windows(
         scenario, address=address, on_progress=on_progress, resume=state["checkpoint"], n_shards=state["shards"],

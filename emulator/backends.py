@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import gc
-import pickle
 import signal
 import socket
 import threading
@@ -19,6 +18,7 @@ import warnings
 from typing import Any, Iterator
 
 from gridemu.model.errors import GridemuError, first_line
+from gridemu.emulator.plugins import by_value, dump_shard, load_shard, protocol_of
 from gridemu.emulator.shard import Shard, ShardSpec, StepInfo, draw_jobs, numbered, with_drawn_jobs
 from gridemu.model.jobs import release_keys
 
@@ -32,13 +32,14 @@ class InProcessBackend:
 
     def __init__(self, specs: list[ShardSpec], states: list[bytes] | None = None):
         # Shards in one process hand each other rows, not arrays (nothing is serialized).
+        self.protocol = protocol_of(specs[0])
         if states is not None:
-            self.shards = [pickle.loads(b) for b in states]
+            self.shards = [load_shard(b, self.protocol) for b in states]
         else:
             self.shards = [Shard(dataclasses.replace(s, columnar=False)) for s in with_drawn_jobs(specs)]
 
     def snapshot(self) -> list[bytes]:
-        return [pickle.dumps(s, protocol=pickle.HIGHEST_PROTOCOL) for s in self.shards]
+        return [dump_shard(s, self.protocol) for s in self.shards]
 
     def materialize(self, inboxes: list[list[Any]]) -> list[list[Any]]:
         return inboxes  # rows already: nothing refers to another process
@@ -76,7 +77,7 @@ class _ShardActor:
         gc.disable()
         self.spec, self.drawn = spec, None
         if state is not None:
-            self.shard = pickle.loads(state)
+            self.shard = load_shard(state, protocol_of(spec))
         elif spec.jobs is not None:
             self.shard = Shard(spec)
 
@@ -89,7 +90,7 @@ class _ShardActor:
         self.drawn = None
 
     def snapshot(self) -> bytes:
-        return pickle.dumps(self.shard, protocol=pickle.HIGHEST_PROTOCOL)
+        return dump_shard(self.shard, protocol_of(self.spec))
 
     def status(self) -> StepInfo:
         return self.shard.status()
@@ -203,7 +204,8 @@ class RayBackend:
         actor = ray.remote(num_cpus=cpus, scheduling_strategy="SPREAD")(_ShardActor)
         self.n = n
         states = states or [None] * n
-        self.actors = [actor.remote(ray.put(spec), ray.put(state) if state else None) for spec, state in zip(specs, states)]
+        with by_value(specs[0].plugin):  # a protocol registered at run time travels as code
+            self.actors = [actor.remote(ray.put(spec), ray.put(state) if state else None) for spec, state in zip(specs, states)]
         if states[0] is None and specs[0].jobs is None:
             # Each shard draws its sites' jobs; their release keys go from actor to actor.
             keys = [a.draw.remote() for a in self.actors]

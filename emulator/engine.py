@@ -25,6 +25,7 @@ from gridemu.brokers import registry
 from gridemu.brokers.agent import GridInfo
 from gridemu.emulator import checkpoint as ckpt
 from gridemu.emulator.backends import BACKENDS, ShardLost, ensure_ray, ray_cpus
+from gridemu.emulator.plugins import carried
 from gridemu.emulator.scenario import Scenario
 from gridemu.emulator.shard import ShardSpec, StepInfo
 from gridemu.model.errors import GridemuError, ScenarioError
@@ -116,6 +117,7 @@ def build_shard_specs(
                 extra=extra,
                 faults=scenario.faults,
                 draws=draws,
+                plugin=carried(plugin),
             )
         )
     return specs

@@ -14,9 +14,10 @@ from typing import Any
 
 import numpy as np
 
-from gridemu.brokers import registry
 from gridemu.brokers.agent import GridInfo
+from gridemu.brokers.protocol import Protocol
 from gridemu.emulator.checks import check_causality
+from gridemu.emulator.plugins import protocol_of
 from gridemu.model.errors import InvariantError
 from gridemu.model.jobs import columns_in_piece_order, number_jobs, radix_ids, rank_among, release_keys, take
 from gridemu.model.messages import MessageKinds, empty_batch, to_batch
@@ -50,6 +51,9 @@ class ShardSpec:
     extra: dict[str, Any] = field(default_factory=dict)
     faults: FaultPlan | None = None  # [faults]: each site plays its own
     draws: SiteDraws | None = None  # a workload drawn site by site: the shard draws its sites' jobs
+    #: The protocol itself where it is not shipped (registered at run time): a shipped one
+    #: travels as ``protocol["name"]`` and the shard imports it (emulator/plugins.py).
+    plugin: Protocol | None = None
 
 
 def draw_jobs(spec: ShardSpec) -> np.ndarray:
@@ -98,7 +102,7 @@ class Shard:
         self.shard_id = spec.shard_id
         self.n_shards = spec.n_shards
         self.site_to_shard = spec.site_to_shard
-        protocol = registry.get(spec.protocol["name"])
+        protocol = protocol_of(spec)
         self.kinds = MessageKinds(protocol.messages)
         self.specs, self.owners = spec.sites, spec.owners
         params = dict(spec.protocol)
@@ -139,7 +143,7 @@ class Shard:
                 site.scheduler.configure(spec.extra["policy"])
             if spec.grid.neighbors is not None:
                 site.links = frozenset(spec.grid.neighbors[s.site_id])
-            site.agent = protocol.agent(SiteView(site), spec.grid, params)
+            site.agent = protocol.agent(SiteView(site, spec.grid.seed, protocol.name), spec.grid, params)
             if spec.faults is not None:
                 faults.arm(site, spec.faults.for_site(s.site_id, spec.grid.seed))
             self.sites.append(site)
