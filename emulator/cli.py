@@ -349,7 +349,26 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a scenario key (repeatable)")
     p.add_argument("--quiet", action="store_true", help="no progress and no table")
     p.set_defaults(func=cmd_sweep)
+    for name, p in sub.choices.items():
+        if name in PLUGIN_COMMANDS:
+            p.add_argument("--plugin", action="append", metavar="MODULE",
+                           help="import a protocol of your own first: a .py file or a module name (its PROTOCOL is registered; repeatable)")
     return parser
+
+
+#: The commands that may load a protocol of the user's (``--plugin``); a Ray sweep's tasks
+#: run in other processes, which would not have it, so sweep takes it in-process only.
+PLUGIN_COMMANDS = ("list", "validate", "run", "resume", "sweep")
+
+
+def _load_plugins(args: argparse.Namespace) -> None:
+    from gridemu.emulator.plugins import load_plugin
+
+    targets = getattr(args, "plugin", None) or []
+    if targets and args.command == "sweep" and args.backend != "inprocess":
+        raise GridemuError("--plugin: a sweep's Ray tasks would not see the protocol: add --backend inprocess")
+    for target in targets:
+        load_plugin(target)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -362,6 +381,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     previous = _stop_on_sigterm()
     try:
         try:
+            _load_plugins(args)
             return args.func(args)
         except SystemError as exc:
             # SIGTERM inside a Ray call (ray.get checks signals): Ray wraps our Terminated.

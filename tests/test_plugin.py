@@ -1,5 +1,7 @@
 """A protocol is one module and one registry line: a toy protocol defined in this file alone
-runs end to end through the CLI (validation, messages, send bounds, summary, result files).
+runs end to end through the CLI (validation, messages, send bounds, summary, result files),
+and on Ray shards with the in-process job table; docs/adding-a-protocol.md's example, a
+file importing only ``gridemu.plugin``, runs as the page shows it (API, CLI ``--plugin``).
 
 The toy, ``relay``: every new job is sent ``hops`` sites further round the ring (one job
 transfer), and a ``hello`` notice about it travels the same way site by site, each site
@@ -8,17 +10,24 @@ passing it on with one more hop: a small protocol that sends, answers and moves 
 from __future__ import annotations
 
 import json
+import re
+import shlex
+import sys
+from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pytest
 
+import gridemu
+import gridemu.emulator as emulator
 from gridemu.brokers import registry
-from gridemu.brokers.agent import Agent
-from gridemu.brokers.protocol import Protocol, RunFacts, ScenarioFacts
 from gridemu.emulator.cli import main
-from gridemu.model.checks import check_number
-from gridemu.model.messages import message
+from gridemu.model.jobs import JOB_DTYPE
+from gridemu.plugin import Agent, Protocol, RunFacts, ScenarioFacts, check_number, message
+from tests.golden import digest
+from tests.test_checkpoint import stop_at
 
 HELLO = message("hello", hops="value", job_id="job_id")
 
@@ -139,3 +148,166 @@ def test_a_message_of_an_undeclared_kind_stops_the_run_naming_it(tmp_path, capsy
         assert "sent a 'shout' message, a kind its protocol does not declare" in capsys.readouterr().err
     finally:
         registry.unregister("rude")
+
+
+def test_a_protocol_registered_at_run_time_travels_with_the_shard_spec():
+    from gridemu.emulator.engine import build_shard_specs
+    from gridemu.emulator.scenario import load_scenario
+
+    registry.register(RELAY)
+    try:
+        specs = build_shard_specs(load_scenario(RELAY_SCENARIO), None, 2)
+        assert [s.plugin for s in specs] == [RELAY, RELAY]
+    finally:
+        registry.unregister("relay")
+    shipped = build_shard_specs(load_scenario({**RELAY_SCENARIO, "protocol": {"name": "random"}}), None, 2)
+    assert [s.plugin for s in shipped] == [None, None]  # a shipped protocol travels as its name
+
+
+RELAY_SCENARIO = {
+    "run": {"seed": 3},
+    "network": {"latency": 0.5},
+    "sites": {"count": 5, "procs": 2},
+    "workload": {"kind": "poisson", "rate": 0.3, "jobs": 300},
+    "protocol": {"name": "relay", "hops": 2},
+}
+
+
+@pytest.mark.parametrize("shards", [1, 3])
+def test_a_registered_plugin_on_ray_gives_the_inprocess_job_table(ray_session, relay, shards):
+    whole = emulator.run(RELAY_SCENARIO, backend="inprocess")
+    on_ray = emulator.run(RELAY_SCENARIO, backend="ray", shards=shards)
+    assert on_ray.summary["global"]["backend"] == "ray" and on_ray.summary["global"]["shards"] == shards
+    assert digest(on_ray.jobs) == digest(whole.jobs)
+    assert on_ray.summary["protocol"] == whole.summary["protocol"] == {"name": "relay", "hops": 2, "jobs_moved": 300}
+    pd.testing.assert_frame_equal(on_ray.sites.drop(columns="cpu_seconds"), whole.sites.drop(columns="cpu_seconds"))
+
+
+@pytest.mark.parametrize(("before", "after"), [("ray", "ray"), ("inprocess", "ray")])
+def test_a_plugin_checkpoint_on_ray_names_the_protocol_and_resumes(ray_session, tmp_path, before, after, capsys):
+    registry.register(RELAY)
+    try:
+        whole = emulator.run(RELAY_SCENARIO, backend="inprocess")
+        out = tmp_path / "r"
+        with pytest.raises(KeyboardInterrupt):
+            emulator.run(RELAY_SCENARIO, backend=before, shards=3, out=out, checkpoint=0, on_progress=stop_at(4))
+        # The checkpoint names the agent's class, never pickles it: nothing of this module in it.
+        assert b"RelayAgent" not in (out / "checkpoint.pkl").read_bytes()
+    finally:
+        registry.unregister("relay")
+    # Without the protocol registered, resume says which one it needs.
+    assert main(["resume", str(out), "--quiet"]) == 2
+    assert "the run's protocol 'relay' is not registered in this process" in capsys.readouterr().err
+    registry.register(RELAY)
+    try:
+        assert digest(emulator.resume(out, backend=after).jobs) == digest(whole.jobs)
+    finally:
+        registry.unregister("relay")
+
+
+def test_the_view_gives_each_site_its_own_named_streams(relay):
+    from gridemu.emulator.engine import build_shard_specs
+    from gridemu.emulator.scenario import load_scenario
+    from gridemu.emulator.shard import Shard
+    from gridemu.model.rng import PURPOSE_BROKER, named_rng, site_rng
+
+    spec = build_shard_specs(load_scenario(RELAY_SCENARIO), None, 1)[0]
+    spec.jobs = np.zeros(0, dtype=JOB_DTYPE)
+    views = [site.agent.site for site in Shard(spec).sites]
+    first = views[2].rng("x")
+    assert views[2].rng("x") is first  # one generator a purpose: it goes on
+    draws = first.random(4)
+    assert np.array_equal(draws, named_rng(3, 2, "relay", "x").random(4))
+    others = [views[2].rng("y"), views[1].rng("x"), named_rng(3, 2, "other", "x"), site_rng(3, 2, PURPOSE_BROKER)]
+    assert all(not np.array_equal(o.random(4), draws) for o in others)
+    with pytest.raises(TypeError, match="a string naming what the draws are for"):
+        views[0].rng(4)
+
+
+# docs/adding-a-protocol.md: the file and the commands, run as the page shows them ----------------
+
+DOC = Path(__file__).resolve().parent.parent / "docs" / "adding-a-protocol.md"
+
+
+def doc_block(name: str) -> str:
+    """The code block under ``<!-- example: NAME -->`` in the page."""
+    found = re.search(rf"<!-- example: {re.escape(name)} -->\n```\w+\n(.*?)```", DOC.read_text(), re.S)
+    assert found, f"docs/adding-a-protocol.md has no example block {name!r}"
+    return found.group(1)
+
+
+@pytest.fixture
+def doc_folder(tmp_path, monkeypatch):
+    """scatter.py as the page writes it and my.toml naming it, in the working folder."""
+    (tmp_path / "scatter.py").write_text(doc_block("scatter.py"))
+    (tmp_path / "my.toml").write_text(Path(scenario_file(tmp_path, 0)).read_text().replace('name = "relay"\nhops = 0', 'name = "scatter"\nshare = 0.6'))
+    monkeypatch.chdir(tmp_path)
+    yield tmp_path
+    registry.unregister("scatter")
+    for name in ("scatter", "gridemu_plugin_scatter"):
+        sys.modules.pop(name, None)
+
+
+def test_the_docs_example_imports_gridemu_plugin_alone():
+    code = doc_block("scatter.py")
+    imports = re.findall(r"^(?:from|import) (\S+)", code, re.M)
+    assert [m for m in imports if m.startswith("gridemu")] == ["gridemu.plugin"]
+    assert set(imports) <= {"__future__", "typing", "gridemu.plugin"}
+
+
+def test_the_docs_plugin_example_runs_in_process_and_on_ray(ray_session, doc_folder, monkeypatch):
+    monkeypatch.syspath_prepend(str(doc_folder))
+    scope: dict[str, Any] = {}
+    exec(compile(doc_block("run"), "adding-a-protocol.md", "exec"), scope)  # its own assert: the same job table
+    a, b = scope["a"], scope["b"]
+    assert b.summary["global"]["backend"] == "ray" and b.summary["global"]["shards"] == 3
+    assert a.summary["protocol"]["share"] == 0.6 and 0 < a.summary["protocol"]["jobs_moved"] < 200
+    # Each moved job was answered with an ack, which its sender recorded.
+    assert len(a.timeseries) == a.summary["protocol"]["jobs_moved"] == int(a.sites["sent_ack"].sum())
+    c = gridemu.run("my.toml", backend="ray", shards=1)
+    assert digest(c.jobs) == digest(a.jobs)
+
+
+def test_the_docs_plugin_cli_commands_run_in_process_and_on_ray(ray_session, doc_folder, capsys):
+    for line in doc_block("cli").splitlines():
+        args = shlex.split(line)
+        assert args[0] == "gridemu" and main(args[1:]) == 0, line
+        registry.unregister("scatter")  # each command is a new process
+    assert "my.toml: ok" in capsys.readouterr().out
+    assert main(["run", "my.toml", "--plugin", "scatter.py", "--backend", "inprocess", "--out", "runs/i", "--quiet"]) == 0
+    pd.testing.assert_frame_equal(pd.read_parquet("runs/s/jobs.parquet"), pd.read_parquet("runs/i/jobs.parquet"))
+    assert json.loads(Path("runs/s/summary.json").read_text())["protocol"]["name"] == "scatter"
+
+
+@pytest.mark.parametrize(
+    ("plugin", "text", "error"),
+    [
+        ("missing.py", None, "--plugin missing.py: no such file"),
+        ("broken.py", "def f(:\n", "--plugin broken.py: importing it failed (SyntaxError"),
+        ("raises.py", "raise RuntimeError('no config')\n", "--plugin raises.py: importing it failed (RuntimeError: no config)"),
+        ("empty.py", "X = 1\n", "--plugin empty.py: defines no PROTOCOL and registers no protocol"),
+        ("wrong.py", "PROTOCOL = 'scatter'\n", "--plugin wrong.py: PROTOCOL is a str, not a gridemu.plugin.Protocol"),
+        ("no_such_module_here", None, "--plugin no_such_module_here: importing it failed (ModuleNotFoundError"),
+    ],
+)
+def test_a_bad_plugin_is_one_line_and_exit_2(tmp_path, monkeypatch, capsys, plugin, text, error):
+    monkeypatch.chdir(tmp_path)
+    if text is not None:
+        (tmp_path / plugin).write_text(text)
+    assert main(["validate", scenario_file(tmp_path, 1), "--plugin", plugin]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"gridemu: error: {error}") and err.count("\n") == 1
+    assert f"gridemu_plugin_{Path(plugin).stem}" not in sys.modules
+
+
+def test_a_ray_sweep_refuses_a_plugin(tmp_path, capsys):
+    assert main(["sweep", scenario_file(tmp_path, 1), "--plugin", "x.py", "--out", str(tmp_path / "s")]) == 2
+    assert "add --backend inprocess" in capsys.readouterr().err
+
+
+def test_the_plugin_module_exports_what_an_author_needs():
+    import gridemu.plugin as plugin
+
+    for name in plugin.__all__:
+        assert getattr(plugin, name) is not None
+    assert plugin.register is registry.register and plugin.Protocol is Protocol

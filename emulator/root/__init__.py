@@ -10,7 +10,8 @@ The names a user needs, under the one import name::
 
 The parts are subpackages: ``gridemu.model`` (job and message columns), ``gridemu.sites``,
 ``gridemu.scenarios``, ``gridemu.brokers`` (the protocols) and ``gridemu.emulator`` (the
-kernel, results, CLI). This file lives in ``emulator/root/`` (the repository keeps its
+kernel, results, CLI). ``gridemu.plugin`` holds what a protocol author imports
+(docs/adding-a-protocol.md). This file lives in ``emulator/root/`` (the repository keeps its
 top-level folders; ``pyproject.toml`` maps them under ``gridemu``).
 """
 from __future__ import annotations
