@@ -7,8 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable
 
-from gridemu.brokers.gm.metrics import fairness_summary
-from gridemu.brokers.protocol import RunFacts
+from gridemu.brokers.metrics import fairness_summary
+from gridemu.brokers.protocol import RunFacts, Summary
 from gridemu.emulator import checkpoint as ckpt
 from gridemu.emulator.checks import check_conservation, check_guarantees
 from gridemu.emulator.engine import Progress, RawRun, run_windows
@@ -110,13 +110,19 @@ def _finish(raw: RawRun) -> RunResult:
         local = job_table(piece_table(run_windows(local_scenario, warn=False)))
     summary = summarize(raw, table, sites, local)
     plugin = scenario.plugin
+    added = plugin.summary(RunFacts(scenario.protocol, scenario.facts(), raw.jobs, table, pieces)) if plugin.summary else None
+    if not isinstance(added, Summary):
+        added = Summary(protocol=added)
+    for org, figures in added.organizations.items():
+        summary["organizations"][org].update(figures)
+    sections = dict(added.sections)
     fairness = scenario.data["metrics"].get("fairness")
-    if fairness or (fairness is None and (plugin.fairness or scenario.workload["kind"] == "proposition")):
-        summary["fairness"] = fairness_summary(raw.jobs, table)
-    if plugin.summary is not None:
-        section = plugin.summary(RunFacts(scenario.protocol, scenario.facts(), raw.jobs, table, pieces))
-        if section is not None:
-            summary["protocol"] = section
+    # The migration paper's figures for any protocol: asked for, or its proposition workloads.
+    if "fairness" not in sections and (fairness or (fairness is None and scenario.workload["kind"] == "proposition")):
+        sections["fairness"] = fairness_summary(raw.jobs, table)
+    summary.update(sections)
+    if added.protocol is not None:
+        summary["protocol"] = added.protocol
     jobs = labelled(table, scenario.orgs, raw.groups)
     timeseries = timeseries_table(raw)
     if "policy" in scenario.data and not len(timeseries):

@@ -27,7 +27,7 @@ from gridemu.emulator import checkpoint as ckpt
 from gridemu.emulator.backends import BACKENDS, ShardLost, ensure_ray, ray_cpus
 from gridemu.emulator.scenario import Scenario
 from gridemu.emulator.shard import ShardSpec, StepInfo
-from gridemu.model.errors import GridemuError, ScenarioError
+from gridemu.model.errors import GridemuError
 from gridemu.model.jobs import JOB_DTYPE, records, take
 from gridemu.model.messages import to_batch
 from gridemu.scenarios.poisson import SiteDraws
@@ -160,16 +160,15 @@ def run_windows(
         print(f"gridemu: warning: {line}", file=sys.stderr)
     if jobs is not None:
         check_scheduler_jobs(scenario.sites, jobs)
-        if not scenario.plugin.dedicated and (jobs["target_site"] >= 0).any():
+        if (jobs["target_site"] >= 0).any():
             j = int(jobs["job_id"][np.argmax(jobs["target_site"] >= 0)])
-            runs = " or ".join(repr(p.name) for p in registry.PROTOCOLS.values() if p.dedicated)
-            raise ScenarioError("protocol.name", f"job {j} names a target site (a dedicated job): only protocol.name = {runs} runs such jobs")
+            registry.require(scenario.plugin, "targets", "protocol.name", f"job {j} names a target site (a dedicated job)")
         if scenario.plugin.check_jobs is not None:
             scenario.plugin.check_jobs(scenario.protocol, jobs, scenario.facts())
     horizon = scenario.horizon
     lookahead = scenario.lookahead
     # Random crashes ([faults] mtbf) come forever, as periodic protocols' timers do.
-    periodic = scenario.plugin.periodic or (scenario.faults is not None and math.isfinite(scenario.faults.mtbf))
+    periodic = scenario.plugin.can("periodic") or (scenario.faults is not None and math.isfinite(scenario.faults.mtbf))
 
     t0 = time.perf_counter()
     # Shards create and drop millions of small tuples and never leave a reference cycle, so
@@ -337,7 +336,7 @@ def _drawn_in_shards(scenario: Scenario) -> bool:
     """Whether shards may draw their own sites' jobs: nothing before the run needs the whole
     job set (a protocol's job checks, a share policy's groups, a scheduler's job checks)."""
     plugin = scenario.plugin
-    return plugin.check_jobs is None and not plugin.dedicated and "policy" not in scenario.data and not checks_jobs(scenario.sites)
+    return plugin.check_jobs is None and not plugin.can("targets") and "policy" not in scenario.data and not checks_jobs(scenario.sites)
 
 
 def _release_free_memory() -> None:

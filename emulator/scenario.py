@@ -445,11 +445,9 @@ def validate(raw: dict[str, Any], source: str = "<dict>") -> Scenario:
     _unknown("protocol", proto, registry.all_keys())
     protocol = registry.get(proto["name"])
     data["protocol"] = proto
-    if not topology.full and not protocol.topologies:
-        raise ScenarioError(
-            "network.topology",
-            f'the {proto["name"]} protocol needs every site to hear every other (topology = "full"); '
-            f"protocols that run over any topology: {', '.join(n for n, p in registry.PROTOCOLS.items() if p.topologies)}",
+    if not topology.full:
+        registry.require(
+            protocol, "topologies", "network.topology", f'the {proto["name"]} protocol needs every site to hear every other (topology = "full")'
         )
 
     metrics = _table(data, "metrics")
@@ -479,9 +477,8 @@ def validate(raw: dict[str, Any], source: str = "<dict>") -> Scenario:
             wl["path"] = str(beside)
     check_workload(wl, sites)
     protocol.check(proto, ScenarioFacts(sites, data, _max_latency(latency)))
-    if not protocol.starts_jobs and any(s.scheduler == "planned" for s in sites):
-        planners = " or ".join(repr(p.name) for p in registry.PROTOCOLS.values() if p.starts_jobs)
-        raise ScenarioError("scheduler.name", f"the planned scheduler starts only what a protocol planned: use it with protocol.name = {planners}")
+    if any(s.scheduler == "planned" for s in sites):
+        registry.require(protocol, "starts_jobs", "scheduler.name", "the planned scheduler starts only what a protocol planned")
 
     if "policy" in data:
         if not isinstance(data["policy"], dict):
@@ -497,9 +494,9 @@ def validate(raw: dict[str, Any], source: str = "<dict>") -> Scenario:
     faults = None
     if "faults" in data:
         faults = parse_faults(data["faults"], [s.name for s in sites])
-        if not protocol.faults:
-            able = ", ".join(n for n, p in registry.PROTOCOLS.items() if p.faults)
-            raise ScenarioError("faults", f"the {proto['name']} protocol does not run with faults (it waits for answers or tracks other sites' jobs); protocols that do: {able}")
+        registry.require(
+            protocol, "faults", "faults", f"the {proto['name']} protocol does not run with faults (it waits for answers or tracks other sites' jobs)"
+        )
         data["faults"]["on_crash"] = faults.on_crash
     data["sites"] = [
         {"name": s.name, "org": s.org, "speeds": list(s.speeds), "scheduler": s.scheduler} for s in sites
