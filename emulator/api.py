@@ -14,8 +14,9 @@ from gridemu.emulator.checks import check_conservation, check_guarantees
 from gridemu.emulator.engine import Progress, RawRun, run_windows
 from gridemu.emulator.scenario import Scenario, load_scenario
 from gridemu.model.errors import ScenarioError
+from gridemu.sites.sections import SectionFacts, given
 from gridemu.emulator.results import (
-    PIECE_COLUMNS, RunResult, check_out, job_table, labelled, piece_table, policy_summary, site_table, sites_unmapped, summarize,
+    PIECE_COLUMNS, RunResult, check_out, job_table, labelled, piece_table, site_table, summarize,
     timeseries_table, usage_table,
 )
 
@@ -125,16 +126,12 @@ def _finish(raw: RawRun) -> RunResult:
         summary["protocol"] = added.protocol
     jobs = labelled(table, scenario.orgs, raw.groups)
     timeseries = timeseries_table(raw)
-    if "policy" in scenario.data and not len(timeseries):
-        # The share-policy runs' figure: every entry's aggregated utilization share over time.
-        from gridemu.sites.fairshare_runtime import share_timeseries
-
-        rt = scenario.runtime_policy(raw.groups, set(np.unique(raw.jobs["group"]).tolist()))
-        interval = scenario.data["metrics"].get("sample_interval")
-        end = min(scenario.horizon, float(np.nanmax(table[["start", "end"]].to_numpy()))) if len(table) else 1.0
-        samples = int(min(2000, max(10, end // interval))) if interval else 200
-        timeseries = pd.DataFrame(share_timeseries(rt, jobs, raw.groups, samples=samples, end=end))
-        summary["policy"] = policy_summary(rt, timeseries, sites_unmapped(raw))
+    for section in given(scenario.data) if not len(timeseries) else []:
+        # A scheduler section's figures (sites/sections.py); its series fills timeseries.parquet.
+        hooks, used = section.hooks(), set(np.unique(raw.jobs["group"]).tolist())
+        state, _ = hooks.shared(scenario.data[section.name], raw.groups, used, scenario.folder)
+        facts = SectionFacts(state, jobs, raw.groups, sites, scenario.horizon, scenario.data["metrics"])
+        summary[section.name], timeseries = hooks.results(facts)
     return RunResult(
         jobs=jobs,
         sites=sites,

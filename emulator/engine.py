@@ -32,6 +32,7 @@ from gridemu.model.jobs import JOB_DTYPE, records, take
 from gridemu.model.messages import to_batch
 from gridemu.scenarios.poisson import SiteDraws
 from gridemu.scenarios.workload import check_scheduler_jobs, checks_jobs, generate_jobs, no_jobs_error, site_draws
+from gridemu.sites.sections import given
 
 WINDOW_SLICES = 200
 #: Lost shards rebuilt in one run before giving up (a node that keeps failing is not transient).
@@ -91,13 +92,12 @@ def build_shard_specs(
     job_shard = site_to_shard[jobs["submit_site"]] if jobs is not None else None
     plugin = scenario.plugin
     extra = plugin.grid_info(scenario.facts()) if plugin.grid_info else {}
-    if "policy" in scenario.data:  # the runtime policy tree every fairshare scheduler shares
-        extra["policy"] = scenario.runtime_policy(groups or [], set(np.unique(jobs["group"]).tolist()))
-        for k, why in enumerate(extra["policy"].partial.values()):
-            if k == 5:
-                print(f"gridemu: warning: and {len(extra['policy'].partial) - 5} more such groups", file=sys.stderr)
-                break
-            print(f"gridemu: warning: {why}", file=sys.stderr)
+    shared = {}  # scheduler -> the state its sites share, built from its section (sites/sections.py)
+    for section in given(scenario.data):
+        used = set(np.unique(jobs["group"]).tolist())
+        shared[section.scheduler], warnings = section.hooks().shared(scenario.data[section.name], groups or [], used, scenario.folder)
+        for line in warnings:
+            print(f"gridemu: warning: {line}", file=sys.stderr)
     specs = []
     for k in range(n_shards):
         ids = np.flatnonzero(site_to_shard == k)
@@ -114,6 +114,7 @@ def build_shard_specs(
                 grid=grid,
                 recurrence=recurrence,
                 extra=extra,
+                schedulers=shared,
                 faults=scenario.faults,
                 draws=draws,
             )
@@ -334,9 +335,9 @@ def _submitted(results: list[dict[str, Any]], n_jobs: int) -> np.ndarray:
 
 def _drawn_in_shards(scenario: Scenario) -> bool:
     """Whether shards may draw their own sites' jobs: nothing before the run needs the whole
-    job set (a protocol's job checks, a share policy's groups, a scheduler's job checks)."""
+    job set (a protocol's job checks, a scheduler section's groups, a scheduler's job checks)."""
     plugin = scenario.plugin
-    return plugin.check_jobs is None and not plugin.can("targets") and "policy" not in scenario.data and not checks_jobs(scenario.sites)
+    return plugin.check_jobs is None and not plugin.can("targets") and not given(scenario.data) and not checks_jobs(scenario.sites)
 
 
 def _release_free_memory() -> None:

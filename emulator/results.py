@@ -10,7 +10,7 @@ busy, utilization.
 ``timeseries.parquet``: what the protocol records (averaging: one row per site and round).
 ``usage.parquet``: each site's usage ledger: processor-time of finished jobs per group.
 ``summary.json``: ``organizations`` (per organization) and ``global`` figures, and for some
-protocols a ``protocol`` section; ``fairness`` and ``policy`` sections where they apply.
+protocols a ``protocol`` section; ``fairness`` and a scheduler section's (``policy``) where they apply.
 ``scenario.toml``: the resolved scenario, every default filled in.
 """
 from __future__ import annotations
@@ -422,38 +422,6 @@ def summarize(raw: RawRun, table: pd.DataFrame, sites: pd.DataFrame, local_table
     if "swf_skipped" in raw.scenario.extra:
         glob["trace_jobs_skipped"] = raw.scenario.extra["swf_skipped"]
     return {"global": glob, "organizations": per_org}
-
-
-def sites_unmapped(raw: RawRun) -> int:
-    return int(sum(s.get("jobs_to_default_entry", 0) for r in raw.shard_results for s in r["sites"]))
-
-
-def policy_summary(rt: Any, shares: pd.DataFrame, unmapped: int) -> dict[str, Any]:
-    """Per entry: target, final share, final deviation (percentage points), the mean absolute
-    deviation over the second half of the run, and the first time from which the share stays
-    within ±2 points of its target (None if it never settles); over all entries: the mean of
-    those absolute deviations and the largest final one."""
-    out: dict = {"jobs_to_default_entry": unmapped, "entries": {}}
-    for entry, part in shares.groupby("entry", sort=False):
-        share = part["share"].to_numpy()
-        times = part["time"].to_numpy()
-        target = float(part["target"].iloc[0])
-        off = ~(np.abs(share - target) <= 0.02)
-        last_off = np.flatnonzero(off)
-        settled = None if off[-1] else float(times[last_off[-1] + 1]) if len(last_off) else float(times[0])
-        late = share[len(share) // 2 :]
-        late = late[late == late]
-        out["entries"][entry] = {
-            "target": target, "final_share": float(share[-1]) if share[-1] == share[-1] else None,
-            "final_deviation_points": float(100 * (share[-1] - target)) if share[-1] == share[-1] else None,
-            "mean_abs_deviation_points": float(100 * np.abs(late - target).mean()) if len(late) else None,
-            "within_2_points_from": settled,
-        }
-    devs = [v["mean_abs_deviation_points"] for v in out["entries"].values() if v["mean_abs_deviation_points"] is not None]
-    finals = [abs(v["final_deviation_points"]) for v in out["entries"].values() if v["final_deviation_points"] is not None]
-    out["mean_abs_deviation_points"] = float(np.mean(devs)) if devs else None
-    out["max_final_deviation_points"] = float(max(finals)) if finals else None
-    return out
 
 
 __all__ = ["RunResult", "load", "piece_table", "job_table", "labelled", "site_table", "timeseries_table", "summarize", "score"]

@@ -23,6 +23,7 @@ from gridemu.model.checks import check_flag, check_number, choice, largest_remai
 from gridemu.model.errors import ScenarioError
 from gridemu.scenarios.workload import check_workload
 from gridemu.sites.faults import FaultPlan, parse_faults
+from gridemu.sites.sections import SECTIONS
 from gridemu.sites.spec import SiteSpec
 
 SHIPPED_DIR = Path(__file__).resolve().parent.parent / "scenarios" / "data"
@@ -85,12 +86,10 @@ class Scenario:
     def horizon(self) -> float:
         return float(self.data["run"]["horizon"])
 
-    def runtime_policy(self, groups: list[str], used: set[int] | None = None) -> Any:
-        """The ``[policy]`` section resolved for jobs of these group paths (sites.fairshare_runtime)."""
-        from gridemu.sites.fairshare_runtime import build
-
-        base = Path(self.source).parent if self.source != "<dict>" else None
-        return build(self.data["policy"], groups, base, used)
+    @property
+    def folder(self) -> Path | None:
+        """Where the scenario file is (paths it names are relative to it); None for a dict."""
+        return Path(self.source).parent if self.source != "<dict>" else None
 
     @property
     def max_latency(self) -> float:
@@ -394,7 +393,7 @@ def validate(raw: dict[str, Any], source: str = "<dict>") -> Scenario:
     """Check every key of a raw scenario dict and fill defaults; see module doc."""
     if not isinstance(raw, dict):
         raise ScenarioError("scenario", "must be a table")
-    allowed_top = set(_KNOWN) - {"site"} | {"policy", "protocol", "faults"}
+    allowed_top = set(_KNOWN) - {"site"} | {"protocol", "faults"} | {s.name for s in SECTIONS.values()}
     for key in raw:
         if key not in allowed_top:
             raise ScenarioError(key, f"unknown section (allowed: {', '.join(sorted(allowed_top))})")
@@ -480,17 +479,13 @@ def validate(raw: dict[str, Any], source: str = "<dict>") -> Scenario:
     if any(s.scheduler == "planned" for s in sites):
         registry.require(protocol, "starts_jobs", "scheduler.name", "the planned scheduler starts only what a protocol planned")
 
-    if "policy" in data:
-        if not isinstance(data["policy"], dict):
-            raise ScenarioError("policy", "must be a table")
-        from gridemu.sites.fairshare_runtime import build
-
-        build(data["policy"], [], Path(source).parent if source != "<dict>" else None)
-        for name, spec in (data["policy"].get("providers") or {}).items():
-            if isinstance(spec, dict) and isinstance(spec.get("site"), int) and spec["site"] >= len(sites):
-                raise ScenarioError(f"policy.providers.{name}.site", f"must be a site index 0..{len(sites) - 1}, got {spec['site']}")
-    elif any(s.scheduler == "fairshare" for s in sites):
-        raise ScenarioError("scheduler.name", "the fairshare scheduler needs a share policy: add a [policy] section")
+    for section in SECTIONS.values():  # sections of a local scheduler's own (sites/sections.py)
+        if section.name in data:
+            if not isinstance(data[section.name], dict):
+                raise ScenarioError(section.name, "must be a table")
+            section.hooks().check(data[section.name], len(sites), Path(source).parent if source != "<dict>" else None)
+        elif any(s.scheduler == section.scheduler for s in sites):
+            raise ScenarioError("scheduler.name", f"the {section.scheduler} scheduler needs {section.needs}: add a [{section.name}] section")
     faults = None
     if "faults" in data:
         faults = parse_faults(data["faults"], [s.name for s in sites])

@@ -165,6 +165,22 @@ def test_the_kernel_names_no_protocol():
     assert not hits, "\n".join(hits)
 
 
+def test_the_kernel_names_no_scheduler_section():
+    """A local scheduler's own section (the fairshare scheduler's [policy]) reaches the kernel
+    through sites/sections.py alone: no kernel module names it or imports its hooks."""
+    from gridemu.sites.sections import SECTIONS
+
+    names = "|".join(re.escape(s.name) for s in SECTIONS.values())
+    hooks = {s.module for s in SECTIONS.values()}
+    hits = []
+    for path in sorted((ROOT / "emulator").rglob("*.py")):
+        for i, line in enumerate(path.read_text().splitlines(), 1):
+            if re.search(rf"""["']({names})["']""", line.split("#")[0]):
+                hits.append(f"{path.relative_to(ROOT)}:{i}: {line.strip()}")
+        hits += [f"{path.relative_to(ROOT)}:{i}: imports {name}" for i, name in imported(path) if resolve(name) in hooks]
+    assert not hits, "\n".join(hits)
+
+
 def test_the_protocol_contract_stays_small():
     """Everything the kernel asks of a protocol fits in a dozen fields: what only one protocol
     needs is a hook it fills (summary, report) or a capability it declares, never a field."""
