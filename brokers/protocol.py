@@ -4,8 +4,9 @@
 The kernel (``emulator/``) never names a protocol. Everything it needs to know about one
 comes from its description: the agent class every site runs, the ``[protocol]`` keys it
 reads and how they are checked and defaulted, what it needs of the sites and the jobs,
-the shape information (never state) its agents may know without asking, the ``protocol``
-section of ``summary.json``, and how ``gridemu report`` draws what it recorded.
+the shape information (never state) its agents may know without asking, what it adds to
+``summary.json``, how ``gridemu report`` draws what it recorded, and what its agents can do
+(:data:`CAPABILITIES`).
 ``docs/adding-a-protocol.md`` walks through a new one.
 """
 from __future__ import annotations
