@@ -4,13 +4,14 @@
 The kernel (``emulator/``) never names a protocol. Everything it needs to know about one
 comes from its description: the agent class every site runs, the ``[protocol]`` keys it
 reads and how they are checked and defaulted, what it needs of the sites and the jobs,
-the shape information (never state) its agents may know without asking, the ``protocol``
-section of ``summary.json``, and how ``gridemu report`` draws what it recorded.
+the shape information (never state) its agents may know without asking, what it adds to
+``summary.json``, how ``gridemu report`` draws what it recorded, and what its agents can do
+(:data:`CAPABILITIES`).
 ``docs/adding-a-protocol.md`` walks through a new one.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import numpy as np
@@ -37,6 +38,11 @@ class ScenarioFacts:
     @property
     def workload(self) -> dict[str, Any]:
         return self.data.get("workload", {})
+
+    @property
+    def orgs(self) -> list[str]:
+        """The organizations in order of first site: their codes in the job table."""
+        return list(dict.fromkeys(s.org for s in self.sites))
 
 
 @dataclass(frozen=True)
@@ -75,6 +81,51 @@ class GanttCompare:
     title: str  # the executed schedule's title
 
 
+@dataclass(frozen=True)
+class Summary:
+    """What a protocol's summary adds to ``summary.json``. A summary hook may return the
+    ``protocol`` section alone (a dict) instead of this."""
+
+    protocol: dict[str, Any] | None = None  # the ``protocol`` section
+    #: Figures added to each organization's entry, by organization name (thesis ch. 4: scores per period).
+    organizations: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: Sections of their own, placed before ``protocol`` (gm: ``fairness``, unless metrics.fairness = false).
+    sections: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Report:
+    """How ``gridemu report`` draws what a protocol recorded: the ``level`` column the agents
+    record, if any (its label, a log axis, its y range: None fits the values, as for a
+    payoff), and ``gantt_compare(jobs, sites, protocol_section)``, a second schedule to draw
+    beside the executed one with ``--gantt`` (None: none)."""
+
+    level_label: str = "level"
+    level_log: bool = False
+    level_range: tuple[float, float] | None = (-0.02, 1.02)
+    gantt_compare: Callable[["pd.DataFrame", "pd.DataFrame", dict[str, Any]], GanttCompare | None] | None = None
+
+
+#: What a protocol may declare in ``Protocol.capabilities``, each with what its agents do; the
+#: kernel refuses a scenario that needs one the protocol lacks (``registry.require``), naming
+#: the protocols that have it.
+CAPABILITIES: dict[str, str] = {
+    # Windows are capped at a fixed slice of the workload's span, so the run ends at the same
+    # barrier whatever else bounds them.
+    "periodic": "keep timers for ever (rounds, reports)",
+    # Otherwise the protocol runs only on the full graph, where every site hears every other.
+    "topologies": "run over any topology, sending only to their neighbors",
+    # The ``planned`` scheduler serves only such protocols.
+    "starts_jobs": "start jobs themselves (the planned scheduler)",
+    # ``[faults]``, sites/faults.py: they hold no state about other sites' jobs and wait for no answer.
+    "faults": "keep working when sites crash and messages are lost or late",
+    # Thesis ch. 3; a workload with such jobs (``target_site``) runs under no other protocol.
+    "targets": "run each job on the site its target_site names",
+    # Required for ``route``: whatever the state of any site, the same destinations.
+    "stateless": "route each new job from its site's own stream alone, whatever any site's state",
+}
+
+
 def no_check(params: dict[str, Any], scenario: ScenarioFacts) -> None:
     """A protocol whose keys need no checking."""
 
@@ -88,8 +139,9 @@ class Protocol:
     sites and the workload section are known. ``check_jobs(params, jobs, scenario)`` sees
     the generated workload before any work. ``grid_info(scenario)`` is the extra shape
     information every agent gets in ``params`` (processor speeds, capacities...), never
-    state. ``summary(facts)`` returns the ``protocol`` section of ``summary.json`` (or
-    None) and may raise InvariantError when the run broke one of the paper's guarantees.
+    state. ``summary(facts)`` returns the ``protocol`` section of ``summary.json`` or a
+    :class:`Summary` (or None) and may raise InvariantError when the run broke one of the
+    paper's guarantees.
     """
 
     name: str
@@ -100,42 +152,37 @@ class Protocol:
     check: Callable[[dict[str, Any], ScenarioFacts], None] = no_check
     check_jobs: Callable[[dict[str, Any], np.ndarray, ScenarioFacts], None] | None = None
     grid_info: Callable[[ScenarioFacts], dict[str, Any]] | None = None
-    summary: Callable[[RunFacts], dict[str, Any] | None] | None = None
-    #: The agents keep timers forever (rounds, reports): windows are capped at a fixed slice of
-    #: the workload's span, so the run ends at the same barrier whatever else bounds them.
-    periodic: bool = False
+    summary: "Callable[[RunFacts], dict[str, Any] | Summary | None] | None" = None
+    #: ``traffic(params, n_sites, mean_degree)``: the messages it sends (``gridemu validate``).
+    traffic: Callable[[dict[str, Any], int, float], Traffic] | None = None
     #: Agents that decide only where each newly submitted job goes, from their site's own
     #: stream and whatever the state of any site: ``route(grid, site_ids, n_jobs, params)``
     #: gives, for each site of ``site_ids`` (``n_jobs``: how many each submits), the
     #: destination of each of its submitted jobs, in submission order (the agent sends with
     #: the same function, for its site alone). The kernel may then run FCFS sites with
     #: identical processors as numpy columns (``sites/fcfs_columns.py``): same job table.
+    #: Only a protocol declaring ``"stateless"`` may give one.
     route: "Callable[[GridInfo, Sequence[int], Sequence[int], dict[str, Any]], list[np.ndarray]] | None" = None
-    #: The agents work over any connected topology (``[network] topology``): they send only
-    #: to their neighbors (``Agent.neighbors``, ``Agent.broadcast``). Otherwise the protocol
-    #: runs only on the full graph, where every site hears every other.
-    topologies: bool = False
-    #: The agents start jobs themselves: the ``planned`` scheduler serves only such protocols.
-    starts_jobs: bool = False
-    #: The agents keep working when sites crash and messages are lost or late (``[faults]``,
-    #: sites/faults.py): they hold no state about other sites' jobs and wait for no answer.
-    faults: bool = False
-    #: Jobs are cut into pieces (thesis ch. 4); the summary then scores each period.
-    divisible: bool = False
-    #: Its agents run dedicated jobs where the job says (``target_site``, thesis ch. 3); a
-    #: workload with such jobs runs under no other protocol.
-    dedicated: bool = False
-    #: EF/WPM/ILV figures (migration paper) in summary.json unless metrics.fairness says no.
-    fairness: bool = False
-    #: ``report``: the label and scale of the ``level`` column the agents record, if any.
-    level_label: str = "level"
-    level_log: bool = False
-    #: The y range of the ``level`` plot; None: fitted to the values (a payoff, not a probability).
-    level_range: tuple[float, float] | None = (-0.02, 1.02)
-    #: ``traffic(params, n_sites, mean_degree)``: the messages it sends (``gridemu validate``).
-    traffic: Callable[[dict[str, Any], int, float], Traffic] | None = None
-    #: ``report --gantt``: a second schedule to draw beside the executed one.
-    gantt_compare: Callable[["pd.DataFrame", "pd.DataFrame", dict[str, Any]], GanttCompare | None] | None = None
+    report: Report = Report()
+    #: Names from :data:`CAPABILITIES`.
+    capabilities: frozenset[str] = frozenset()
+
+    def __post_init__(self) -> None:
+        caps = frozenset(self.capabilities)  # a set or tuple given by hand: kept as a frozenset
+        object.__setattr__(self, "capabilities", caps)
+        unknown = sorted(caps - CAPABILITIES.keys())
+        if unknown:
+            raise ValueError(f"protocol {self.name!r}: unknown capabilities {unknown}; known: {', '.join(CAPABILITIES)}")
+        if self.route is not None and "stateless" not in caps:
+            raise ValueError(
+                f"protocol {self.name!r} gives a route but does not declare the 'stateless' capability: a precomputed route is "
+                "taken only from agents whose destinations depend on their own site's stream alone",
+            )
+
+    def can(self, capability: str) -> bool:
+        if capability not in CAPABILITIES:  # a typo would read as "no" everywhere
+            raise KeyError(f"unknown capability {capability!r}; known: {', '.join(CAPABILITIES)}")
+        return capability in self.capabilities
 
 
 def require_scheduler(protocol: str, scenario: ScenarioFacts, scheduler: str, why: str) -> None:

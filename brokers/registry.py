@@ -8,7 +8,8 @@ from __future__ import annotations
 from collections.abc import Iterator, MutableMapping
 from importlib import import_module
 
-from gridemu.brokers.protocol import Protocol
+from gridemu.brokers.protocol import CAPABILITIES, Protocol, Report
+from gridemu.model.errors import ScenarioError
 
 #: The shipped protocols, in listing order. Protocol NAME lives in its own folder,
 #: ``brokers/NAME/``, and is described by the ``PROTOCOL`` of ``brokers/NAME/protocol.py``.
@@ -85,3 +86,21 @@ def all_keys() -> set[str]:
     """Every [protocol] key some protocol reads (keys of another protocol may stay in a
     scenario: a sweep over protocol.name sets them all)."""
     return {"name"} | {k for p in PROTOCOLS.values() for k in p.keys}
+
+
+def having(capability: str) -> list[str]:
+    """The registered protocols that declare ``capability``, in listing order."""
+    return [name for name, p in PROTOCOLS.items() if p.can(capability)]
+
+
+def require(protocol: Protocol, capability: str, key: str, problem: str) -> None:
+    """The kernel's one capability check: a ScenarioError on ``key`` saying ``problem`` and
+    naming the protocols that have ``capability``, unless ``protocol`` has it."""
+    if not protocol.can(capability):
+        raise ScenarioError(key, f"{problem}; protocols whose agents {CAPABILITIES[capability]}: {', '.join(having(capability))}")
+
+
+def report_of(name: str) -> Report:
+    """How ``gridemu report`` draws a run of protocol ``name``; the defaults for one no longer
+    registered (a test's or a notebook's)."""
+    return PROTOCOLS[name].report if name in PROTOCOLS else Report()

@@ -7,16 +7,17 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable
 
-from gridemu.brokers.gm.metrics import fairness_summary
-from gridemu.brokers.protocol import RunFacts
+from gridemu.brokers.metrics import fairness_summary
+from gridemu.brokers.protocol import RunFacts, Summary
 from gridemu.emulator import checkpoint as ckpt
 from gridemu.emulator.checks import check_conservation, check_guarantees
 from gridemu.emulator.engine import Progress, RawRun, run_windows
 from gridemu.emulator.plugins import require_registered
 from gridemu.emulator.scenario import Scenario, load_scenario
 from gridemu.model.errors import ScenarioError
+from gridemu.sites.sections import SectionFacts, given
 from gridemu.emulator.results import (
-    PIECE_COLUMNS, RunResult, check_out, job_table, labelled, piece_table, policy_summary, site_table, sites_unmapped, summarize,
+    PIECE_COLUMNS, RunResult, check_out, job_table, labelled, piece_table, site_table, summarize,
     timeseries_table, usage_table,
 )
 
@@ -113,25 +114,27 @@ def _finish(raw: RawRun) -> RunResult:
         local = job_table(piece_table(run_windows(local_scenario, warn=False)))
     summary = summarize(raw, table, sites, local)
     plugin = scenario.plugin
+    added = plugin.summary(RunFacts(scenario.protocol, scenario.facts(), raw.jobs, table, pieces)) if plugin.summary else None
+    if not isinstance(added, Summary):
+        added = Summary(protocol=added)
+    for org, figures in added.organizations.items():
+        summary["organizations"][org].update(figures)
+    sections = dict(added.sections)
     fairness = scenario.data["metrics"].get("fairness")
-    if fairness or (fairness is None and (plugin.fairness or scenario.workload["kind"] == "proposition")):
-        summary["fairness"] = fairness_summary(raw.jobs, table)
-    if plugin.summary is not None:
-        section = plugin.summary(RunFacts(scenario.protocol, scenario.facts(), raw.jobs, table, pieces))
-        if section is not None:
-            summary["protocol"] = section
+    # The migration paper's figures for any protocol: asked for, or its proposition workloads.
+    if "fairness" not in sections and (fairness or (fairness is None and scenario.workload["kind"] == "proposition")):
+        sections["fairness"] = fairness_summary(raw.jobs, table)
+    summary.update(sections)
+    if added.protocol is not None:
+        summary["protocol"] = added.protocol
     jobs = labelled(table, scenario.orgs, raw.groups)
     timeseries = timeseries_table(raw)
-    if "policy" in scenario.data and not len(timeseries):
-        # The share-policy runs' figure: every entry's aggregated utilization share over time.
-        from gridemu.sites.fairshare_runtime import share_timeseries
-
-        rt = scenario.runtime_policy(raw.groups, set(np.unique(raw.jobs["group"]).tolist()))
-        interval = scenario.data["metrics"].get("sample_interval")
-        end = min(scenario.horizon, float(np.nanmax(table[["start", "end"]].to_numpy()))) if len(table) else 1.0
-        samples = int(min(2000, max(10, end // interval))) if interval else 200
-        timeseries = pd.DataFrame(share_timeseries(rt, jobs, raw.groups, samples=samples, end=end))
-        summary["policy"] = policy_summary(rt, timeseries, sites_unmapped(raw))
+    for section in given(scenario.data) if not len(timeseries) else []:
+        # A scheduler section's figures (sites/sections.py); its series fills timeseries.parquet.
+        hooks, used = section.hooks(), set(np.unique(raw.jobs["group"]).tolist())
+        state, _ = hooks.shared(scenario.data[section.name], raw.groups, used, scenario.folder)
+        facts = SectionFacts(state, jobs, raw.groups, sites, scenario.horizon, scenario.data["metrics"])
+        summary[section.name], timeseries = hooks.results(facts)
     return RunResult(
         jobs=jobs,
         sites=sites,

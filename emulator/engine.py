@@ -28,11 +28,12 @@ from gridemu.emulator.backends import BACKENDS, ShardLost, ensure_ray, ray_cpus
 from gridemu.emulator.plugins import carried
 from gridemu.emulator.scenario import Scenario
 from gridemu.emulator.shard import ShardSpec, StepInfo
-from gridemu.model.errors import GridemuError, ScenarioError
+from gridemu.model.errors import GridemuError
 from gridemu.model.jobs import JOB_DTYPE, records, take
 from gridemu.model.messages import to_batch
 from gridemu.scenarios.poisson import SiteDraws
 from gridemu.scenarios.workload import check_scheduler_jobs, checks_jobs, generate_jobs, no_jobs_error, site_draws
+from gridemu.sites.sections import given
 
 WINDOW_SLICES = 200
 #: Lost shards rebuilt in one run before giving up (a node that keeps failing is not transient).
@@ -92,13 +93,12 @@ def build_shard_specs(
     job_shard = site_to_shard[jobs["submit_site"]] if jobs is not None else None
     plugin = scenario.plugin
     extra = plugin.grid_info(scenario.facts()) if plugin.grid_info else {}
-    if "policy" in scenario.data:  # the runtime policy tree every fairshare scheduler shares
-        extra["policy"] = scenario.runtime_policy(groups or [], set(np.unique(jobs["group"]).tolist()))
-        for k, why in enumerate(extra["policy"].partial.values()):
-            if k == 5:
-                print(f"gridemu: warning: and {len(extra['policy'].partial) - 5} more such groups", file=sys.stderr)
-                break
-            print(f"gridemu: warning: {why}", file=sys.stderr)
+    shared = {}  # scheduler -> the state its sites share, built from its section (sites/sections.py)
+    for section in given(scenario.data):
+        used = set(np.unique(jobs["group"]).tolist())
+        shared[section.scheduler], warnings = section.hooks().shared(scenario.data[section.name], groups or [], used, scenario.folder)
+        for line in warnings:
+            print(f"gridemu: warning: {line}", file=sys.stderr)
     specs = []
     for k in range(n_shards):
         ids = np.flatnonzero(site_to_shard == k)
@@ -115,6 +115,7 @@ def build_shard_specs(
                 grid=grid,
                 recurrence=recurrence,
                 extra=extra,
+                schedulers=shared,
                 faults=scenario.faults,
                 draws=draws,
                 plugin=carried(plugin),
@@ -162,16 +163,15 @@ def run_windows(
         print(f"gridemu: warning: {line}", file=sys.stderr)
     if jobs is not None:
         check_scheduler_jobs(scenario.sites, jobs)
-        if not scenario.plugin.dedicated and (jobs["target_site"] >= 0).any():
+        if (jobs["target_site"] >= 0).any():
             j = int(jobs["job_id"][np.argmax(jobs["target_site"] >= 0)])
-            runs = " or ".join(repr(p.name) for p in registry.PROTOCOLS.values() if p.dedicated)
-            raise ScenarioError("protocol.name", f"job {j} names a target site (a dedicated job): only protocol.name = {runs} runs such jobs")
+            registry.require(scenario.plugin, "targets", "protocol.name", f"job {j} names a target site (a dedicated job)")
         if scenario.plugin.check_jobs is not None:
             scenario.plugin.check_jobs(scenario.protocol, jobs, scenario.facts())
     horizon = scenario.horizon
     lookahead = scenario.lookahead
     # Random crashes ([faults] mtbf) come forever, as periodic protocols' timers do.
-    periodic = scenario.plugin.periodic or (scenario.faults is not None and math.isfinite(scenario.faults.mtbf))
+    periodic = scenario.plugin.can("periodic") or (scenario.faults is not None and math.isfinite(scenario.faults.mtbf))
 
     t0 = time.perf_counter()
     # Shards create and drop millions of small tuples and never leave a reference cycle, so
@@ -337,9 +337,9 @@ def _submitted(results: list[dict[str, Any]], n_jobs: int) -> np.ndarray:
 
 def _drawn_in_shards(scenario: Scenario) -> bool:
     """Whether shards may draw their own sites' jobs: nothing before the run needs the whole
-    job set (a protocol's job checks, a share policy's groups, a scheduler's job checks)."""
+    job set (a protocol's job checks, a scheduler section's groups, a scheduler's job checks)."""
     plugin = scenario.plugin
-    return plugin.check_jobs is None and not plugin.dedicated and "policy" not in scenario.data and not checks_jobs(scenario.sites)
+    return plugin.check_jobs is None and not plugin.can("targets") and not given(scenario.data) and not checks_jobs(scenario.sites)
 
 
 def _release_free_memory() -> None:

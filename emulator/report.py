@@ -291,15 +291,15 @@ def _plot_levels(ax: Any, ts: pd.DataFrame, protocol: str) -> None:
         if site_id < MAX_LINES:
             ax.plot(part["period"] + 1, part["level"], lw=2.2 if site_id == 0 else 1, color="black" if site_id == 0 else None,
                     label=f"site {site_id}")
-    plugin = registry.PROTOCOLS.get(protocol)
-    ax.set_ylabel(plugin.level_label if plugin else "level")
-    if plugin is not None and plugin.level_log:
+    look = registry.report_of(protocol)
+    ax.set_ylabel(look.level_label)
+    if look.level_log:
         levels = ts["level"].to_numpy(dtype=float)
         # l_k may span 1 to 1000; a level that stays within a decade reads better on a linear axis.
         if levels.size and levels.max() > 10 * levels.min():
             ax.set_yscale("log")
-    elif plugin is None or plugin.level_range is not None:
-        ax.set_ylim(*(plugin.level_range if plugin else (-0.02, 1.02)))
+    elif look.level_range is not None:
+        ax.set_ylim(*look.level_range)
     else:
         ax.axhline(0.0, color="grey", lw=0.8, ls=":")
     ax.set_xlabel("round (period T)")
@@ -509,10 +509,9 @@ def report(run_dir: Path, plot: bool = True, gantt: bool = False, gantt_sites: s
         title = f"{g['protocol']} protocol, {g['sites']} sites, seed {g['seed']}"
         print(f"share plot written to {plot_shares(run_dir, ts, title)}")
     if gantt:
-        compare, title = None, "executed"
-        plugin = registry.PROTOCOLS.get(summary["global"]["protocol"])
-        if plugin is not None and plugin.gantt_compare is not None and summary.get("protocol"):
-            other = plugin.gantt_compare(jobs, sites, summary["protocol"])
+        compare, title, look = None, "executed", registry.report_of(summary["global"]["protocol"])
+        other = look.gantt_compare(jobs, sites, summary["protocol"]) if look.gantt_compare and summary.get("protocol") else None
+        if other is not None:
             compare, title = (other.label, other.jobs), other.title
         unit = summary["global"].get("time_unit", "time units")
         path_g = plot_gantt(run_dir, jobs, sites, gantt_sites, compare=compare, title=title, unit=unit)

@@ -10,7 +10,7 @@ busy, utilization.
 ``timeseries.parquet``: what the protocol records (averaging: one row per site and round).
 ``usage.parquet``: each site's usage ledger: processor-time of finished jobs per group.
 ``summary.json``: ``organizations`` (per organization) and ``global`` figures, and for some
-protocols a ``protocol`` section; ``fairness`` and ``policy`` sections where they apply.
+protocols a ``protocol`` section; ``fairness`` and a scheduler section's (``policy``) where they apply.
 ``scenario.toml``: the resolved scenario, every default filled in.
 """
 from __future__ import annotations
@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from gridemu.brokers.metrics import score
 from gridemu.emulator.engine import RawRun
 from gridemu.model.errors import GridemuError
 from gridemu.emulator.scenario_toml import to_toml
@@ -351,57 +352,6 @@ def by_owner(values: pd.Series, owner: pd.Series, n_orgs: int) -> Any:
     return values.groupby(pd.Categorical.from_codes(owner.to_numpy(), categories=range(n_orgs)), observed=False)
 
 
-def score(flow: float, flow_local: float) -> float:
-    """S_k of thesis section 4.5.2: F~/F - 1 when the protocol helped, -(F/F~ - 1) otherwise."""
-    if flow <= 0 or flow_local <= 0:
-        return 0.0
-    if flow < flow_local:
-        return flow_local / flow - 1.0
-    return -(flow / flow_local - 1.0)
-
-
-def period_scores(
-    table: pd.DataFrame, n_orgs: int, start: float, period: float, window: tuple[float, float], local_from: str = "window",
-) -> np.ndarray:
-    """Scores S_k per organization and period, as thesis section 4.5.2 measures them.
-
-    For each period, the jobs an organization submitted between ``window[0]`` and
-    ``window[1]`` of it are compared with Algorithm 4.2's F̃: the same jobs alone on the
-    organization's processor, FCFS from an empty queue at the window's start
-    (``local_from = "window"``), behind the period's earlier jobs from its start
-    (``"period"``), or behind every earlier job since the run began (``"run"``). Returns an
-    (organizations × periods) array, NaN where a period had no such job or one of them was
-    not finished.
-    """
-    from gridemu.brokers.bilb.strategies import alone_finish_times
-
-    rel = table["release"].to_numpy()
-    phase = (rel - start) / period
-    q = np.floor(phase).astype(np.int64)
-    inside = (phase - q >= window[0]) & (phase - q <= window[1]) & (q >= 0)
-    queued = {"window": inside, "period": (q >= 0) & (phase - q <= window[1]), "run": np.ones(len(rel), bool)}[local_from]
-    n_periods = int(q.max()) + 1 if len(q) else 0
-    out = np.full((n_orgs, n_periods), np.nan)
-    sub = table[queued].assign(period=q[queued], counted=inside[queued]).sort_values(["owner", "release", "job_id"], kind="stable")
-    # Where the queue alone restarts empty: each period (window, period) or never (run).
-    restart = ["owner"] if local_from == "run" else ["owner", "period"]
-    parts = []
-    for _, jobs in sub.groupby(restart, sort=False):
-        parts.append(jobs.assign(alone=alone_finish_times(jobs["release"].tolist(), jobs["size"].tolist())))
-    if not parts:
-        return out
-    counted = pd.concat(parts)
-    counted = counted[counted["counted"]]
-    done = STATE_CODE["done"]
-    for (org, k), jobs in counted.groupby(["owner", "period"], sort=False):
-        if (jobs["state"] != done).any():
-            continue
-        r = jobs["release"].to_numpy()
-        flow_local = float((jobs["alone"].to_numpy() - r).sum())
-        out[int(org), int(k)] = score(float((jobs["end"].to_numpy() - r).sum()), flow_local)
-    return out
-
-
 def summarize(raw: RawRun, table: pd.DataFrame, sites: pd.DataFrame, local_table: pd.DataFrame | None) -> dict[str, Any]:
     orgs = raw.scenario.orgs
     done_mask = table["state"] == STATE_CODE["done"]
@@ -415,12 +365,6 @@ def summarize(raw: RawRun, table: pd.DataFrame, sites: pd.DataFrame, local_table
     migrated = np.bincount(owner, weights=(table["migrations"].to_numpy() > 0), minlength=len(orgs))
     bound = float(raw.scenario.data["metrics"].get("slowdown_bound", 10.0))
     waits, slowdowns, mean_wait, mean_bsld = wait_and_slowdown(done, len(orgs), bound)
-    proto = raw.scenario.protocol
-    per_period = None
-    if raw.scenario.plugin.divisible:  # protocols of thesis ch. 4 score each period (section 4.5.2)
-        per_period = period_scores(
-            table, len(orgs), proto["start"], proto["period"], tuple(proto["window"]), proto.get("local_from", "window")
-        )
     per_org = {}
     for k, org in enumerate(orgs):
         entry: dict[str, Any] = {
@@ -436,11 +380,6 @@ def summarize(raw: RawRun, table: pd.DataFrame, sites: pd.DataFrame, local_table
         if local_flows is not None:
             entry["sum_flow_time_local"] = float(local_flows[k])
             entry["score"] = score(float(flows[k]), float(local_flows[k]))
-        if per_period is not None:
-            got = per_period[k][~np.isnan(per_period[k])]
-            entry["score_period_mean"] = float(got.mean()) if len(got) else None
-            entry["score_period_std"] = float(got.std()) if len(got) else None
-            entry["periods_scored"] = int(len(got))
         per_org[org] = entry
     sent = [c for c in sites.columns if c.startswith("sent_")]
     messages = {c[5:]: int(sites[c].sum()) for c in sent if sites[c].sum() > 0}
@@ -483,38 +422,6 @@ def summarize(raw: RawRun, table: pd.DataFrame, sites: pd.DataFrame, local_table
     if "swf_skipped" in raw.scenario.extra:
         glob["trace_jobs_skipped"] = raw.scenario.extra["swf_skipped"]
     return {"global": glob, "organizations": per_org}
-
-
-def sites_unmapped(raw: RawRun) -> int:
-    return int(sum(s.get("jobs_to_default_entry", 0) for r in raw.shard_results for s in r["sites"]))
-
-
-def policy_summary(rt: Any, shares: pd.DataFrame, unmapped: int) -> dict[str, Any]:
-    """Per entry: target, final share, final deviation (percentage points), the mean absolute
-    deviation over the second half of the run, and the first time from which the share stays
-    within ±2 points of its target (None if it never settles); over all entries: the mean of
-    those absolute deviations and the largest final one."""
-    out: dict = {"jobs_to_default_entry": unmapped, "entries": {}}
-    for entry, part in shares.groupby("entry", sort=False):
-        share = part["share"].to_numpy()
-        times = part["time"].to_numpy()
-        target = float(part["target"].iloc[0])
-        off = ~(np.abs(share - target) <= 0.02)
-        last_off = np.flatnonzero(off)
-        settled = None if off[-1] else float(times[last_off[-1] + 1]) if len(last_off) else float(times[0])
-        late = share[len(share) // 2 :]
-        late = late[late == late]
-        out["entries"][entry] = {
-            "target": target, "final_share": float(share[-1]) if share[-1] == share[-1] else None,
-            "final_deviation_points": float(100 * (share[-1] - target)) if share[-1] == share[-1] else None,
-            "mean_abs_deviation_points": float(100 * np.abs(late - target).mean()) if len(late) else None,
-            "within_2_points_from": settled,
-        }
-    devs = [v["mean_abs_deviation_points"] for v in out["entries"].values() if v["mean_abs_deviation_points"] is not None]
-    finals = [abs(v["final_deviation_points"]) for v in out["entries"].values() if v["final_deviation_points"] is not None]
-    out["mean_abs_deviation_points"] = float(np.mean(devs)) if devs else None
-    out["max_final_deviation_points"] = float(max(finals)) if finals else None
-    return out
 
 
 __all__ = ["RunResult", "load", "piece_table", "job_table", "labelled", "site_table", "timeseries_table", "summarize", "score"]

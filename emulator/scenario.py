@@ -23,6 +23,7 @@ from gridemu.model.checks import check_flag, check_number, choice, largest_remai
 from gridemu.model.errors import ScenarioError
 from gridemu.scenarios.workload import check_workload
 from gridemu.sites.faults import FaultPlan, parse_faults
+from gridemu.sites.sections import SECTIONS
 from gridemu.sites.spec import SiteSpec
 
 SHIPPED_DIR = Path(__file__).resolve().parent.parent / "scenarios" / "data"
@@ -85,12 +86,10 @@ class Scenario:
     def horizon(self) -> float:
         return float(self.data["run"]["horizon"])
 
-    def runtime_policy(self, groups: list[str], used: set[int] | None = None) -> Any:
-        """The ``[policy]`` section resolved for jobs of these group paths (sites.fairshare_runtime)."""
-        from gridemu.sites.fairshare_runtime import build
-
-        base = Path(self.source).parent if self.source != "<dict>" else None
-        return build(self.data["policy"], groups, base, used)
+    @property
+    def folder(self) -> Path | None:
+        """Where the scenario file is (paths it names are relative to it); None for a dict."""
+        return Path(self.source).parent if self.source != "<dict>" else None
 
     @property
     def max_latency(self) -> float:
@@ -394,7 +393,7 @@ def validate(raw: dict[str, Any], source: str = "<dict>") -> Scenario:
     """Check every key of a raw scenario dict and fill defaults; see module doc."""
     if not isinstance(raw, dict):
         raise ScenarioError("scenario", "must be a table")
-    allowed_top = set(_KNOWN) - {"site"} | {"policy", "protocol", "faults"}
+    allowed_top = set(_KNOWN) - {"site"} | {"protocol", "faults"} | {s.name for s in SECTIONS.values()}
     for key in raw:
         if key not in allowed_top:
             raise ScenarioError(key, f"unknown section (allowed: {', '.join(sorted(allowed_top))})")
@@ -445,11 +444,9 @@ def validate(raw: dict[str, Any], source: str = "<dict>") -> Scenario:
     _unknown("protocol", proto, registry.all_keys())
     protocol = registry.get(proto["name"])
     data["protocol"] = proto
-    if not topology.full and not protocol.topologies:
-        raise ScenarioError(
-            "network.topology",
-            f'the {proto["name"]} protocol needs every site to hear every other (topology = "full"); '
-            f"protocols that run over any topology: {', '.join(n for n, p in registry.PROTOCOLS.items() if p.topologies)}",
+    if not topology.full:
+        registry.require(
+            protocol, "topologies", "network.topology", f'the {proto["name"]} protocol needs every site to hear every other (topology = "full")'
         )
 
     metrics = _table(data, "metrics")
@@ -479,27 +476,22 @@ def validate(raw: dict[str, Any], source: str = "<dict>") -> Scenario:
             wl["path"] = str(beside)
     check_workload(wl, sites)
     protocol.check(proto, ScenarioFacts(sites, data, _max_latency(latency)))
-    if not protocol.starts_jobs and any(s.scheduler == "planned" for s in sites):
-        planners = " or ".join(repr(p.name) for p in registry.PROTOCOLS.values() if p.starts_jobs)
-        raise ScenarioError("scheduler.name", f"the planned scheduler starts only what a protocol planned: use it with protocol.name = {planners}")
+    if any(s.scheduler == "planned" for s in sites):
+        registry.require(protocol, "starts_jobs", "scheduler.name", "the planned scheduler starts only what a protocol planned")
 
-    if "policy" in data:
-        if not isinstance(data["policy"], dict):
-            raise ScenarioError("policy", "must be a table")
-        from gridemu.sites.fairshare_runtime import build
-
-        build(data["policy"], [], Path(source).parent if source != "<dict>" else None)
-        for name, spec in (data["policy"].get("providers") or {}).items():
-            if isinstance(spec, dict) and isinstance(spec.get("site"), int) and spec["site"] >= len(sites):
-                raise ScenarioError(f"policy.providers.{name}.site", f"must be a site index 0..{len(sites) - 1}, got {spec['site']}")
-    elif any(s.scheduler == "fairshare" for s in sites):
-        raise ScenarioError("scheduler.name", "the fairshare scheduler needs a share policy: add a [policy] section")
+    for section in SECTIONS.values():  # sections of a local scheduler's own (sites/sections.py)
+        if section.name in data:
+            if not isinstance(data[section.name], dict):
+                raise ScenarioError(section.name, "must be a table")
+            section.hooks().check(data[section.name], len(sites), Path(source).parent if source != "<dict>" else None)
+        elif any(s.scheduler == section.scheduler for s in sites):
+            raise ScenarioError("scheduler.name", f"the {section.scheduler} scheduler needs {section.needs}: add a [{section.name}] section")
     faults = None
     if "faults" in data:
         faults = parse_faults(data["faults"], [s.name for s in sites])
-        if not protocol.faults:
-            able = ", ".join(n for n, p in registry.PROTOCOLS.items() if p.faults)
-            raise ScenarioError("faults", f"the {proto['name']} protocol does not run with faults (it waits for answers or tracks other sites' jobs); protocols that do: {able}")
+        registry.require(
+            protocol, "faults", "faults", f"the {proto['name']} protocol does not run with faults (it waits for answers or tracks other sites' jobs)"
+        )
         data["faults"]["on_crash"] = faults.on_crash
     data["sites"] = [
         {"name": s.name, "org": s.org, "speeds": list(s.speeds), "scheduler": s.scheduler} for s in sites

@@ -49,6 +49,8 @@ class ShardSpec:
     #: tuples (shards in one process: converting to arrays and back would be pure cost).
     columnar: bool = True
     extra: dict[str, Any] = field(default_factory=dict)
+    #: Local scheduler name -> the state its sites share (``configure``d with it; sites/sections.py).
+    schedulers: dict[str, Any] = field(default_factory=dict)
     faults: FaultPlan | None = None  # [faults]: each site plays its own
     draws: SiteDraws | None = None  # a workload drawn site by site: the shard draws its sites' jobs
     #: The protocol itself where it is not shipped (registered at run time): a shipped one
@@ -139,8 +141,8 @@ class Shard:
         bounds = np.cumsum(counts) - counts
         for i, (s, first, k) in enumerate(zip(spec.sites, bounds.tolist(), counts.tolist())):
             site = Site(s, jobs[first : first + k], spec.latency if isinstance(spec.latency, float) else spec.latency[i], spec.owners[i], self.kinds)
-            if site.scheduler.name == "fairshare":
-                site.scheduler.configure(spec.extra["policy"])
+            if site.scheduler.name in spec.schedulers:
+                site.scheduler.configure(spec.schedulers[site.scheduler.name])
             if spec.grid.neighbors is not None:
                 site.links = frozenset(spec.grid.neighbors[s.site_id])
             site.agent = protocol.agent(SiteView(site, spec.grid.seed, protocol.name), spec.grid, params)
@@ -351,8 +353,8 @@ class Shard:
         for i, site in enumerate(self.sites):
             site.finish(horizon)
             row = self._site_row(i, site.events, site.cpu_seconds, site.received, site.sent)
-            if site.scheduler.name == "fairshare":
-                row["jobs_to_default_entry"] = site.scheduler.unmapped
+            if hasattr(site.scheduler, "site_columns"):  # a scheduler's own columns (sites/sections.py)
+                row.update(site.scheduler.site_columns())
             if site.faults is not None:
                 row.update(faults.site_counts(site, horizon))
             sites.append(row)

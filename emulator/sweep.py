@@ -20,6 +20,7 @@ import pandas as pd
 from gridemu.model.errors import GridemuError, ScenarioError, first_line
 from gridemu.emulator.results import check_out, write_whole
 from gridemu.emulator.scenario import load_scenario, parse_override, read_scenario_file
+from gridemu.sites.sections import SECTIONS
 
 GLOBAL_FIGURES = (
     "jobs", "makespan", "mean_flow_time", "mean_wait_time", "mean_bounded_slowdown", "events", "messages_total", "windows",
@@ -60,7 +61,7 @@ def run_one(data: dict[str, Any], settings: dict[str, Any], seed: int, source: s
     row.update({f"messages_{kind}": n for kind, n in g["messages"].items()})
     row.update({f"faults_{k}": v for k, v in g.get("faults", {}).items()})
     # A protocol's own figures (e.g. molba's scores of local, MOLBA and MOLBA+ILBA).
-    for section in ("protocol", "fairness", "policy"):
+    for section in ("protocol", "fairness", *(s.name for s in SECTIONS.values())):
         figures = result.summary.get(section, {})
         row.update({k: v for k, v in figures.items() if k != "name" and (v is None or isinstance(v, (int, float)))})
     scores = [o["score"] for o in result.summary["organizations"].values() if "score" in o]

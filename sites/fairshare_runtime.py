@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 import numpy as np
 
@@ -31,6 +31,10 @@ from gridemu.sites.fairshare import (
     APPROACHES, Entry, PolicyError, Windows, deviation_tuple, depth, entries, map_path, priority, target_shares,
 )
 from gridemu.sites.fairshare_forms import mount, policy_from_dict, policy_from_toml, policy_from_xml, validate
+from gridemu.sites.sections import SectionFacts, SectionHooks
+
+if TYPE_CHECKING:  # pandas only for annotations: shard actors start without it
+    import pandas as pd
 
 _KEYS = {"tree", "file", "providers", "approach", "local_approach", "window", "weights", "default"}
 
@@ -258,3 +262,65 @@ def share_timeseries(rt: RuntimePolicy, jobs: Any, groups: list[str], samples: i
         "time": np.concatenate(rows_t), "entry": np.asarray(rows_e, dtype=object), "share": np.concatenate(rows_s),
         "target": np.concatenate(rows_g), "usage": np.concatenate(rows_u),
     }
+
+
+# The [policy] section's hooks (sites/sections.py): what the kernel calls for the fairshare scheduler.
+def check_section(conf: dict[str, Any], n_sites: int, base: Path | None) -> None:
+    from gridemu.model.errors import ScenarioError
+
+    build(conf, [], base)
+    for name, spec in (conf.get("providers") or {}).items():
+        if isinstance(spec, dict) and isinstance(spec.get("site"), int) and spec["site"] >= n_sites:
+            raise ScenarioError(f"policy.providers.{name}.site", f"must be a site index 0..{n_sites - 1}, got {spec['site']}")
+
+
+def shared_policy(conf: dict[str, Any], groups: list[str], used: set[int] | None, base: Path | None) -> tuple[RuntimePolicy, list[str]]:
+    """The runtime policy tree every fairshare scheduler of the run shares, and a warning for
+    each group that counts at an inner entry (the first five)."""
+    rt = build(conf, groups, base, used)
+    why = list(rt.partial.values())
+    return rt, why[:5] + ([f"and {len(why) - 5} more such groups"] if len(why) > 5 else [])
+
+
+def section_results(facts: SectionFacts) -> tuple[dict[str, Any], "pd.DataFrame"]:
+    """The ``policy`` section of summary.json and the share-policy runs' figure, every
+    entry's aggregated utilization share over time (timeseries.parquet)."""
+    import pandas as pd  # noqa: PLC0415  (the driver's alone)
+
+    jobs, interval = facts.jobs, facts.metrics.get("sample_interval")
+    end = min(facts.horizon, float(np.nanmax(jobs[["start", "end"]].to_numpy()))) if len(jobs) else 1.0
+    samples = int(min(2000, max(10, end // interval))) if interval else 200
+    shares = pd.DataFrame(share_timeseries(facts.state, jobs, facts.groups, samples=samples, end=end))
+    unmapped = int(facts.sites["jobs_to_default_entry"].fillna(0).sum()) if "jobs_to_default_entry" in facts.sites else 0
+    return policy_summary(facts.state, shares, unmapped), shares
+
+
+def policy_summary(rt: RuntimePolicy, shares: "pd.DataFrame", unmapped: int) -> dict[str, Any]:
+    """Per entry: target, final share, final deviation (percentage points), the mean absolute
+    deviation over the second half of the run, and the first time from which the share stays
+    within ±2 points of its target (None if it never settles); over all entries: the mean of
+    those absolute deviations and the largest final one."""
+    out: dict = {"jobs_to_default_entry": unmapped, "entries": {}}
+    for entry, part in shares.groupby("entry", sort=False):
+        share = part["share"].to_numpy()
+        times = part["time"].to_numpy()
+        target = float(part["target"].iloc[0])
+        off = ~(np.abs(share - target) <= 0.02)
+        last_off = np.flatnonzero(off)
+        settled = None if off[-1] else float(times[last_off[-1] + 1]) if len(last_off) else float(times[0])
+        late = share[len(share) // 2 :]
+        late = late[late == late]
+        out["entries"][entry] = {
+            "target": target, "final_share": float(share[-1]) if share[-1] == share[-1] else None,
+            "final_deviation_points": float(100 * (share[-1] - target)) if share[-1] == share[-1] else None,
+            "mean_abs_deviation_points": float(100 * np.abs(late - target).mean()) if len(late) else None,
+            "within_2_points_from": settled,
+        }
+    devs = [v["mean_abs_deviation_points"] for v in out["entries"].values() if v["mean_abs_deviation_points"] is not None]
+    finals = [abs(v["final_deviation_points"]) for v in out["entries"].values() if v["final_deviation_points"] is not None]
+    out["mean_abs_deviation_points"] = float(np.mean(devs)) if devs else None
+    out["max_final_deviation_points"] = float(max(finals)) if finals else None
+    return out
+
+
+HOOKS = SectionHooks(check=check_section, shared=shared_policy, results=section_results)

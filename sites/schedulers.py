@@ -263,9 +263,14 @@ class FairshareScheduler:
         self.unmounted: set[str] = set()  # mount points whose subpolicy has not reached this site
 
     def configure(self, conf: "RuntimePolicy") -> None:
+        """Given the ``[policy]`` section's shared state (sites/sections.py)."""
         self.conf = conf
         for path in conf.entries:
             self.queues[path] = deque()
+
+    def site_columns(self) -> dict[str, int]:
+        """Its columns of sites.parquet."""
+        return {"jobs_to_default_entry": self.unmapped}
 
     # queue ---------------------------------------------------------------------------
     def push(self, slot: int) -> None:

@@ -43,7 +43,7 @@ def test_local_flow_time_is_fcfs_from_an_empty_queue():
 def test_local_from_period_queues_the_period_s_earlier_jobs():
     """A job released at 250 (inside the window 200-800 of T = 1000) behind one of size 300
     released at 0: alone from the window's start it takes 1; behind the period's queue, 51."""
-    from gridemu.emulator.results import period_scores
+    from gridemu.brokers.bilb.scores import period_scores
     from gridemu.model.jobs import STATE_CODE
 
     table = pd.DataFrame({

@@ -304,9 +304,10 @@ def test_subpolicies_travel_hop_by_hop_over_a_ring(monkeypatch):
 def test_a_group_that_leaves_the_tree_at_an_inner_entry_is_warned_about(capsys):
     # 'P-A1x' is a typo of 'P-A1': by the paper's rule its jobs count at VO-A; the run says so.
     from gridemu.emulator.scenario import load_scenario
+    from gridemu.sites.fairshare_runtime import build
 
     sc = load_scenario("fairshare-imbalanced")
-    rt = sc.runtime_policy(["VO-A/P-A1x", "VO-A/P-A1", "VO-B/P-B1/U-B11/x", "VO-A"])
+    rt = build(sc.data["policy"], ["VO-A/P-A1x", "VO-A/P-A1", "VO-B/P-B1/U-B11/x", "VO-A"], sc.folder)
     assert list(rt.partial) == ["VO-A/P-A1x"]  # a leaf, or the entry itself, is no typo
     assert rt.entry_of_group[0] == "VO-A"
     streams = [{"group": "VO-A/P-A1x", "sites": [0, 1], "interval": 30.0, "size": 60.0}]

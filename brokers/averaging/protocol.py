@@ -31,5 +31,5 @@ PROTOCOL = Protocol(
     "averaging", AveragingAgent,
     "periodic load reports to neighbors (or gossip); senders move whole queued jobs to sites below the mean (Alg. 4.1)",
     keys=("period", "start", "exchange"), messages=(LOAD, GOSSIP, GOSSIP_REPLY), check=check, grid_info=grid_info,
-    periodic=True, topologies=True, faults=True, traffic=traffic,
+    traffic=traffic, capabilities=frozenset({"periodic", "topologies", "faults"}),
 )

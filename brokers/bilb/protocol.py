@@ -8,7 +8,8 @@ from typing import Any
 
 from gridemu.brokers.bilb.agent import BilbAgent
 from gridemu.brokers.bilb.divisible import EXCHANGES, MESSAGES
-from gridemu.brokers.protocol import Protocol, ScenarioFacts, Traffic, flag, require_identical_processors
+from gridemu.brokers.bilb.scores import summary
+from gridemu.brokers.protocol import Protocol, Report, ScenarioFacts, Traffic, flag, require_identical_processors
 from gridemu.model.checks import check_number, choice, per_site_values
 from gridemu.model.errors import ScenarioError
 
@@ -103,6 +104,6 @@ def traffic(params: dict[str, Any], n: int, degree: float) -> Traffic:
 PROTOCOL = Protocol(
     "bilb", BilbAgent,
     "bounded iterative load balancing on divisible jobs with declared levels l_k (thesis Alg. 4.3, 4.7.3)",
-    keys=KEYS + ("limit",), messages=MESSAGES, check=check, divisible=True, periodic=True, level_label="declared level l_k", level_log=True, topologies=True,
-    traffic=traffic,
+    keys=KEYS + ("limit",), messages=MESSAGES, check=check, summary=summary, traffic=traffic,
+    report=Report(level_label="declared level l_k", level_log=True), capabilities=frozenset({"periodic", "topologies"}),
 )

@@ -155,7 +155,7 @@ PROTOCOL = Protocol(
     "directcontr", agent,
     "Shapley-fair scheduling: every site takes DIRECTCONTR's step from broadcasts, or decides from d sampled sites' keys (mode)",
     keys=("compare", "samples", "mode", "choices"), messages=MESSAGES + SAMPLED_MESSAGES, check=check, check_jobs=check_jobs,
-    grid_info=grid_info, summary=summary, starts_jobs=True, topologies=True, traffic=traffic,
+    grid_info=grid_info, summary=summary, traffic=traffic, capabilities=frozenset({"starts_jobs", "topologies"}),
 )
 
 if TYPE_CHECKING:  # pandas only for annotations: shard actors start without it

@@ -64,6 +64,6 @@ def traffic(params: dict[str, Any], n: int, degree: float) -> Traffic:
 
 PROTOCOL = Protocol(
     "fairshare", FairshareAgent, "usage reports (all-to-all, per-VO services, an aggregation tree or push-sum gossip) for grid-wide hierarchical fairshare",
-    keys=("refresh", "exchange", "services", "policy_refresh", "fanout", "gossip_rounds"), messages=MESSAGES, check=check, periodic=True,
-    topologies=True, traffic=traffic,
+    keys=("refresh", "exchange", "services", "policy_refresh", "fanout", "gossip_rounds"), messages=MESSAGES, check=check,
+    traffic=traffic, capabilities=frozenset({"periodic", "topologies"}),
 )

@@ -10,8 +10,9 @@ from gridemu.brokers.gm.agent import MESSAGES, GmAgent
 from gridemu.brokers.gm.sampled import MESSAGES as SAMPLED_MESSAGES, GmSampledAgent
 from gridemu.brokers.gm.algorithm import simulate
 from gridemu.brokers.gm.metrics import instance
+from gridemu.brokers.metrics import fairness_summary
 from gridemu.brokers.protocol import (
-    Protocol, RunFacts, ScenarioFacts, Traffic, flag, require_full_graph_when_replicated, require_scheduler,
+    Protocol, RunFacts, ScenarioFacts, Summary, Traffic, flag, require_full_graph_when_replicated, require_scheduler,
 )
 from gridemu.model.checks import check_number, check_sequential, choice
 from gridemu.model.errors import InvariantError, ScenarioError
@@ -104,15 +105,18 @@ def traffic(params: dict[str, Any], n: int, degree: float) -> Traffic:
     return Traffic(per_job=2 * (n - 1), what="arrival and completion broadcasts, not migrations")
 
 
-def summary(facts: RunFacts) -> dict[str, Any]:
+def summary(facts: RunFacts) -> Summary:
+    """The protocol section, and the paper's EF figures unless ``metrics.fairness = false``."""
     speeds = [list(s.speeds) for s in facts.scenario.sites]
-    return gm_summary(facts.submitted, facts.jobs, facts.pieces, speeds, facts.protocol)
+    section = gm_summary(facts.submitted, facts.jobs, facts.pieces, speeds, facts.protocol)
+    wanted = facts.scenario.data["metrics"].get("fairness") is not False
+    return Summary(section, sections={"fairness": fairness_summary(facts.submitted, facts.jobs)} if wanted else {})
 
 
 PROTOCOL = Protocol(
     "gm", agent, "online greedy migration: replicated from broadcasts, or each site with its own and d sampled sites' (mode)",
     keys=("migration_cost", "remote_cost", "integral", "mode", "samples"), messages=MESSAGES + SAMPLED_MESSAGES, check=check,
-    check_jobs=check_jobs, grid_info=grid_info, summary=summary, starts_jobs=True, fairness=True, topologies=True, traffic=traffic,
+    check_jobs=check_jobs, grid_info=grid_info, summary=summary, traffic=traffic, capabilities=frozenset({"starts_jobs", "topologies"}),
 )
 
 if TYPE_CHECKING:  # pandas only for annotations: shard actors start without it

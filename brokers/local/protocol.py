@@ -4,4 +4,6 @@ from __future__ import annotations
 from gridemu.brokers.agent import LocalAgent
 from gridemu.brokers.protocol import Protocol
 
-PROTOCOL = Protocol("local", LocalAgent, "no cooperation: every organization runs its own jobs", topologies=True, faults=True)
+PROTOCOL = Protocol(
+    "local", LocalAgent, "no cooperation: every organization runs its own jobs", capabilities=frozenset({"topologies", "faults"}),
+)

@@ -14,7 +14,7 @@ from gridemu.brokers.molba.algorithm import (
     MACHINES, guarantee_violations, instance_for, later_than_alone, local_schedule, lower_bound, molba_plan, org_makespans,
 )
 from gridemu.brokers.protocol import (
-    GanttCompare, Protocol, RunFacts, ScenarioFacts, Traffic, flag, require_identical_processors, require_one_site_per_org,
+    GanttCompare, Protocol, Report, RunFacts, ScenarioFacts, Traffic, flag, require_identical_processors, require_one_site_per_org,
     require_scheduler,
 )
 from gridemu.model.checks import check_number, choice
@@ -173,8 +173,8 @@ def traffic(params: dict[str, Any], n: int, degree: float) -> Traffic:
 
 PROTOCOL = Protocol(
     "molba", agent, "MOLBA(α) and ILBA planned over messages, replicated at every site or from published aggregates (mode)",
-    keys=("alpha", "ilba", "retries", "mode", "machines"), messages=MESSAGES + AGGREGATE_MESSAGES, check=check, summary=summary, starts_jobs=True,
-    traffic=traffic, gantt_compare=gantt_compare,
+    keys=("alpha", "ilba", "retries", "mode", "machines"), messages=MESSAGES + AGGREGATE_MESSAGES, check=check, summary=summary,
+    traffic=traffic, report=Report(gantt_compare=gantt_compare), capabilities=frozenset({"starts_jobs"}),
 )
 
 if TYPE_CHECKING:  # pandas only for annotations: shard actors start without it

@@ -14,7 +14,6 @@ PROTOCOL = Protocol(
     RandomBrokerAgent,
     "each new job goes to a uniformly random site, or neighbor in a topology (one transfer)",
     route=random_routes,
-    topologies=True,
-    faults=True,
     traffic=traffic,
+    capabilities=frozenset({"topologies", "faults", "stateless"}),
 )

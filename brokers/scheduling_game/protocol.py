@@ -22,7 +22,7 @@ from gridemu.brokers.scheduling_game.dedicated import machine_sums, mjf_grid, sp
 from gridemu.brokers.scheduling_game.game import (
     MOVES, PICKS, PROPOSALS, STRATEGIES, Listing, broke_promise, instance_of, next_move, owner_sequence, propose,
 )
-from gridemu.brokers.protocol import Protocol, RunFacts, ScenarioFacts, Traffic, require_one_site_per_org, require_scheduler
+from gridemu.brokers.protocol import Protocol, Report, RunFacts, ScenarioFacts, Traffic, require_one_site_per_org, require_scheduler
 from gridemu.model.checks import check_number, check_sequential, choice, per_site_choices
 from gridemu.model.errors import InvariantError, ScenarioError
 
@@ -176,6 +176,6 @@ PROTOCOL = Protocol(
     "scheduling_game", DedicatedAgent,
     "the scheduling game on dedicated machines (thesis ch. 3): a grid scheduler proposes, each machine's owner decides",
     keys=("strategy", "proposal", "pick", "max_steps", "coordinator"), messages=MESSAGES, check=check, check_jobs=check_jobs,
-    summary=summary, starts_jobs=True, dedicated=True, traffic=traffic,
-    level_label="payoff u_k = C_k(MJF) - C_k", level_range=None,
+    summary=summary, traffic=traffic, report=Report(level_label="payoff u_k = C_k(MJF) - C_k", level_range=None),
+    capabilities=frozenset({"starts_jobs", "targets"}),
 )
