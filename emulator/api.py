@@ -114,7 +114,7 @@ def _finish(raw: RawRun) -> RunResult:
     if fairness or (fairness is None and (plugin.fairness or scenario.workload["kind"] == "proposition")):
         summary["fairness"] = fairness_summary(raw.jobs, table)
     if plugin.summary is not None:
-        section = plugin.summary(RunFacts(scenario.protocol, scenario.facts(), raw.jobs, table, pieces))
+        section = plugin.summary(RunFacts(scenario.params, scenario.facts(), raw.jobs, table, pieces))
         if section is not None:
             summary["protocol"] = section
     jobs = labelled(table, scenario.orgs, raw.groups)

@@ -415,12 +415,10 @@ def summarize(raw: RawRun, table: pd.DataFrame, sites: pd.DataFrame, local_table
     migrated = np.bincount(owner, weights=(table["migrations"].to_numpy() > 0), minlength=len(orgs))
     bound = float(raw.scenario.data["metrics"].get("slowdown_bound", 10.0))
     waits, slowdowns, mean_wait, mean_bsld = wait_and_slowdown(done, len(orgs), bound)
-    proto = raw.scenario.protocol
+    proto = raw.scenario.params
     per_period = None
     if raw.scenario.plugin.divisible:  # protocols of thesis ch. 4 score each period (section 4.5.2)
-        per_period = period_scores(
-            table, len(orgs), proto["start"], proto["period"], tuple(proto["window"]), proto.get("local_from", "window")
-        )
+        per_period = period_scores(table, len(orgs), proto.start, proto.period, proto.window, proto.local_from)
     per_org = {}
     for k, org in enumerate(orgs):
         entry: dict[str, Any] = {

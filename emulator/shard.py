@@ -16,6 +16,7 @@ import numpy as np
 
 from gridemu.brokers import registry
 from gridemu.brokers.agent import GridInfo
+from gridemu.brokers.params import Params
 from gridemu.emulator.checks import check_causality
 from gridemu.model.errors import InvariantError
 from gridemu.model.jobs import columns_in_piece_order, number_jobs, radix_ids, rank_among, release_keys, take
@@ -41,7 +42,8 @@ class ShardSpec:
     latency: float | np.ndarray  # one for every link, or rows: hosted sites, columns: all sites
     owners: list[int]  # organization index of each hosted site
     site_to_shard: np.ndarray
-    protocol: dict[str, Any]
+    protocol: str  # its name
+    params: Params  # its keys, frozen: every agent of the shard gets this one object
     grid: GridInfo
     recurrence: bool = True  # allow the FCFS recurrence where no agent can act
     #: Outgoing messages as numpy batches (they cross processes: Ray) or as lists of row
@@ -98,11 +100,10 @@ class Shard:
         self.shard_id = spec.shard_id
         self.n_shards = spec.n_shards
         self.site_to_shard = spec.site_to_shard
-        protocol = registry.get(spec.protocol["name"])
+        protocol = registry.get(spec.protocol)
         self.kinds = MessageKinds(protocol.messages)
         self.specs, self.owners = spec.sites, spec.owners
-        params = dict(spec.protocol)
-        params.update(spec.extra)
+        params = spec.params
         self.columnar = spec.columnar
         self.local_of = np.full(len(self.site_to_shard), -1, dtype=np.int64)
         self.local_of[[s.site_id for s in spec.sites]] = np.arange(len(spec.sites))

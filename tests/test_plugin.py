@@ -8,6 +8,7 @@ passing it on with one more hop: a small protocol that sends, answers and moves 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
@@ -15,9 +16,9 @@ import pytest
 
 from gridemu.brokers import registry
 from gridemu.brokers.agent import Agent
-from gridemu.brokers.protocol import Protocol, RunFacts, ScenarioFacts
+from gridemu.brokers.params import Params, param
+from gridemu.brokers.protocol import Protocol, RunFacts
 from gridemu.emulator.cli import main
-from gridemu.model.checks import check_number
 from gridemu.model.messages import message
 
 HELLO = message("hello", hops="value", job_id="job_id")
@@ -28,7 +29,7 @@ class RelayAgent(Agent):
     intercepts_arrivals = True
 
     def on_arrival(self, now: float, slot: int) -> bool:
-        hops, site = self.params["hops"], self.site
+        hops, site = self.params.hops, self.site
         if hops == 0:
             return False
         site.send(now, (site.site_id + 1) % self.grid.n_sites, "hello", hops=1, job_id=site.job_id(slot))
@@ -39,23 +40,24 @@ class RelayAgent(Agent):
         return True
 
     def on_hello(self, now: float, msg: Any) -> None:
-        if msg.hops < self.params["hops"]:
+        if msg.hops < self.params.hops:
             self.site.send(now, (self.site.site_id + 1) % self.grid.n_sites, "hello", hops=msg.hops + 1, job_id=msg.job_id)
 
     def send_bound(self) -> float:
         return min(self.site.next_release(), self.site.next_message_time())
 
 
-def check(params: dict[str, Any], scenario: ScenarioFacts) -> None:
-    params["hops"] = int(check_number("protocol.hops", params.get("hops", 1), nonneg=True, integer=True))
+@dataclass(frozen=True)
+class RelayParams(Params):
+    hops: int = param(1, "sites each new job travels round the ring", nonneg=True)
 
 
 def summary(facts: RunFacts) -> dict[str, Any]:
     moved = facts.jobs["exec_site"] != facts.jobs["submit_site"]
-    return {"name": "relay", "hops": facts.protocol["hops"], "jobs_moved": int(moved.sum())}
+    return {"name": "relay", "hops": facts.params.hops, "jobs_moved": int(moved.sum())}
 
 
-RELAY = Protocol("relay", RelayAgent, "toy: relay each new job around the ring", keys=("hops",), messages=(HELLO,), check=check, summary=summary)
+RELAY = Protocol("relay", RelayAgent, "toy: relay each new job around the ring", params=RelayParams, messages=(HELLO,), summary=summary)
 
 
 @pytest.fixture
@@ -130,7 +132,7 @@ def test_a_message_of_an_undeclared_kind_stops_the_run_naming_it(tmp_path, capsy
             self.site.send(now, 0, "shout", job=self.site.job_record(slot))
             return False
 
-    registry.register(Protocol("rude", Rude, "sends a kind it never declared", keys=("hops",), messages=(HELLO,), check=check))
+    registry.register(Protocol("rude", Rude, "sends a kind it never declared", params=RelayParams, messages=(HELLO,)))
     try:
         path = scenario_file(tmp_path, 1)
         text = open(path).read().replace('name = "relay"', 'name = "rude"')
