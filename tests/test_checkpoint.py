@@ -15,6 +15,8 @@ SMALL = {
     "bilb-topology": {"sites.count": 12, "workload.until": 100.0},
     "gm-grid": {},
     "molba": {},
+    # What its check_jobs settles (period, rounds) is no [protocol] key: the saved scenario validates again.
+    "dedicated": {"workload.rounds": 4},
 }
 
 
