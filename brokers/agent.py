@@ -11,11 +11,12 @@ at which it could next send (``send_bound``); the kernel's windows are built on 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import numpy as np
 
+from gridemu.brokers.params import Params
 from gridemu.model.errors import InvariantError
 from gridemu.sites.view import SiteView
 
@@ -31,6 +32,9 @@ class GridInfo:
     max_latency: float = 0.0  # the slowest link: how long a round's reports may take
     #: Each site's neighbors, sorted (``[network] topology``); None: every site is linked to every other.
     neighbors: tuple[tuple[int, ...], ...] | None = None
+    #: The protocol's own shape information (``Protocol.grid_info``: processor speeds,
+    #: capacities...), by name; read only: one object serves every agent of a shard.
+    info: dict[str, Any] = field(default_factory=dict)
 
 
 class Agent:
@@ -43,7 +47,7 @@ class Agent:
     #: site's FCFS schedule as a vectorized recurrence and skip the windows' barriers.
     silent = False
 
-    def __init__(self, site: SiteView, grid: GridInfo, params: dict[str, Any]):
+    def __init__(self, site: SiteView, grid: GridInfo, params: Params):
         self.site = site
         self.grid = grid
         self.params = params

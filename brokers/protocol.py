@@ -3,7 +3,7 @@
 
 The kernel (``emulator/``) never names a protocol. Everything it needs to know about one
 comes from its description: the agent class every site runs, the ``[protocol]`` keys it
-reads and how they are checked and defaulted, what it needs of the sites and the jobs,
+reads (one frozen dataclass, ``brokers/params.py``), what it needs of the sites and the jobs,
 the shape information (never state) its agents may know without asking, what it adds to
 ``summary.json``, how ``gridemu report`` draws what it recorded, and what its agents can do
 (:data:`CAPABILITIES`).
@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import numpy as np
 
-from gridemu.model.checks import check_flag
+from gridemu.brokers.params import Params
 from gridemu.model.errors import ScenarioError
 from gridemu.model.messages import MessageKind
 from gridemu.sites.spec import SiteSpec
@@ -61,7 +61,7 @@ class Traffic:
 class RunFacts:
     """What a protocol's summary sees once the run is over and its invariants are checked."""
 
-    protocol: dict[str, Any]  # the resolved [protocol] section
+    params: Params  # the resolved [protocol] section
     scenario: ScenarioFacts
     submitted: np.ndarray  # the workload as submitted (JOB_DTYPE)
     jobs: "pd.DataFrame"  # one row per job (codes, not labels): jobs.parquet before labelling
@@ -126,35 +126,31 @@ CAPABILITIES: dict[str, str] = {
 }
 
 
-def no_check(params: dict[str, Any], scenario: ScenarioFacts) -> None:
-    """A protocol whose keys need no checking."""
-
-
 @dataclass(frozen=True)
 class Protocol:
     """One protocol: its agent and everything the kernel asks of it.
 
-    ``check(params, scenario)`` fills the defaults of ``params`` (the ``[protocol]``
-    table) in place and raises :class:`ScenarioError` naming the key; it runs once the
-    sites and the workload section are known. ``check_jobs(params, jobs, scenario)`` sees
-    the generated workload before any work. ``grid_info(scenario)`` is the extra shape
-    information every agent gets in ``params`` (processor speeds, capacities...), never
-    state. ``summary(facts)`` returns the ``protocol`` section of ``summary.json`` or a
-    :class:`Summary` (or None) and may raise InvariantError when the run broke one of the
-    paper's guarantees.
+    ``params`` is the dataclass of its ``[protocol]`` keys (``brokers/params.py``): their
+    types, defaults, documentation and checks; ``params.from_table`` runs once the sites
+    and the workload section are known, and every agent gets the frozen instance.
+    ``check_jobs(params, jobs, scenario)`` sees the generated workload before any work and
+    returns None, or the parameters with what the jobs settle (its ``derived`` fields).
+    ``grid_info(scenario)`` is the extra shape information every agent finds in
+    ``grid.info`` (processor speeds, capacities...), never state. ``summary(facts)`` returns
+    the ``protocol`` section of ``summary.json`` or a :class:`Summary` (or None) and may
+    raise InvariantError when the run broke one of the paper's guarantees.
     """
 
     name: str
     agent: "type[Agent]"
     description: str
-    keys: tuple[str, ...] = ()  # the [protocol] keys it reads, besides name
+    params: type[Params] = Params  # its [protocol] keys, besides name
     messages: tuple[MessageKind, ...] = ()  # message kinds its agents send, besides job transfers
-    check: Callable[[dict[str, Any], ScenarioFacts], None] = no_check
-    check_jobs: Callable[[dict[str, Any], np.ndarray, ScenarioFacts], None] | None = None
+    check_jobs: Callable[[Params, np.ndarray, ScenarioFacts], Params | None] | None = None
     grid_info: Callable[[ScenarioFacts], dict[str, Any]] | None = None
     summary: "Callable[[RunFacts], dict[str, Any] | Summary | None] | None" = None
     #: ``traffic(params, n_sites, mean_degree)``: the messages it sends (``gridemu validate``).
-    traffic: Callable[[dict[str, Any], int, float], Traffic] | None = None
+    traffic: Callable[[Params, int, float], Traffic] | None = None
     #: Agents that decide only where each newly submitted job goes, from their site's own
     #: stream and whatever the state of any site: ``route(grid, site_ids, n_jobs, params)``
     #: gives, for each site of ``site_ids`` (``n_jobs``: how many each submits), the
@@ -162,7 +158,7 @@ class Protocol:
     #: the same function, for its site alone). The kernel may then run FCFS sites with
     #: identical processors as numpy columns (``sites/fcfs_columns.py``): same job table.
     #: Only a protocol declaring ``"stateless"`` may give one.
-    route: "Callable[[GridInfo, Sequence[int], Sequence[int], dict[str, Any]], list[np.ndarray]] | None" = None
+    route: "Callable[[GridInfo, Sequence[int], Sequence[int], Params], list[np.ndarray]] | None" = None
     report: Report = Report()
     #: Names from :data:`CAPABILITIES`.
     capabilities: frozenset[str] = frozenset()
@@ -201,18 +197,13 @@ def require_identical_processors(protocol: str, scenario: ScenarioFacts, why: st
         raise ScenarioError("sites.speed", f"the {protocol} protocol needs identical processors{why}")
 
 
-def require_full_graph_when_replicated(protocol: str, scenario: ScenarioFacts, params: dict[str, Any]) -> None:
+def require_full_graph_when_replicated(protocol: str, scenario: ScenarioFacts, mode: str) -> None:
     """A protocol whose ``mode = "replicated"`` replays the central algorithm from all-to-all
     broadcasts needs the full graph; its ``sampled`` mode runs over any topology."""
     network = scenario.data.get("network", {})
-    if params["mode"] == "replicated" and (network.get("topology", "full") != "full" or "topology_file" in network):
+    if mode == "replicated" and (network.get("topology", "full") != "full" or "topology_file" in network):
         raise ScenarioError(
             "network.topology", f"the {protocol} protocol replicated at every site needs every site to hear every other "
             '(topology = "full"); mode = "sampled" runs over any topology',
         )
 
-
-def flag(params: dict[str, Any], key: str, default: bool) -> bool:
-    """A true/false key of the [protocol] table, defaulted in place."""
-    params[key] = check_flag(f"protocol.{key}", params.get(key, default))
-    return params[key]

@@ -85,7 +85,7 @@ def is_shipped(protocol: Protocol) -> bool:
 def all_keys() -> set[str]:
     """Every [protocol] key some protocol reads (keys of another protocol may stay in a
     scenario: a sweep over protocol.name sets them all)."""
-    return {"name"} | {k for p in PROTOCOLS.values() for k in p.keys}
+    return {"name"} | {k for p in PROTOCOLS.values() for k in p.params.keys()}
 
 
 def having(capability: str) -> list[str]:

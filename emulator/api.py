@@ -114,7 +114,7 @@ def _finish(raw: RawRun) -> RunResult:
         local = job_table(piece_table(run_windows(local_scenario, warn=False)))
     summary = summarize(raw, table, sites, local)
     plugin = scenario.plugin
-    added = plugin.summary(RunFacts(scenario.protocol, scenario.facts(), raw.jobs, table, pieces)) if plugin.summary else None
+    added = plugin.summary(RunFacts(scenario.params, scenario.facts(), raw.jobs, table, pieces)) if plugin.summary else None
     if not isinstance(added, Summary):
         added = Summary(protocol=added)
     for org, figures in added.organizations.items():

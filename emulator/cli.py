@@ -6,6 +6,7 @@ and exits with code 2; no traceback.
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 import signal
@@ -39,13 +40,15 @@ def cmd_list(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.table import Table
 
+    if args.protocol is not None:
+        return _list_keys(args)
     if args.plain or not sys.stdout.isatty():
         # One line per scenario and per protocol, tab-separated: what scripts read.
         for name, path in shipped_scenarios().items():
             raw, _ = read_scenario_file(path)
             print(f"scenario\t{name}\t{raw.get('run', {}).get('description', '')}")
         for proto in registry.PROTOCOLS.values():
-            print(f"protocol\t{proto.name}\t{proto.description}\t{','.join(proto.keys)}")
+            print(f"protocol\t{proto.name}\t{proto.description}\t{','.join(proto.params.keys())}")
         return 0
     table = Table(title="shipped scenarios")
     table.add_column("name")
@@ -57,10 +60,33 @@ def cmd_list(args: argparse.Namespace) -> int:
     for column in ("name", "keys", "what it does"):
         protocols.add_column(column)
     for proto in registry.PROTOCOLS.values():
-        protocols.add_row(proto.name, ", ".join(proto.keys), proto.description)
+        protocols.add_row(proto.name, ", ".join(proto.params.keys()), proto.description)
     console = Console()
     console.print(table)
     console.print(protocols)
+    return 0
+
+
+def _list_keys(args: argparse.Namespace) -> int:
+    """``gridemu list PROTOCOL``: its [protocol] keys, their types, defaults and documentation."""
+    from gridemu.model.checks import choice
+
+    proto = registry.get(choice("protocol", args.protocol, tuple(registry.PROTOCOLS)))
+    rows = [(key, kind, "(computed)" if default is None else json.dumps(default, ensure_ascii=False), doc)
+            for key, kind, default, doc in proto.params.docs()]
+    if args.plain or not sys.stdout.isatty():
+        for row in rows:  # key, type, default (JSON), documentation
+            print("\t".join(row))
+        return 0
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"[protocol] keys of {proto.name}: {proto.description}")
+    for column in ("key", "type", "default", "what it sets"):
+        table.add_column(column)
+    for row in rows:
+        table.add_row(*row)
+    Console().print(table)
     return 0
 
 
@@ -288,7 +314,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"gridemu {_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    p = sub.add_parser("list", help="list shipped scenarios and the protocols they may name")
+    p = sub.add_parser("list", help="list shipped scenarios and the protocols they may name, or one protocol's keys")
+    p.add_argument("protocol", nargs="?", help="list this protocol's [protocol] keys: type, default and what each sets")
     p.add_argument("--plain", action="store_true", help="tab-separated lines: kind, name, description (and a protocol's keys); the default when not on a terminal")
     p.set_defaults(func=cmd_list)
 

@@ -89,10 +89,10 @@ def build_shard_specs(
     site_to_shard = pack_sites(len(sites), n_shards, scenario.data["run"]["packing"])
     org_index = {org: k for k, org in enumerate(scenario.orgs)}
     owners = [org_index[s.org] for s in sites]
-    grid = GridInfo(len(sites), tuple(owners), scenario.seed, scenario.lookahead, scenario.max_latency, scenario.topology.neighbors)
-    job_shard = site_to_shard[jobs["submit_site"]] if jobs is not None else None
     plugin = scenario.plugin
-    extra = plugin.grid_info(scenario.facts()) if plugin.grid_info else {}
+    info = plugin.grid_info(scenario.facts()) if plugin.grid_info else {}
+    grid = GridInfo(len(sites), tuple(owners), scenario.seed, scenario.lookahead, scenario.max_latency, scenario.topology.neighbors, info)
+    job_shard = site_to_shard[jobs["submit_site"]] if jobs is not None else None
     shared = {}  # scheduler -> the state its sites share, built from its section (sites/sections.py)
     for section in given(scenario.data):
         used = set(np.unique(jobs["group"]).tolist())
@@ -111,10 +111,10 @@ def build_shard_specs(
                 latency=scenario.latency[ids] if isinstance(scenario.latency, np.ndarray) else scenario.latency,
                 owners=[owners[i] for i in ids],
                 site_to_shard=site_to_shard,
-                protocol=scenario.protocol,
+                protocol=scenario.protocol["name"],
+                params=scenario.params,
                 grid=grid,
                 recurrence=recurrence,
-                extra=extra,
                 schedulers=shared,
                 faults=scenario.faults,
                 draws=draws,
@@ -167,7 +167,8 @@ def run_windows(
             j = int(jobs["job_id"][np.argmax(jobs["target_site"] >= 0)])
             registry.require(scenario.plugin, "targets", "protocol.name", f"job {j} names a target site (a dedicated job)")
         if scenario.plugin.check_jobs is not None:
-            scenario.plugin.check_jobs(scenario.protocol, jobs, scenario.facts())
+            settled = scenario.plugin.check_jobs(scenario.params, jobs, scenario.facts())
+            scenario.params = settled if settled is not None else scenario.params
     horizon = scenario.horizon
     lookahead = scenario.lookahead
     # Random crashes ([faults] mtbf) come forever, as periodic protocols' timers do.

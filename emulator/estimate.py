@@ -84,7 +84,7 @@ def estimate(sc: Scenario) -> Estimate:
         duration = min(duration, sc.horizon)
     n = len(sites)
     degree = float(np.mean(sc.topology.degrees(n))) if not sc.topology.full else float(n - 1)
-    traffic = sc.plugin.traffic(sc.protocol, n, degree) if sc.plugin.traffic else Traffic()
+    traffic = sc.plugin.traffic(sc.params, n, degree) if sc.plugin.traffic else Traffic()
     messages = traffic.per_job * jobs + traffic.per_time * duration
     rounds = duration / traffic.round_every if traffic.round_every else None
     return Estimate(jobs, span, duration, messages, rounds, traffic)

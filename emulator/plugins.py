@@ -36,7 +36,7 @@ def carried(protocol: Protocol) -> Protocol | None:
 
 def protocol_of(spec: "ShardSpec") -> Protocol:
     """The protocol a shard runs: the one its spec carries, else the shipped one of that name."""
-    return spec.plugin if spec.plugin is not None else registry.get(spec.protocol["name"])
+    return spec.plugin if spec.plugin is not None else registry.get(spec.protocol)
 
 
 class _NamingPickler(pickle.Pickler):

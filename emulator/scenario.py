@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from gridemu.brokers import registry
+from gridemu.brokers.params import Params
 from gridemu.brokers.protocol import Protocol, ScenarioFacts
 from gridemu.emulator.topology import Topology, build_topology, link_latency_matrix, smallest_link_latency
 from gridemu.model.checks import check_flag, check_number, choice, largest_remainder, per_site_values
@@ -69,6 +70,9 @@ class Scenario:
     extra: dict[str, Any] = field(default_factory=dict)
     topology: Topology = field(default_factory=lambda: Topology("full", None))
     faults: FaultPlan | None = None  # [faults] (sites/faults.py)
+    #: The protocol's keys, checked and frozen (``data["protocol"]`` as typed values); after
+    #: ``Protocol.check_jobs``, also what the jobs settle.
+    params: Params = field(default_factory=Params)
 
     @property
     def seed(self) -> int:
@@ -441,7 +445,6 @@ def validate(raw: dict[str, Any], source: str = "<dict>") -> Scenario:
     if "name" not in proto and proto:
         raise ScenarioError("protocol.name", f"missing: the [protocol] table sets {', '.join(sorted(proto))} but names no protocol")
     proto["name"] = choice("protocol.name", proto.get("name", "local"), tuple(registry.PROTOCOLS))
-    _unknown("protocol", proto, registry.all_keys())
     protocol = registry.get(proto["name"])
     data["protocol"] = proto
     if not topology.full:
@@ -475,7 +478,11 @@ def validate(raw: dict[str, Any], source: str = "<dict>") -> Scenario:
         if beside.exists():
             wl["path"] = str(beside)
     check_workload(wl, sites)
-    protocol.check(proto, ScenarioFacts(sites, data, _max_latency(latency)))
+    # Keys another protocol reads may stay (a sweep over protocol.name sets them all): kept as
+    # given, with a warning below; the resolved keys keep the order they were given in.
+    params = protocol.params.from_table(proto, ScenarioFacts(sites, data, _max_latency(latency)), ignore=registry.all_keys())
+    resolved = params.table()
+    data["protocol"] = {k: resolved.get(k, v) for k, v in proto.items()} | resolved
     if any(s.scheduler == "planned" for s in sites):
         registry.require(protocol, "starts_jobs", "scheduler.name", "the planned scheduler starts only what a protocol planned")
 
@@ -497,10 +504,9 @@ def validate(raw: dict[str, Any], source: str = "<dict>") -> Scenario:
         {"name": s.name, "org": s.org, "speeds": list(s.speeds), "scheduler": s.scheduler} for s in sites
     ]
     orgs = list(dict.fromkeys(s.org for s in sites))
-    # Keys another protocol reads may stay (a sweep over protocol.name sets them all), but a
-    # run of this protocol ignores them: say so, a typo for one of its own keys shows here.
-    ignored = sorted(k for k in proto if k != "name" and k not in protocol.keys)
-    warnings = [f"protocol.{k} is not read by the {proto['name']} protocol (its keys: {', '.join(protocol.keys) or 'none'}): ignored"
-                for k in ignored]
+    # A typo for one of its own keys shows here.
+    keys = protocol.params.keys()
+    warnings = [f"protocol.{k} is not read by the {proto['name']} protocol (its keys: {', '.join(keys) or 'none'}): ignored"
+                for k in sorted(k for k in proto if k != "name" and k not in keys)]
     return Scenario(data=data, sites=sites, orgs=orgs, latency=latency, lookahead=lookahead, source=source, topology=topology, faults=faults,
-                    extra={"scenario_warnings": warnings} if warnings else {})
+                    params=params, extra={"scenario_warnings": warnings} if warnings else {})

@@ -16,6 +16,7 @@ import numpy as np
 
 from gridemu.brokers.agent import GridInfo
 from gridemu.brokers.protocol import Protocol
+from gridemu.brokers.params import Params
 from gridemu.emulator.checks import check_causality
 from gridemu.emulator.plugins import protocol_of
 from gridemu.model.errors import InvariantError
@@ -42,13 +43,13 @@ class ShardSpec:
     latency: float | np.ndarray  # one for every link, or rows: hosted sites, columns: all sites
     owners: list[int]  # organization index of each hosted site
     site_to_shard: np.ndarray
-    protocol: dict[str, Any]
+    protocol: str  # its name
+    params: Params  # its keys, frozen: every agent of the shard gets this one object
     grid: GridInfo
     recurrence: bool = True  # allow the FCFS recurrence where no agent can act
     #: Outgoing messages as numpy batches (they cross processes: Ray) or as lists of row
     #: tuples (shards in one process: converting to arrays and back would be pure cost).
     columnar: bool = True
-    extra: dict[str, Any] = field(default_factory=dict)
     #: Local scheduler name -> the state its sites share (``configure``d with it; sites/sections.py).
     schedulers: dict[str, Any] = field(default_factory=dict)
     faults: FaultPlan | None = None  # [faults]: each site plays its own
@@ -107,8 +108,7 @@ class Shard:
         protocol = protocol_of(spec)
         self.kinds = MessageKinds(protocol.messages)
         self.specs, self.owners = spec.sites, spec.owners
-        params = dict(spec.protocol)
-        params.update(spec.extra)
+        params = spec.params
         self.columnar = spec.columnar
         self.local_of = np.full(len(self.site_to_shard), -1, dtype=np.int64)
         self.local_of[[s.site_id for s in spec.sites]] = np.arange(len(spec.sites))

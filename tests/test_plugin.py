@@ -13,6 +13,7 @@ import json
 import re
 import shlex
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,7 @@ import gridemu.emulator as emulator
 from gridemu.brokers import registry
 from gridemu.emulator.cli import main
 from gridemu.model.jobs import JOB_DTYPE
-from gridemu.plugin import Agent, Protocol, RunFacts, ScenarioFacts, check_number, message
+from gridemu.plugin import Agent, Params, Protocol, RunFacts, ScenarioFacts, check_number, message, param
 from tests.golden import digest
 from tests.test_checkpoint import stop_at
 
@@ -37,7 +38,7 @@ class RelayAgent(Agent):
     intercepts_arrivals = True
 
     def on_arrival(self, now: float, slot: int) -> bool:
-        hops, site = self.params["hops"], self.site
+        hops, site = self.params.hops, self.site
         if hops == 0:
             return False
         site.send(now, (site.site_id + 1) % self.grid.n_sites, "hello", hops=1, job_id=site.job_id(slot))
@@ -48,23 +49,24 @@ class RelayAgent(Agent):
         return True
 
     def on_hello(self, now: float, msg: Any) -> None:
-        if msg.hops < self.params["hops"]:
+        if msg.hops < self.params.hops:
             self.site.send(now, (self.site.site_id + 1) % self.grid.n_sites, "hello", hops=msg.hops + 1, job_id=msg.job_id)
 
     def send_bound(self) -> float:
         return min(self.site.next_release(), self.site.next_message_time())
 
 
-def check(params: dict[str, Any], scenario: ScenarioFacts) -> None:
-    params["hops"] = int(check_number("protocol.hops", params.get("hops", 1), nonneg=True, integer=True))
+@dataclass(frozen=True)
+class RelayParams(Params):
+    hops: int = param(1, "sites each new job travels round the ring", nonneg=True)
 
 
 def summary(facts: RunFacts) -> dict[str, Any]:
     moved = facts.jobs["exec_site"] != facts.jobs["submit_site"]
-    return {"name": "relay", "hops": facts.protocol["hops"], "jobs_moved": int(moved.sum())}
+    return {"name": "relay", "hops": facts.params.hops, "jobs_moved": int(moved.sum())}
 
 
-RELAY = Protocol("relay", RelayAgent, "toy: relay each new job around the ring", keys=("hops",), messages=(HELLO,), check=check, summary=summary)
+RELAY = Protocol("relay", RelayAgent, "toy: relay each new job around the ring", params=RelayParams, messages=(HELLO,), summary=summary)
 
 
 @pytest.fixture
@@ -139,7 +141,7 @@ def test_a_message_of_an_undeclared_kind_stops_the_run_naming_it(tmp_path, capsy
             self.site.send(now, 0, "shout", job=self.site.job_record(slot))
             return False
 
-    registry.register(Protocol("rude", Rude, "sends a kind it never declared", keys=("hops",), messages=(HELLO,), check=check))
+    registry.register(Protocol("rude", Rude, "sends a kind it never declared", params=RelayParams, messages=(HELLO,)))
     try:
         path = scenario_file(tmp_path, 1)
         text = open(path).read().replace('name = "relay"', 'name = "rude"')

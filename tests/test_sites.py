@@ -365,6 +365,7 @@ def test_a_site_takes_messages_in_order_after_completions_and_before_timers_and_
     import math
 
     from gridemu.brokers.agent import Agent, GridInfo
+    from gridemu.brokers.params import Params
     from gridemu.model.jobs import empty_jobs
     from gridemu.model.messages import NO_JOB
     from gridemu.sites.view import SiteView
@@ -390,7 +391,7 @@ def test_a_site_takes_messages_in_order_after_completions_and_before_timers_and_
         def on_ping(self, now, msg):
             log.append(("ping", now, msg.src, msg.seq))
 
-    site.agent = Log(SiteView(site), GridInfo(4, (0, 1, 2, 3), 1, 1.0), {})
+    site.agent = Log(SiteView(site), GridInfo(4, (0, 1, 2, 3), 1, 1.0), Params())
     code = site.kinds.code["ping"]
 
     def row(t, src, seq):

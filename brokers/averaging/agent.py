@@ -29,12 +29,15 @@ The divisible-load version (thesis 4.5, pieces of jobs, announced finish times) 
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gridemu.brokers.averaging.algorithm import averaging_plan
 from gridemu.brokers.agent import Agent, GridInfo
 from gridemu.model.messages import message
 from gridemu.model.rng import PURPOSE_GOSSIP, site_rng
+
+if TYPE_CHECKING:  # pragma: no cover
+    from gridemu.brokers.averaging.protocol import AveragingParams
 
 #: A site's load report for one round: L_k and the round number.
 LOAD = message("load", load="value", round="value2")
@@ -48,12 +51,12 @@ class AveragingAgent(Agent):
     name = "averaging"
     record_columns = ("time", "site", "round", "load", "mean_load", "jobs_sent", "work_sent")
 
-    def __init__(self, site, grid: GridInfo, params: dict[str, Any]):
+    def __init__(self, site, grid: GridInfo, params: AveragingParams):
         super().__init__(site, grid, params)
-        self.period = float(params["period"])
-        self.first = float(params["start"])
+        self.period = params.period
+        self.first = params.start
         self.reports: dict[int, dict[int, float]] = {}
-        self.gossip = params.get("exchange", "neighbors") == "gossip"
+        self.gossip = params.exchange == "gossip"
         # The closed neighborhood, in id order: whose reports a round's plan waits for (a
         # range on the full graph: no list of every site kept at every site).
         nb = grid.neighbors
@@ -131,7 +134,7 @@ class AveragingAgent(Agent):
         self.records.append((now, me, round_no, loads[members.index(me)], mean, sent_jobs, sent_work))
 
     def grid_capacity(self, site_id: int) -> float:
-        return self.params["capacities"][site_id]
+        return self.grid.info["capacities"][site_id]
 
     def send_bound(self) -> float:
         # Reports go out on timers and jobs on received reports: nothing else sends.

@@ -8,13 +8,16 @@ declares 1 (in this period's coalition) or 0 (out); receivers are unbounded.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from gridemu.brokers.agent import GridInfo
 from gridemu.brokers.bilb.divisible import DivisibleAgent, Plan
 from gridemu.brokers.averaging.algorithm import averaging_plan
 from gridemu.brokers.bilb.strategies import adjust_join
 from gridemu.model.rng import PURPOSE_COALITION, site_rng
+
+if TYPE_CHECKING:  # pragma: no cover
+    from gridemu.brokers.averaging_game.protocol import AveragingGameParams
 
 
 def coalition_round(loads: list[float], members: list[int]) -> tuple[Plan, float]:
@@ -32,10 +35,10 @@ class AveragingGameAgent(DivisibleAgent):
 
     name = "averaging_game"
 
-    def __init__(self, site, grid: GridInfo, params: dict[str, Any]):
+    def __init__(self, site, grid: GridInfo, params: AveragingGameParams):
         super().__init__(site, grid, params)
-        join = params["join"]
-        self.p = float(join[site.site_id] if isinstance(join, list) else join)
+        join = params.join
+        self.p = join[site.site_id] if isinstance(join, tuple) else join
         self.rng = site_rng(grid.seed, site.site_id, PURPOSE_COALITION)
         self.member = False
 

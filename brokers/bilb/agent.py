@@ -8,10 +8,10 @@ section 4.7.3. The rounds, pieces and answers are the shared divisible-load agen
 from __future__ import annotations
 
 import math
-from typing import Any
 
 from gridemu.brokers.agent import GridInfo
 from gridemu.brokers.bilb.divisible import DivisibleAgent, Plan
+from gridemu.brokers.bilb.params import BilbParams
 from gridemu.brokers.bilb.algorithm import bilb_plan, next_round_time
 from gridemu.brokers.bilb.strategies import adjust_limit
 
@@ -21,10 +21,10 @@ class BilbAgent(DivisibleAgent):
 
     name = "bilb"
 
-    def __init__(self, site, grid: GridInfo, params: dict[str, Any]):
+    def __init__(self, site, grid: GridInfo, params: BilbParams):
         super().__init__(site, grid, params)
-        limit = params["limit"]
-        self.limit = float(limit[site.site_id] if isinstance(limit, list) else limit)
+        limit = params.limit
+        self.limit = limit[site.site_id] if isinstance(limit, tuple) else limit
 
     def level(self) -> float:
         return self.limit

@@ -73,6 +73,7 @@ from typing import Any
 
 from gridemu.brokers.agent import Agent, GridInfo
 from gridemu.brokers.bilb.ledger import PeriodLedger
+from gridemu.brokers.bilb.params import DivisibleParams
 # The reference's thresholds: the agent and its oracle follow one rule set.
 from gridemu.brokers.bilb.reference import CUT_EPS as EPS, SAME_INSTANT
 from gridemu.model.errors import InvariantError
@@ -90,7 +91,6 @@ REFUSE = message("refuse", slot="value")
 PAIR = message("pair", load="value", level="value2")
 #: Pieces travel as the kernel's ``fragment`` kind (job, ``slot`` at the sender, ``tag``).
 MESSAGES = (OFFER, GRANT, REFUSE, PAIR)
-EXCHANGES = ("neighbors", "gossip")
 
 #: ``tag`` of the last piece (or the empty marker, a fragment with no job) of a transfer.
 LAST = 1.0
@@ -133,32 +133,32 @@ class DivisibleAgent(PeriodLedger, Agent):
         "work_sent", "work_received", "refused",
     )
 
-    def __init__(self, site, grid: GridInfo, params: dict[str, Any]):
+    def __init__(self, site, grid: GridInfo, params: DivisibleParams):
         super().__init__(site, grid, params)
-        self.period = float(params["period"])
-        self.start = float(params["start"])
+        self.period = params.period
+        self.start = params.start
         nb = grid.neighbors
         #: Whose offers a round's plan waits for: every site on the full graph, else the closed
         #: neighborhood (itself and its neighbors), in id order.
         self.members = range(grid.n_sites) if nb is None else sorted((site.site_id, *nb[site.site_id]))
-        self.gossip = params.get("exchange", "neighbors") == "gossip"
+        self.gossip = params.exchange == "gossip"
         self.rng_gossip = site_rng(grid.seed, site.site_id, PURPOSE_GOSSIP) if self.gossip else None
         self.everywhere = nb is None and not self.gossip  # every site computes the same plan (the thesis's setting)
         # Full graph: at least the time a round takes with chains of senders (module doc).
         # Over a topology rounds come on a common clock and nobody waits for a chain: 3
         # latencies; with gossip one more, as the partners' offers take two.
         latencies = 2 * grid.n_sites + 3 if self.everywhere else 4 if self.gossip else 3
-        self.gap = max(float(params["min_gap"]), latencies * grid.max_latency)
+        self.gap = max(params.min_gap, latencies * grid.max_latency)
         self.pick = -1  # gossip: the neighbor drawn this round, until its answer comes
         self.partners_in = False  # gossip: every offer of a site that drew this one is in
-        self.learn = bool(params["learn"])
-        self.eta = float(params["eta"])
-        self.window = tuple(params["window"])
-        self.cut_running = bool(params["cut_running"])
-        self.round_timing = params.get("round_timing", "plan")
-        self.discrete = bool(params.get("discrete", False))
-        self.local_from = params.get("local_from", "window")
-        self.starting_queued = params.get("starting", "queued") == "queued"
+        self.learn = params.learn
+        self.eta = params.eta
+        self.window = params.window
+        self.cut_running = params.cut_running
+        self.round_timing = params.round_timing
+        self.discrete = params.discrete
+        self.local_from = params.local_from
+        self.starting_queued = params.starting == "queued"
         self.speed = site.speed
         self.round_time = math.nan
         self.offers: dict[int, tuple[float, float]] = {}

@@ -58,14 +58,10 @@ def period_scores(
     return out
 
 
-
-
 def summary(facts: RunFacts) -> Summary:
     """Each organization's mean and spread of S_k over the periods scored."""
-    proto, orgs = facts.protocol, facts.scenario.orgs
-    per_period = period_scores(
-        facts.jobs, len(orgs), proto["start"], proto["period"], tuple(proto["window"]), proto.get("local_from", "window")
-    )
+    params, orgs = facts.params, facts.scenario.orgs
+    per_period = period_scores(facts.jobs, len(orgs), params.start, params.period, tuple(params.window), params.local_from)
     out = {}
     for k, org in enumerate(orgs):
         got = per_period[k][~np.isnan(per_period[k])]

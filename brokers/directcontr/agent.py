@@ -40,10 +40,13 @@ Times must be integers (the papers' model), so instants and sizes are exact.
 from __future__ import annotations
 
 import heapq
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gridemu.brokers.agent import Agent, GridInfo
 from gridemu.model.messages import message
+
+if TYPE_CHECKING:  # pragma: no cover
+    from gridemu.brokers.directcontr.protocol import DirectContrParams
 
 #: A job released at its owner (its whole record: the others read job_id, owner, release).
 #: Not "arrival": ``on_arrival`` is the hook of a local arrival.
@@ -57,17 +60,17 @@ MESSAGES = (RELEASED, COMPLETION, REQUEST)
 
 
 class DirectContrAgent(Agent):
-    """One organization's site (module doc). ``params["procs"]``: every site's processor count."""
+    """One organization's site (module doc). ``grid.info["procs"]``: every site's processor count."""
 
     name = "directcontr"
     intercepts_arrivals = True
 
-    def __init__(self, site, grid: GridInfo, params: dict[str, Any]):
+    def __init__(self, site, grid: GridInfo, params: DirectContrParams):
         super().__init__(site, grid, params)
         self.k = grid.n_sites
         self.me = site.site_id
         self.lat = grid.max_latency
-        procs = [int(n) for n in params["procs"]]
+        procs = grid.info["procs"]
         self.owner_of = [u for u in range(self.k) for _ in range(procs[u])]  # global processor -> organization
         self.first = sum(procs[: self.me])
         self.arrived: dict[int, list[tuple[int, int]]] = {u: [] for u in range(self.k)}  # org -> (release, job) heap

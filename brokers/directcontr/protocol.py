@@ -11,6 +11,7 @@ through the agents.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -21,46 +22,58 @@ from gridemu.brokers.directcontr.sampled import MESSAGES as SAMPLED_MESSAGES, Di
 from gridemu.brokers.directcontr.policies import POLICIES as SHAPLEY_POLICIES, simulate
 from gridemu.brokers.directcontr.simulation import SJob, p_tot
 from gridemu.brokers.directcontr.shapley_value import fairness, psi_sp
+from gridemu.brokers.params import Params, param
 from gridemu.brokers.protocol import (
     Protocol, RunFacts, ScenarioFacts, Traffic, require_full_graph_when_replicated, require_identical_processors,
     require_one_site_per_org, require_scheduler,
 )
-from gridemu.model.checks import check_integral, check_number, check_sequential, choice
+from gridemu.model.checks import check_integral, check_sequential
 from gridemu.model.errors import ScenarioError
 
 
 MODES = ("replicated", "sampled")
 
 
-def check(params: dict[str, Any], scenario: ScenarioFacts) -> None:
+def check_compare(key: str, compare: Any, scenario: ScenarioFacts) -> tuple[str, ...]:
+    if not isinstance(compare, list) or any(p not in SHAPLEY_POLICIES for p in compare):
+        raise ScenarioError(key, f"a list of algorithms among {', '.join(SHAPLEY_POLICIES)}, got {compare!r}")
+    if "ref" in compare and len(scenario.sites) > 10:
+        raise ScenarioError(key, f"REF is exponential and takes at most 10 organizations, here {len(scenario.sites)}: compare rand or directcontr instead")
+    return tuple(compare)
+
+
+@dataclass(frozen=True)
+class DirectContrParams(Params):
     """DIRECTCONTR (Shapley-fair scheduling) across sites: one site per organization, the
     ``planned`` scheduler (the protocol starts jobs), a finite horizon (t_end, where fairness
-    is measured). ``mode``: ``replicated`` (every site takes the centralized step for every
-    instant, from broadcasts: the reference) or ``sampled`` (each site gives its free
-    processors to the largest φ − ψ among its own and ``choices`` sampled sites';
-    ``brokers/directcontr/sampled.py``). ``compare``: the centralized algorithms also
-    run on the same jobs for the summary (default: all; "ref" is the baseline of Δψ/p_tot
-    and needs <= 10 organizations); ``samples``: RAND's N."""
-    sites = scenario.sites
-    params["mode"] = choice("protocol.mode", params.get("mode", "replicated"), MODES)
-    params["choices"] = int(check_number("protocol.choices", params.get("choices", 2), nonneg=True, integer=True, most=1000))
-    require_full_graph_when_replicated("directcontr", scenario, params)
-    require_one_site_per_org("directcontr", scenario)
-    require_scheduler("directcontr", scenario, "planned", "starts jobs itself")
-    require_identical_processors("directcontr", scenario, " (the papers' model)")
-    if not math.isfinite(scenario.data["run"]["horizon"]):
-        raise ScenarioError("run.horizon", "give t_end, the time at which fairness is measured (Δψ/p_tot)")
-    compare = params.get("compare", list(SHAPLEY_POLICIES) if len(sites) <= 10 else [p for p in SHAPLEY_POLICIES if p != "ref"])
-    if not isinstance(compare, list) or any(p not in SHAPLEY_POLICIES for p in compare):
-        raise ScenarioError("protocol.compare", f"a list of algorithms among {', '.join(SHAPLEY_POLICIES)}, got {compare!r}")
-    if "ref" in compare and len(sites) > 10:
-        raise ScenarioError("protocol.compare", f"REF is exponential and takes at most 10 organizations, here {len(sites)}: compare rand or directcontr instead")
-    params["compare"] = compare
+    is measured)."""
+
+    mode: str = param(
+        "replicated", "replicated: every site takes the centralized step for every instant, from broadcasts (the reference); "
+        "sampled: each site gives its free processors to the largest phi - psi among its own and `choices` sampled sites' "
+        "(brokers/directcontr/sampled.py)", choices=MODES,
+    )
+    choices: int = param(2, "sites a site samples in mode sampled (d)", nonneg=True, most=1000)
+    compare: tuple[str, ...] | None = param(
+        None, "the centralized algorithms also run on the same jobs for the summary (default: all; ref, the baseline of "
+        "Δψ/p_tot, takes at most 10 organizations and is left out above)", check=check_compare, kind="list of names",
+    )
     # RAND(N) simulates N random orders of the coalitions per window: past 10^6 a run would not end.
-    params["samples"] = int(check_number("protocol.samples", params.get("samples", 10), positive=True, integer=True, most=1_000_000))
+    samples: int = param(10, "RAND's N: random orders of the coalitions per window", positive=True, most=1_000_000)
+
+    def validate(self, scenario: ScenarioFacts) -> DirectContrParams:
+        require_full_graph_when_replicated("directcontr", scenario, self.mode)
+        require_one_site_per_org("directcontr", scenario)
+        require_scheduler("directcontr", scenario, "planned", "starts jobs itself")
+        require_identical_processors("directcontr", scenario, " (the papers' model)")
+        if not math.isfinite(scenario.data["run"]["horizon"]):
+            raise ScenarioError("run.horizon", "give t_end, the time at which fairness is measured (Δψ/p_tot)")
+        if self.compare is None:
+            return replace(self, compare=tuple(p for p in SHAPLEY_POLICIES if p != "ref" or len(scenario.sites) <= 10))
+        return self
 
 
-def check_jobs(params: dict[str, Any], jobs: np.ndarray, scenario: ScenarioFacts) -> None:
+def check_jobs(params: DirectContrParams, jobs: np.ndarray, scenario: ScenarioFacts) -> None:
     """The papers' jobs: sequential, released and sized in integral time units."""
     check_integral(jobs, ("release", "size"), "workload", "the papers' time is integral")
     check_sequential(jobs, "the directcontr protocol")
@@ -68,7 +81,7 @@ def check_jobs(params: dict[str, Any], jobs: np.ndarray, scenario: ScenarioFacts
 
 def grid_info(scenario: ScenarioFacts) -> dict[str, Any]:
     # Every site maps the grid's processors to organizations: their counts (shape, not state).
-    return {"procs": [s.procs for s in scenario.sites]}
+    return {"procs": tuple(s.procs for s in scenario.sites)}
 
 
 def instance(submitted: np.ndarray) -> list[SJob]:
@@ -92,7 +105,7 @@ def executed_psi(table: pd.DataFrame, k: int, t_end: float) -> list[float]:
 def summary(facts: RunFacts) -> dict[str, Any]:
     """Δψ/p_tot of the run and of the centralized algorithms of ``protocol.compare``, each run
     here on the whole instance (never through the agents)."""
-    proto = facts.protocol
+    proto = facts.params
     run = facts.scenario.data["run"]
     t_end = int(facts.horizon)
     seed = int(run["seed"])
@@ -101,12 +114,12 @@ def summary(facts: RunFacts) -> dict[str, Any]:
     jobs = instance(facts.submitted)
     k = len(procs)
     level_map = map
-    if run["backend"] == "ray" and "ref" in proto["compare"]:
+    if run["backend"] == "ray" and "ref" in proto.compare:
         from gridemu.brokers.directcontr.parallel import ray_level_map
 
         level_map = ray_level_map
-    results = {p: simulate(jobs, procs, p, t_end, seed=seed, samples=proto["samples"], level_map=level_map)
-               for p in proto["compare"]}
+    results = {p: simulate(jobs, procs, p, t_end, seed=seed, samples=proto.samples, level_map=level_map)
+               for p in proto.compare}
     psi = executed_psi(table, k, t_end)
     out: dict[str, Any] = {"name": "directcontr", "t_end": t_end, "psi": psi}
     # The fair schedule every Δψ/p_tot is measured against: REF (exact Shapley values, up to
@@ -121,7 +134,7 @@ def summary(facts: RunFacts) -> dict[str, Any]:
         out["fairness"] = float(fairness(psi, ref.psi, ptot)) if ptot else 0.0
         for p, r in results.items():
             out[f"fairness_{p}"] = fairness(r.psi, ref.psi, ptot) if ptot else 0.0
-    if proto["mode"] == "sampled":  # its own decisions: no centralized schedule to match
+    if proto.mode == "sampled":  # its own decisions: no centralized schedule to match
         if "directcontr" in results:
             out["psi_central_directcontr"] = list(results["directcontr"].psi)
         return out
@@ -140,13 +153,13 @@ def summary(facts: RunFacts) -> dict[str, Any]:
     return out
 
 
-def agent(site, grid: GridInfo, params: dict[str, Any]) -> Agent:
-    return (DirectContrSampledAgent if params["mode"] == "sampled" else DirectContrAgent)(site, grid, params)
+def agent(site, grid: GridInfo, params: DirectContrParams) -> Agent:
+    return (DirectContrSampledAgent if params.mode == "sampled" else DirectContrAgent)(site, grid, params)
 
 
-def traffic(params: dict[str, Any], n: int, degree: float) -> Traffic:
-    if params["mode"] == "sampled":
-        d = params["choices"]
+def traffic(params: DirectContrParams, n: int, degree: float) -> Traffic:
+    if params.mode == "sampled":
+        d = params.choices
         return Traffic(per_job=3 * d + 3, what="at most a probing round and a need, 2d and d, and ask, transfer and finished")
     return Traffic(per_job=2 * (n - 1), what="release and completion broadcasts, not requests")
 
@@ -154,7 +167,7 @@ def traffic(params: dict[str, Any], n: int, degree: float) -> Traffic:
 PROTOCOL = Protocol(
     "directcontr", agent,
     "Shapley-fair scheduling: every site takes DIRECTCONTR's step from broadcasts, or decides from d sampled sites' keys (mode)",
-    keys=("compare", "samples", "mode", "choices"), messages=MESSAGES + SAMPLED_MESSAGES, check=check, check_jobs=check_jobs,
+    params=DirectContrParams, messages=MESSAGES + SAMPLED_MESSAGES, check_jobs=check_jobs,
     grid_info=grid_info, summary=summary, traffic=traffic, capabilities=frozenset({"starts_jobs", "topologies"}),
 )
 

@@ -41,11 +41,14 @@ the centralized DIRECTCONTR as N grows.
 from __future__ import annotations
 
 from collections import deque
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gridemu.brokers.agent import Agent, GridInfo
 from gridemu.model.messages import message
 from gridemu.model.rng import PURPOSE_DC_SAMPLE, site_rng
+
+if TYPE_CHECKING:  # pragma: no cover
+    from gridemu.brokers.directcontr.protocol import DirectContrParams
 
 #: A site with a free processor asks for the receiver's key and waiting jobs.
 PROBE = message("probe")
@@ -97,10 +100,10 @@ class DirectContrSampledAgent(Agent):
     name = "directcontr_sampled"
     intercepts_arrivals = True
 
-    def __init__(self, site, grid: GridInfo, params: dict[str, Any]):
+    def __init__(self, site, grid: GridInfo, params: DirectContrParams):
         super().__init__(site, grid, params)
         me = site.site_id
-        self.choices = int(params["choices"]) if grid.n_sites > 1 else 0
+        self.choices = params.choices if grid.n_sites > 1 else 0
         self.rng = site_rng(grid.seed, me, PURPOSE_DC_SAMPLE)
         self.key = SpKey()
         self.waiting: deque[int] = deque()  # own jobs not started nor sent, in submission order

@@ -53,12 +53,15 @@ from the provider mounts after d + 1 latencies.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gridemu.brokers.agent import Agent, GridInfo
 from gridemu.model.errors import InvariantError, ScenarioError
 from gridemu.model.messages import message
 from gridemu.model.rng import PURPOSE_GOSSIP, site_rng
+
+if TYPE_CHECKING:  # pragma: no cover
+    from gridemu.brokers.fairshare.protocol import FairshareParams
 
 #: Ask a provider for the subpolicy below a mount point (``entry``: the mount point's index
 #: in the runtime policy's entries).
@@ -88,10 +91,10 @@ class FairshareAgent(Agent):
 
     name = "fairshare"
 
-    def __init__(self, site, grid: GridInfo, params: dict[str, Any]):
+    def __init__(self, site, grid: GridInfo, params: FairshareParams):
         super().__init__(site, grid, params)
-        self.refresh = float(params.get("refresh", 60.0))
-        self.exchange = params.get("exchange", "all")
+        self.refresh = params.refresh
+        self.exchange = params.exchange
         self.sched = site.scheduler_state()
         if self.sched.name != "fairshare":
             raise ScenarioError("scheduler.name", 'the fairshare protocol serves the fairshare scheduler: set scheduler.name = "fairshare"')
@@ -99,14 +102,14 @@ class FairshareAgent(Agent):
         self.entries = rt.entries
         self.index = {e: i for i, e in enumerate(self.entries)}
         tops = [e for e in self.entries if "/" not in e]
-        services = params.get("services") or {}
+        services = dict(params.services or ())
         self.service_of = {}
         for e in self.entries:
             top = e.split("/")[0]
             self.service_of[e] = int(services.get(top, tops.index(top) % grid.n_sites))
         self.collected: dict[int, dict[str, float]] = {}  # at a service: site -> its last report
         self.last_sent: dict[str, float] = {}
-        self.policy_refresh = float(params.get("policy_refresh", 3600.0))
+        self.policy_refresh = params.policy_refresh
         self.served = rt.served  # mount point -> the site that serves its subpolicy
         self.fetching: dict[str, dict[str, float]] = {}  # mount point -> entries received so far
         self.sched.unmounted = {m for m, k in self.served.items() if k != site.site_id}
@@ -116,7 +119,7 @@ class FairshareAgent(Agent):
         self.copies: dict[str, dict[str, float]] = {}  # mount point -> the subpolicy as received
         self.pending: dict[str, list[int]] = {}  # mount point asked for -> neighbors waiting for this site's copy
         # The aggregation tree (exchange = "tree").
-        fanout = int(params.get("fanout", 4))
+        fanout = params.fanout
         me, n = site.site_id, grid.n_sites
         self.parent = (me - 1) // fanout if me else -1
         self.children = [c for c in range(fanout * me + 1, fanout * me + fanout + 1) if c < n]
@@ -126,7 +129,7 @@ class FairshareAgent(Agent):
         self.waiting: dict[int, set[int]] = {}  # round -> children whose subtree sum is not complete
         self.total: dict[int, dict[str, float]] = {}  # round -> the grid total coming down
         # Push-sum gossip (exchange = "gossip"): this refresh round's mass and weight.
-        self.steps = int(params.get("gossip_rounds", 0))
+        self.steps = params.gossip_rounds
         self.step_gap = grid.max_latency
         self.rng = site_rng(grid.seed, me, PURPOSE_GOSSIP) if self.exchange == "gossip" else None
         self.mass: dict[str, float] = {}

@@ -31,11 +31,14 @@ also before its first start) plus moves between processors of one site after it 
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gridemu.brokers.agent import Agent, GridInfo
 from gridemu.brokers.gm.algorithm import GmJob, GmRanking
 from gridemu.model.messages import message
+
+if TYPE_CHECKING:  # pragma: no cover
+    from gridemu.brokers.gm.protocol import GmParams
 
 #: A job released at the sender (its whole record: the others read job_id, release and
 #: priority). Not "arrival": ``on_arrival`` is the hook of a local arrival.
@@ -51,11 +54,11 @@ class GmAgent(Agent):
     name = "gm"
     intercepts_arrivals = True
 
-    def __init__(self, site, grid: GridInfo, params: dict[str, Any]):
+    def __init__(self, site, grid: GridInfo, params: GmParams):
         super().__init__(site, grid, params)
-        self.machines, self.speeds, self.first = self.processors(params)
-        self.cost = float(params.get("migration_cost", 0.0))
-        self.remote = float(params.get("remote_cost", 0.0))
+        self.machines, self.speeds, self.first = self.processors()
+        self.cost = params.migration_cost
+        self.remote = params.remote_cost
         # Released, unfinished jobs this site has heard of, ranked; their assignment is kept
         # up to date event by event (the same as gm_assign over them, without a sort each time).
         self.ranking = GmRanking(self.speeds)
@@ -66,10 +69,10 @@ class GmAgent(Agent):
         self.setup_left: dict[int, float] = {}  # job id -> setup still owed on that processor
         self.decide_at: float | None = None
 
-    def processors(self, params: dict[str, Any]) -> tuple[list[tuple[int, int]], list[float], int]:
+    def processors(self) -> tuple[list[tuple[int, int]], list[float], int]:
         """The machines GM ranks, as (site, processor), their speeds, and the index of this
         site's processor 0 among them: every processor of the grid."""
-        speeds = params["site_speeds"]
+        speeds = self.grid.info["site_speeds"]
         machines = [(k, p) for k, sp in enumerate(speeds) for p in range(len(sp))]
         return machines, [float(v) for sp in speeds for v in sp], sum(len(sp) for sp in speeds[: self.site.site_id])
 

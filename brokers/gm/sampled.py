@@ -29,13 +29,16 @@ local, so GM's grid-wide guarantees (EF, WPM, ILV) hold within a site, not betwe
 from __future__ import annotations
 
 import bisect
-from typing import Any
+from typing import TYPE_CHECKING
 
 from gridemu.brokers.agent import GridInfo
 from gridemu.brokers.gm.agent import GmAgent
 from gridemu.brokers.gm.algorithm import GmJob, gm_rank_key
 from gridemu.model.messages import message
 from gridemu.model.rng import PURPOSE_GM_SAMPLE, site_rng
+
+if TYPE_CHECKING:  # pragma: no cover
+    from gridemu.brokers.gm.protocol import GmParams
 
 #: What a waiting job would get at the receiver: its rank key (priority, release, id).
 PROBE = message("probe", priority="priority", release="release", job_id="job_id")
@@ -51,14 +54,14 @@ class GmSampledAgent(GmAgent):
 
     name = "gm_sampled"
 
-    def __init__(self, site, grid: GridInfo, params: dict[str, Any]):
+    def __init__(self, site, grid: GridInfo, params: GmParams):
         super().__init__(site, grid, params)
         me = site.site_id
-        self.samples = int(params["samples"])
+        self.samples = params.samples
         self.rng = site_rng(grid.seed, me, PURPOSE_GM_SAMPLE)
         self.bids: dict[int, list] = {}  # job id -> [answers still due, best speed, its site]
 
-    def processors(self, params: dict[str, Any]) -> tuple[list[tuple[int, int]], list[float], int]:
+    def processors(self) -> tuple[list[tuple[int, int]], list[float], int]:
         """Local GM: this site's processors only (no list of the grid's at every site)."""
         me = self.site.site_id
         return [(me, p) for p in range(self.site.m)], [float(v) for v in self.site.speeds], 0

@@ -52,13 +52,16 @@ times always admit an explicit assignment (the reference's plan names one).
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gridemu.brokers.agent import Agent, GridInfo
 from gridemu.brokers.molba.list_scheduling import Job, list_schedule, makespan
 from gridemu.brokers.molba.algorithm import MolbaPlan, molba_plan_for
 from gridemu.model.errors import InvariantError
 from gridemu.model.messages import message
+
+if TYPE_CHECKING:  # pragma: no cover
+    from gridemu.brokers.molba.protocol import MolbaParams
 
 #: Step 1: a site's local makespan C_loc, work, longest job p_max and processor count m.
 LOAD = message("load", c_loc="value", work="value2", p_max="size", m="procs")
@@ -128,13 +131,13 @@ class MolbaAgent(Agent):
 
     name = "molba"
 
-    def __init__(self, site, grid: GridInfo, params: dict[str, Any]):
+    def __init__(self, site, grid: GridInfo, params: MolbaParams):
         super().__init__(site, grid, params)
-        alpha = params.get("alpha", "meta")
+        alpha = params.alpha
         self.alpha: float | None = None if alpha == "meta" else float(alpha)
-        self.balance = bool(params.get("ilba", True))
-        self.retries = int(params.get("retries", 1))
-        self.machines = params.get("machines", "all")  # which organizations bring their machine
+        self.balance = params.ilba
+        self.retries = params.retries
+        self.machines = params.machines  # which organizations bring their machine
         self.t0 = plan_time(grid.max_latency, self.retries)
         self.speed = site.speed
         self.loads: dict[int, tuple[float, float, float, int]] = {}

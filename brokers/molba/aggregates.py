@@ -35,12 +35,15 @@ host rows, and three per offered job (request, answer, transfer) plus two per re
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gridemu.brokers.agent import GridInfo
 from gridemu.brokers.molba.agent import MolbaAgent, bringing, grid_bounds
 from gridemu.brokers.molba.list_scheduling import list_schedule, makespan
 from gridemu.model.messages import message
+
+if TYPE_CHECKING:  # pragma: no cover
+    from gridemu.brokers.molba.protocol import MolbaParams
 
 #: The aggregator's answer to every site: W̄ and p_max of the grid.
 GRID = message("grid", w_bar="value", p_max="value2")
@@ -76,7 +79,7 @@ class MolbaAggregatesAgent(MolbaAgent):
 
     name = "molba_aggregates"
 
-    def __init__(self, site, grid: GridInfo, params: dict[str, Any]):
+    def __init__(self, site, grid: GridInfo, params: MolbaParams):
         super().__init__(site, grid, params)
         self.alpha = 2.0 if self.alpha is None else self.alpha  # the meta-algorithm selects with α = 2
         self.hosts: dict[int, tuple[float, int]] = {}  # host -> (C_loc, m), for a site of O'

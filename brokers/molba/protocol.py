@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -13,51 +14,57 @@ from gridemu.brokers.molba.list_scheduling import Job, Placement, makespan
 from gridemu.brokers.molba.algorithm import (
     MACHINES, guarantee_violations, instance_for, later_than_alone, local_schedule, lower_bound, molba_plan, org_makespans,
 )
+from gridemu.brokers.params import Params, param
 from gridemu.brokers.protocol import (
-    GanttCompare, Protocol, Report, RunFacts, ScenarioFacts, Traffic, flag, require_identical_processors, require_one_site_per_org,
+    GanttCompare, Protocol, Report, RunFacts, ScenarioFacts, Traffic, require_identical_processors, require_one_site_per_org,
     require_scheduler,
 )
-from gridemu.model.checks import check_number, choice
+from gridemu.model.checks import check_number
 from gridemu.model.errors import InvariantError, ScenarioError
 
 
 MODES = ("replicated", "aggregates")
 
 
-def check(params: dict[str, Any], scenario: ScenarioFacts) -> None:
-    """Settings of the thesis ch. 5 protocol: ``alpha`` ("meta": MOLBA(2), else MOLBA(3), as
-    section 5.6.1; or a number ≥ 1 for MOLBA(α)), ``ilba`` (balance MOLBA's schedule),
-    ``retries`` (other hosts a refused request tries before the job runs at home),
-    ``mode``: ``replicated`` (every site broadcasts its jobs and computes the same central
-    plan) or ``aggregates`` (sites publish four numbers each to an aggregator, which shares
-    the hosts among the overloaded sites; hosts grant requested slots on their own books:
-    ``brokers/molba/aggregates.py``), and ``machines``: which organizations bring
-    their machine, ``all`` (section 5.1's model, the default) or ``owners`` (only those that
-    own a job: the reading of Tables 5.1 and 5.2, ``brokers.molba.algorithm.owners_only``).
-    The name says what the setting changes, the machines of the instance: a site that owns no
-    job stays in the run (it still reports and answers) but hosts nothing and counts in no
-    bound."""
-    alpha = params.get("alpha", "meta")
-    if alpha != "meta":
-        alpha = check_number("protocol.alpha", alpha)
-        if not 1 <= alpha < math.inf:
-            raise ScenarioError("protocol.alpha", f'must be "meta" or a number >= 1 (MOLBA(α), thesis 5.5.2), got {alpha!r}')
-    params["alpha"] = alpha
-    flag(params, "ilba", True)
-    params["retries"] = int(check_number("protocol.retries", params.get("retries", 1), nonneg=True, integer=True))
-    params["mode"] = choice("protocol.mode", params.get("mode", "replicated"), MODES)
-    params["machines"] = choice("protocol.machines", params.get("machines", "all"), MACHINES)
-    require_scheduler("molba", scenario, "planned", "runs the schedule it plans")
-    require_identical_processors("molba", scenario, " everywhere (thesis 5.1)")
-    require_one_site_per_org("molba", scenario, " (organization k owns machine k)")
-    wl = scenario.workload
-    kind = wl.get("kind", "poisson")
-    if kind not in ("rigid", "jobs"):
-        raise ScenarioError("workload.kind", f"the molba protocol schedules off-line instances: rigid or jobs (all released at 0), got {kind!r}")
-    for i, row in enumerate(wl.get("list", []) if kind == "jobs" else []):
-        if isinstance(row, dict) and row.get("release", 0) != 0:
-            raise ScenarioError(f"workload.list[{i}].release", "the molba protocol's model has no release dates (thesis 5.1): give 0")
+def check_alpha(key: str, alpha: Any, scenario: ScenarioFacts) -> str | float:
+    if alpha == "meta":
+        return alpha
+    alpha = check_number(key, alpha)
+    if not 1 <= alpha < math.inf:
+        raise ScenarioError(key, f'must be "meta" or a number >= 1 (MOLBA(α), thesis 5.5.2), got {alpha!r}')
+    return alpha
 
+
+@dataclass(frozen=True)
+class MolbaParams(Params):
+    """Settings of the thesis ch. 5 protocol."""
+
+    alpha: str | float = param("meta", '"meta": MOLBA(2), else MOLBA(3), as section 5.6.1; or a number >= 1 for MOLBA(α)', check=check_alpha, kind='"meta" or number')
+    ilba: bool = param(True, "balance MOLBA's schedule with ILBA (Algorithm 5.4)")
+    retries: int = param(1, "other hosts a refused request tries before the job runs at home", nonneg=True)
+    mode: str = param(
+        "replicated", "replicated: every site broadcasts its jobs and computes the same central plan; aggregates: sites "
+        "publish four numbers each to an aggregator, which shares the hosts among the overloaded sites, and hosts grant "
+        "requested slots on their own books (brokers/molba/aggregates.py)", choices=MODES,
+    )
+    machines: str = param(
+        "all", "which organizations bring their machine: all (section 5.1's model) or owners (only those that own a job: "
+        "the reading of Tables 5.1 and 5.2); a site that owns no job then stays in the run but hosts nothing and counts in "
+        "no bound", choices=MACHINES,
+    )
+
+    def validate(self, scenario: ScenarioFacts) -> MolbaParams:
+        require_scheduler("molba", scenario, "planned", "runs the schedule it plans")
+        require_identical_processors("molba", scenario, " everywhere (thesis 5.1)")
+        require_one_site_per_org("molba", scenario, " (organization k owns machine k)")
+        wl = scenario.workload
+        kind = wl.get("kind", "poisson")
+        if kind not in ("rigid", "jobs"):
+            raise ScenarioError("workload.kind", f"the molba protocol schedules off-line instances: rigid or jobs (all released at 0), got {kind!r}")
+        for i, row in enumerate(wl.get("list", []) if kind == "jobs" else []):
+            if isinstance(row, dict) and row.get("release", 0) != 0:
+                raise ScenarioError(f"workload.list[{i}].release", "the molba protocol's model has no release dates (thesis 5.1): give 0")
+        return self
 
 
 def instance(jobs: pd.DataFrame | np.ndarray, site_procs: list[int], speed: float = 1.0) -> list[Job]:
@@ -70,7 +77,7 @@ def instance(jobs: pd.DataFrame | np.ndarray, site_procs: list[int], speed: floa
     ]
 
 
-def molba_summary(submitted: np.ndarray, table: pd.DataFrame, site_procs: list[int], speed: float, params: dict[str, Any], t0: float) -> dict[str, Any]:
+def molba_summary(submitted: np.ndarray, table: pd.DataFrame, site_procs: list[int], speed: float, params: MolbaParams, t0: float) -> dict[str, Any]:
     """The ``protocol`` section of a molba run's summary, and its guarantee checks.
 
     The reference (``brokers.molba.algorithm``) runs on the whole instance, with the
@@ -81,12 +88,12 @@ def molba_summary(submitted: np.ndarray, table: pd.DataFrame, site_procs: list[i
     organization or job, if the executed schedule breaks a guarantee or runs a job on a site
     that brought no machine.
     """
-    reading = params.get("machines", "all")
+    reading = params.machines
     jobs, machines, orgs = instance_for(reading, instance(submitted, site_procs, speed), list(site_procs))
     index = {k: i for i, k in enumerate(orgs)}  # site id -> machine of the instance
-    alpha = params.get("alpha", "meta")
+    alpha = params.alpha
     # The reference, computed here on the whole instance: never the agents' own plans.
-    plan = molba_plan(tuple(sorted(jobs, key=lambda j: j.id)), tuple(machines), None if alpha == "meta" else float(alpha), bool(params.get("ilba", True)))
+    plan = molba_plan(tuple(sorted(jobs, key=lambda j: j.id)), tuple(machines), None if alpha == "meta" else float(alpha), params.ilba)
     lb = lower_bound(jobs, machines)
     out: dict[str, Any] = {
         "name": "molba",
@@ -118,7 +125,7 @@ def molba_summary(submitted: np.ndarray, table: pd.DataFrame, site_procs: list[i
             Placement(int(r.job_id), index[int(r.exec_site)], float(r.start) - t0, ())
             for r in table[["job_id", "exec_site", "start"]].itertuples()
         ]
-        if params.get("mode", "replicated") == "replicated":
+        if params.mode == "replicated":
             problems = guarantee_violations(plan, jobs, machines, executed)
         else:
             # The decentralized mode promises only that no organization ends later than alone;
@@ -150,8 +157,8 @@ def local_table(jobs: pd.DataFrame, machines: list[int], t0: float) -> pd.DataFr
 
 def summary(facts: RunFacts) -> dict[str, Any]:
     sites = facts.scenario.sites
-    t0 = plan_time(facts.scenario.max_latency, facts.protocol["retries"])
-    return molba_summary(facts.submitted, facts.jobs, [s.procs for s in sites], sites[0].speeds[0], facts.protocol, t0)
+    t0 = plan_time(facts.scenario.max_latency, facts.params.retries)
+    return molba_summary(facts.submitted, facts.jobs, [s.procs for s in sites], sites[0].speeds[0], facts.params, t0)
 
 
 def gantt_compare(jobs: pd.DataFrame, sites: pd.DataFrame, proto: dict[str, Any]) -> GanttCompare:
@@ -161,19 +168,19 @@ def gantt_compare(jobs: pd.DataFrame, sites: pd.DataFrame, proto: dict[str, Any]
     return GanttCompare(f"local (makespan {proto['makespan_local']:g})", local, f"{name}, executed (makespan {proto['makespan']:g})")
 
 
-def agent(site, grid: GridInfo, params: dict[str, Any]) -> MolbaAgent | MolbaAggregatesAgent:
-    return (MolbaAggregatesAgent if params["mode"] == "aggregates" else MolbaAgent)(site, grid, params)
+def agent(site, grid: GridInfo, params: MolbaParams) -> MolbaAgent | MolbaAggregatesAgent:
+    return (MolbaAggregatesAgent if params.mode == "aggregates" else MolbaAgent)(site, grid, params)
 
 
-def traffic(params: dict[str, Any], n: int, degree: float) -> Traffic:
-    if params["mode"] == "aggregates":
+def traffic(params: MolbaParams, n: int, degree: float) -> Traffic:
+    if params.mode == "aggregates":
         return Traffic(per_job=0.0, what=f"{2 * (n - 1):,} to aggregate the loads, then 3 per job an overloaded site offers")
     return Traffic(per_job=n - 1, what="each job offered to every other site, not requests and grants")
 
 
 PROTOCOL = Protocol(
     "molba", agent, "MOLBA(α) and ILBA planned over messages, replicated at every site or from published aggregates (mode)",
-    keys=("alpha", "ilba", "retries", "mode", "machines"), messages=MESSAGES + AGGREGATE_MESSAGES, check=check, summary=summary,
+    params=MolbaParams, messages=MESSAGES + AGGREGATE_MESSAGES, summary=summary,
     traffic=traffic, report=Report(gantt_compare=gantt_compare), capabilities=frozenset({"starts_jobs"}),
 )
 

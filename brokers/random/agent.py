@@ -6,15 +6,16 @@ A job that arrived by transfer is never brokered again.
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Sequence
 
 import numpy as np
 
 from gridemu.brokers.agent import Agent, GridInfo
+from gridemu.brokers.params import Params
 from gridemu.model.rng import PURPOSE_BROKER, site_rngs
 
 
-def random_routes(grid: GridInfo, site_ids: Sequence[int], n_jobs: Sequence[int], params: dict[str, Any] | None = None) -> list[np.ndarray]:
+def random_routes(grid: GridInfo, site_ids: Sequence[int], n_jobs: Sequence[int], params: Params | None = None) -> list[np.ndarray]:
     """The random broker's decision: each of a site's submitted jobs (``n_jobs`` of them), in
     submission order, goes to a site drawn uniformly from all sites (its own included), or
     in a network topology from the site itself and its neighbors, from the site's own
@@ -34,7 +35,7 @@ class RandomBrokerAgent(Agent):
     name = "random"
     intercepts_arrivals = True
 
-    def __init__(self, site, grid: GridInfo, params: dict[str, Any]):
+    def __init__(self, site, grid: GridInfo, params: Params):
         super().__init__(site, grid, params)
         self.routes = random_routes(grid, [site.site_id], [site.n_local], params)[0].tolist()
 

@@ -2,10 +2,11 @@
 from __future__ import annotations
 
 from gridemu.brokers.random.agent import RandomBrokerAgent, random_routes
+from gridemu.brokers.params import Params
 from gridemu.brokers.protocol import Protocol, Traffic
 
 
-def traffic(params: dict, n: int, degree: float) -> Traffic:
+def traffic(params: Params, n: int, degree: float) -> Traffic:
     return Traffic(per_job=degree / (degree + 1), what="a transfer for each job drawn to another site")
 
 

@@ -35,7 +35,7 @@ starts at 0); the summary computes the same scores on its own from the job table
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -43,6 +43,9 @@ from gridemu.brokers.agent import Agent, GridInfo
 from gridemu.brokers.scheduling_game.game import MOVES, Listing, broke_promise, machine_order, next_move, round_plan
 from gridemu.model.errors import InvariantError
 from gridemu.model.messages import message
+
+if TYPE_CHECKING:  # pragma: no cover
+    from gridemu.brokers.scheduling_game.protocol import SchedulingGameParams
 
 #: Step 2: one job a machine holds (its record: id, owner, size); ``last`` = 1 on the closing
 #: row (a machine with no job sends that row alone, with no job).
@@ -82,16 +85,16 @@ class DedicatedAgent(Agent):
     intercepts_arrivals = True
     record_columns = ("time", "period", "site", "level", "move", "broken")
 
-    def __init__(self, site, grid: GridInfo, params: dict[str, Any]):
+    def __init__(self, site, grid: GridInfo, params: SchedulingGameParams):
         super().__init__(site, grid, params)
         me = site.site_id
-        self.period = float(params["period"])
-        self.rounds = int(params["rounds"])
-        self.coordinator = int(params["coordinator"])
-        self.strategy = params["strategy"][me]
-        self.proposal = params["proposal"]
-        self.pick = params["pick"]
-        self.max_steps = params["max_steps"]
+        self.period = params.period
+        self.rounds = params.rounds
+        self.coordinator = params.coordinator
+        self.strategy = params.strategy[me]
+        self.proposal = params.proposal
+        self.pick = params.pick
+        self.max_steps = params.max_steps
         self.lat = grid.max_latency
         self.slots: dict[int, list[int]] = {}  # round -> slots of the jobs this machine runs
         self.orders: dict[int, dict[int, int]] = {}  # round -> job id -> proposed position

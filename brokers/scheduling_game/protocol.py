@@ -13,6 +13,7 @@ A machine that ran an order its strategy does not allow stops the run.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -22,8 +23,9 @@ from gridemu.brokers.scheduling_game.dedicated import machine_sums, mjf_grid, sp
 from gridemu.brokers.scheduling_game.game import (
     MOVES, PICKS, PROPOSALS, STRATEGIES, Listing, broke_promise, instance_of, next_move, owner_sequence, propose,
 )
+from gridemu.brokers.params import Params, param
 from gridemu.brokers.protocol import Protocol, Report, RunFacts, ScenarioFacts, Traffic, require_one_site_per_org, require_scheduler
-from gridemu.model.checks import check_number, check_sequential, choice, per_site_choices
+from gridemu.model.checks import check_sequential
 from gridemu.model.errors import InvariantError, ScenarioError
 
 #: EW and AEW walks stop after this many steps by default (as docs/results/dedicated_tables.py
@@ -33,33 +35,43 @@ MAX_STEPS = 50_000
 MAX_ROUND_ROWS = 5000
 
 
-def check(params: dict[str, Any], scenario: ScenarioFacts) -> None:
-    """``strategy`` (per site: follow, mjf, spt, tit-for-tat, grim; default follow),
-    ``proposal`` (aew, dyn, ew, spt; default aew), ``pick`` (min-max or min-sum; default
-    min-max), ``max_steps`` (the most steps of an EW or AEW walk; default 50,000) and
-    ``coordinator`` (the site of the grid scheduler; default 0)."""
-    n = len(scenario.sites)
-    params["strategy"] = per_site_choices("protocol.strategy", params.get("strategy", "follow"), n, STRATEGIES)
-    params["proposal"] = choice("protocol.proposal", params.get("proposal", "aew"), PROPOSALS)
-    params["pick"] = choice("protocol.pick", params.get("pick", "min-max"), PICKS)
-    params["max_steps"] = int(check_number("protocol.max_steps", params.get("max_steps", MAX_STEPS), positive=True, integer=True, most=1e12))
-    coordinator = check_number("protocol.coordinator", params.get("coordinator", 0), nonneg=True, integer=True)
-    if coordinator >= n:
-        raise ScenarioError("protocol.coordinator", f"must name a site by its index, 0 to {n - 1}, got {int(coordinator)}")
-    params["coordinator"] = int(coordinator)
-    require_scheduler("scheduling_game", scenario, "planned", "runs each machine's jobs in the order its strategy chooses")
-    require_one_site_per_org("scheduling_game", scenario, " (organization k owns machine k)")
-    if any(s.procs != 1 or s.speeds[0] != 1.0 for s in scenario.sites):
-        raise ScenarioError("sites.procs", "the scheduling_game protocol's machines have one processor of speed 1 (thesis 3.1): sizes are run times")
-    kind = scenario.workload.get("kind", "poisson")
-    if kind not in ("dedicated", "jobs", "csv"):
-        raise ScenarioError("workload.kind", f'the scheduling_game protocol runs dedicated jobs: kind "dedicated", or a job list with a target column, got {kind!r}')
+@dataclass(frozen=True)
+class SchedulingGameParams(Params):
+    """The game's settings; ``period`` and ``rounds`` are the workload's (``check_jobs``)."""
+
+    strategy: tuple[str, ...] = param(
+        "follow", "per site: follow (the proposal), mjf (My Jobs First), spt, tit-for-tat (MJF the round after one in which a "
+        "machine ran its jobs later than promised), grim (MJF for ever after)", choices=STRATEGIES, per_site=True,
+    )
+    proposal: str = param(
+        "aew", "the grid scheduler's set: aew (Adjusted Equitable Walk, u_k >= 0), dyn (DYN's exact acceptable equitable "
+        "set), ew (Equitable Walk on C_k, unconstrained), spt", choices=PROPOSALS,
+    )
+    pick: str = param("min-max", "which solution: min-max (largest least gain; least max C_k for ew) or min-sum", choices=PICKS)
+    max_steps: int = param(MAX_STEPS, "the most steps of an EW or AEW walk", positive=True, most=1e12)
+    coordinator: int = param(0, "the site of the grid scheduler", nonneg=True)
+    period: float = param(math.inf, "P, the time between rounds: the second release time", derived=True)
+    rounds: int = param(0, "rounds in the workload", derived=True)
+
+    def validate(self, scenario: ScenarioFacts) -> SchedulingGameParams:
+        n = len(scenario.sites)
+        if self.coordinator >= n:
+            raise ScenarioError("protocol.coordinator", f"must name a site by its index, 0 to {n - 1}, got {self.coordinator}")
+        require_scheduler("scheduling_game", scenario, "planned", "runs each machine's jobs in the order its strategy chooses")
+        require_one_site_per_org("scheduling_game", scenario, " (organization k owns machine k)")
+        if any(s.procs != 1 or s.speeds[0] != 1.0 for s in scenario.sites):
+            raise ScenarioError("sites.procs", "the scheduling_game protocol's machines have one processor of speed 1 (thesis 3.1): sizes are run times")
+        kind = scenario.workload.get("kind", "poisson")
+        if kind not in ("dedicated", "jobs", "csv"):
+            raise ScenarioError("workload.kind", f'the scheduling_game protocol runs dedicated jobs: kind "dedicated", or a job list with a target column, got {kind!r}')
+        return self
 
 
-def check_jobs(params: dict[str, Any], jobs: np.ndarray, scenario: ScenarioFacts) -> None:
+def check_jobs(params: SchedulingGameParams, jobs: np.ndarray, scenario: ScenarioFacts) -> SchedulingGameParams:
     """Every job names its machine; rounds start at 0, P, 2P, ... (all of a round's jobs
     released together); a round's busiest machine finishes with time to spare for the
-    messages before the next round (load + 4 L <= P). Fills ``period`` and ``rounds``."""
+    messages before the next round (load + 4 L <= P). Returns the parameters with
+    ``period`` and ``rounds``."""
     n = len(scenario.sites)
     check_sequential(jobs, "the scheduling_game protocol")
     bad = np.flatnonzero((jobs["target_site"] < 0) | (jobs["target_site"] >= n))
@@ -86,12 +98,12 @@ def check_jobs(params: dict[str, Any], jobs: np.ndarray, scenario: ScenarioFacts
             "workload.period", f"round {r}'s machine {scenario.sites[l].name} runs {load[r, l]:g} time units of jobs, and the "
             f"messages take {(START_DELAYS + 1) * scenario.max_latency:g} more: rounds must be at least {need:g} apart, they are {period:g}",
         )
-    params["period"], params["rounds"] = period, int(rounds.max()) + 1
+    return replace(params, period=period, rounds=int(rounds.max()) + 1)
 
 
 def summary(facts: RunFacts) -> dict[str, Any]:
-    params, sites = facts.protocol, facts.scenario.sites
-    n, period, lat = len(sites), params["period"], facts.scenario.max_latency
+    params, sites = facts.params, facts.scenario.sites
+    n, period, lat = len(sites), params.period, facts.scenario.max_latency
     sub = facts.submitted
     table = facts.jobs.set_index("job_id").loc[sub["job_id"]]
     if (table["exec_site"].to_numpy() != sub["target_site"]).any():
@@ -102,14 +114,14 @@ def summary(facts: RunFacts) -> dict[str, Any]:
     history: list[list[int]] = [[] for _ in range(n)]
     rows, totals = [], {"mjf": 0.0, "spt": 0.0, "proposal": 0.0, "executed": 0.0}
     played = [{m: 0 for m in MOVES} for _ in range(n)]
-    for r in range(int(params["rounds"])):
+    for r in range(params.rounds):
         mask = rounds == r
         if np.isnan(end[mask]).any():
             break  # the horizon cut this round: it is not scored
         ids, owners, targets, sizes = sub["job_id"][mask], sub["owner"][mask], sub["target_site"][mask], sub["size"][mask]
         listings = [[Listing(int(i), int(k), float(p)) for i, k, p, t in zip(ids, owners, sizes, targets) if t == l] for l in range(n)]
         instance, _ = instance_of(listings)
-        grids = {"follow": propose(instance, params["proposal"], params["pick"], params["max_steps"]), "mjf": mjf_grid(instance), "spt": spt_grid(instance)}
+        grids = {"follow": propose(instance, params.proposal, params.pick, params.max_steps), "mjf": mjf_grid(instance), "spt": spt_grid(instance)}
         s0 = start_time(round_release(r, period), lat)
         c_exec = np.zeros((n, n))  # [k, l]
         np.add.at(c_exec, (owners, targets), end[mask] - s0)
@@ -121,11 +133,11 @@ def summary(facts: RunFacts) -> dict[str, Any]:
             on = targets == l
             ran = owner_sequence(owners[on], start[mask][on])
             allowed = [m for m in MOVES if tuple(grids[m][l]) == ran]
-            expected = next_move(params["strategy"][l], history[l])
+            expected = next_move(params.strategy[l], history[l])
             if expected not in allowed:
                 raise InvariantError(
                     f"round {r}: machine {sites[l].name} ran its jobs as {' '.join(map(str, ran))} (owners in start order), "
-                    f"not as {params['strategy'][l]} plays it ({expected}) after the promises broken before: {history[l]}"
+                    f"not as {params.strategy[l]} plays it ({expected}) after the promises broken before: {history[l]}"
                 )
             moves.append(expected)
             played[l][expected] += 1
@@ -149,13 +161,13 @@ def summary(facts: RunFacts) -> dict[str, Any]:
     for k in range(n):
         mine = [row for row in rows if row["org"] == k]
         per_org.append({
-            "org": k, "strategy": params["strategy"][k], "moves": played[k],
+            "org": k, "strategy": params.strategy[k], "moves": played[k],
             "payoff_mean": float(np.mean([row["u"] for row in mine])) if mine else None,
             "payoff_if_all_follow": float(np.mean([row["u_proposal"] for row in mine])) if mine else None,
         })
     out = {
-        "name": "scheduling_game", "rounds": int(params["rounds"]), "rounds_scored": scored, "period": period, "start_delay": START_DELAYS * lat,
-        "proposal": params["proposal"], "pick": params["pick"], "coordinator": params["coordinator"],
+        "name": "scheduling_game", "rounds": params.rounds, "rounds_scored": scored, "period": period, "start_delay": START_DELAYS * lat,
+        "proposal": params.proposal, "pick": params.pick, "coordinator": params.coordinator,
         "sum_C": totals, "per_org": per_org,
         # Section 3.7.1's sum score of what was executed against MJF, over all scored rounds.
         "sum_score_executed": 1.0 - totals["executed"] / totals["mjf"] if totals["mjf"] else None,
@@ -168,14 +180,14 @@ def summary(facts: RunFacts) -> dict[str, Any]:
     return out
 
 
-def traffic(params: dict[str, Any], n: int, degree: float) -> Traffic:
+def traffic(params: SchedulingGameParams, n: int, degree: float) -> Traffic:
     return Traffic(per_job=4.0, what="per job a transfer, a listing, an order and a completion note (fewer for jobs on their own machine), and N² promises a round")
 
 
 PROTOCOL = Protocol(
     "scheduling_game", DedicatedAgent,
     "the scheduling game on dedicated machines (thesis ch. 3): a grid scheduler proposes, each machine's owner decides",
-    keys=("strategy", "proposal", "pick", "max_steps", "coordinator"), messages=MESSAGES, check=check, check_jobs=check_jobs,
+    params=SchedulingGameParams, messages=MESSAGES, check_jobs=check_jobs,
     summary=summary, traffic=traffic, report=Report(level_label="payoff u_k = C_k(MJF) - C_k", level_range=None),
     capabilities=frozenset({"starts_jobs", "targets"}),
 )
