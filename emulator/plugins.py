@@ -39,34 +39,41 @@ def protocol_of(spec: "ShardSpec") -> Protocol:
     return spec.plugin if spec.plugin is not None else registry.get(spec.protocol)
 
 
+def _own_classes(protocol: Protocol) -> dict[str, type]:
+    """The classes of a protocol that a shard's state holds instances of: its agent and its
+    keys' dataclass (every agent holds the frozen parameters)."""
+    return {"agent": protocol.agent, "params": protocol.params}
+
+
 class _NamingPickler(pickle.Pickler):
-    def __init__(self, file: io.BytesIO, agent: type):
+    def __init__(self, file: io.BytesIO, protocol: Protocol):
         super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
-        self.agent = agent
+        self.names = {id(cls): name for name, cls in _own_classes(protocol).items()}
 
     def persistent_id(self, obj: Any) -> Any:
-        return "agent" if obj is self.agent else None
+        return self.names.get(id(obj)) if isinstance(obj, type) else None
 
 
 class _NamingUnpickler(pickle.Unpickler):
     def __init__(self, file: io.BytesIO, protocol: Protocol):
         super().__init__(file)
         self.protocol = protocol
+        self.classes = _own_classes(protocol)
 
     def persistent_load(self, pid: Any) -> Any:
-        if pid != "agent":
-            raise pickle.UnpicklingError(f"a shard's state names {pid!r}, not the agent of the {self.protocol.name} protocol")
-        return self.protocol.agent
+        if pid not in self.classes:
+            raise pickle.UnpicklingError(f"a shard's state names {pid!r}, not a class of the {self.protocol.name} protocol")
+        return self.classes[pid]
 
 
 def dump_shard(shard: "Shard", protocol: Protocol) -> bytes:
-    """A shard's state as bytes. The agent class of a protocol that is not shipped is named,
-    not pickled: a by-value class (Ray) cannot be found by its module, and a checkpoint
+    """A shard's state as bytes. The agent and parameter classes of a protocol that is not
+    shipped are named, not pickled: a by-value class (Ray) cannot be found by its module, and a checkpoint
     must not import the user's module when it is read."""
     if registry.is_shipped(protocol):
         return pickle.dumps(shard, protocol=pickle.HIGHEST_PROTOCOL)
     buf = io.BytesIO()
-    _NamingPickler(buf, protocol.agent).dump(shard)
+    _NamingPickler(buf, protocol).dump(shard)
     return buf.getvalue()
 
 

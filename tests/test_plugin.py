@@ -254,7 +254,7 @@ def test_the_docs_example_imports_gridemu_plugin_alone():
     code = doc_block("scatter.py")
     imports = re.findall(r"^(?:from|import) (\S+)", code, re.M)
     assert [m for m in imports if m.startswith("gridemu")] == ["gridemu.plugin"]
-    assert set(imports) <= {"__future__", "typing", "gridemu.plugin"}
+    assert set(imports) <= {"__future__", "dataclasses", "typing", "gridemu.plugin"}
 
 
 def test_the_docs_plugin_example_runs_in_process_and_on_ray(ray_session, doc_folder, monkeypatch):
