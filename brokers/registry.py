@@ -16,7 +16,7 @@ from gridemu.brokers.protocol import Protocol
 #: one protocol it runs (0.11 s of imports for all of them).
 SHIPPED: tuple[str, ...] = (
     "local", "random", "averaging", "averaging_game", "bilb", "molba", "gm", "fairshare", "directcontr",
-    "scheduling_game",
+    "scheduling_game", "power_of_d",
 )
 
 

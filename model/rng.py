@@ -19,6 +19,7 @@ PURPOSE_MESSAGE_FAULTS = 8  # faults: whether a message a site sends is lost or 
 PURPOSE_GM_SAMPLE = 9  # decentralized GM: the sites a site asks
 PURPOSE_DC_SAMPLE = 10  # decentralized DIRECTCONTR: the sites a site asks
 PURPOSE_DEDICATED = 11  # dedicated workloads (thesis ch. 3): the jobs for a machine, round after round
+PURPOSE_POWER_OF_D = 12  # power of d choices: the d sites each new job compares its own with
 
 
 def site_rng(seed: int, site_id: int, purpose: int) -> np.random.Generator:
