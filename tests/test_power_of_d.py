@@ -244,6 +244,7 @@ def test_faults_give_one_job_table_for_any_shard_count():
         ("d", -1, "must be >= 0"),
         ("d", 1.5, "must be an integer"),
         ("d", "two", "must be a number"),
+        ("d", 2e9, "must be at most 1000"),
         ("period", 0.0, "must be > 0"),
         ("period", -3.0, "must be > 0"),
         ("period", float("inf"), "must be a finite number"),

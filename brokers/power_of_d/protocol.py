@@ -9,11 +9,14 @@ from gridemu.brokers.power_of_d.agent import REPORT, PowerOfDAgent
 from gridemu.brokers.protocol import Protocol, RunFacts, ScenarioFacts, Traffic
 from gridemu.model.checks import check_number
 
+MAX_D = 1000
+
 
 def check(params: dict[str, Any], scenario: ScenarioFacts) -> None:
     """``d``: how many neighbors (drawn with replacement) each new job compares its site
-    with, an integer >= 0 (0: every job stays); ``period``: time between two load reports."""
-    params["d"] = int(check_number("protocol.d", params.get("d", 2), nonneg=True, integer=True))
+    with, an integer from 0 (every job stays) to 1000 (each site draws d samples for each of
+    its jobs at the start); ``period``: time between two load reports."""
+    params["d"] = int(check_number("protocol.d", params.get("d", 2), nonneg=True, integer=True, most=MAX_D))
     params["period"] = float(check_number("protocol.period", params.get("period", 10.0), positive=True, finite=True))
 
 
