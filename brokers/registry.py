@@ -17,7 +17,7 @@ from gridemu.model.errors import ScenarioError
 #: one protocol it runs (0.11 s of imports for all of them).
 SHIPPED: tuple[str, ...] = (
     "local", "random", "averaging", "averaging_game", "bilb", "molba", "gm", "fairshare", "directcontr",
-    "scheduling_game",
+    "scheduling_game", "power_of_d",
 )
 
 

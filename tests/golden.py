@@ -26,6 +26,7 @@ OVERRIDES: dict[str, dict] = {
     **{name: _CH4 for name in ("averaging-game", "averaging-game-learning", "averaging-game-overloaded", "bilb", "bilb-learning", "bilb-overloaded")},
     **{name: {"run.horizon": 20000.0} for name in ("fairshare-idle", "fairshare-imbalanced", "fairshare-swegrid")},
     "shapley-scale": {"sites.count": 30},
+    "power-of-d": {"sites.count": 100, "workload.jobs": 10000},
 }
 #: Runs beyond the shipped scenarios, so every protocol is covered: name -> (scenario, overrides).
 EXTRA: dict[str, tuple[str, dict]] = {

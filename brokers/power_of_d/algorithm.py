@@ -1,0 +1,40 @@
+"""The power of d choices (Mitzenmacher), as pure functions: the choice and the samples.
+
+The agent that runs them over messages is ``brokers/power_of_d/agent.py``; the centralized
+simulator that runs them on the whole state is ``brokers/power_of_d/reference.py``.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from gridemu.model.rng import PURPOSE_POWER_OF_D, site_rng
+
+
+def power_of_d_choice(own_load: float, sampled_loads: Sequence[float]) -> int:
+    """Mitzenmacher's "power of d choices" (supermarket model; stale loads: "How useful is
+    old information?", IEEE TPDS 11(1), 2000): a new job goes to the least loaded of its
+    own site and the d sampled ones. Returns the position of the chosen sample in
+    ``sampled_loads``, or -1 for the site itself. Ties go to the site itself (a job moves
+    only to a strictly smaller load), then to the earliest sample."""
+    best, choice = own_load, -1
+    for i, load in enumerate(sampled_loads):
+        if load < best:
+            best, choice = load, i
+    return choice
+
+
+def power_of_d_samples(seed: int, site_id: int, neighbors: "Sequence[int] | None", n_sites: int, n_jobs: int, d: int) -> list[list[int]]:
+    """The d sites (with replacement) each of a site's ``n_jobs`` submitted jobs compares
+    itself with, in submission order: among its ``neighbors``, or every other site when
+    ``neighbors`` is None (the full graph). One vectorized draw from the site's own stream;
+    numpy's bounded integers keep their buffer in the bit generator, so row k holds what
+    the k-th of ``n_jobs`` calls of ``Agent.random_neighbors(rng, d)`` would draw."""
+    if d == 0 or n_jobs == 0 or n_sites < 2 or (neighbors is not None and not len(neighbors)):
+        return [[] for _ in range(n_jobs)]
+    rng = site_rng(seed, site_id, PURPOSE_POWER_OF_D)
+    if neighbors is None:
+        k = rng.integers(n_sites - 1, size=(n_jobs, d))
+        return (k + (k >= site_id)).tolist()
+    return np.asarray(neighbors, dtype=np.int64)[rng.integers(len(neighbors), size=(n_jobs, d))].tolist()
