@@ -20,7 +20,7 @@ from gridemu.emulator.cli import main
 from gridemu.model.checks import check_number
 from gridemu.model.messages import message
 
-HELLO = message("hello", hops="value", job_id="job_id")
+HELLO = message("hello", hops=int, job_id=int)
 
 
 class RelayAgent(Agent):

@@ -37,10 +37,10 @@ from gridemu.model.messages import message
 from gridemu.model.rng import PURPOSE_GOSSIP, site_rng
 
 #: A site's load report for one round: L_k and the round number.
-LOAD = message("load", load="value", round="value2")
+LOAD = message("load", load=float, round=int)
 #: Gossip: the initiator's load, and the answer of the neighbor it drew.
-GOSSIP = message("gossip", load="value", round="value2")
-GOSSIP_REPLY = message("gossip_reply", load="value", round="value2")
+GOSSIP = message("gossip", load=float, round=int)
+GOSSIP_REPLY = message("gossip_reply", load=float, round=int)
 EXCHANGES = ("neighbors", "gossip")
 
 
