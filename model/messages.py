@@ -126,6 +126,8 @@ class MessageKind:
             what = f"message kind {name!r}: field {field!r}"
             if not field.isidentifier() or keyword.iskeyword(field) or field.startswith("_") or field in taken:
                 raise ValueError(f"{what}: the name is taken or not allowed (routing fields, job, kind{', the job columns' if job else ''}, a leading _)")
+            if isinstance(declared, str):  # the form before typed fields named a column
+                raise ValueError(f"{what}: declare its type (float, int, bool or (float, n)), not a column ({declared!r})")
             base, n = declared if isinstance(declared, tuple) and len(declared) == 2 else (declared, None)
             if not isinstance(base, type) or base not in _CAST or (n is not None and (not isinstance(n, int) or isinstance(n, bool) or n < 1)):
                 raise ValueError(f"{what}: type {_spelled(declared)} is none of float, int, bool or (float|int|bool, n) with n >= 1")

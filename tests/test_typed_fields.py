@@ -87,7 +87,7 @@ def test_a_job_goes_only_in_a_kind_that_carries_one():
         ({"a": (int, N_INT - 1), "b": bool, "c": int}, rf"field 'c' \(int\) does not fit: a message has {N_INT} int"),
         ({"a": str}, r"field 'a': type str is none of float, int, bool"),
         ({"a": (float, 0)}, r"field 'a': type \(float, 0\) is none of"),
-        ({"a": "value"}, r"field 'a': type 'value' is none of"),  # the old form: a column name
+        ({"a": "value"}, r"field 'a': declare its type \(float, int, bool or \(float, n\)\), not a column \('value'\)"),
         ({"a": [float]}, r"field 'a': type \[<class 'float'>\] is none of"),
         ({"a": (float, 2, 3)}, r"field 'a': type \(<class 'float'>, 2, 3\) is none of"),
         ({"class": float}, r"field 'class': the name is taken or not allowed"),
