@@ -1,8 +1,9 @@
 """What one window's exchange costs on Ray, apart from any simulation.
 
 Each of S actors plays a shard: per window it gets the batches the others sent it in the
-last window and returns one batch of ``--rows`` message rows (``MSG_DTYPE``, 130 bytes a
-row) for every other shard, and a small status record. Four ways to run that exchange:
+last window and returns one batch of ``--rows`` message rows (``MSG_DTYPE``, 178 bytes a
+row; 130 before the typed payload slots, when docs/benchmarks.md measured it) for every
+other shard, and a small status record. Four ways to run that exchange:
 
 * ``tasks``: one actor task per shard and window with ``num_returns`` = shards + 1: one
   object a destination, each handed on as an object reference (through Ray's object store

@@ -1,27 +1,41 @@
 """Messages between sites, moved as columnar batches (numpy structured arrays).
 
-Every message has the same columns (``MSG_DTYPE``): routing (delivery time, source,
-source sequence number, destination, send time, kind code), two numbers and a whole job
-record. What those payload columns mean depends on the message's *kind*: a protocol
-declares each kind it sends with :func:`message`, naming the payload fields it uses and
-the column each is stored in, e.g. ``message("load", load="value", round="value2")``.
+Every message has the same columns (``MSG_DTYPE``), so a batch of any kinds is one array:
+routing (delivery time, source, source sequence number, destination, send time, kind code),
+typed payload slots (``N_FLOAT`` f8 columns ``f0..``, ``N_INT`` i8 columns ``i0..``) and a
+whole job record. A protocol declares each kind it sends with :func:`message`, giving each
+field a type: ``message("load", load=float, round=int, flag=bool, loads=(float, 4))``. The
+kernel stores a float in a float slot, an int or a bool in an int slot and a fixed-size array
+in as many consecutive slots of its item type, in declaration order; a kind whose fields do
+not fit is refused at declaration, naming the field.
+
 An agent sends with named fields (``site.send(now, dst, "load", load=x, round=r)``) and
 receives a named view (``msg.load``, ``msg.round``, ``msg.src``), dispatched to its
-``on_load`` method. Between shards only the arrays travel; within a window a shard
-collects rows as tuples and converts them once.
+``on_load`` method. Values are cast when the message is made (:meth:`MessageKind.payload`),
+so a row holds exactly what the array column gives back: a shard keeps its own rows as tuples
+within a window and other shards get them through an array, and both deliver the same value
+of the same type. An int field takes whole numbers only: 3, 3.0 and True give 3, 2.5 is
+refused (never rounded, as an i8 column would truncate it on one backend and not another).
+A bool field takes True, False, 0 or 1 and reads back as a bool; an array field reads back
+as a tuple. Unset fields are 0 (0.0, False, zeros).
 
 Kind codes are positions in the run's kind table (:class:`MessageKinds`: the kernel's
 kinds, then the protocol's); results name kinds, never codes.
 """
 from __future__ import annotations
 
+import keyword
+import operator
 from collections import namedtuple
-from typing import Any, Iterable
+from typing import Any, Iterable, Union
 
 import numpy as np
 
 from gridemu.model.jobs import JOB_DTYPE
 
+#: Payload slots every message has: enough for the shipped protocols' largest kinds (molba's
+#: offer: 2 floats and 3 ints; directcontr's report: 3 floats and an int) with room to spare.
+N_FLOAT, N_INT = 4, 4
 _ROUTING = [
     ("deliver", "f8"),
     ("src", "i4"),
@@ -29,11 +43,11 @@ _ROUTING = [
     ("dst", "i4"),
     ("sent", "f8"),
     ("mtype", "i2"),
-    ("value", "f8"),
-    ("value2", "f8"),
 ]
-MSG_DTYPE = np.dtype(_ROUTING + [(f"job_{name}", JOB_DTYPE[name]) for name in JOB_DTYPE.names])
-N_ROUTING = len(_ROUTING)
+_SLOTS = [(f"f{i}", "f8") for i in range(N_FLOAT)] + [(f"i{i}", "i8") for i in range(N_INT)]
+MSG_DTYPE = np.dtype(_ROUTING + _SLOTS + [(f"job_{name}", JOB_DTYPE[name]) for name in JOB_DTYPE.names])
+#: Columns before the job record (routing, then the payload slots): ``row[N_ROUTING:]`` is the job.
+N_ROUTING = len(_ROUTING) + len(_SLOTS)
 #: Where a message's job record starts: its columns are JOB_DTYPE's, in order and packed, so
 #: the record is one block of bytes (``job_block``).
 JOB_OFFSET = MSG_DTYPE.fields["job_job_id"][1]
@@ -41,56 +55,109 @@ assert all(MSG_DTYPE.fields["job_" + f][1] - JOB_OFFSET == JOB_DTYPE.fields[f][1
 assert JOB_OFFSET + JOB_DTYPE.itemsize == MSG_DTYPE.itemsize
 #: A message row without a job: zeros for the job columns, job_id -1, NaN walltime and deadline.
 NO_JOB: tuple = (-1, 0, 0, 0.0, 0.0, 0, float("nan"), 0.0, -1, 0, 0, float("nan"), -1)
-#: Payload columns a kind may name: the two numbers, then the job columns.
-PAYLOAD_COLUMNS: tuple[str, ...] = ("value", "value2") + JOB_DTYPE.names
+#: The payload slots of a message whose fields are all unset.
+NO_FIELDS: tuple = (0.0,) * N_FLOAT + (0,) * N_INT
 _VIEW_ROUTING = ("deliver", "src", "seq", "dst", "sent", "code")
 #: Agent hooks that are not messages: a kind of one of these names would shadow it.
 AGENT_HOOKS = frozenset({"start", "arrival", "complete", "timer"})
+#: A field's declared type: float, int, bool, or a fixed-size array ``(float, 4)``.
+FieldType = Union[type, tuple]
+_INT_BOUND = 2**63
+_INT_RANGE = range(-_INT_BOUND, _INT_BOUND)
+
+
+def _as_float(value: Any) -> float:
+    if isinstance(value, (str, bytes)):
+        raise TypeError("not a number")
+    return float(value)
+
+
+def _as_int(value: Any) -> int:
+    try:
+        v = operator.index(value)  # int, bool, numpy integers
+    except TypeError:
+        if isinstance(value, (str, bytes)):
+            raise TypeError("not a number") from None
+        f = float(value)
+        if not f.is_integer():
+            raise ValueError("not a whole number (an int field is never rounded: round it before sending)") from None
+        v = int(f)
+    if v not in _INT_RANGE:
+        raise ValueError("out of the 64-bit integer range")
+    return v
+
+
+def _as_bool(value: Any) -> int:
+    v = _as_int(value)
+    if v != 0 and v != 1:
+        raise ValueError("not True, False, 0 or 1")
+    return v
+
+
+_CAST = {float: _as_float, int: _as_int, bool: _as_bool}
 
 
 class MessageKind:
-    """One kind of message: its name and which payload column holds each named field.
+    """One kind of message: its name, its typed fields and the payload slot of each.
 
     ``job=True``: the message carries a whole job record (a transfer, an offered piece,
-    a reported arrival); the view's ``job`` is that record and the job columns cannot be
-    renamed. The view of a received message is a named tuple with the routing fields
-    (``deliver``, ``src``, ``seq``, ``dst``, ``sent``), the kind's fields, and the job
-    columns under their own names (``job_id``, ``size``, ...).
+    a reported arrival); the view's ``job`` is that record. The view of a received message
+    is a named tuple with the routing fields (``deliver``, ``src``, ``seq``, ``dst``,
+    ``sent``), the kind's fields and, for a kind that carries a job, the job columns under
+    their own names (``job_id``, ``size``, ...).
     """
 
-    __slots__ = ("name", "fields", "job", "view", "_slots", "_numbers", "_numbers_only")
+    __slots__ = ("name", "fields", "job", "view", "_put")
 
-    def __init__(self, name: str, job: bool = False, **fields: str):
+    def __init__(self, name: str, job: bool = False, **fields: FieldType):
         if not name.isidentifier():
             raise ValueError(f"message kind {name!r}: the name must be an identifier (agents handle it as on_{name})")
         if name in AGENT_HOOKS:
             raise ValueError(f"message kind {name!r}: on_{name} is an agent's own hook; name the kind otherwise (e.g. 'released')")
-        names = list(_VIEW_ROUTING) + list(PAYLOAD_COLUMNS)
-        slots: dict[str, int] = {}
-        for field, column in fields.items():
-            if column not in PAYLOAD_COLUMNS:
-                raise ValueError(f"message kind {name!r}: field {field!r} names no payload column {column!r} (one of {PAYLOAD_COLUMNS})")
-            if job and column not in ("value", "value2"):
-                raise ValueError(f"message kind {name!r} carries a job: field {field!r} may use only value or value2")
-            pos = PAYLOAD_COLUMNS.index(column)
-            if pos in slots.values():
-                raise ValueError(f"message kind {name!r}: two fields in column {column!r}")
-            slots[field] = pos
-            names[len(_VIEW_ROUTING) + pos] = field
+        if not isinstance(job, bool):  # also message("x", job=int): a field cannot be named job
+            raise ValueError(f"message kind {name!r}: job= is True or False (whether it carries a job record), not {job!r}")
+        taken = set(_VIEW_ROUTING) | {"job", "kind"} | (set(JOB_DTYPE.names) if job else set())
+        free = {"f": list(range(len(_ROUTING), len(_ROUTING) + N_FLOAT)), "i": list(range(len(_ROUTING) + N_FLOAT, N_ROUTING))}
+        names: list[str] = list(_VIEW_ROUTING) + ["_"] * (N_ROUTING - len(_ROUTING))
+        names += list(JOB_DTYPE.names) if job else ["_"] * len(JOB_DTYPE.names)
+        extra: dict[str, Any] = {}
+        put: dict[str, tuple] = {}
+        for field, declared in fields.items():
+            what = f"message kind {name!r}: field {field!r}"
+            if not field.isidentifier() or keyword.iskeyword(field) or field.startswith("_") or field in taken:
+                raise ValueError(f"{what}: the name is taken or not allowed (routing fields, job, kind{', the job columns' if job else ''}, a leading _)")
+            if isinstance(declared, str):  # the form before typed fields named a column
+                raise ValueError(f"{what}: declare its type (float, int, bool or (float, n)), not a column ({declared!r})")
+            base, n = declared if isinstance(declared, tuple) and len(declared) == 2 else (declared, None)
+            if not isinstance(base, type) or base not in _CAST or (n is not None and (not isinstance(n, int) or isinstance(n, bool) or n < 1)):
+                raise ValueError(f"{what}: type {_spelled(declared)} is none of float, int, bool or (float|int|bool, n) with n >= 1")
+            storage = "f" if base is float else "i"
+            k = 1 if n is None else n
+            if len(free[storage]) < k:
+                label = f"{N_FLOAT} float slots" if storage == "f" else f"{N_INT} int slots (ints and bools share them)"
+                raise ValueError(f"{what} ({_spelled(declared)}) does not fit: a message has {label} and the fields before it leave {len(free[storage])}")
+            pos, free[storage] = free[storage][0], free[storage][k:]
+            # Where it goes in the payload; the Python type a value of it may keep as it is.
+            put[field] = (pos - len(_ROUTING), base if n is None and base is not bool else None, _CAST[base], n)
+            if n is None and base is not bool:
+                names[pos] = field
+            elif n is None:
+                extra[field] = property(lambda v, i=pos: v[i] == 1)
+            elif base is bool:
+                extra[field] = property(lambda v, a=pos, b=pos + n: tuple(x == 1 for x in v[a:b]))
+            else:
+                extra[field] = property(lambda v, a=pos, b=pos + n: v[a:b])
+            taken.add(field)
         self.name = name
         self.fields = dict(fields)
         self.job = job
-        self._slots = slots
-        # Kinds whose fields all sit in the two number columns take a faster path.
-        self._numbers = [None, None]
-        for field, pos in slots.items():
-            if pos < 2:
-                self._numbers[pos] = field
-        self._numbers_only = all(pos < 2 for pos in slots.values())
-        base = namedtuple(f"{name}_message", names)
+        self._put = put
+        base_view = namedtuple(f"{name}_message", names, rename=True)
+        if job:
+            extra["job"] = property(_job_record)
         self.view = type(
-            f"{name.title()}Message", (base,),
-            {"__slots__": (), "kind": name, "job": property(_job_record), "__reduce__": lambda v, kind=self: (_view_of, (kind, tuple(v)))},
+            f"{name.title()}Message", (base_view,),
+            {"__slots__": (), "kind": name, **extra, "__reduce__": lambda v, kind=self: (_view_of, (kind, tuple(v)))},
         )
 
     def __reduce__(self) -> tuple:
@@ -99,33 +166,50 @@ class MessageKind:
         return (_kind_of, (self.name, self.job, self.fields))
 
     def payload(self, job: tuple, fields: dict[str, Any]) -> tuple:
-        """The payload columns of one message: (value, value2, *job record)."""
+        """The payload columns of one message: the slots, each value cast to its column's type
+        (so that a row kept in one process equals one that went through an array), then the job record."""
+        if job and not self.job:
+            raise TypeError(f"a {self.name!r} message carries no job (declare it with job=True)")
         if not fields:
-            return (0.0, 0.0) + (job or NO_JOB)
-        if self._numbers_only and len(fields) <= 2:
-            first, second = self._numbers
-            values = (fields.get(first, 0.0) if first else 0.0, fields.get(second, 0.0) if second else 0.0)
-            if len(fields) == (first in fields) + (second in fields):
-                return values + (job or NO_JOB)
-        row = [0.0, 0.0, *(job or NO_JOB)]
-        slots = self._slots
+            return NO_FIELDS + (job or NO_JOB)
+        row = list(NO_FIELDS)
+        put = self._put
         for field, value in fields.items():
             try:
-                row[slots[field]] = value
+                pos, exact, cast, n = put[field]
             except KeyError:
                 raise TypeError(f"a {self.name!r} message has no field {field!r} (fields: {', '.join(self.fields) or 'none'})") from None
-        return tuple(row)
+            if type(value) is exact and (exact is float or -_INT_BOUND <= value < _INT_BOUND):
+                row[pos] = value  # already what the column gives back (most sends)
+                continue
+            try:
+                if n is None:
+                    row[pos] = cast(value)
+                else:
+                    items = [cast(x) for x in value]
+                    if len(items) != n:
+                        raise ValueError(f"{len(items)} items, not {n}")
+                    row[pos : pos + n] = items
+            except (TypeError, ValueError, OverflowError) as exc:
+                raise TypeError(f"a {self.name!r} message's field {field!r} ({_spelled(self.fields[field])}) got {value!r}: {exc}") from None
+        return tuple(row) + (job or NO_JOB)
 
     def __repr__(self) -> str:
-        args = "".join(f", {k}={v!r}" for k, v in self.fields.items())
+        args = "".join(f", {k}={_spelled(v)}" for k, v in self.fields.items())
         return f"message({self.name!r}{', job=True' if self.job else ''}{args})"
+
+
+def _spelled(t: FieldType) -> str:
+    if isinstance(t, tuple) and len(t) == 2:
+        return f"({_spelled(t[0])}, {t[1]!r})"
+    return getattr(t, "__name__", repr(t))
 
 
 def _job_record(view: tuple) -> tuple:
     return tuple(view[N_ROUTING:])
 
 
-def _kind_of(name: str, job: bool, fields: dict[str, str]) -> "MessageKind":
+def _kind_of(name: str, job: bool, fields: dict[str, FieldType]) -> "MessageKind":
     return MessageKind(name, job, **fields)
 
 
@@ -133,16 +217,16 @@ def _view_of(kind: "MessageKind", values: tuple) -> tuple:
     return kind.view(*values)
 
 
-def message(name: str, job: bool = False, **fields: str) -> MessageKind:
-    """Declare a message kind: ``message("grant", slot="value", finish="value2")``."""
+def message(name: str, job: bool = False, **fields: FieldType) -> MessageKind:
+    """Declare a message kind: ``message("grant", slot=int, finish=float)``."""
     return MessageKind(name, job, **fields)
 
 
 #: The kernel's own kinds, first in every run: a job transfer (``tag`` travels with it, e.g.
 #: the processor it is meant for) and a piece of a divisible job offered to another site
 #: (held at the sender until the answer; ``slot`` names it there for the answer).
-JOB = message("job", job=True, tag="value")
-FRAGMENT = message("fragment", job=True, slot="value", tag="value2")
+JOB = message("job", job=True, tag=float)
+FRAGMENT = message("fragment", job=True, slot=int, tag=float)
 KERNEL_KINDS: tuple[MessageKind, ...] = (JOB, FRAGMENT)
 
 

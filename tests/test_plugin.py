@@ -30,7 +30,7 @@ from gridemu.plugin import Agent, Params, Protocol, RunFacts, ScenarioFacts, che
 from tests.golden import digest
 from tests.test_checkpoint import stop_at
 
-HELLO = message("hello", hops="value", job_id="job_id")
+HELLO = message("hello", hops=int, job_id=int)
 
 
 class RelayAgent(Agent):

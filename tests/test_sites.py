@@ -324,7 +324,7 @@ def _sender(latency, jobs=None) -> "Site":
     from gridemu.sites.site import Site
     from gridemu.sites.spec import SiteSpec
 
-    kinds = MessageKinds([message("ping", load="value", round="value2")])
+    kinds = MessageKinds([message("ping", load=float, round=int)])
     return Site(SiteSpec(1, "s1", "o1", (1.0,), "fcfs"), empty_jobs(0) if jobs is None else jobs, latency, 1, kinds)
 
 
@@ -340,7 +340,8 @@ def test_send_all_is_one_send_per_destination(latency):
         one.send(1.0, dst, "ping", load=2.5, round=4)
     assert many.outbox == one.outbox
     assert [r[2] for r in many.outbox] == [1, 2, 3, 4]
-    assert [(r[1], r[3], r[4], r[6], r[7]) for r in many.outbox[1:]] == [(1, d, 1.0, 2.5, 4) for d in (0, 2, 3)]
+    # load sits in the first float slot (column 6), round in the first int slot (after the 4 float ones)
+    assert [(r[1], r[3], r[4], r[6], r[10]) for r in many.outbox[1:]] == [(1, d, 1.0, 2.5, 4) for d in (0, 2, 3)]
     assert [r[0] for r in many.outbox][1:] == [1.0 + (latency if isinstance(latency, float) else latency[d]) for d in (0, 2, 3)]
     assert list(many.sent) == list(one.sent) and many.msg_seq == one.msg_seq == 4
 
@@ -367,7 +368,7 @@ def test_a_site_takes_messages_in_order_after_completions_and_before_timers_and_
     from gridemu.brokers.agent import Agent, GridInfo
     from gridemu.brokers.params import Params
     from gridemu.model.jobs import empty_jobs
-    from gridemu.model.messages import NO_JOB
+    from gridemu.model.messages import NO_FIELDS, NO_JOB
     from gridemu.sites.view import SiteView
 
     jobs = empty_jobs(2)
@@ -395,7 +396,7 @@ def test_a_site_takes_messages_in_order_after_completions_and_before_timers_and_
     code = site.kinds.code["ping"]
 
     def row(t, src, seq):
-        return (t, src, seq, 1, t - 1.0, code, 0.0, 0.0) + NO_JOB
+        return (t, src, seq, 1, t - 1.0, code) + NO_FIELDS + NO_JOB
 
     site.set_timer(2.0, "t")
     site.deliver([row(2.0, 3, 1), row(1.5, 2, 7), row(2.0, 0, 5)])  # a batch in no order

@@ -40,10 +40,10 @@ if TYPE_CHECKING:  # pragma: no cover
     from gridemu.brokers.averaging.protocol import AveragingParams
 
 #: A site's load report for one round: L_k and the round number.
-LOAD = message("load", load="value", round="value2")
+LOAD = message("load", load=float, round=int)
 #: Gossip: the initiator's load, and the answer of the neighbor it drew.
-GOSSIP = message("gossip", load="value", round="value2")
-GOSSIP_REPLY = message("gossip_reply", load="value", round="value2")
+GOSSIP = message("gossip", load=float, round=int)
+GOSSIP_REPLY = message("gossip_reply", load=float, round=int)
 EXCHANGES = ("neighbors", "gossip")
 
 

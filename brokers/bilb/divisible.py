@@ -82,13 +82,13 @@ from gridemu.model.rng import PURPOSE_GOSSIP, site_rng
 from gridemu.sites.site import QUEUED, RUNNING
 
 #: A site's offer for a round (thesis Alg. 4.3): its load L_k and its level (l_k, or 1/0 in/out of the coalition).
-OFFER = message("offer", load="value", level="value2")
+OFFER = message("offer", load=float, level=float)
 #: The receiver takes an offered piece (named by its slot at the sender) and will finish it by ``finish``.
-GRANT = message("grant", slot="value", finish="value2")
+GRANT = message("grant", slot=int, finish=float)
 #: The receiver refuses an offered piece: it stays where it was.
-REFUSE = message("refuse", slot="value")
+REFUSE = message("refuse", slot=int)
 #: Gossip: a site's offer to the neighbor it drew this round, which answers with its own ``offer``.
-PAIR = message("pair", load="value", level="value2")
+PAIR = message("pair", load=float, level=float)
 #: Pieces travel as the kernel's ``fragment`` kind (job, ``slot`` at the sender, ``tag``).
 MESSAGES = (OFFER, GRANT, REFUSE, PAIR)
 

@@ -52,10 +52,10 @@ if TYPE_CHECKING:  # pragma: no cover
 #: Not "arrival": ``on_arrival`` is the hook of a local arrival.
 RELEASED = message("released", job=True)
 #: A job completed at ``instant`` (on the schedule's integral clock).
-COMPLETION = message("completion", instant="value", job_id="job_id")
+COMPLETION = message("completion", instant=float, job_id=int)
 #: A processor elsewhere (global index ``processor``) pulls one of the owner's jobs; the job
 #: travels back as a transfer tagged with that processor.
-REQUEST = message("request", processor="value", job_id="job_id")
+REQUEST = message("request", processor=int, job_id=int)
 MESSAGES = (RELEASED, COMPLETION, REQUEST)
 
 

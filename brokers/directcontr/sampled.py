@@ -53,15 +53,15 @@ if TYPE_CHECKING:  # pragma: no cover
 #: A site with a free processor asks for the receiver's key and waiting jobs.
 PROBE = message("probe")
 #: The answer: 2(φ − ψ) at the sending instant, its slope and curvature there, and the jobs waiting.
-REPORT = message("report", key="value", slope="value2", curve="walltime", waiting="size")
+REPORT = message("report", key=float, slope=float, curve=float, waiting=int)
 #: The same fields, unasked: jobs wait here and every processor here is busy.
-NEED = message("need", key="value", slope="value2", curve="walltime", waiting="size")
+NEED = message("need", key=float, slope=float, curve=float, waiting=int)
 #: ``count`` processors are held for the receiver's waiting jobs.
-ASK = message("ask", count="value")
+ASK = message("ask", count=int)
 #: ``count`` of the processors asked for get no job (the receiver's queue was shorter).
-REFUSE = message("refuse", count="value")
+REFUSE = message("refuse", count=int)
 #: A job of the receiver's ran here from ``start`` to ``end``.
-FINISHED = message("finished", start="value", end="value2", job_id="job_id")
+FINISHED = message("finished", start=float, end=float, job_id=int)
 MESSAGES = (PROBE, REPORT, NEED, ASK, REFUSE, FINISHED)
 
 

@@ -65,21 +65,21 @@ if TYPE_CHECKING:  # pragma: no cover
 
 #: Ask a provider for the subpolicy below a mount point (``entry``: the mount point's index
 #: in the runtime policy's entries).
-REQUEST = message("request", entry="group")
+REQUEST = message("request", entry=int)
 #: A usage figure of one entry (its index): a site's report (``mode`` REPORT) or a usage
 #: service's sum of the last reports it holds (``mode`` AGGREGATE).
-USAGE = message("usage", usage="value", mode="value2", entry="group")
+USAGE = message("usage", usage=float, mode=int, entry=int)
 #: One entry of a served subpolicy (its index and its target share, percent); the closing
 #: one names the mount point itself, with ``last`` = 1 (and no target).
-OFFER = message("offer", target="value", last="value2", entry="group")
+OFFER = message("offer", target=float, last=bool, entry=int)
 #: Aggregation tree (``exchange = "tree"``): a subtree's usage of one entry, up to the parent,
 #: and the grid's total, down to the children, for one round; ``entry`` -1 closes a round's
 #: report (a report lists the entries with usage only).
-UP = message("usage_up", usage="value", round="value2", entry="group")
-DOWN = message("usage_down", usage="value", round="value2", entry="group")
+UP = message("usage_up", usage=float, round=int, entry=int)
+DOWN = message("usage_down", usage=float, round=int, entry=int)
 #: Push-sum gossip (``exchange = "gossip"``): half a site's mass of one entry for a refresh
 #: round; ``entry`` -1 carries half its weight (in ``usage``).
-PUSH = message("push", usage="value", round="value2", entry="group")
+PUSH = message("push", usage=float, round=int, entry=int)
 MESSAGES = (REQUEST, USAGE, OFFER, UP, DOWN, PUSH)
 CLOSE = -1
 

@@ -44,7 +44,7 @@ if TYPE_CHECKING:  # pragma: no cover
 #: priority). Not "arrival": ``on_arrival`` is the hook of a local arrival.
 RELEASED = message("released", job=True)
 #: A job completed at the sender (its record) at ``time``.
-COMPLETION = message("completion", job=True, time="value")
+COMPLETION = message("completion", job=True, time=float)
 MESSAGES = (RELEASED, COMPLETION)
 
 

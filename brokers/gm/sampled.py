@@ -41,9 +41,9 @@ if TYPE_CHECKING:  # pragma: no cover
     from gridemu.brokers.gm.protocol import GmParams
 
 #: What a waiting job would get at the receiver: its rank key (priority, release, id).
-PROBE = message("probe", priority="priority", release="release", job_id="job_id")
+PROBE = message("probe", priority=float, release=float, job_id=int)
 #: The receiver's answer: the speed of the processor GM would give that job there (0: none).
-BID = message("bid", speed="value", job_id="job_id")
+BID = message("bid", speed=float, job_id=int)
 #: A site with an idle processor and no waiting job asks for one.
 STEAL = message("steal")
 MESSAGES = (PROBE, BID, STEAL)

@@ -64,16 +64,16 @@ if TYPE_CHECKING:  # pragma: no cover
     from gridemu.brokers.molba.protocol import MolbaParams
 
 #: Step 1: a site's local makespan C_loc, work, longest job p_max and processor count m.
-LOAD = message("load", c_loc="value", work="value2", p_max="size", m="procs")
+LOAD = message("load", c_loc=float, work=float, p_max=float, m=int)
 #: Step 2: one job of a site's local schedule (its id, length p, q, local start); ``last`` = 1
 #: on the closing row (a site with no job sends one row, job_id -1 and start NaN).
-OFFER = message("offer", start="value", last="value2", job_id="job_id", p="size", q="procs")
+OFFER = message("offer", start=float, last=bool, job_id=int, p=float, q=int)
 #: Step 3: an owner asks a host for a planned slot (``start``, schedule-relative), with the
 #: job's record; ``slot`` is the job's slot at the owner, for the answer.
-REQUEST = message("request", job=True, start="value", slot="value2")
+REQUEST = message("request", job=True, start=float, slot=int)
 #: Step 4: the host's answer, naming the owner's slot and the start.
-GRANT = message("grant", slot="value", start="value2")
-REFUSE = message("refuse", slot="value", start="value2")
+GRANT = message("grant", slot=int, start=float)
+REFUSE = message("refuse", slot=int, start=float)
 MESSAGES = (LOAD, OFFER, REQUEST, GRANT, REFUSE)
 
 #: Message delays the plan takes: loads, offers, requests, answers, jobs.

@@ -46,10 +46,10 @@ if TYPE_CHECKING:  # pragma: no cover
     from gridemu.brokers.molba.protocol import MolbaParams
 
 #: The aggregator's answer to every site: W̄ and p_max of the grid.
-GRID = message("grid", w_bar="value", p_max="value2")
+GRID = message("grid", w_bar=float, p_max=float)
 #: One host an overloaded site may ask: its local makespan and processors; ``last`` = 1 on
 #: the closing row (a site of O' with no host outside O' gets one row, host -1).
-HOST = message("host", c_loc="value", last="value2", host="submit_site", m="procs")
+HOST = message("host", c_loc=float, last=bool, host=int, m=int)
 MESSAGES = (GRID, HOST)
 AGGREGATOR = 0
 

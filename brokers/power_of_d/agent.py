@@ -27,7 +27,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from gridemu.brokers.power_of_d.protocol import PowerOfDParams
 
 #: A site's load: the jobs it holds, queued and running.
-REPORT = message("report", load="value")
+REPORT = message("report", load=int)
 
 
 class PowerOfDAgent(Agent):
@@ -54,7 +54,7 @@ class PowerOfDAgent(Agent):
     def on_timer(self, now: float, tag: Any) -> None:
         site = self.site
         self.jobs = len(site.queued()) + len(site.running_slots())
-        self.broadcast(now, "report", load=float(self.jobs))
+        self.broadcast(now, "report", load=self.jobs)
         # From the firing time: a timer a crash held fires late, and the next one follows it.
         self.next_report = now + self.period
         site.set_timer(self.next_report)

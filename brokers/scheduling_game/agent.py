@@ -49,14 +49,14 @@ if TYPE_CHECKING:  # pragma: no cover
 
 #: Step 2: one job a machine holds (its record: id, owner, size); ``last`` = 1 on the closing
 #: row (a machine with no job sends that row alone, with no job).
-LISTING = message("listing", job=True, last="value", round="value2")
+LISTING = message("listing", job=True, last=bool, round=int)
 #: Step 3: a job's place in the proposed order of its machine (0 first).
-ORDER = message("order", position="value", round="value2", job_id="job_id")
+ORDER = message("order", position=int, round=int, job_id=int)
 #: Step 3: what the proposal and MJF give the addressee's jobs on ``machine`` (sums of
 #: completion times from S).
-PROMISE = message("promise", machine="value", total="value2", mjf="walltime", round="fragment")
+PROMISE = message("promise", machine=int, total=float, mjf=float, round=int)
 #: Step 5: a foreign job ended.
-DONE = message("done", end="value", round="value2", job_id="job_id")
+DONE = message("done", end=float, round=int, job_id=int)
 MESSAGES = (LISTING, ORDER, PROMISE, DONE)
 #: Message delays before the machines start: transfers, listings, orders.
 START_DELAYS = 3
