@@ -129,7 +129,7 @@ def test_scheduler_usage_is_the_reference_usage_of():
     sc = load_scenario(data)
     jobs, groups = generate_jobs(sc)
     shard = Shard(build_shard_specs(sc, jobs, 1, groups=groups)[0])
-    site = shard.sites[0]
+    site = shard.engine.sites[0]
     shard.step(3000.0)
     sched = site.scheduler
     now = 3000.0
