@@ -9,13 +9,10 @@ Prints the whole call's time, the kernel's wall seconds, and the driver's peak R
 from __future__ import annotations
 
 import argparse
-import os
 import resource
-import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from throughput import imported_run  # noqa: E402
+from harness import imported_run
 
 
 def main() -> None:

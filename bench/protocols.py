@@ -88,7 +88,7 @@ rest of the loop is the kernel's per-window work (delivering batches, send bound
 next-event scans, batching messages, the coordinator). "peak MiB": in-process engines
 ``ru_maxrss`` of the run's process; Ray: the driver and every process under it, PSS
 (shared pages split among the processes sharing them) summed every 250 ms
-(bench/throughput.py's TreeSampler; the JSON keeps the summed RSS too, which overstates).
+(bench/harness.py's TreeSampler; the JSON keeps the summed RSS too, which overstates).
 
 Agreement (part of every run): every engine must finish every job (conservation), and its
 mean flow time must lie within 3 standard errors of the reference's (the first gridemu
@@ -120,12 +120,8 @@ from typing import Any
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-# bench/throughput.py: process-tree memory sampling, killing a run's tree, phase marks of
-# the window loop, repeats -> median row, projections, the environment line.
-from throughput import (  # noqa: E402
-    _busy, _environment, _fmt, _instrument, aggregate, imported_run, projected_too_slow, run_worker, wait_quiet,
-)
+import harness
+from harness import aggregate, busy_cpu_seconds, fmt, imported_run, instrument, projected_too_slow, run_worker, wait_quiet
 
 PROCS, ALPHA, BETA, LATENCY, SEED = 10, 2.0, 2.0, 1.0, 1
 HOT_RATE, COLD_RATE = 3.0, 1.4  # x R / (2 N): a quarter of the sites hot, the rest cold
@@ -414,12 +410,12 @@ def worker(engine: str, model: str, period: float, rates: str, out_dir: Path, ta
             ensure_ray(num_cpus=max(2, min(shards, os.cpu_count() or 1)))
             rec["ray_init_s"] = time.perf_counter() - t
         marks: dict[str, Any] = {}
-        _instrument(marks, backend)
+        instrument(marks, backend)
         import psutil
 
         run = imported_run()
         cpu0, faults0 = psutil.cpu_times(), _page_faults()
-        busy0, t, main0 = _busy(cpu0), time.perf_counter(), time.thread_time()
+        busy0, t, main0 = busy_cpu_seconds(cpu0), time.perf_counter(), time.thread_time()
         result = run(scenario, backend=backend, shards=shards)
         rec["call_s"] = time.perf_counter() - t
         # The calling thread's own CPU: on Ray, the driver's work (scenario, specs, barriers,
@@ -428,7 +424,7 @@ def worker(engine: str, model: str, period: float, rates: str, out_dir: Path, ta
         # Every process's CPU during the call (the machine's busy time: Ray's actors and its
         # own processes included, and any other load; "other CPU" shows that).
         cpu1 = psutil.cpu_times()
-        rec["call_cpu_s"] = _busy(cpu1) - busy0
+        rec["call_cpu_s"] = busy_cpu_seconds(cpu1) - busy0
         # The kernel's part of it, and the page faults behind most of that: memory a process
         # touches for the first time (each Ray actor is a fresh process; its columns, the
         # batches it sends and receives and the objects it stores are all new pages).
@@ -563,14 +559,14 @@ def table_rows(rows: list[dict[str, Any]]) -> list[list[str]]:
         wall = r["wall_s"]
         out.append([
             r["model"], r["label"] + (f" (x{r['repeats']})" if r.get("repeats", 1) > 1 else ""),
-            _fmt(wall, ".3f"), _fmt(r["jobs_per_s"], ",.0f"), _fmt(r["events_per_s"], ",.0f"), _fmt(r["messages_per_s"], ",.0f"),
-            _fmt(r.get("windows"), ",d"), _fmt(r.get("ms_per_window"), ".2f"),
-            _fmt(r.get("setup_s"), ".3f"), _fmt(r.get("loop_s"), ".3f") + ("*" if r.get("loop_includes_gather") else ""),
-            _fmt(r.get("gather_s"), ".3f"), _fmt(r.get("call_s"), ".3f"), _fmt(r.get("call_cpu_s"), ".2f"),
-            _fmt(r.get("call_sys_s"), ".2f"), _fmt(r["page_faults"] / 1000 if r.get("page_faults") is not None else None, ",.0f"),
-            _fmt(r.get("site_cpu_s"), ".3f"),
-            _fmt(r["peak_mib"], ",.0f"), r["mem_method"], f"{r['finished']:,}/{r['jobs']:,}", _fmt(r.get("mean_flow"), ".6f"), agree,
-            _fmt(r.get("other_cores"), ".2f"),
+            fmt(wall, ".3f"), fmt(r["jobs_per_s"], ",.0f"), fmt(r["events_per_s"], ",.0f"), fmt(r["messages_per_s"], ",.0f"),
+            fmt(r.get("windows"), ",d"), fmt(r.get("ms_per_window"), ".2f"),
+            fmt(r.get("setup_s"), ".3f"), fmt(r.get("loop_s"), ".3f") + ("*" if r.get("loop_includes_gather") else ""),
+            fmt(r.get("gather_s"), ".3f"), fmt(r.get("call_s"), ".3f"), fmt(r.get("call_cpu_s"), ".2f"),
+            fmt(r.get("call_sys_s"), ".2f"), fmt(r["page_faults"] / 1000 if r.get("page_faults") is not None else None, ",.0f"),
+            fmt(r.get("site_cpu_s"), ".3f"),
+            fmt(r["peak_mib"], ",.0f"), r["mem_method"], f"{r['finished']:,}/{r['jobs']:,}", fmt(r.get("mean_flow"), ".6f"), agree,
+            fmt(r.get("other_cores"), ".2f"),
         ])
     return out
 
@@ -689,9 +685,9 @@ def print_ratios(rs: list[dict[str, Any]]) -> None:
 
 
 def environment() -> dict[str, Any]:
-    """bench/throughput.py's environment, with the commit of the gridemu actually imported
+    """bench/harness.py's environment, with the commit of the gridemu actually imported
     (which may be a clean clone on PYTHONPATH rather than this checkout)."""
-    info = _environment()
+    info = harness.environment()
     try:
         import importlib.util
 

@@ -18,7 +18,6 @@ import argparse
 import ast
 import re
 import statistics
-import sys
 import time
 from pathlib import Path
 
@@ -110,8 +109,7 @@ def report(rows: list[dict], windows: int, cpus: int | None, write: bool) -> Non
     text = "\n".join(lines) + "\n"
     print(text)
     if write:
-        sys.path.insert(0, str(ROOT / "docs" / "results"))
-        from decentralization_tables import write_between
+        from gridemu.experiments.decentralization_tables import write_between
 
         write_between(*MARKERS, text, DOC)
         figure(rows, IMG, cpus)

@@ -11,7 +11,8 @@ from gridemu.brokers.metrics import fairness_summary
 from gridemu.brokers.protocol import RunFacts, Summary
 from gridemu.emulator import checkpoint as ckpt
 from gridemu.emulator.checks import check_conservation, check_guarantees
-from gridemu.emulator.engine import Progress, RawRun, run_windows
+from gridemu.emulator.coordinator import run_windows
+from gridemu.emulator.engine import Progress, RawRun
 from gridemu.emulator.plugins import require_registered
 from gridemu.emulator.scenario import Scenario, load_scenario
 from gridemu.model.errors import ScenarioError

@@ -73,7 +73,7 @@ class _ShardActor:
 
     def __init__(self, spec: ShardSpec, state: bytes | None = None):
         # The actor lives for one run and its shard makes no reference cycles: no cyclic
-        # collection walking the job columns at every window (see engine.run_windows).
+        # collection walking the job columns at every window (see coordinator.Coordinator.run).
         gc.disable()
         self.spec, self.drawn = spec, None
         if state is not None:

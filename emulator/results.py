@@ -409,7 +409,7 @@ def summarize(raw: RawRun, table: pd.DataFrame, sites: pd.DataFrame, local_table
         "seed": raw.scenario.seed,
         "protocol": raw.scenario.protocol["name"],
     }
-    if "stalled_at" in raw.extra:  # liveness: stopped with only timers left (engine.run_windows)
+    if "stalled_at" in raw.extra:  # liveness: stopped with only timers left (coordinator.Coordinator)
         glob["stalled_at"] = raw.extra["stalled_at"]
     if raw.scenario.faults is not None:
         # Sums of the sites' fault columns (sites.parquet); messages_total counts lost ones too.

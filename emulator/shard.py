@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import time
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field, replace
 from operator import itemgetter
 from typing import Any
@@ -15,8 +16,8 @@ from typing import Any
 import numpy as np
 
 from gridemu.brokers.agent import GridInfo
-from gridemu.brokers.protocol import Protocol
 from gridemu.brokers.params import Params
+from gridemu.brokers.protocol import Protocol
 from gridemu.emulator.checks import check_causality
 from gridemu.emulator.plugins import protocol_of
 from gridemu.model.errors import InvariantError
@@ -55,7 +56,7 @@ class ShardSpec:
     faults: FaultPlan | None = None  # [faults]: each site plays its own
     draws: SiteDraws | None = None  # a workload drawn site by site: the shard draws its sites' jobs
     #: The protocol itself where it is not shipped (registered at run time): a shipped one
-    #: travels as ``protocol["name"]`` and the shard imports it (emulator/plugins.py).
+    #: travels as its name and the shard imports it (emulator/plugins.py).
     plugin: Protocol | None = None
 
 
@@ -101,46 +102,144 @@ class StepInfo:
 
 
 class Shard:
+    """A shard's sites behind one :class:`ShardEngine`, and what every engine shares: the
+    jobs it submits, the exchange of messages with the other shards, the results' checks."""
+
     def __init__(self, spec: ShardSpec):
         self.shard_id = spec.shard_id
-        self.n_shards = spec.n_shards
         self.site_to_shard = spec.site_to_shard
         protocol = protocol_of(spec)
-        self.kinds = MessageKinds(protocol.messages)
-        self.specs, self.owners = spec.sites, spec.owners
+        kinds = MessageKinds(protocol.messages)
+        self.specs = spec.sites
         params = spec.params
-        self.columnar = spec.columnar
-        self.local_of = np.full(len(self.site_to_shard), -1, dtype=np.int64)
-        self.local_of[[s.site_id for s in spec.sites]] = np.arange(len(spec.sites))
-        self.clock = -math.inf  # every event before this time has been handled
+        local_of = np.full(len(self.site_to_shard), -1, dtype=np.int64)
+        local_of[[s.site_id for s in spec.sites]] = np.arange(len(spec.sites))
         self.submitted = spec.jobs if spec.draws is not None else None  # returned with the results
         self.n_submitted = len(spec.jobs)
         self.last_release = float(spec.jobs["release"].max()) if len(spec.jobs) else -math.inf
-        self.sites: list[Site] = []
-        # Routing agents on FCFS sites with identical processors: the whole shard as columns.
-        self.columns: FcfsColumns | None = None
-        if spec.recurrence and spec.faults is None and protocol.route is not None and all(
-            s.scheduler == "fcfs" and len(set(s.speeds)) == 1 for s in spec.sites
-        ):
-            counts = np.bincount(self.local_of[spec.jobs["submit_site"]], minlength=len(spec.sites))
-            self.columns = FcfsColumns(
-                RoutedSites(
-                    site_ids=np.array([s.site_id for s in spec.sites], dtype=np.int64),
-                    procs=np.array([s.procs for s in spec.sites], dtype=np.int64),
-                    speeds=np.array([s.speeds[0] for s in spec.sites], dtype=float),
-                    latency=spec.latency if isinstance(spec.latency, float) else np.asarray(spec.latency, dtype=float),
-                    jobs=spec.jobs,
-                    routes=protocol.route(spec.grid, [s.site_id for s in spec.sites], counts.tolist(), params),
-                    job_code=self.kinds.code["job"],
-                )
-            )
-            self.events = 0
-            self.done = 0
+        engine = ColumnEngine if ColumnEngine.serves(spec, protocol) else SiteEngine
+        self.engine: ShardEngine | None = engine(spec, protocol, params, kinds, local_of)
+
+    def status(self) -> StepInfo:
+        e = self.engine
+        return StepInfo(e.next_time(), e.send_bound(), {}, e.events, e.done, e.live(), self.n_submitted, self.last_release)
+
+    def step(self, until: float, *batches: "np.ndarray | list[tuple]") -> tuple:
+        """Deliver ``batches``, handle every event with time < until, return outgoing batches.
+
+        Returns ``(info, batch_for_shard_0, ..., batch_for_shard_{S-1})``.
+        """
+        e = self.engine
+        for batch in batches:
+            e.deliver(batch)
+        out, out_min = e.advance(until)
+        self._keep_own(out, out_min)
+        info = StepInfo(e.next_time(), e.send_bound(), out_min, e.events, e.done)
+        return (info, *out)
+
+    def _keep_own(self, out: list[Any], out_min: dict[int, float]) -> None:
+        """Deliver the messages between the shard's own sites now, at the window's end (none is
+        due before it): they never travel through the coordinator (with Ray: not in the object
+        the shard sends, no trip through the driver). Delivered, they count in the shard's next event
+        time; a routing site's send bound ignores them as it ignores any received job."""
+        k = self.shard_id
+        if k not in out_min:
             return
-        jobs, counts = _by_site(spec.jobs, self.local_of)
+        own = out[k]
+        out[k] = empty_batch() if isinstance(own, np.ndarray) else []
+        self.engine.deliver(own, out_min.pop(k))
+
+    def results(self, horizon: float) -> dict[str, Any]:
+        """Job columns, per-site rows and agent time series, once the run is over, and the
+        jobs the shard drew (``submitted``) where it drew them."""
+        out = self.engine.results(horizon)
+        # The run is over: the engine goes before the check adds its temporaries (10M jobs in
+        # one shard as columns: peak 5,051 -> 4,774 MiB).
+        self.engine = None
+        # Rows sorted by (job, fragment) here, in parallel on Ray: the driver then puts every
+        # shard's in place by id instead of sorting all of them alone (piece_table).
+        if out["jobs"]:
+            out["jobs"] = columns_in_piece_order([out["jobs"]])
+        # Each shard checks its own sites' schedules (DESIGN.md's causality invariant): in
+        # parallel on Ray, where the driver would check every site alone.
+        procs = np.zeros(len(self.site_to_shard), dtype=np.int64)
+        procs[[s.site_id for s in self.specs]] = [s.procs for s in self.specs]
+        if out["jobs"]:
+            check_causality(out["jobs"], procs)
+        if self.submitted is not None:
+            out["submitted"] = self.submitted
+        return out
+
+
+class ShardEngine(ABC):
+    """How a shard holds and advances its sites; what :class:`Shard` calls, window by window.
+
+    ``events`` and ``done`` count the events handled and the jobs finished so far."""
+
+    def __init__(self, spec: ShardSpec, kinds: MessageKinds, local_of: np.ndarray):
+        self.shard_id, self.n_shards, self.site_to_shard = spec.shard_id, spec.n_shards, spec.site_to_shard
+        self.specs, self.owners, self.kinds, self.local_of = spec.sites, spec.owners, kinds, local_of
+        self.events = 0
+        self.done = 0
+
+    @abstractmethod
+    def next_time(self) -> float:
+        """The earliest pending event of any hosted site."""
+
+    @abstractmethod
+    def send_bound(self) -> float:
+        """The earliest time any hosted site could send."""
+
+    @abstractmethod
+    def live(self) -> int:
+        """Jobs that can still move without an agent's decision (see StepInfo.live)."""
+
+    @abstractmethod
+    def deliver(self, batch: "np.ndarray | list[tuple]", first: float | None = None) -> None:
+        """Queue messages at their hosted sites (an array from another process, or rows);
+        ``first``: the batch's earliest delivery time where the caller has it."""
+
+    @abstractmethod
+    def advance(self, until: float) -> tuple[list[Any], dict[int, float]]:
+        """Handle every event with time < until; the messages sent, by destination shard, and
+        the earliest delivery time of each non-empty part."""
+
+    @abstractmethod
+    def results(self, horizon: float) -> dict[str, Any]:
+        """``jobs`` (columns), ``sites`` (sites.parquet rows), ``timeseries``, ``usage``."""
+
+    def _site_row(self, i: int, events: int, cpu: float, received: int, sent: list[int]) -> dict[str, Any]:
+        """The sites.parquet row of hosted site ``i`` (``sent``: messages by kind code)."""
+        s = self.specs[i]
+        return {
+            "site_id": s.site_id,
+            "name": s.name,
+            "owner": self.owners[i],
+            "procs": s.procs,
+            "speed_mean": sum(s.speeds) / s.procs,
+            "events": events,
+            "cpu_seconds": cpu,
+            "messages_received": received,
+            "messages_sent": sum(sent),
+            **{f"sent_{name}": n for name, n in zip(self.kinds.names, sent)},
+        }
+
+
+class SiteEngine(ShardEngine):
+    """The general path: one :class:`Site` per hosted site (its event loop, view and agent),
+    visited in turn."""
+
+    def __init__(self, spec: ShardSpec, protocol: Protocol, params: Params, kinds: MessageKinds, local_of: np.ndarray):
+        super().__init__(spec, kinds, local_of)
+        #: Outgoing messages as numpy batches (they cross processes: Ray) or as lists of row
+        #: tuples (shards in one process: converting to arrays and back would be pure cost).
+        self.columnar = spec.columnar
+        self.clock = -math.inf  # every event before this time has been handled
+        self.sites: list[Site] = []
+        jobs, counts = _by_site(spec.jobs, local_of)
         bounds = np.cumsum(counts) - counts
         for i, (s, first, k) in enumerate(zip(spec.sites, bounds.tolist(), counts.tolist())):
-            site = Site(s, jobs[first : first + k], spec.latency if isinstance(spec.latency, float) else spec.latency[i], spec.owners[i], self.kinds)
+            site = Site(s, jobs[first : first + k], spec.latency if isinstance(spec.latency, float) else spec.latency[i], spec.owners[i], kinds)
             if site.scheduler.name in spec.schedulers:
                 site.scheduler.configure(spec.schedulers[site.scheduler.name])
             if spec.grid.neighbors is not None:
@@ -160,38 +259,24 @@ class Shard:
         # The shard's calendar: each site's next event time and send bound, refreshed only for
         # the sites a window touched (those it advanced or delivered to), so a window costs
         # in proportion to its busy sites, not to all of them.
-        n = len(self.sites)
-        self.local_list: list[int] = self.local_of.tolist()  # the same, for row-by-row lookups
+        self.local_list: list[int] = local_of.tolist()  # the same, for row-by-row lookups
         self.shard_of: list[int] = self.site_to_shard.tolist()
         self.next_t = np.array([s.next_event_time() for s in self.sites], dtype=float)
         self.bounds = np.array([s.send_bound() for s in self.sites], dtype=float)
         self.events = sum(s.events for s in self.sites)
         self.done = sum(_done(s) for s in self.sites)
 
-    def status(self) -> StepInfo:
-        if self.columns is not None:
-            cols = self.columns
-            info = StepInfo(cols.next_time(), cols.send_bound(), {}, self.events, self.done, len(cols.release) - cols.done)
-        else:
-            info = StepInfo(self._min(self.next_t), self._min(self.bounds), {}, self.events, self.done, sum(map(_live, self.sites)))
-        info.submitted, info.last_release = self.n_submitted, self.last_release
-        return info
+    def next_time(self) -> float:
+        return _min(self.next_t)
 
-    @staticmethod
-    def _min(values: np.ndarray) -> float:
-        return float(values.min()) if len(values) else math.inf
+    def send_bound(self) -> float:
+        return _min(self.bounds)
 
-    def step(self, until: float, *batches: np.ndarray) -> tuple:
-        """Deliver ``batches``, handle every event with time < until, return outgoing batches.
+    def live(self) -> int:
+        return sum(map(_live, self.sites))
 
-        Returns ``(info, batch_for_shard_0, ..., batch_for_shard_{S-1})``.
-        """
-        if self.columns is not None:
-            return self._step_columns(until, batches)
+    def advance(self, until: float) -> tuple[list[Any], dict[int, float]]:
         sites, next_t, bounds = self.sites, self.next_t, self.bounds
-        for batch in batches:
-            if len(batch):
-                self._deliver(batch)
         rows: list[tuple] = []
         clock = time.perf_counter
         events, done = 0, 0
@@ -224,44 +309,14 @@ class Shard:
         self.events += events
         self.done += done
         self.clock = until
-        out, out_min = self._outgoing(rows)
-        self._keep_own(out, out_min)
-        info = StepInfo(self._min(next_t), self._min(bounds), out_min, self.events, self.done)
-        return (info, *out)
+        return self._outgoing(rows)
 
-    def _step_columns(self, until: float, batches: tuple) -> tuple:
-        cols = self.columns
-        for batch in batches:
-            cols.deliver(batch)
-        sent = cols.advance(until)
-        self.clock = until
-        self.events = int(cols.events.sum())
-        self.done = cols.done
-        out, out_min = self._split(sent)  # arrays even in one process: they are made as arrays
-        self._keep_own(out, out_min)
-        info = StepInfo(cols.next_time(), cols.send_bound(), out_min, self.events, self.done)
-        return (info, *out)
-
-    def _keep_own(self, out: list[Any], out_min: dict[int, float]) -> None:
-        """Deliver the messages between the shard's own sites now, at the window's end (none is
-        due before it): they never travel through the coordinator (with Ray: not in the object
-        the shard sends, no trip through the driver). Delivered, they count in the shard's next event
-        time; a routing site's send bound ignores them as it ignores any received job."""
-        k = self.shard_id
-        if k not in out_min:
-            return
-        own = out[k]
-        out[k] = empty_batch() if isinstance(own, np.ndarray) else []
-        first = out_min.pop(k)
-        if self.columns is not None:
-            self.columns.deliver(own)
-        else:
-            self._deliver(own, first)
-
-    def _deliver(self, batch: "np.ndarray | list[tuple]", first: float | None = None) -> None:
+    def deliver(self, batch: "np.ndarray | list[tuple]", first: float | None = None) -> None:
         """Queue a batch of messages at their sites (an array from another process, or rows);
         ``first``: its earliest delivery time where the caller has it (a window's own messages:
         a scan of an all-to-all round's million rows is 0.15 s)."""
+        if not len(batch):
+            return
         if isinstance(batch, np.ndarray):
             first = float(batch["deliver"].min())
             local = self.local_of[batch["dst"]].tolist()
@@ -305,6 +360,69 @@ class Shard:
             out = [b if d == self.shard_id else to_batch(b) for d, b in enumerate(out)]
         return out, out_min
 
+    def results(self, horizon: float) -> dict[str, Any]:
+        sites, series = [], []
+        for i, site in enumerate(self.sites):
+            site.finish(horizon)
+            row = self._site_row(i, site.events, site.cpu_seconds, site.received, site.sent)
+            if hasattr(site.scheduler, "site_columns"):  # a scheduler's own columns (sites/sections.py)
+                row.update(site.scheduler.site_columns())
+            if site.faults is not None:
+                row.update(faults.site_counts(site, horizon))
+            sites.append(row)
+            ts = site.agent.timeseries()
+            if ts:
+                series.append(ts)
+        cols = job_columns(self.sites, horizon)
+        usage = usage_ledger(cols)
+        ts_cols = {k: np.concatenate([t[k] for t in series]) for k in series[0]} if series else {}
+        return {"jobs": cols, "sites": sites, "timeseries": ts_cols, "usage": usage}
+
+
+class ColumnEngine(ShardEngine):
+    """Routing agents on FCFS sites with identical processors: the whole shard as numpy
+    columns (``sites/fcfs_columns.py``), no per-site objects."""
+
+    @staticmethod
+    def serves(spec: ShardSpec, protocol: Any) -> bool:
+        return spec.recurrence and spec.faults is None and protocol.route is not None and all(
+            s.scheduler == "fcfs" and len(set(s.speeds)) == 1 for s in spec.sites
+        )
+
+    def __init__(self, spec: ShardSpec, protocol: Protocol, params: Params, kinds: MessageKinds, local_of: np.ndarray):
+        super().__init__(spec, kinds, local_of)
+        counts = np.bincount(local_of[spec.jobs["submit_site"]], minlength=len(spec.sites))
+        self.columns = FcfsColumns(
+            RoutedSites(
+                site_ids=np.array([s.site_id for s in spec.sites], dtype=np.int64),
+                procs=np.array([s.procs for s in spec.sites], dtype=np.int64),
+                speeds=np.array([s.speeds[0] for s in spec.sites], dtype=float),
+                latency=spec.latency if isinstance(spec.latency, float) else np.asarray(spec.latency, dtype=float),
+                jobs=spec.jobs,
+                routes=protocol.route(spec.grid, [s.site_id for s in spec.sites], counts.tolist(), params),
+                job_code=kinds.code["job"],
+            )
+        )
+
+    def next_time(self) -> float:
+        return self.columns.next_time()
+
+    def send_bound(self) -> float:
+        return self.columns.send_bound()
+
+    def live(self) -> int:
+        return len(self.columns.release) - self.columns.done
+
+    def deliver(self, batch: "np.ndarray | list[tuple]", first: float | None = None) -> None:
+        self.columns.deliver(batch)  # its own check of the delivery times, on the array
+
+    def advance(self, until: float) -> tuple[list[Any], dict[int, float]]:
+        cols = self.columns
+        sent = cols.advance(until)
+        self.events = int(cols.events.sum())
+        self.done = cols.done
+        return self._split(sent)  # arrays even in one process: they are made as arrays
+
     def _split(self, batch: np.ndarray) -> tuple[list[np.ndarray], dict[int, float]]:
         """A batch in delivery order cut by destination shard, and each part's earliest delivery."""
         out, out_min = [empty_batch()] * self.n_shards, {}
@@ -325,48 +443,6 @@ class Shard:
         return out, out_min
 
     def results(self, horizon: float) -> dict[str, Any]:
-        """Job columns, per-site rows and agent time series, once the run is over, and the
-        jobs the shard drew (``submitted``) where it drew them."""
-        if self.columns is not None:
-            out = self._results_columns(horizon)
-            # The run is over: the columns go before the check adds its temporaries (10M jobs
-            # in one shard: peak 5,051 -> 4,774 MiB).
-            self.columns = None
-        else:
-            out = self._results_sites(horizon)
-        # Rows sorted by (job, fragment) here, in parallel on Ray: the driver then puts every
-        # shard's in place by id instead of sorting all of them alone (piece_table).
-        if out["jobs"]:
-            out["jobs"] = columns_in_piece_order([out["jobs"]])
-        # Each shard checks its own sites' schedules (DESIGN.md's causality invariant): in
-        # parallel on Ray, where the driver would check every site alone.
-        procs = np.zeros(len(self.site_to_shard), dtype=np.int64)
-        procs[[s.site_id for s in self.specs]] = [s.procs for s in self.specs]
-        if out["jobs"]:
-            check_causality(out["jobs"], procs)
-        if self.submitted is not None:
-            out["submitted"] = self.submitted
-        return out
-
-    def _results_sites(self, horizon: float) -> dict[str, Any]:
-        sites, series = [], []
-        for i, site in enumerate(self.sites):
-            site.finish(horizon)
-            row = self._site_row(i, site.events, site.cpu_seconds, site.received, site.sent)
-            if hasattr(site.scheduler, "site_columns"):  # a scheduler's own columns (sites/sections.py)
-                row.update(site.scheduler.site_columns())
-            if site.faults is not None:
-                row.update(faults.site_counts(site, horizon))
-            sites.append(row)
-            ts = site.agent.timeseries()
-            if ts:
-                series.append(ts)
-        cols = job_columns(self.sites, horizon)
-        usage = usage_ledger(cols)
-        ts_cols = {k: np.concatenate([t[k] for t in series]) for k in series[0]} if series else {}
-        return {"jobs": cols, "sites": sites, "timeseries": ts_cols, "usage": usage}
-
-    def _results_columns(self, horizon: float) -> dict[str, Any]:
         cols = self.columns
         cols.finish(horizon)
         counts = cols.site_counts()
@@ -379,21 +455,9 @@ class Shard:
         job_cols = cols.job_columns(horizon)
         return {"jobs": job_cols, "sites": sites, "timeseries": {}, "usage": usage_ledger(job_cols)}
 
-    def _site_row(self, i: int, events: int, cpu: float, received: int, sent: list[int]) -> dict[str, Any]:
-        """The sites.parquet row of hosted site ``i`` (``sent``: messages by kind code)."""
-        s = self.specs[i]
-        return {
-            "site_id": s.site_id,
-            "name": s.name,
-            "owner": self.owners[i],
-            "procs": s.procs,
-            "speed_mean": sum(s.speeds) / s.procs,
-            "events": events,
-            "cpu_seconds": cpu,
-            "messages_received": received,
-            "messages_sent": sum(sent),
-            **{f"sent_{name}": n for name, n in zip(self.kinds.names, sent)},
-        }
+
+def _min(values: np.ndarray) -> float:
+    return float(values.min()) if len(values) else math.inf
 
 
 def _by_site(jobs: np.ndarray, local_of: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

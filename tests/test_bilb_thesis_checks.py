@@ -3,21 +3,15 @@ and 4.5): the Monte Carlo estimator of EG, the matching of printed cells, the M/
 from __future__ import annotations
 
 import math
-import sys
-from pathlib import Path
 
 import pytest
 
-# the scripts live in docs/results and import their siblings by name, as when run from there
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "docs" / "results"))
-
-from bilb_table41 import delay, monte_carlo_eg, payoffs, social_limit  # noqa: E402
-from bilb_thesis_checks import (  # noqa: E402
+from gridemu.brokers.bilb.cost import expected_delay
+from gridemu.experiments.bilb_table41 import delay, monte_carlo_eg, payoffs, social_limit
+from gridemu.experiments.bilb_thesis_checks import (
     OVERLOADED_FIRST, ROW6, Printed, Source, best_assignment, fit, gamma_moments, mg1_wait, named,
     period_bound, rounds_to, score_bound, spread_bound, truncates_to,
 )
-
-from gridemu.brokers.bilb.cost import expected_delay  # noqa: E402
 
 
 @pytest.mark.parametrize("load, foreign", [(0.0, 1.0), (5.0, 5.0), (10.0, 20.0)])

@@ -7,42 +7,10 @@ import pandas as pd
 import pytest
 
 import gridemu.emulator as emulator
+from gridemu.experiments.fairshare_grid import LEAVES, TREE, grid
 from gridemu.model.errors import ScenarioError
 from gridemu.sites.fairshare import UsageRecord, Windows, usage_of
 from gridemu.sites.fairshare_forms import figure_2_xml
-
-TREE = {
-    "name": "Resource", "type": "resource", "scope": "local", "children": [
-        {"name": "VO-A", "type": "VO", "share": 30, "scope": "global", "children": [
-            {"name": "P-A1", "type": "project", "share": 50},
-            {"name": "P-A2", "type": "project", "share": 30},
-            {"name": "P-A3", "type": "project", "share": 20},
-        ]},
-        {"name": "VO-B", "type": "VO", "share": 70, "scope": "global", "children": [
-            {"name": "P-B1", "type": "project", "share": 60},
-            {"name": "P-B2", "type": "project", "share": 40},
-        ]},
-    ],
-}
-LEAVES = ["VO-A/P-A1", "VO-A/P-A2", "VO-A/P-A3", "VO-B/P-B1", "VO-B/P-B2"]
-
-
-def grid(hours=8.0, sites=3, procs=10, exchange="all", approach="predictive", refresh=60.0, streams=None, **policy) -> dict:
-    until = hours * 3600.0
-    return {
-        "run": {"seed": 5, "horizon": until},
-        "network": {"latency": 0.05},
-        "sites": {"count": sites, "procs": procs},
-        "scheduler": {"name": "fairshare"},
-        "protocol": {"name": "fairshare", "exchange": exchange, "refresh": refresh},
-        "policy": {"tree": TREE, "approach": approach, **policy},
-        "workload": {
-            "kind": "streams", "until": until,
-            "streams": streams or [
-                {"group": g, "interval": 20.0, "size": 600.0, "spread": 0.4, "overestimate": [0.2, 0.4]} for g in LEAVES
-            ],
-        },
-    }
 
 
 def final(result) -> dict[str, float]:
@@ -129,7 +97,7 @@ def test_scheduler_usage_is_the_reference_usage_of():
     sc = load_scenario(data)
     jobs, groups = generate_jobs(sc)
     shard = Shard(build_shard_specs(sc, jobs, 1, groups=groups)[0])
-    site = shard.sites[0]
+    site = shard.engine.sites[0]
     shard.step(3000.0)
     sched = site.scheduler
     now = 3000.0

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 import gridemu.emulator as emulator
 from gridemu.emulator.engine import build_shard_specs
 from gridemu.emulator.scenario import load_scenario
-from gridemu.emulator.shard import Shard
+from gridemu.emulator.shard import ColumnEngine, Shard
 from gridemu.scenarios.workload import generate_jobs
 from gridemu.sites import fcfs_columns
 from tests.conftest import small_grid
@@ -45,7 +45,7 @@ def test_the_columns_serve_routing_protocols_on_fcfs_sites_only():
     def uses_columns(data):
         scenario = load_scenario(data)
         jobs, groups = generate_jobs(scenario)
-        return Shard(build_shard_specs(scenario, jobs, 1, groups=groups)[0]).columns is not None
+        return isinstance(Shard(build_shard_specs(scenario, jobs, 1, groups=groups)[0]).engine, ColumnEngine)
 
     assert uses_columns(routed_grid())
     assert not uses_columns(routed_grid(protocol={"name": "local"}))  # silent: the per-site recurrence

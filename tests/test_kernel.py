@@ -288,6 +288,7 @@ def test_each_shard_checks_its_own_sites(protocol):
     from gridemu.emulator.backends import InProcessBackend
     from gridemu.emulator.engine import build_shard_specs
     from gridemu.emulator.scenario import load_scenario
+    from gridemu.emulator.shard import ColumnEngine
     from gridemu.scenarios.workload import site_draws
 
     scenario = load_scenario(small_grid(protocol, jobs=200, sites=4))
@@ -296,13 +297,14 @@ def test_each_shard_checks_its_own_sites(protocol):
     while info.done < info.submitted:  # one shard: windows of one lookahead, no inbox
         until += scenario.lookahead
         info = backend.step(until, [[]])[0][0]
-    shard = backend.shards[0]
-    if shard.columns is not None:
-        first = int(np.argmax((shard.columns.release > 1.0) & ~shard.columns.leaves))  # a job run at home
-        shard.columns.start[first] = 0.5  # as if it had started before its release
-        job = int(shard.columns.jobs["job_id"][first])
+    engine = backend.shards[0].engine
+    if isinstance(engine, ColumnEngine):
+        cols = engine.columns
+        first = int(np.argmax((cols.release > 1.0) & ~cols.leaves))  # a job run at home
+        cols.start[first] = 0.5  # as if it had started before its release
+        job = int(cols.jobs["job_id"][first])
     else:
-        site = next(s for s in shard.sites if s.cursor and s.r_start[0] == s.r_start[0])  # slot 0 started
+        site = next(s for s in engine.sites if s.cursor and s.r_start[0] == s.r_start[0])  # slot 0 started
         site.r_start[0] = site.c_release[0] - 1.0
         job = int(site.c_id[0])
     with pytest.raises(InvariantError, match=f"causality: job {job} started at"):

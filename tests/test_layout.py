@@ -203,3 +203,37 @@ def test_shard_actors_start_without_pandas():
     code = "import sys, gridemu.emulator.shard; print(sorted(m for m in ('pandas', 'pyarrow', 'matplotlib') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert out == "[]", f"importing the shard module pulled in {out}"
+
+
+EXPERIMENTS = sorted((ROOT / "docs" / "results").glob("*.py"))
+BENCH = sorted((ROOT / "bench").glob("*.py"))
+
+
+def test_scripts_import_by_package_path_and_never_the_tests():
+    """docs/results is the package gridemu.experiments: its scripts import each other by that
+    path (so they run from any folder) and the library never imports them; benchmarks share
+    bench/harness.py, not each other's private functions; no script imports tests.*."""
+    bad = [f"{path.relative_to(ROOT)}:{line} imports {name}" for path in MODULES.values() for line, name in imported(path)
+           if name.startswith("gridemu.experiments")]
+    siblings = {p.stem for p in EXPERIMENTS}
+    bench = {p.stem for p in BENCH}
+    for path in EXPERIMENTS + BENCH:
+        text = path.read_text()
+        where = path.relative_to(ROOT)
+        for node in ast.walk(ast.parse(text, str(path))):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                top = node.module.split(".")[0]
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.Import):
+                top, names = node.names[0].name.split(".")[0], []
+            else:
+                continue
+            if top == "tests":
+                bad.append(f"{where}:{node.lineno} imports the tests ({top})")
+            elif path in EXPERIMENTS and top in siblings:
+                bad.append(f"{where}:{node.lineno} imports {top} by bare name; write gridemu.experiments.{top}")
+            elif path in BENCH and top in bench and top != "harness" and any(n.startswith("_") for n in names):
+                bad.append(f"{where}:{node.lineno} imports private names of bench/{top}.py; share them in bench/harness.py")
+        if "sys.path.insert" in text:
+            bad.append(f"{where}: edits sys.path")
+    assert not bad, "\n".join(bad)

@@ -67,9 +67,9 @@ def test_every_agent_of_a_shard_gets_the_same_frozen_params():
     sc = load_scenario("bilb-overloaded", {"workload.until": 500.0})
     spec = build_shard_specs(sc, generate_jobs(sc)[0], 1)[0]
     shard = Shard(spec)
-    params = {id(site.agent.params) for site in shard.sites}
+    params = {id(site.agent.params) for site in shard.engine.sites}
     assert len(params) == 1
-    one = shard.sites[0].agent.params
+    one = shard.engine.sites[0].agent.params
     assert isinstance(one.limit, tuple) and one.limit[0] == 1000.0  # per-site values: a tuple nobody can change
     with pytest.raises(dataclasses.FrozenInstanceError):
         one.period = 5.0

@@ -215,7 +215,7 @@ def test_the_view_gives_each_site_its_own_named_streams(relay):
 
     spec = build_shard_specs(load_scenario(RELAY_SCENARIO), None, 1)[0]
     spec.jobs = np.zeros(0, dtype=JOB_DTYPE)
-    views = [site.agent.site for site in Shard(spec).sites]
+    views = [site.agent.site for site in Shard(spec).engine.sites]
     first = views[2].rng("x")
     assert views[2].rng("x") is first  # one generator a purpose: it goes on
     draws = first.random(4)

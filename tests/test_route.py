@@ -14,7 +14,7 @@ from gridemu.brokers.agent import LocalAgent
 from gridemu.brokers.protocol import Protocol
 from gridemu.emulator.engine import build_shard_specs
 from gridemu.emulator.scenario import load_scenario
-from gridemu.emulator.shard import Shard
+from gridemu.emulator.shard import ColumnEngine, Shard
 from gridemu.scenarios.workload import generate_jobs
 from tests.conftest import small_grid
 
@@ -38,7 +38,7 @@ def grid(protocol: str, setting: str) -> dict:
 def on_columns(data: dict) -> bool:
     scenario = load_scenario(data)
     jobs, groups = generate_jobs(scenario)
-    return all(Shard(spec).columns is not None for spec in build_shard_specs(scenario, jobs, 2, groups=groups))
+    return all(isinstance(Shard(spec).engine, ColumnEngine) for spec in build_shard_specs(scenario, jobs, 2, groups=groups))
 
 
 def test_random_is_a_routing_protocol_and_declares_it_stateless():

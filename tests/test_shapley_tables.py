@@ -3,16 +3,13 @@ helpers, checked against figures computed here by other means)."""
 from __future__ import annotations
 
 import math
-import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
-# the scripts live in docs/results and import their siblings by name, as when run from there
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "docs" / "results"))
-import shapley_tables as tables  # noqa: E402
+import gridemu.experiments.shapley_tables as tables
 
 
 def test_sign_test_is_the_exact_two_tailed_binomial():

@@ -266,7 +266,7 @@ def test_load_counts_queued_and_remaining_work_of_rigid_jobs():
     jobs, _ = generate_jobs(sc)
     shard = Shard(build_shard_specs(sc, jobs, 1, recurrence=False)[0])
     shard.step(1.0)
-    site = shard.sites[0]
+    site = shard.engine.sites[0]
     # at t=1: job 0 has 3 time units left on 2 processors; jobs 1 (2 procs) and 2 (1 proc) wait
     assert site.backlog(1.0) == pytest.approx(3 * 2 + 3 * 2 + 1 * 1)
     assert site.load(1.0) == pytest.approx(1.0 + 13 / 2)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The runs behind docs/results/bilb.md beyond the thesis's tables: what stale offers cost and
 # how often rounds run (the learning figures are bilb-learning.sh). Then
-#   python docs/results/bilb_extra.py $OUT --write
+#   python -m gridemu.experiments.bilb_extra $OUT --write
 # About 10 minutes on 2 cores. Results under ${OUT:-runs/bilb-extra}.
 set -euo pipefail
 OUT=${OUT:-runs/bilb-extra}

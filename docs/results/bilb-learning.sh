@@ -2,7 +2,7 @@
 # Figures 4.3-4.5: strategies learned over P periods of T = 1000 in one continuous run each
 # (queues carried from period to period), until they settle. EXTRA adds settings to every
 # run (the reading, docs/results/bilb.md). Then
-#   python docs/results/bilb_learning.py $OUT --write
+#   python -m gridemu.experiments.bilb_learning $OUT --write
 # About 40 minutes on 2 cores with P = 100 (the N = 10 runs take most of it).
 set -euo pipefail
 OUT=${OUT:-runs/bilb-learning}

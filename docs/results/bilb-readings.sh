@@ -5,7 +5,7 @@
 #   OUT/<cut>-<timing>-<time>/{t42,t43,t45}
 # with protocol.local_from swept inside (window, period). A folder already there is kept, so
 # an interrupted study resumes. Then:
-#   python docs/results/bilb_readings.py runs/bilb-readings --write
+#   python -m gridemu.experiments.bilb_readings runs/bilb-readings --write
 # About 90 minutes on 2 cores with R = 10.
 set -euo pipefail
 OUT=${OUT:-runs/bilb-readings}

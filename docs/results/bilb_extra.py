@@ -1,8 +1,8 @@
 """The studies of docs/results/bilb.md beyond the thesis's tables: stale offers and round spacing.
 
     bash docs/results/bilb-extra.sh                            # the runs (OUT=runs/bilb-extra)
-    python docs/results/bilb_extra.py runs/bilb-extra          # print the tables
-    python docs/results/bilb_extra.py runs/bilb-extra --write  # into bilb.md
+    python -m gridemu.experiments.bilb_extra runs/bilb-extra          # print the tables
+    python -m gridemu.experiments.bilb_extra runs/bilb-extra --write  # into bilb.md
 """
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from bilb_tables import mean_ci, scores  # noqa: E402  (this folder's sibling scripts)
-from decentralization_tables import write_between  # noqa: E402
+from gridemu.experiments.bilb_tables import mean_ci, scores
+from gridemu.experiments.decentralization_tables import write_between
 
 DOC = Path(__file__).with_name("bilb.md")
 STALE = ("<!-- staleness:begin (bilb_extra.py --write) -->", "<!-- staleness:end -->")

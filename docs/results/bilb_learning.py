@@ -1,9 +1,9 @@
 """Figures 4.3-4.5 of the thesis: where the learned strategies settle (docs/results/bilb.md).
 
     bash docs/results/bilb-learning.sh                               # the runs (OUT=runs/bilb-learning)
-    python docs/results/bilb_learning.py runs/bilb-learning          # print the table
-    python docs/results/bilb_learning.py runs/bilb-learning --write  # into bilb.md
-    python docs/results/bilb_learning.py runs/bilb-learning-period --write=period  # the local_from = "period" runs
+    python -m gridemu.experiments.bilb_learning runs/bilb-learning          # print the table
+    python -m gridemu.experiments.bilb_learning runs/bilb-learning --write  # into bilb.md
+    python -m gridemu.experiments.bilb_learning runs/bilb-learning-period --write=period  # the local_from = "period" runs
 
 Each figure is one continuous run whose organizations learn their strategy once per period
 (p_k by Algorithm 4.2, l_k by section 4.7.3). A strategy has *settled* from the first period
@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from decentralization_tables import write_between  # noqa: E402  (this folder's sibling script)
+from gridemu.experiments.decentralization_tables import write_between
 
 DOC = Path(__file__).with_name("bilb.md")
 def markers(tag: str) -> tuple[str, str]:

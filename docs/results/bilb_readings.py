@@ -1,8 +1,8 @@
 """How far each reading of thesis chapter 4 lands from its tables (docs/results/bilb.md, "Readings").
 
     bash docs/results/bilb-readings.sh                        # the runs (OUT=runs/bilb-readings)
-    python docs/results/bilb_readings.py runs/bilb-readings   # print the tables
-    python docs/results/bilb_readings.py runs/bilb-readings --write
+    python -m gridemu.experiments.bilb_readings runs/bilb-readings   # print the tables
+    python -m gridemu.experiments.bilb_readings runs/bilb-readings --write
 
 A reading is one choice of each setting the text leaves open: ``cut_running`` (whole: a
 started piece is never cut), ``round_timing`` (plan / unbounded), time (continuous /
@@ -22,8 +22,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from bilb_tables import LEVELS, T42_HOM, T43, T45_HOM, mean_ci, run_scores  # noqa: E402  (this folder's sibling scripts)
-from decentralization_tables import write_between  # noqa: E402
+from gridemu.experiments.bilb_tables import LEVELS, T42_HOM, T43, T45_HOM, mean_ci, run_scores
+from gridemu.experiments.decentralization_tables import write_between
 
 DOC = Path(__file__).with_name("bilb.md")
 BEGIN, END = "<!-- readings:begin (bilb_readings.py --write) -->", "<!-- readings:end -->"

@@ -1,8 +1,8 @@
 """Thesis Table 4.1 (the two-player sender-receiver game of section 4.4), evaluated, with a
 Monte Carlo check of the cost model EG of section 4.2, as markdown (for docs/results/bilb.md).
 
-    python docs/results/bilb_table41.py            # print
-    python docs/results/bilb_table41.py --write    # and put it into bilb.md (t41 markers)
+    python -m gridemu.experiments.bilb_table41            # print
+    python -m gridemu.experiments.bilb_table41 --write    # and put it into bilb.md (t41 markers)
 
 Pure numpy, no emulator run: a few seconds. The game's payoffs come from
 ``gridemu.brokers.bilb.cost.expected_delay`` (EG, equation 4.1's closed form); the
@@ -158,7 +158,7 @@ def emit(text: str, markers: tuple[str, str], argv: Sequence[str]) -> None:
     print(text)
     if "--write" in argv:
         # imported only here: the sibling script pulls in matplotlib, which printing does not need
-        from decentralization_tables import write_between
+        from gridemu.experiments.decentralization_tables import write_between
 
         write_between(*markers, text, DOC)
 

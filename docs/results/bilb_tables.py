@@ -2,7 +2,7 @@
 
     bash docs/results/bilb-tables.sh                 # the sweeps (OUT=runs/bilb-tables)
     OUT=runs/bilb-whole EXTRA="--set protocol.cut_running=false" bash docs/results/bilb-tables.sh
-    python docs/results/bilb_tables.py "cut=runs/bilb-tables" "whole=runs/bilb-whole" --write   # into bilb.md
+    python -m gridemu.experiments.bilb_tables "cut=runs/bilb-tables" "whole=runs/bilb-whole" --write   # into bilb.md
 
 The thesis's values are transcribed from multi-organization-grid-thesis.txt (section 4.5.2
 and 4.7.4). A cell reads "score ± half-range / std ± half-range": the mean over
@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from gridemu.emulator.report import sweep_scores
-from molba_tables import _betainc  # noqa: E402  (this folder's sibling script)
+from gridemu.experiments.molba_tables import betainc
 
 # ---------------------------------------------------------------- the thesis's values
 # Table 4.2: (N, alpha) -> typical "score ± / std ±", overloaded "score / std" (heterogeneous only)
@@ -128,7 +128,7 @@ def t_quantile(df: float, level: float = 0.95) -> float:
     lo, hi = 0.0, 1e3
     for _ in range(100):
         mid = (lo + hi) / 2
-        if _betainc(df / 2, 0.5, df / (df + mid * mid)) > 1 - level:
+        if betainc(df / 2, 0.5, df / (df + mid * mid)) > 1 - level:
             lo = mid
         else:
             hi = mid
@@ -232,7 +232,7 @@ if __name__ == "__main__":
     args = [a for a in sys.argv[1:] if a != "--write"] or ["runs/bilb-tables"]
     variants = [(a.split("=", 1)[0], Path(a.split("=", 1)[1])) if "=" in a else ("gridemu", Path(a)) for a in args]
     if "--write" in sys.argv[1:]:
-        from decentralization_tables import write_between  # noqa: E402  (this folder's sibling script)
+        from gridemu.experiments.decentralization_tables import write_between
 
         out = io.StringIO()
         with contextlib.redirect_stdout(out):

@@ -1,7 +1,7 @@
 """Evidence about the printed thesis Table 4.5, as markdown (for docs/results/bilb.md).
 
-    python docs/results/bilb_thesis_checks.py            # print
-    python docs/results/bilb_thesis_checks.py --write    # and put it into bilb.md (t45-checks markers)
+    python -m gridemu.experiments.bilb_thesis_checks            # print
+    python -m gridemu.experiments.bilb_thesis_checks --write    # and put it into bilb.md (t45-checks markers)
 
 Two questions, answered from the thesis's own numbers (transcribed once, in bilb_tables.py)
 and a little queueing theory, with no emulator run (a few seconds):
@@ -28,8 +28,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from bilb_table41 import emit, md_table  # this folder's sibling scripts
-from bilb_tables import LEVELS, T42_HET, T42_HOM, T43, T44, T45_HET, T45_HOM
+from gridemu.experiments.bilb_table41 import emit, md_table
+from gridemu.experiments.bilb_tables import LEVELS, T42_HET, T42_HOM, T43, T44, T45_HET, T45_HOM
 
 MARKERS = ("<!-- t45-checks:begin (bilb_thesis_checks.py --write) -->", "<!-- t45-checks:end -->")
 RATE = 0.2  # λ of every table of chapter 4
@@ -500,7 +500,7 @@ gains that much at light load."""
 
 def render() -> str:
     """The whole t45-checks section of bilb.md."""
-    return (f"Regenerate with `python docs/results/bilb_thesis_checks.py --write` (the thesis's numbers "
+    return (f"Regenerate with `python -m gridemu.experiments.bilb_thesis_checks --write` (the thesis's numbers "
             f"from `bilb_tables.py`; no emulator run, a few seconds).\n\n{part_a()}\n\n{part_b()}")
 
 

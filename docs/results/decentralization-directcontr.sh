@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The DIRECTCONTR sweeps behind docs/results/decentralization.md, "DIRECTCONTR" (about 15 minutes on 2 cores).
 #   bash docs/results/decentralization-directcontr.sh            # OUT=runs/decentralization
-#   python docs/results/decentralization_directcontr.py runs/decentralization --write
+#   python -m gridemu.experiments.decentralization_directcontr runs/decentralization --write
 set -euo pipefail
 OUT=${OUT:-runs/decentralization}
 # Sampled DIRECTCONTR, d = 0 (each organization alone) to 8, 10 to 300 organizations. The

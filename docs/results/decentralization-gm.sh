@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The GM sweeps behind docs/results/decentralization.md, "Greedy migration" (about 6 minutes on 2 cores).
 #   bash docs/results/decentralization-gm.sh            # OUT=runs/decentralization
-#   python docs/results/decentralization_gm.py runs/decentralization --write
+#   python -m gridemu.experiments.decentralization_gm runs/decentralization --write
 set -euo pipefail
 OUT=${OUT:-runs/decentralization}
 # Decentralized GM: d = 0 (local GM, no message), 1, 2, 4 sampled sites, 16 to 1,024 sites.

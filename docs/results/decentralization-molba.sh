@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The MOLBA sweeps behind docs/results/decentralization.md, "MOLBA" (about 6 minutes on 2 cores).
 #   bash docs/results/decentralization-molba.sh            # OUT=runs/decentralization
-#   python docs/results/decentralization_molba.py runs/decentralization --write
+#   python -m gridemu.experiments.decentralization_molba runs/decentralization --write
 set -euo pipefail
 OUT=${OUT:-runs/decentralization}
 # The shipped molba scenario (organizations of 128 processors, uni jobs with Zipf owners)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The sweeps behind docs/results/decentralization.md (about 13 minutes on 2 cores).
 #   bash docs/results/decentralization-runs.sh            # OUT=runs/decentralization
-#   python docs/results/decentralization_tables.py runs/decentralization --write
+#   python -m gridemu.experiments.decentralization_tables runs/decentralization --write
 set -euo pipefail
 OUT=${OUT:-runs/decentralization}
 N=16,64,256,1024,4096

@@ -5,8 +5,8 @@ from its own key and d sampled sites' (``protocol.mode = "sampled"``), 10 to 1,0
 organizations of the shipped ``shapley-scale`` scenario.
 
     bash docs/results/decentralization-directcontr.sh
-    python docs/results/decentralization_directcontr.py runs/decentralization           # print the tables
-    python docs/results/decentralization_directcontr.py runs/decentralization --write   # and put them in the doc
+    python -m gridemu.experiments.decentralization_directcontr runs/decentralization           # print the tables
+    python -m gridemu.experiments.decentralization_directcontr runs/decentralization --write   # and put them in the doc
 
 Every figure is a mean over the sweep's seeds. "Δψ/p_tot": the run's distance to RAND(N)'s
 Shapley values at t_end (REF is out of reach past 10 organizations), "central": the same for
@@ -25,7 +25,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from decentralization_tables import log_axis, messages_axis, save_figure, sites_axis, write_between  # noqa: E402  (this folder's sibling script)
+from gridemu.experiments.decentralization_tables import log_axis, messages_axis, save_figure, sites_axis, write_between  # noqa: E402
 
 BEGIN, END = "<!-- directcontr:begin (decentralization_directcontr.py --write) -->", "<!-- directcontr:end -->"
 LAT_BEGIN, LAT_END = "<!-- directcontr-latency:begin (decentralization_directcontr.py --write) -->", "<!-- directcontr-latency:end -->"

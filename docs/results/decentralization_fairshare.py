@@ -2,10 +2,10 @@
 usage services, an aggregation tree, push-sum gossip, and none (local usage only). For
 docs/results/decentralization.md, section "Fairshare usage".
 
-    python docs/results/decentralization_fairshare.py            # ~23 minutes on 2 cores
-    python docs/results/decentralization_fairshare.py --write    # and put the table in the doc
+    python -m gridemu.experiments.decentralization_fairshare            # ~23 minutes on 2 cores
+    python -m gridemu.experiments.decentralization_fairshare --write    # and put the table in the doc
 
-The policy is the fairshare paper's two-VO tree (tests/test_fairshare.py: VO-A 30 % with
+The policy is the fairshare paper's two-VO tree (fairshare_grid.py: VO-A 30 % with
 projects 50/30/20, VO-B 70 % with 60/40, global scope below the resource), 10 processors a
 site, usage reported every 60 s, three hours of streams of 600 s jobs from the 5 project
 groups, each submitting one job every 180/N s somewhere in the grid (the load per site is
@@ -22,15 +22,10 @@ from __future__ import annotations
 
 import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from tests.test_fairshare import LEAVES, grid  # noqa: E402  (the tests' policy and workload)
-
-import gridemu.emulator as emulator  # noqa: E402
-
-sys.path.insert(0, str(Path(__file__).parent))
-from decentralization_tables import write_between  # noqa: E402
+import gridemu.emulator as emulator
+from gridemu.experiments.decentralization_tables import write_between
+from gridemu.experiments.fairshare_grid import LEAVES, grid
 
 BEGIN, END = "<!-- fairshare:begin (decentralization_fairshare.py --write) -->", "<!-- fairshare:end -->"
 HOURS = 3.0

@@ -3,8 +3,8 @@ of decentralization-gm.sh: GM replicated at every site (from broadcasts) against
 per site from d sampled sites (``protocol.mode = "sampled"``), N = 16 to 1,024 sites.
 
     bash docs/results/decentralization-gm.sh
-    python docs/results/decentralization_gm.py runs/decentralization           # print the table
-    python docs/results/decentralization_gm.py runs/decentralization --write   # and put it in the doc
+    python -m gridemu.experiments.decentralization_gm runs/decentralization           # print the table
+    python -m gridemu.experiments.decentralization_gm runs/decentralization --write   # and put it in the doc
 
 Every figure is a mean over the sweep's seeds. "msgs/job": every message (broadcasts,
 probes, bids, steals and job transfers) over the jobs; "moves/job": the job table's
@@ -24,7 +24,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from decentralization_tables import log_axis, messages_axis, save_figure, sites_axis, write_between  # noqa: E402  (this folder's sibling script)
+from gridemu.experiments.decentralization_tables import log_axis, messages_axis, save_figure, sites_axis, write_between  # noqa: E402
 
 BEGIN, END = "<!-- gm:begin (decentralization_gm.py --write) -->", "<!-- gm:end -->"
 CENTRAL_BEGIN, CENTRAL_END = "<!-- gm-central:begin (decentralization_gm.py --write) -->", "<!-- gm-central:end -->"

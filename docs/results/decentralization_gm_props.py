@@ -6,9 +6,9 @@ change). Replicated GM keeps both up to latency; decentralized GM decides per si
 does not promise them. Writes the table of docs/results/decentralization.md, "Greedy
 migration".
 
-    python docs/results/decentralization_gm_props.py            # prints the table
-    python docs/results/decentralization_gm_props.py --write    # and puts it in the doc
-    python docs/results/decentralization_gm_props.py --jobs 30  # more sampled jobs per mode
+    python -m gridemu.experiments.decentralization_gm_props            # prints the table
+    python -m gridemu.experiments.decentralization_gm_props --write    # and puts it in the doc
+    python -m gridemu.experiments.decentralization_gm_props --jobs 30  # more sampled jobs per mode
 """
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from gridemu.brokers.gm.metrics import instance
 from gridemu.emulator.scenario import load_scenario
 from gridemu.scenarios.workload import generate_jobs
 
-from decentralization_tables import write_between  # noqa: E402  (this folder's sibling script)
+from gridemu.experiments.decentralization_tables import write_between
 
 TOL = 1e-9
 

@@ -4,8 +4,8 @@ the central plan computed at each) against MOLBA from published aggregates
 (``protocol.mode = "aggregates"``), N = 5 to 500 organizations.
 
     bash docs/results/decentralization-molba.sh
-    python docs/results/decentralization_molba.py runs/decentralization           # print the table
-    python docs/results/decentralization_molba.py runs/decentralization --write   # and put it in the doc
+    python -m gridemu.experiments.decentralization_molba runs/decentralization           # print the table
+    python -m gridemu.experiments.decentralization_molba runs/decentralization --write   # and put it in the doc
 
 Every figure is a mean over the sweep's seeds. Scores are makespan / max(W̄, p_max) (thesis
 5.6.1): "local" every organization alone, "MOLBA" and "MOLBA+ILBA" the centralized
@@ -24,7 +24,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from decentralization_tables import messages_axis, save_figure, sites_axis, write_between  # noqa: E402  (this folder's sibling script)
+from gridemu.experiments.decentralization_tables import messages_axis, save_figure, sites_axis, write_between  # noqa: E402
 
 BEGIN, END = "<!-- molba:begin (decentralization_molba.py --write) -->", "<!-- molba:end -->"
 SIZES = (5, 20, 100, 500)

@@ -4,8 +4,8 @@ BILB (Alg. 4.3, divisible pieces) cost and keep when each site hears only its ne
 for N = 16 to 4,096 sites.
 
     bash docs/results/decentralization-runs.sh
-    python docs/results/decentralization_tables.py runs/decentralization           # print the tables
-    python docs/results/decentralization_tables.py runs/decentralization --write   # and put them in the doc
+    python -m gridemu.experiments.decentralization_tables runs/decentralization           # print the tables
+    python -m gridemu.experiments.decentralization_tables runs/decentralization --write   # and put them in the doc
 
 Every figure is a mean over the sweep's seeds. "msgs/job": every message (load reports,
 gossip and job transfers) over the jobs of the run; "rows/site/t": messages a site sends per

@@ -1,8 +1,8 @@
 """The scheduling game of thesis ch. 3 (sections 3.4-3.6) emulated: organizations' strategy
 profiles played over many rounds, each round a fresh instance of section 3.7.1.
 
-    python docs/results/dedicated_game.py            # print the tables (about a minute)
-    python docs/results/dedicated_game.py --write    # into dedicated.md, and img/dedicated-game.png
+    python -m gridemu.experiments.dedicated_game            # print the tables (about a minute)
+    python -m gridemu.experiments.dedicated_game --write    # into dedicated.md, and img/dedicated-game.png
 
 Every profile is the shipped scenario ``dedicated`` (3 organizations, 8 jobs per machine,
 sizes 1..10) with ``workload.rounds`` = ROUNDS and ``protocol.strategy`` set as the row says;
@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 import gridemu.emulator as emulator
-from decentralization_tables import write_between  # noqa: E402  (this folder's sibling script)
+from gridemu.experiments.decentralization_tables import write_between
 
 DOC = Path(__file__).with_name("dedicated.md")
 IMG = Path(__file__).with_name("img") / "dedicated-game.png"

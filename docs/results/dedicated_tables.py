@@ -1,9 +1,9 @@
 """Thesis Tables 3.1-3.22 (ch. 3, resource sharing on dedicated machines) beside gridemu's
 figures, as markdown for docs/results/dedicated.md.
 
-    python docs/results/dedicated_tables.py --write                  # compute, print, write into dedicated.md
-    python docs/results/dedicated_tables.py --quick                  # a small subset (about a minute)
-    python docs/results/dedicated_tables.py --from runs/dedicated-tables --write   # re-format saved results
+    python -m gridemu.experiments.dedicated_tables --write                  # compute, print, write into dedicated.md
+    python -m gridemu.experiments.dedicated_tables --quick                  # a small subset (about a minute)
+    python -m gridemu.experiments.dedicated_tables --from runs/dedicated-tables --write   # re-format saved results
 
 Every instance is run once in a pool of (at most) two processes; the per-instance results are
 saved as JSON lines under ``--out`` (runs/dedicated-tables), so ``--from`` formats them again
@@ -524,6 +524,6 @@ if __name__ == "__main__":
     for begin, end, text in tables(frames, meta):
         print(text + "\n")
         if args.write:
-            from decentralization_tables import write_between  # noqa: E402  (this folder's sibling script)
+            from gridemu.experiments.decentralization_tables import write_between
 
             write_between(begin, end, text, DOC)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Regenerates the runs behind docs/results/fairshare.md (about 3 minutes on 2 cores), then
-# python docs/results/fairshare_tables.py $OUT prints its tables and draws its figures.
+# python -m gridemu.experiments.fairshare_tables $OUT prints its tables and draws its figures.
 set -euo pipefail
 OUT=${OUT:-runs/fairshare}
 for a in historical active predictive; do

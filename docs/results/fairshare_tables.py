@@ -1,6 +1,6 @@
 """Tables and figures of docs/results/fairshare.md from the runs of fairshare-runs.sh.
 
-    bash docs/results/fairshare-runs.sh && python docs/results/fairshare_tables.py runs/fairshare
+    bash docs/results/fairshare-runs.sh && python -m gridemu.experiments.fairshare_tables runs/fairshare
 
 For each run: every entry's target, final aggregated share, final deviation (percentage
 points), mean absolute deviation over the second half of the run, and the time (hours) from

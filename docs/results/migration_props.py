@@ -1,6 +1,6 @@
 """Propositions 1-3 of the migration-fairness paper, run by the emulator (docs/results/migration.md).
 
-    python docs/results/migration_props.py [X ...]
+    python -m gridemu.experiments.migration_props [X ...]
 
 Runs the shipped scenarios gm-prop1, gm-prop2 and gm-prop3 under each busy scheduler
 (``fcfs``: FCFS to the fastest free processor; ``fcfs_any``: to the lowest-numbered free

@@ -1,6 +1,6 @@
 """Property violations of GM and the busy schedulers on random instances (docs/results/migration.md).
 
-    python docs/results/migration_rates.py [--instances 200] [--jobs 40]
+    python -m gridemu.experiments.migration_rates [--instances 200] [--jobs 40]
 
 Random instances of the paper's model, drawn with a fixed seed: 4 machines with speeds
 drawn from {0.5, 1, 2, 3}; jobs with distinct integral release times (Definition 4 needs

@@ -9,7 +9,7 @@
 # "owners" runs one reading). Every m has seeds of its own (m = 32: 1..R, 128: 1001..,
 # 512: 2001..), so the 150 instances a row pools are 150 independent draws (with one seed
 # range for all m, a row held R draws three times over); both readings draw the same
-# instances. Then: python docs/results/molba_tables.py $OUT --write.
+# instances. Then: python -m gridemu.experiments.molba_tables $OUT --write.
 set -euo pipefail
 OUT=${OUT:-runs/molba-tables}
 R=${R:-50}

@@ -12,8 +12,8 @@ m), and the program's batch and interactive parameter sets instead of its "all j
 They show how far the generator's parameters move the score; none is adopted (the text
 does not say which the thesis ran), so the tables keep the "all jobs" set scaled to m.
 
-    python docs/results/molba_swf.py            # prints the tables (about 1.5 CPU-minutes)
-    python docs/results/molba_swf.py --write    # and puts them in molba.md
+    python -m gridemu.experiments.molba_swf            # prints the tables (about 1.5 CPU-minutes)
+    python -m gridemu.experiments.molba_swf --write    # and puts them in molba.md
 """
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ from unittest import mock
 import numpy as np
 import pandas as pd
 
-from decentralization_tables import write_between  # noqa: E402  (this folder's sibling script)
+from gridemu.experiments.decentralization_tables import write_between
 from gridemu.brokers.molba.list_scheduling import makespan
 from gridemu.brokers.molba.algorithm import local_schedule, lower_bound, mean_work
 from gridemu.brokers.molba.protocol import instance

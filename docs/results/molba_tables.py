@@ -1,8 +1,8 @@
 """Thesis Tables 5.1 and 5.2 beside gridemu's figures, and the t-tests on m of section 5.7.
 
     bash docs/results/molba-tables.sh                          # the sweeps (OUT=runs/molba-tables), both readings
-    python docs/results/molba_tables.py runs/molba-tables         # print the tables
-    python docs/results/molba_tables.py runs/molba-tables --write # and put them in molba.md
+    python -m gridemu.experiments.molba_tables runs/molba-tables         # print the tables
+    python -m gridemu.experiments.molba_tables runs/molba-tables --write # and put them in molba.md
 
 Each (N, n) row pools the 150 instances of its three m (50 each, independent draws: every m
 has seeds of its own), as the thesis does ("each row is an aggregation over 150 random
@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from decentralization_tables import write_between  # noqa: E402  (this folder's sibling script)
+from gridemu.experiments.decentralization_tables import write_between
 
 DOC = Path(__file__).with_name("molba.md")
 MS = (32, 128, 512)
@@ -124,15 +124,15 @@ def welch(a: np.ndarray, b: np.ndarray) -> float:
         return 1.0 if a.mean() == b.mean() else 0.0
     t = abs(a.mean() - b.mean()) / math.sqrt(va + vb)
     df = (va + vb) ** 2 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1))
-    return _betainc(df / 2, 0.5, df / (df + t * t))  # P(|T| > t) = I_{df/(df+t²)}(df/2, 1/2)
+    return betainc(df / 2, 0.5, df / (df + t * t))  # P(|T| > t) = I_{df/(df+t²)}(df/2, 1/2)
 
 
-def _betainc(a: float, b: float, x: float) -> float:
+def betainc(a: float, b: float, x: float) -> float:
     """The regularized incomplete beta function I_x(a, b), by its continued fraction (modified Lentz)."""
     if x <= 0.0 or x >= 1.0:
         return 0.0 if x <= 0.0 else 1.0
     if x > (a + 1) / (a + b + 2):  # the fraction converges fast below the mean; use the symmetry above it
-        return 1.0 - _betainc(b, a, 1.0 - x)
+        return 1.0 - betainc(b, a, 1.0 - x)
     front = math.exp(math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x)) / a
     tiny, f, c, d = 1e-300, 1.0, 1.0, 0.0
     for i in range(400):

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Regenerates the runs behind docs/results/shapley.md, then its tables and figure:
 #   bash docs/results/shapley-runs.sh [STAGE ...]        # stages: table1 table2 contended ricc ricc-long orgs first latency
-#   python docs/results/shapley_tables.py runs/shapley --write
+#   python -m gridemu.experiments.shapley_tables runs/shapley --write
 # Needs the Parallel Workloads Archive traces (TRACES, default ../shared/traces; see the doc).
 # The setup of both papers ([S] section 5.1, [L] section 6.2): 5 organizations, the trace's users
 # spread uniformly over them, parallel jobs split into sequential copies, the trace's machine

@@ -1,6 +1,6 @@
 """Tables and figure of docs/results/shapley.md from the sweeps of shapley-runs.sh.
 
-    bash docs/results/shapley-runs.sh && python docs/results/shapley_tables.py runs/shapley [--write]
+    bash docs/results/shapley-runs.sh && python -m gridemu.experiments.shapley_tables runs/shapley [--write]
 
 Δψ/p_tot per algorithm over the sweep's windows, beside the papers' figures: mean with its
 95 % confidence interval (Student t over windows), standard deviation, median, and the
@@ -20,10 +20,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-sys.path.insert(0, str(Path(__file__).parent))
-from bilb_tables import mean_ci  # noqa: E402  (this folder's sibling scripts)
-from decentralization_tables import write_between  # noqa: E402
-from molba_tables import _betainc  # noqa: E402
+from gridemu.experiments.bilb_tables import mean_ci
+from gridemu.experiments.decentralization_tables import write_between
+from gridemu.experiments.molba_tables import betainc
 
 DOC = Path(__file__).with_name("shapley.md")
 IMG = Path(__file__).with_name("img") / "shapley-orgs.png"
@@ -72,7 +71,7 @@ def paired_t(d: np.ndarray) -> float:
     if sd == 0:
         return 1.0 if not d.any() else 0.0
     t, df = abs(float(d.mean())) / (sd / math.sqrt(n)), n - 1
-    return _betainc(df / 2, 0.5, df / (df + t * t))
+    return betainc(df / 2, 0.5, df / (df + t * t))
 
 
 def sign_test(a: np.ndarray, b: np.ndarray) -> tuple[int, int, float]:
