@@ -342,6 +342,12 @@ class Shard:
             out["submitted"] = self.submitted
         return out
 
+    def close(self) -> None:
+        """The run is over and its results gathered: free the sites (Site.close)."""
+        for site in self.sites:
+            site.close()
+        self.sites = []
+
     def _results_sites(self, horizon: float) -> dict[str, Any]:
         sites, series = [], []
         for i, site in enumerate(self.sites):
