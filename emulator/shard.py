@@ -24,6 +24,7 @@ from gridemu.scenarios.poisson import SiteDraws, draw_sites
 from gridemu.sites import faults, fcfs_recurrence
 from gridemu.sites.faults import FaultPlan
 from gridemu.sites.fcfs_columns import FcfsColumns, RoutedSites
+from gridemu.sites.job_columns import split_columns
 from gridemu.sites.results import job_columns, usage_ledger
 from gridemu.sites.site import Site
 from gridemu.sites.spec import SiteSpec
@@ -133,8 +134,12 @@ class Shard:
             return
         jobs, counts = _by_site(spec.jobs, self.local_of)
         bounds = np.cumsum(counts) - counts
+        columns = split_columns(jobs, counts.tolist())
         for i, (s, first, k) in enumerate(zip(spec.sites, bounds.tolist(), counts.tolist())):
-            site = Site(s, jobs[first : first + k], spec.latency if isinstance(spec.latency, float) else spec.latency[i], spec.owners[i], self.kinds)
+            site = Site(
+                s, jobs[first : first + k], spec.latency if isinstance(spec.latency, float) else spec.latency[i], spec.owners[i], self.kinds,
+                columns[i],
+            )
             if site.scheduler.name == "fairshare":
                 site.scheduler.configure(spec.extra["policy"])
             if spec.grid.neighbors is not None:
