@@ -7,7 +7,6 @@ Every problem is a :class:`ScenarioError` naming the dotted key.
 """
 from __future__ import annotations
 
-import copy
 import math
 import tomllib
 from collections import Counter
@@ -19,6 +18,7 @@ import numpy as np
 
 from gridemu.brokers import registry
 from gridemu.brokers.protocol import Protocol, ScenarioFacts
+from gridemu.emulator.scenario_toml import copy_tree
 from gridemu.emulator.topology import Topology, build_topology, link_latency_matrix, smallest_link_latency
 from gridemu.model.checks import check_flag, check_number, choice, largest_remainder, per_site_values
 from gridemu.model.errors import ScenarioError
@@ -159,19 +159,6 @@ def parse_override(text: str) -> tuple[str, Any]:
     except tomllib.TOMLDecodeError:
         value = raw.strip()
     return key, value
-
-
-def copy_tree(data: Any) -> Any:
-    """A deep copy of scenario data: its tables and lists are copied, its numbers and strings
-    shared; anything else goes to ``copy.deepcopy``. Linear, and several times faster than
-    ``deepcopy`` alone, whose memo costs most of its time on a list of 100,000 site tables."""
-    if isinstance(data, dict):
-        return {k: copy_tree(v) for k, v in data.items()}
-    if isinstance(data, list):
-        return [copy_tree(v) for v in data]
-    if data is None or isinstance(data, (str, int, float)):
-        return data
-    return copy.deepcopy(data)
 
 
 def apply_overrides(data: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:

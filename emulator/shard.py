@@ -348,9 +348,16 @@ class Shard:
         return out
 
     def close(self) -> None:
-        """The run is over and its results gathered: free the sites (Site.close)."""
+        """Drop the sites once their results are gathered. A site, its agent, the agent's view
+        and its scheduler refer to each other, and an agent's handlers are its own bound
+        methods (brokers/agent.py): with the sites' and agents' attributes cleared, reference
+        counting frees them all at once, where a cyclic collection would walk every live
+        object of the run (seconds at 100,000 sites)."""
         for site in self.sites:
-            site.close()
+            agent = site.agent
+            site.__dict__.clear()
+            if hasattr(agent, "__dict__"):
+                agent.__dict__.clear()
         self.sites = []
 
     def _results_sites(self, horizon: float) -> dict[str, Any]:

@@ -24,6 +24,13 @@ def typed_column(values: np.ndarray) -> array:
     return col
 
 
+def own_columns(jobs: np.ndarray) -> tuple[np.ndarray, list[array]]:
+    """One site's jobs in (release, job id) order and their typed columns, in ``JOB_FIELDS`` order."""
+    if len(jobs) > 1 and not sorted_by_release_and_id(jobs):
+        jobs = jobs[np.lexsort((jobs["job_id"], jobs["release"]))]
+    return jobs, [typed_column(jobs[name]) for name in JOB_FIELDS]
+
+
 def split_columns(jobs: np.ndarray, counts: list[int]) -> list[list[array]]:
     """Each site's typed columns, in ``JOB_FIELDS`` order, from the jobs of consecutive sites
     (``counts[i]`` jobs for the i-th): every field is made contiguous once and cut by bytes,
