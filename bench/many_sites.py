@@ -1,18 +1,111 @@
-"""10,000 sites and 1,000,000 jobs on packed shards: does it run, how long, how much memory.
+"""Many sites: does a run stay linear in the number of sites, how long, how much memory.
 
     python bench/many_sites.py [--sites 10000] [--jobs 1000000] [--backend inprocess|ray] [--shards N]
+    python bench/many_sites.py --per-site 1000,10000,100000 [--until 20]
 
-Same per-site workload shape as bench/throughput.py (10 processors per site, FCFS,
-gamma(2, 2) sizes, total arrival rate 200), spread over many more sites.
-Prints the whole call's time, the kernel's wall seconds, and the driver's peak RSS.
+The first form: 10,000 sites and 1,000,000 jobs on packed shards, the same per-site workload
+shape as bench/throughput.py (10 processors per site, FCFS, gamma(2, 2) sizes, total arrival
+rate 200), spread over many more sites. Prints the whole call's time, the kernel's wall
+seconds, and the driver's peak RSS.
+
+``--per-site``: the shipped ``averaging-topology`` scenario (averaging over a random graph of
+degree 8, the same load per site, counterfactual "local" run included) with
+``sites.count=N`` and ``workload.until`` (the same span at every size), in-process, each size
+in a fresh process. It prints, per size, the CPU seconds of each phase and the same per site
+(on a shared machine the wall clock measures the neighbours too; the share column says how
+much of the wall time the run had a core):
+validate (``load_scenario``), setup (shards built: jobs drawn, sites and agents made), loop
+(the windows), gather (the shards' results to the returned tables, the counterfactual run
+apart) and counterfactual (the second, local-only run: its validation, setup, loop and job
+table). Linear setup means the per-site figures stay flat as N grows.
 """
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import resource
+import subprocess
+import sys
 import time
+from typing import Any
 
 from harness import imported_run
+
+PHASES = ("validate", "setup", "loop", "gather", "counterfactual")
+
+
+def _clocks() -> tuple[float, float]:
+    return time.perf_counter(), time.process_time()
+
+
+def phases(sites: int, until: float) -> dict[str, Any]:
+    """One averaging-topology run at ``sites`` sites, timed phase by phase in this process:
+    each phase's wall and CPU seconds (the CPU seconds are what to compare on a loaded machine)."""
+    imported_run()
+    from gridemu.emulator import api, backends
+
+    marks: dict[str, list[tuple[float, float]]] = {"load": [], "run": [], "built": [], "window": []}
+    load, run_windows, make = api.load_scenario, api.run_windows, backends.BACKENDS["inprocess"]
+
+    def timed(name: str, fn: Any) -> Any:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            t = _clocks()
+            out = fn(*args, **kwargs)
+            marks[name].append(tuple(b - a for a, b in zip(t, _clocks())))
+            return out
+        return call
+
+    def built(*args: Any, **kwargs: Any) -> Any:
+        backend = make(*args, **kwargs)
+        marks["built"].append(_clocks())  # the end of setup: the coordinator's loop starts
+        return backend
+
+    api.load_scenario, api.run_windows = timed("load", load), timed("run", run_windows)
+    backends.BACKENDS["inprocess"] = built
+    t0 = _clocks()
+    scenario = api.load_scenario("averaging-topology", {"sites.count": sites, "workload.until": until}, backend="inprocess")
+    t_run = _clocks()
+    result = api.run(scenario, on_progress=lambda p: marks["window"].append(_clocks()))
+    t_end = _clocks()
+    g = result.summary["global"]
+    out: dict[str, Any] = {"sites": sites, "jobs": int(g["jobs"]), "windows": int(g["windows"])}
+    for k, clock in enumerate(("wall", "cpu")):
+        ph = {
+            "validate": marks["load"][0][k],
+            "setup": marks["built"][0][k] - t_run[k],
+            "loop": marks["window"][-1][k] - marks["built"][0][k],
+            # the second, local-only run and its validation (api._finish)
+            "counterfactual": marks["load"][1][k] + marks["run"][1][k],
+        }
+        ph["gather"] = t_end[k] - marks["window"][-1][k] - ph["counterfactual"]
+        ph["total"] = t_end[k] - t0[k]
+        out[clock] = ph
+    out["peak_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return out
+
+
+def per_site(sizes: list[int], until: float) -> None:
+    print(f"averaging-topology, workload.until={until:g}, in-process; {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} at start")
+    print("CPU seconds of each phase (µs of CPU per site); wall seconds of the whole run and its CPU share")
+    print(f"{'sites':>9} {'jobs':>10} " + " ".join(f"{p:>15}" for p in PHASES) + f" {'total CPU':>10} {'wall':>7} {'share':>5} {'RSS MiB':>8}")
+    for n in sizes:
+        # A fresh process per size: one size's heap and imports do not flatter the next.
+        out = subprocess.run(
+            [sys.executable, __file__, "--one", str(n), "--until", str(until)], capture_output=True, text=True, check=False
+        )
+        if out.returncode:
+            print(f"{n:>9,}: failed (exit {out.returncode}): {out.stderr.strip().splitlines()[-1:]}")
+            continue
+        r = json.loads(out.stdout.strip().splitlines()[-1])
+        cpu, wall = r["cpu"], r["wall"]
+        cells = " ".join(f"{cpu[p]:6.2f} ({cpu[p] / n * 1e6:5.0f})" for p in PHASES)
+        print(
+            f"{n:>9,} {r['jobs']:>10,} {cells} {cpu['total']:10.1f} {wall['total']:7.1f} {cpu['total'] / wall['total']:5.0%} "
+            f"{r['peak_rss_mib']:8,.0f}",
+            flush=True,
+        )
+    print(f"load average at end {os.getloadavg()[0]:.2f}")
 
 
 def main() -> None:
@@ -21,7 +114,16 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=1_000_000)
     ap.add_argument("--backend", choices=["inprocess", "ray"], default="inprocess")
     ap.add_argument("--shards", type=int, default=None)
+    ap.add_argument("--per-site", help="comma-separated site counts: averaging-topology's phases per site")
+    ap.add_argument("--until", type=float, default=20.0, help="workload.until for --per-site")
+    ap.add_argument("--one", type=int, help=argparse.SUPPRESS)  # one --per-site size, as JSON
     args = ap.parse_args()
+    if args.one:
+        print(json.dumps(phases(args.one, args.until)))
+        return
+    if args.per_site:
+        per_site([int(n) for n in args.per_site.split(",")], args.until)
+        return
     scenario = {
         "run": {"seed": 1},
         "sites": {"count": args.sites, "procs": 10},

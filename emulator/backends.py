@@ -59,6 +59,8 @@ class InProcessBackend:
         return [s.results(horizon) for s in self.shards]
 
     def close(self) -> None:
+        for shard in self.shards:
+            shard.close()
         self.shards = []
 
 

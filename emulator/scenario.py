@@ -7,9 +7,9 @@ Every problem is a :class:`ScenarioError` naming the dotted key.
 """
 from __future__ import annotations
 
-import copy
 import math
 import tomllib
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,6 +19,7 @@ import numpy as np
 from gridemu.brokers import registry
 from gridemu.brokers.params import Params
 from gridemu.brokers.protocol import Protocol, ScenarioFacts
+from gridemu.emulator.scenario_toml import copy_tree
 from gridemu.emulator.topology import Topology, build_topology, link_latency_matrix, smallest_link_latency
 from gridemu.model.checks import check_flag, check_number, choice, largest_remainder, per_site_values
 from gridemu.model.errors import ScenarioError
@@ -165,7 +166,7 @@ def parse_override(text: str) -> tuple[str, Any]:
 
 def apply_overrides(data: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
     """Set each dotted key in a deep copy of ``data`` (tables are created as needed)."""
-    out = copy.deepcopy(data)
+    out = copy_tree(data)
     for key, value in overrides.items():
         node = out
         parts = key.split(".")
@@ -191,15 +192,14 @@ def load_scenario(
     backend, shards, horizon) are shortcuts for ``run.*`` overrides; ``None`` values are ignored.
     """
     if isinstance(ref, dict):
-        raw, source = copy.deepcopy(ref), source or "<dict>"
+        raw, source = ref, source or "<dict>"  # apply_overrides copies it
     else:
         raw, source = read_scenario_file(ref)
     sets = dict(overrides or {})
     for key, value in run_settings.items():
         if value is not None:
             sets[f"run.{key}"] = value
-    raw = apply_overrides(raw, sets)
-    return validate(raw, source)
+    return _validate(apply_overrides(raw, sets), source)  # a copy of its own: no second one
 
 
 def check_scenario(ref: str | Path, overrides: dict[str, Any] | None = None, limit: int = 20) -> tuple[Scenario | None, list[ScenarioError]]:
@@ -211,7 +211,7 @@ def check_scenario(ref: str | Path, overrides: dict[str, Any] | None = None, lim
     a key cannot be taken out."""
     raw, source = read_scenario_file(ref)
     raw = apply_overrides(raw, overrides or {})
-    given = copy.deepcopy(raw)
+    given = copy_tree(raw)
     errors: list[ScenarioError] = []
     while len(errors) < limit:
         try:
@@ -337,8 +337,7 @@ def _build_sites(data: dict[str, Any], default_scheduler: str, seed: int) -> lis
                 speeds = [speed] * procs
             scheduler = choice(f"{key}.scheduler", entry.get("scheduler", default_scheduler), SCHEDULERS)
             specs.append(SiteSpec(i, name, str(entry.get("org", name)), tuple(float(s) for s in speeds), scheduler))
-        names = [s.name for s in specs]
-        dup = {n for n in names if names.count(n) > 1}
+        dup = [n for n, k in Counter(s.name for s in specs).items() if k > 1]
         if dup:
             raise ScenarioError("sites", f"duplicate site names: {', '.join(sorted(dup))}")
         return specs
@@ -394,14 +393,19 @@ def _latency(data: dict[str, Any], n: int, seed: int) -> tuple[float | np.ndarra
 
 
 def validate(raw: dict[str, Any], source: str = "<dict>") -> Scenario:
-    """Check every key of a raw scenario dict and fill defaults; see module doc."""
-    if not isinstance(raw, dict):
+    """Check every key of a raw scenario dict and fill defaults; see module doc. ``raw`` is
+    left as given."""
+    return _validate(copy_tree(raw) if isinstance(raw, dict) else raw, source)
+
+
+def _validate(data: dict[str, Any], source: str) -> Scenario:
+    """:func:`validate` on data it may change (the Scenario's ``data`` is it, resolved)."""
+    if not isinstance(data, dict):
         raise ScenarioError("scenario", "must be a table")
     allowed_top = set(_KNOWN) - {"site"} | {"protocol", "faults"} | {s.name for s in SECTIONS.values()}
-    for key in raw:
+    for key in data:
         if key not in allowed_top:
             raise ScenarioError(key, f"unknown section (allowed: {', '.join(sorted(allowed_top))})")
-    data = copy.deepcopy(raw)
 
     run = _table(data, "run")
     _unknown("run", run, _KNOWN["run"])

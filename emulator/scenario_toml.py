@@ -1,7 +1,8 @@
 """Write a resolved scenario back as TOML (``scenario.toml`` of every run): the file reads
-back to the same scenario, whatever strings it holds."""
+back to the same scenario, whatever strings it holds. And copy scenario data (copy_tree)."""
 from __future__ import annotations
 
+import copy
 import json
 import math
 from typing import Any
@@ -57,3 +58,16 @@ def to_toml(data: dict[str, Any]) -> str:
 
 def _is_table_list(value: Any) -> bool:
     return isinstance(value, list) and bool(value) and all(isinstance(v, dict) for v in value)
+
+
+def copy_tree(data: Any) -> Any:
+    """A deep copy of scenario data: its tables and lists are copied, its numbers and strings
+    shared; anything else goes to ``copy.deepcopy``. Linear, and several times faster than
+    ``deepcopy`` alone, whose memo costs most of its time on a list of 100,000 site tables."""
+    if isinstance(data, dict):
+        return {k: copy_tree(v) for k, v in data.items()}
+    if isinstance(data, list):
+        return [copy_tree(v) for v in data]
+    if data is None or isinstance(data, (str, int, float)):
+        return data
+    return copy.deepcopy(data)

@@ -24,6 +24,35 @@ def typed_column(values: np.ndarray) -> array:
     return col
 
 
+def own_columns(jobs: np.ndarray) -> tuple[np.ndarray, list[array]]:
+    """One site's jobs in (release, job id) order and their typed columns, in ``JOB_FIELDS`` order."""
+    if len(jobs) > 1 and not sorted_by_release_and_id(jobs):
+        jobs = jobs[np.lexsort((jobs["job_id"], jobs["release"]))]
+    return jobs, [typed_column(jobs[name]) for name in JOB_FIELDS]
+
+
+def split_columns(jobs: np.ndarray, counts: list[int]) -> list[list[array]]:
+    """Each site's typed columns, in ``JOB_FIELDS`` order, from the jobs of consecutive sites
+    (``counts[i]`` jobs for the i-th): every field is made contiguous once and cut by bytes,
+    where one :func:`typed_column` per site and field costs a numpy call each (13 fields at
+    100,000 sites: 1.3 million)."""
+    fields = []
+    for name in JOB_FIELDS:
+        col = np.ascontiguousarray(jobs[name])
+        fields.append((_TYPECODE[col.dtype], memoryview(col).cast("B"), col.itemsize))
+    out: list[list[array]] = []
+    lo = 0
+    for k in counts:
+        cols = []
+        for code, raw, size in fields:
+            col = array(code)
+            col.frombytes(raw[lo * size : (lo + k) * size])
+            cols.append(col)
+        out.append(cols)
+        lo += k
+    return out
+
+
 def sorted_by_release_and_id(jobs: np.ndarray) -> bool:
     rel, ids = jobs["release"], jobs["job_id"]
     step = np.diff(rel)
@@ -33,3 +62,7 @@ def sorted_by_release_and_id(jobs: np.ndarray) -> bool:
 def column_name(field: str) -> str:
     """The Site attribute holding a job field's column (``c_size``, ``c_id``, ...)."""
     return "c_" + _SHORT.get(field, field)
+
+
+#: ``column_name`` of every field, in ``JOB_FIELDS`` order.
+COLUMN_NAMES = tuple(column_name(name) for name in JOB_FIELDS)

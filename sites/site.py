@@ -22,7 +22,7 @@ from gridemu.model.errors import InvariantError
 from gridemu.model.messages import N_ROUTING, MessageKinds
 from gridemu.model.jobs import GONE, OFFERED, STATE_CODE
 from gridemu.sites import faults, fcfs_recurrence
-from gridemu.sites.job_columns import JOB_FIELDS, column_name, sorted_by_release_and_id, typed_column
+from gridemu.sites.job_columns import COLUMN_NAMES, JOB_FIELDS, own_columns
 from gridemu.sites.schedulers import make_scheduler
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -44,7 +44,8 @@ SIZE, FRAGMENT = (JOB_FIELDS.index(f) for f in ("size", "fragment"))
 class Site:
     """State and event loop of one site. Agents act on it through the public methods."""
 
-    def __init__(self, spec: "SiteSpec", jobs: np.ndarray, latency: "float | np.ndarray", owner: int, kinds: MessageKinds | None = None):
+    def __init__(self, spec: "SiteSpec", jobs: np.ndarray, latency: "float | np.ndarray", owner: int, kinds: MessageKinds | None = None,
+                 columns: list[array] | None = None):
         self.site_id = spec.site_id
         self.name = spec.name
         self.owner = owner
@@ -61,14 +62,14 @@ class Site:
         # One latency for all links, or this site's row of the latency matrix.
         self.latency = latency if isinstance(latency, float) else [float(x) for x in latency]
 
-        if len(jobs) > 1 and not sorted_by_release_and_id(jobs):
-            jobs = jobs[np.lexsort((jobs["job_id"], jobs["release"]))]
+        if columns is None:  # else the shard cut them for all its sites (split_columns), jobs in order
+            jobs, columns = own_columns(jobs)
         # Job columns, one typed array per field (8 bytes a value, or 4 or 1, not a Python
         # object each): c_id, c_owner, c_group, c_release, ...
-        for name in JOB_FIELDS:
-            setattr(self, column_name(name), typed_column(jobs[name]))
+        for name, col in zip(COLUMN_NAMES, columns):
+            setattr(self, name, col)
         # The same columns in JOB_DTYPE's field order (a received record is appended field by field).
-        self._columns = [getattr(self, column_name(name)) for name in JOB_FIELDS]
+        self._columns = columns
         self.n_local = len(jobs)
         # The submitted jobs as given (agents read them; their columns may change: sizes cut).
         self.local_jobs = jobs
@@ -516,4 +517,3 @@ class Site:
             finished = int(np.count_nonzero(np.asarray(self.r_end[: self.cursor], dtype=float) < horizon))
             self.events += finished
             self.done = finished
-
