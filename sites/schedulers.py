@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING
 from gridemu.model.jobs import OFFERED
 
 if TYPE_CHECKING:  # pragma: no cover
+    from typing import Iterable, Mapping
+
     from gridemu.sites.fairshare_runtime import RuntimePolicy
     from gridemu.sites.site import Site
 
@@ -315,6 +317,48 @@ class FairshareScheduler:
             self.records.setdefault(entry, []).append((start, end, procs))
         else:
             self.done[entry] = self.done.get(entry, 0.0) + (end - start) * procs
+
+    # what the fairshare protocol serves (through the site view: sites/view.py) --------------
+    def policy_entries(self) -> tuple[str, ...]:
+        """The runtime policy's entry paths, in policy order (usage messages name them by index)."""
+        return tuple(self.conf.entries)
+
+    def mount_points(self) -> dict[str, int]:
+        """Each entry that mounts a remote subpolicy -> the site that serves it."""
+        return dict(self.conf.served)
+
+    def subpolicy(self, point: str) -> dict[str, float]:
+        """The subpolicy below a mount point as the run's policy has it: entry -> target share, percent."""
+        targets = self.conf.targets
+        return {e: 100 * targets[e] for e in self.conf.entries if e.startswith(point + "/")}
+
+    def await_subpolicies(self, points: Iterable[str]) -> None:
+        """Until :meth:`mount`, the jobs below each of these mount points count at the mount
+        point itself (its subpolicy has not reached this site)."""
+        self.unmounted = set(points)
+
+    def mount_subpolicy(self, point: str) -> None:
+        """:meth:`mount`, unless it is mounted already (later refreshes bring the same subpolicy)."""
+        if point in self.unmounted:
+            self.mount(point)
+
+    def usage_report(self, now: float) -> dict[str, float]:
+        """This site's usage per entry as the policy's global approach counts it: what it reports."""
+        return self.usage(now, self.conf.approach)
+
+    def cache_usage(self, source: int, usage: Mapping[str, float]) -> None:
+        """Update the cached global usage data: ``usage``'s figures replace those of the same
+        entries under ``source``, a key the protocol chooses (a site, a usage service, the
+        grid's total); priorities add every source's figures to this site's own usage."""
+        self.remote.setdefault(source, {}).update(usage)
+
+    def replace_usage(self, source: int, usage: Mapping[str, float]) -> None:
+        """Replace everything cached under ``source`` by ``usage`` (see :meth:`cache_usage`)."""
+        self.remote[source] = dict(usage)
+
+    def cached_usage(self, source: int) -> dict[str, float]:
+        """A copy of what is cached under ``source`` (empty if nothing)."""
+        return dict(self.remote.get(source, {}))
 
     # usage and priorities -----------------------------------------------------------------
     def usage(self, now: float, approach: str) -> dict[str, float]:

@@ -16,8 +16,14 @@ record), ``size``, ``release``, ``job_id``, ``procs``, ``submit_site``, ``fragme
 array), ``n_local``, ``next_release()``.
 
 The queue and the processors: ``queued()``, ``running_slots()``, ``free_processors()``,
-``is_free(proc)``, ``free_count()``, ``backlog(now)``, ``load(now)``; ``scheduler_state()`` gives what the
-local scheduler exposes to protocols (the fairshare policy, the planned start times).
+``is_free(proc)``, ``free_count()``, ``backlog(now)``, ``load(now)``, ``queue_order()``.
+
+A ``fairshare`` local scheduler's share policy and cached global usage data (the grid-wide
+fairshare paper; what the ``fairshare`` protocol keeps up to date; any other scheduler: a
+``ScenarioError`` naming ``scheduler.name``): ``policy_entries()``, ``mount_points()``,
+``subpolicy(point)``, ``await_subpolicies(points)``, ``mount_subpolicy(point)``,
+``usage_report(now)``, ``cache_usage(source, usage)``, ``replace_usage(source, usage)``,
+``cached_usage(source)``.
 
 Acting: ``send``, ``send_all`` (one message to many sites), ``set_timer``, ``transfer``, ``receive_job``, ``enqueue``, ``dequeue``,
 ``dispatch``, ``start``, ``preempt``, ``split``, ``offer``, ``withdraw``, ``keep``,
@@ -29,14 +35,16 @@ Random numbers: ``rng(purpose)``, the site's own stream for a purpose the protoc
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
 
 import numpy as np
 
+from gridemu.model.errors import ScenarioError
 from gridemu.model.jobs import Job
 from gridemu.model.rng import named_rng
 
 if TYPE_CHECKING:  # pragma: no cover
+    from gridemu.sites.schedulers import FairshareScheduler
     from gridemu.sites.site import Site
 
 
@@ -165,9 +173,57 @@ class SiteView:
         """``planned`` scheduler: the job may start at ``due`` and not before."""
         self._site.scheduler.plan(job_id, due)
 
-    def scheduler_state(self) -> Any:
-        """The local scheduler, for protocols that serve it (fairshare reads its policy)."""
-        return self._site.scheduler
+    # the fairshare scheduler's policy and global usage view ---------------------------------
+    def _fairshare(self, what: str) -> "FairshareScheduler":
+        sched = self._site.scheduler
+        if sched.name != "fairshare":
+            raise ScenarioError(
+                "scheduler.name", f'site {self.name}: {what} needs the fairshare scheduler (set scheduler.name = "fairshare"), not {sched.name!r}'
+            )
+        return sched
+
+    def policy_entries(self) -> tuple[str, ...]:
+        """The runtime share policy's entry paths, parents before children (messages name an entry by its index here)."""
+        return self._fairshare("policy_entries").policy_entries()
+
+    def mount_points(self) -> dict[str, int]:
+        """Each policy entry that mounts a remote subpolicy -> the site whose policy serves it."""
+        return self._fairshare("mount_points").mount_points()
+
+    def subpolicy(self, point: str) -> dict[str, float]:
+        """The subpolicy below mount point ``point`` as the run's policy has it: entry -> target share, percent."""
+        return self._fairshare("subpolicy").subpolicy(point)
+
+    def await_subpolicies(self, points: Iterable[str]) -> None:
+        """These mount points' subpolicies must come by message: until :meth:`mount_subpolicy`,
+        the jobs below each count at the mount point itself (its share is enforced, not yet its
+        children's)."""
+        self._fairshare("await_subpolicies").await_subpolicies(points)
+
+    def mount_subpolicy(self, point: str) -> None:
+        """The subpolicy below ``point`` arrived: its jobs count at their own entries from now on
+        (a no-op once mounted)."""
+        self._fairshare("mount_subpolicy").mount_subpolicy(point)
+
+    def usage_report(self, now: float) -> dict[str, float]:
+        """This site's usage per policy entry at ``now``, as the policy's global approach
+        (historical, active, predictive) counts it: what it reports to the others."""
+        return self._fairshare("usage_report").usage_report(now)
+
+    def cache_usage(self, source: int, usage: Mapping[str, float]) -> None:
+        """Update the locally cached view on global usage data: ``usage``'s figures replace the
+        cached ones of the same entries under ``source``, a key the protocol chooses (a site,
+        a usage service, the grid's total). The scheduler adds every source's figures to this
+        site's own fresh usage at its next pass."""
+        self._fairshare("cache_usage").cache_usage(source, usage)
+
+    def replace_usage(self, source: int, usage: Mapping[str, float]) -> None:
+        """Replace everything cached under ``source`` by ``usage`` (entries it lacks count 0)."""
+        self._fairshare("replace_usage").replace_usage(source, usage)
+
+    def cached_usage(self, source: int) -> dict[str, float]:
+        """A copy of the usage cached under ``source`` (empty if none)."""
+        return self._fairshare("cached_usage").cached_usage(source)
 
     def count_migration(self, slot: int) -> None:
         """Record that the job in ``slot`` moved once more (a migration the result file counts)."""

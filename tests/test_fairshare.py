@@ -282,3 +282,42 @@ def test_a_group_that_leaves_the_tree_at_an_inner_entry_is_warned_about(capsys):
     emulator.run("fairshare-imbalanced", overrides={"workload.streams": streams, "run.horizon": 600.0})
     err = capsys.readouterr().err
     assert "'P-A1x' is none of its children (P-A1, P-A2, P-A3)" in err
+
+
+@pytest.mark.parametrize("call", [
+    lambda v: v.policy_entries(), lambda v: v.usage_report(0.0), lambda v: v.cache_usage(0, {"VO-A": 1.0}),
+    lambda v: v.mount_subpolicy("VO-A"),
+])
+def test_the_views_fairshare_methods_name_the_scheduler_they_need(call):
+    from gridemu.model.jobs import empty_jobs
+    from gridemu.sites.site import Site
+    from gridemu.sites.spec import SiteSpec
+    from gridemu.sites.view import SiteView
+
+    view = SiteView(Site(SiteSpec(0, "s0", "o0", (1.0,), "fcfs"), empty_jobs(0), 1.0, 0))
+    with pytest.raises(ScenarioError, match=r"scheduler.name: site s0: \w+ needs the fairshare scheduler .* not 'fcfs'"):
+        call(view)
+
+
+def test_the_views_usage_cache_updates_or_replaces_a_sources_figures(monkeypatch):
+    """cache_usage replaces the named entries' figures under a source and keeps the others;
+    replace_usage drops what the new figures lack."""
+    from gridemu.brokers.fairshare.agent import FairshareAgent
+
+    views = []
+    real = FairshareAgent.on_start
+
+    def keep(self, now):
+        views.append(self.site)
+        real(self, now)
+
+    monkeypatch.setattr(FairshareAgent, "on_start", keep)
+    emulator.run(grid(hours=0.1, sites=2, exchange="none"))
+    view = views[0]
+    entries = view.policy_entries()
+    assert entries[:2] == ("VO-A", "VO-A/P-A1") and view.mount_points() == {}
+    view.cache_usage(7, {"VO-A": 1.0, "VO-B": 2.0})
+    view.cache_usage(7, {"VO-B": 3.0})
+    assert view.cached_usage(7) == {"VO-A": 1.0, "VO-B": 3.0}
+    view.replace_usage(7, {"VO-B": 4.0})
+    assert view.cached_usage(7) == {"VO-B": 4.0} and view.cached_usage(8) == {}

@@ -20,7 +20,7 @@ def test_every_round_total_is_the_sum_of_every_sites_report(monkeypatch):
     def record(self, now, r, total):
         own = dict(self.own[r])
         descend(self, now, r, total)
-        seen.setdefault(r, []).append((self.site.site_id, own, dict(total), dict(self.sched.remote[-1])))
+        seen.setdefault(r, []).append((self.site.site_id, own, dict(total), self.site.cached_usage(-1)))
 
     monkeypatch.setattr(FairshareAgent, "_descend", record)
     res = emulator.run(_tree_grid(11, fanout=3))

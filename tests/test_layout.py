@@ -125,11 +125,80 @@ def test_brokers_use_the_site_view_and_named_messages(path):
         (r"\brow\[\d+\]|\brow\[N_ROUTING|\brow\[_", "reads a message by position; declare a kind and read its fields"),
         (r"\b(MTYPE|MESSAGE_TYPES|job_columns)\b", "uses the positional message names; declare kinds with message()"),
         (r"lru_cache|functools\.cache\b", "a cache shared between the sites of a process hides each site's cost"),
+        (r"\bscheduler_state\b", "reaches for the local scheduler; ask the view's named methods (sites/view.py)"),
     ):
         for m in re.finditer(pattern, text):
             line = text.count("\n", 0, m.start()) + 1
             problems.append(f"{path.relative_to(ROOT)}:{line}: {m.group(0)!r} {why}")
     assert not problems, "\n".join(problems)
+
+
+def private_members_used(tree: ast.Module) -> list[tuple[int, str]]:
+    """Underscore attributes a module reads that it does not own: ``obj._x`` on anything but
+    ``self`` or ``cls``, and ``self._x`` where no code of this module defines ``_x`` (a
+    method, or an attribute it sets: a base class's private member in another module).
+    Dunders and a namedtuple's public ``_asdict``, ``_fields``, ``_make``, ``_replace`` pass."""
+    public = {"_asdict", "_fields", "_make", "_replace"}
+    defined = set()
+    for n in ast.walk(tree):
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            defined.add(n.name)
+        elif isinstance(n, ast.Attribute) and isinstance(n.ctx, (ast.Store, ast.Del)):
+            defined.add(n.attr)
+        elif isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+            defined.add(n.id)  # a class-level field
+        elif isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name):
+            defined.add(n.target.id)
+        elif isinstance(n, ast.Call) and ast.unparse(n.func) in ("setattr", "object.__setattr__") and len(n.args) > 1:
+            if isinstance(n.args[1], ast.Constant):
+                defined.add(n.args[1].value)
+    found = []
+    for n in ast.walk(tree):
+        if not (isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Load)):
+            continue
+        name = n.attr
+        if not name.startswith("_") or name.startswith("__") or name in public:
+            continue
+        owner = ast.unparse(n.value)
+        if owner not in ("self", "cls") or name not in defined:
+            found.append((n.lineno, f"{owner}.{name}"))
+    return found
+
+
+@pytest.mark.parametrize("path", AGENT_FILES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_brokers_use_no_private_member_of_another_module(path):
+    """A subclass or a mixin in another module is driven through a documented interface
+    (e.g. ``GmAgent``'s for ``brokers/gm/sampled.py``), never through its private state."""
+    tree = ast.parse(path.read_text(), str(path))
+    bad = [f"{path.relative_to(ROOT)}:{line}: {what} is private to another module or object" for line, what in private_members_used(tree)]
+    assert not bad, "\n".join(bad)
+
+
+@pytest.mark.parametrize("path", AGENT_FILES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_brokers_import_neither_the_site_nor_a_test_oracle(path):
+    """An agent sees its site through the view (sites/view.py), never ``sites/site.py``, and
+    does not depend on the reference it is tested against (``brokers/<protocol>/reference.py``):
+    what both need (tolerances, rules) lives in a neutral module both import."""
+    bad = []
+    for line, target in sorted({(line, resolve(name) or "") for line, name in imported(path)}):
+        if target == "gridemu.sites.site":
+            bad.append(f"{path.relative_to(ROOT)}:{line}: imports {target}; use the SiteView (sites/view.py) or model/")
+        if target and target.endswith(".reference") and target.startswith("gridemu.brokers.") and path.stem != "reference":
+            bad.append(f"{path.relative_to(ROOT)}:{line}: imports {target}, a test oracle; move what both share to the protocol's algorithm module")
+    assert not bad, "\n".join(bad)
+
+
+def test_the_private_member_check_sees_a_base_class_private_method_and_another_objects():
+    tree = ast.parse(
+        "class A(Base):\n"
+        "    def f(self):\n"
+        "        self._mine = 1\n"
+        "        self._own()\n"
+        "        return self._mine + self._inherited() + other._field + self.__class__.__name__ + row._asdict()\n"
+        "    def _own(self):\n"
+        "        pass\n"
+    )
+    assert sorted(what for _, what in private_members_used(tree)) == ["other._field", "self._inherited"]
 
 
 @pytest.mark.parametrize("path", sorted(MODULES.values()), ids=lambda p: str(p.relative_to(ROOT)))

@@ -20,6 +20,13 @@ from __future__ import annotations
 
 from typing import Sequence
 
+# Tolerances of the divisible-load rules, shared by the agent (brokers/bilb/divisible.py) and
+# its test oracle (brokers/bilb/reference.py) so both follow one rule set.
+#: Amounts at or below this are "nothing left to cut"; no piece this small is created.
+CUT_EPS = 1e-12
+#: Two times closer than this are the same instant.
+SAME_INSTANT = 1e-9
+
 
 def bilb_plan(loads: Sequence[float], limits: Sequence[float]) -> list[tuple[int, int, float]]:
     """Algorithm 4.3 (BILB): transfers ``(k, l, Φ_{l,k})`` from site k to site l.

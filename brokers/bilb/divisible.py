@@ -74,12 +74,11 @@ from typing import Any
 from gridemu.brokers.agent import Agent, GridInfo
 from gridemu.brokers.bilb.ledger import PeriodLedger
 from gridemu.brokers.bilb.params import DivisibleParams
-# The reference's thresholds: the agent and its oracle follow one rule set.
-from gridemu.brokers.bilb.reference import CUT_EPS as EPS, SAME_INSTANT
+from gridemu.brokers.bilb.algorithm import CUT_EPS as EPS, SAME_INSTANT
 from gridemu.model.errors import InvariantError
+from gridemu.model.jobs import STATE_CODE
 from gridemu.model.messages import message
 from gridemu.model.rng import PURPOSE_GOSSIP, site_rng
-from gridemu.sites.site import QUEUED, RUNNING
 
 #: A site's offer for a round (thesis Alg. 4.3): its load L_k and its level (l_k, or 1/0 in/out of the coalition).
 OFFER = message("offer", load=float, level=float)
@@ -92,6 +91,7 @@ PAIR = message("pair", load=float, level=float)
 #: Pieces travel as the kernel's ``fragment`` kind (job, ``slot`` at the sender, ``tag``).
 MESSAGES = (OFFER, GRANT, REFUSE, PAIR)
 
+QUEUED, RUNNING = STATE_CODE["queued"], STATE_CODE["running"]  # SiteView.state codes (an offered piece is neither)
 #: ``tag`` of the last piece (or the empty marker, a fragment with no job) of a transfer.
 LAST = 1.0
 #: How long after a whole time unit a ``discrete`` round runs (``DivisibleAgent._round_at``).
@@ -167,7 +167,7 @@ class DivisibleAgent(PeriodLedger, Agent):
         self.inbox: dict[int, list[tuple]] = {}  # pieces received this round, by sender
         self.complete: set[int] = set()  # senders whose transfer has fully arrived
         self.queued_at: dict[int, float] = {}  # slot -> when it was queued here (slots past the local jobs)
-        self._init_ledger(site)
+        self.init_ledger(site)
 
     # ---------------------------------------------------------------- strategy (subclasses)
     def level(self) -> float:
@@ -203,16 +203,16 @@ class DivisibleAgent(PeriodLedger, Agent):
         return False
 
     def on_complete(self, now: float, slot: int) -> None:
-        j = self._local_job(slot)
+        j = self.local_job(slot)
         if j >= 0:
-            self._heard(j, now)
+            self.heard(j, now)
 
     def on_timer(self, now: float, tag: Any) -> None:
         if tag == "partners":
             self.partners_in = True
             self._pair_round(now)
             return
-        self._periods(now)
+        self.settle_periods(now)
         self.round_time = now
         load = self.site.load(now) - now
         level = self.level()
@@ -262,15 +262,15 @@ class DivisibleAgent(PeriodLedger, Agent):
     def on_grant(self, now: float, msg) -> None:
         slot = int(msg.slot)
         self.site.withdraw(slot)
-        j = self._local_job(slot)
+        j = self.local_job(slot)
         if j >= 0:
-            self._heard(j, float(msg.finish))
+            self.heard(j, float(msg.finish))
         self._answered(now, slot)
 
     def on_refuse(self, now: float, msg) -> None:
         slot = int(msg.slot)
         self.site.keep(slot, now)
-        self._counts[3] += 1
+        self.counts[3] += 1
         self._answered(now, slot)
 
     def _answered(self, now: float, slot: int) -> None:
@@ -298,7 +298,7 @@ class DivisibleAgent(PeriodLedger, Agent):
         plan, delay = self.plan([offers[k][0] for k in members], [offers[k][1] for k in members])
         if not self.everywhere:
             plan = [(members[k], members[l], amount) for k, l, amount in plan]
-        self._counts[0] += 1
+        self.counts[0] += 1
         me = self.site.site_id
         mine = [(l, amount) for k, l, amount in plan if k == me]
         if self.everywhere:
@@ -387,7 +387,7 @@ class DivisibleAgent(PeriodLedger, Agent):
                 else:
                     piece = site.split(slot, take * speed, now)
                     self.queued_at[piece] = self._queued_at(slot)
-                    j = self._local_job(slot)
+                    j = self.local_job(slot)
                     if j >= 0:
                         self.open_pieces[j] += 1
                     end -= take
@@ -396,7 +396,7 @@ class DivisibleAgent(PeriodLedger, Agent):
             for piece in pieces:
                 site.offer(now, piece, dst, LAST if piece == pieces[-1] else 0.0)
                 self.waiting.add(piece)
-                self._counts[1] += site.size(piece) / speed
+                self.counts[1] += site.size(piece) / speed
             if not pieces:
                 site.send(now, dst, "fragment", slot=-1.0, tag=LAST)
 
@@ -412,7 +412,7 @@ class DivisibleAgent(PeriodLedger, Agent):
             return
         slot = site.receive_job(now, msg)
         self.queued_at[slot] = now
-        self._counts[2] += size
+        self.counts[2] += size
         site.send(now, int(msg.src), "grant", slot=msg.slot, finish=finish)
 
     def _queued_at(self, slot: int) -> float:

@@ -6,7 +6,9 @@ the announced time for a piece it has no news of. At the first round of each per
 evaluates the periods since the last one (the flow ratio R_k of the jobs submitted in the
 period's ``window``), lets the strategy learn from it, and records one row per period.
 Mixed into ``brokers/bilb/divisible.py``'s agent, which supplies ``site``, ``start``,
-``period``, ``window``, ``speed``, ``learn``, ``member`` and the strategy hooks.
+``period``, ``window``, ``speed``, ``learn``, ``member`` and the strategy hooks, and uses
+``init_ledger``, ``local_job``, ``heard``, ``settle_periods`` and ``counts`` (this period's
+rounds, work sent, work received and pieces refused, which it adds to).
 """
 from __future__ import annotations
 
@@ -19,16 +21,16 @@ from gridemu.brokers.bilb.strategies import flow_ratio, local_flow_time
 class PeriodLedger:
     """Local jobs' finish times as heard, and the period evaluation (module doc)."""
 
-    def _init_ledger(self, site) -> None:
+    def init_ledger(self, site) -> None:
         n = site.n_local
         self.local_slot: dict[int, int] | None = None  # job id -> slot of a local job, built when needed
         self.known_end = [-math.inf] * n  # latest finish time heard of for each local job's pieces
         self.open_pieces = [1] * n  # pieces of each local job with no finish time heard of yet
         self.period_no = -1
         self.member = True
-        self._counts = [0, 0.0, 0.0, 0]  # rounds, work sent, work received, pieces refused (this period)
+        self.counts = [0, 0.0, 0.0, 0]  # rounds, work sent, work received, pieces refused (this period)
 
-    def _local_job(self, slot: int) -> int:
+    def local_job(self, slot: int) -> int:
         """Index of the local job a piece belongs to, or -1 for another organization's piece."""
         site = self.site
         if site.is_local(slot):
@@ -39,12 +41,12 @@ class PeriodLedger:
             self.local_slot = {job: k for k, job in enumerate(site.local_jobs["job_id"].tolist())}
         return self.local_slot[site.job_id(slot)]
 
-    def _heard(self, job: int, finish: float) -> None:
+    def heard(self, job: int, finish: float) -> None:
         if finish > self.known_end[job]:
             self.known_end[job] = finish
         self.open_pieces[job] -= 1
 
-    def _periods(self, now: float) -> None:
+    def settle_periods(self, now: float) -> None:
         current = math.floor((now - self.start) / self.period)
         while self.period_no < current:
             self.period_no += 1
@@ -71,9 +73,9 @@ class PeriodLedger:
         ratio = flow_ratio(flow, flow_local) if flow_local > 0 else math.nan
         if self.learn and self.member and flow_local > 0:
             self.adjust(ratio)
-        rounds, sent, received, refused = self._counts
+        rounds, sent, received, refused = self.counts
         self.records.append(
             (begin + self.period, site.site_id, period_no, self.strategy(), self.member, ratio, flow, flow_local,
              rounds, sent, received, refused)
         )
-        self._counts = [0, 0.0, 0.0, 0]
+        self.counts = [0, 0.0, 0.0, 0]

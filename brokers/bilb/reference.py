@@ -41,7 +41,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from gridemu.brokers.averaging.algorithm import averaging_plan
-from gridemu.brokers.bilb.algorithm import bilb_plan, next_round_time
+from gridemu.brokers.bilb.algorithm import CUT_EPS, SAME_INSTANT, bilb_plan, next_round_time
 from gridemu.model.rng import PURPOSE_COALITION, site_rng
 
 #: Spawn-key purpose of the coalition draws (averaging game); part of the determinism
@@ -49,12 +49,8 @@ from gridemu.model.rng import PURPOSE_COALITION, site_rng
 
 PROTOCOLS = ("bilb", "averaging_game")
 
-#: Amounts at or below this are "nothing left to cut"; no piece this small is created.
-CUT_EPS = 1e-12
 #: Slack on the acceptance tests (deadline and participation level).
 ACCEPT_EPS = 1e-9
-#: Two times closer than this are the same instant.
-SAME_INSTANT = 1e-9
 
 # Event kinds, in the order they are handled at equal times (a discrete round comes after
 # its time unit's arrivals).

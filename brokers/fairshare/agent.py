@@ -56,7 +56,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from gridemu.brokers.agent import Agent, GridInfo
-from gridemu.model.errors import InvariantError, ScenarioError
+from gridemu.model.errors import InvariantError
 from gridemu.model.messages import message
 from gridemu.model.rng import PURPOSE_GOSSIP, site_rng
 
@@ -95,11 +95,7 @@ class FairshareAgent(Agent):
         super().__init__(site, grid, params)
         self.refresh = params.refresh
         self.exchange = params.exchange
-        self.sched = site.scheduler_state()
-        if self.sched.name != "fairshare":
-            raise ScenarioError("scheduler.name", 'the fairshare protocol serves the fairshare scheduler: set scheduler.name = "fairshare"')
-        rt = self.sched.conf
-        self.entries = rt.entries
+        self.entries = site.policy_entries()  # the fairshare scheduler's (the view checks there is one)
         self.index = {e: i for i, e in enumerate(self.entries)}
         tops = [e for e in self.entries if "/" not in e]
         services = dict(params.services or ())
@@ -110,9 +106,9 @@ class FairshareAgent(Agent):
         self.collected: dict[int, dict[str, float]] = {}  # at a service: site -> its last report
         self.last_sent: dict[str, float] = {}
         self.policy_refresh = params.policy_refresh
-        self.served = rt.served  # mount point -> the site that serves its subpolicy
+        self.served = site.mount_points()  # mount point -> the site that serves its subpolicy
         self.fetching: dict[str, dict[str, float]] = {}  # mount point -> entries received so far
-        self.sched.unmounted = {m for m, k in self.served.items() if k != site.site_id}
+        site.await_subpolicies({m for m, k in self.served.items() if k != site.site_id})
         # Where a site asks for a subpolicy: its provider on the full graph, else the first
         # hop of a shortest path to it (routing from the network's shape, not its state).
         self.hop = {m: self._next_hop(k) for m, k in self.served.items() if k != site.site_id}
@@ -167,7 +163,7 @@ class FairshareAgent(Agent):
             self._push_step(now, *tag)
             return
         site, me = self.site, self.site.site_id
-        report = self.sched.usage(now, self.sched.conf.approach)
+        report = site.usage_report(now)
         if self.exchange in ("gossip", "tree"):
             self.round += 1
             r = self.round
@@ -223,7 +219,7 @@ class FairshareAgent(Agent):
 
     def _descend(self, now: float, r: int, total: dict[str, float]) -> None:
         own = self.own.pop(r)
-        self.sched.remote[-1] = {e: max(0.0, u - own.get(e, 0.0)) for e, u in total.items()}
+        self.site.replace_usage(-1, {e: max(0.0, u - own.get(e, 0.0)) for e, u in total.items()})
         for child in self.children:
             self._send_report(now, child, "usage_down", r, total)
 
@@ -255,7 +251,7 @@ class FairshareAgent(Agent):
         if step == self.steps:
             own = self.own.pop(r)
             n = self.grid.n_sites
-            self.sched.remote[-1] = {e: max(0.0, n * s / self.weight - own.get(e, 0.0)) for e, s in self.mass.items()}
+            self.site.replace_usage(-1, {e: max(0.0, n * s / self.weight - own.get(e, 0.0)) for e, s in self.mass.items()})
             return
         dst = self.random_neighbor(self.rng)
         self.weight /= 2
@@ -282,18 +278,13 @@ class FairshareAgent(Agent):
         point = self.entries[int(msg.entry)]
         src = int(msg.src)
         if self.served[point] == self.site.site_id:
-            self._serve(now, src, point, self._policy_shares(point))
+            self._serve(now, src, point, self.site.subpolicy(point))
         elif point in self.copies:
             self._serve(now, src, point, self.copies[point])
         else:
             self._ask(now, point)
             if src not in self.pending[point]:
                 self.pending[point].append(src)
-
-    def _policy_shares(self, point: str) -> dict[str, float]:
-        """The subpolicy below a mount point as the run's policy has it: entry -> target share, percent."""
-        targets = self.sched.conf.targets
-        return {e: 100 * targets[e] for e in self.entries if e.startswith(point + "/")}
 
     def _ask(self, now: float, point: str) -> None:
         """Ask the next hop for a subpolicy, unless this site's request is already on its way."""
@@ -313,12 +304,11 @@ class FairshareAgent(Agent):
             self.fetching.setdefault(point, {})[entry] = msg.target
             return
         got = self.fetching.pop(entry, {})
-        want = self._policy_shares(entry)
+        want = self.site.subpolicy(entry)
         if got != want:
             raise InvariantError(f"site {self.site.name}: the subpolicy served for {entry} changed during the run ({got} != {want})")
         self.copies[entry] = got
-        if entry in self.sched.unmounted:
-            self.sched.mount(entry)
+        self.site.mount_subpolicy(entry)
         for dst in self.pending.pop(entry, ()):
             self._serve(now, dst, entry, got)
 
@@ -326,7 +316,7 @@ class FairshareAgent(Agent):
         src, entry, u = int(msg.src), self.entries[int(msg.entry)], msg.usage
         if msg.mode == REPORT:
             if self.exchange == "all":
-                self.sched.remote.setdefault(src, {})[entry] = u
+                self.site.cache_usage(src, {entry: u})
             else:
                 self.collected.setdefault(src, {})[entry] = u
         else:
@@ -334,9 +324,7 @@ class FairshareAgent(Agent):
 
     def _aggregate(self, service: int, sums: dict[str, float]) -> None:
         # The service's sum includes this site's last report: keep the others' part only.
-        view = self.sched.remote.setdefault(-1 - service, {})
-        for entry, u in sums.items():
-            view[entry] = max(0.0, u - self.last_sent.get(entry, 0.0))
+        self.site.cache_usage(-1 - service, {entry: max(0.0, u - self.last_sent.get(entry, 0.0)) for entry, u in sums.items()})
 
     def send_bound(self) -> float:
         return self.site.next_agent_event_time()

@@ -49,7 +49,15 @@ MESSAGES = (RELEASED, COMPLETION)
 
 
 class GmAgent(Agent):
-    """One site's part of decentralized GM (module doc)."""
+    """One site's part of decentralized GM (module doc).
+
+    For subclasses (``brokers/gm/sampled.py``), the protected interface: override
+    :meth:`processors` (which machines GM ranks); read ``ranking`` (the ranked jobs, a
+    :class:`~brokers.gm.algorithm.GmRanking`), ``assignment`` (job id -> machine index),
+    ``held`` (job id -> its queued slot here) and ``speeds``; change them through
+    :meth:`hold`, :meth:`forget`, :meth:`completed`, :meth:`let_go` and :meth:`decide`.
+    The rest (what runs where, setups owed) is this class's own.
+    """
 
     name = "gm"
     intercepts_arrivals = True
@@ -79,40 +87,56 @@ class GmAgent(Agent):
     # events ------------------------------------------------------------------------
     def on_arrival(self, now: float, slot: int) -> bool:
         rec = self.site.job(slot)
-        job = GmJob(int(rec.job_id), float(rec.release), float(rec.size), float(rec.priority))
-        self.ranking.add(job)
-        self.held[job.id] = slot
+        self.hold(GmJob(int(rec.job_id), float(rec.release), float(rec.size), float(rec.priority)), slot)
         self.broadcast(now, "released", rec)
-        self._decide(now)
+        self.decide(now)
         return False  # queued here (the planned scheduler never starts it by itself)
 
     def on_complete(self, now: float, slot: int) -> None:
         site = self.site
-        job_id = int(site.job_id(slot))
-        self._forget(job_id)
-        self.running.pop(job_id, None)
+        self.completed(int(site.job_id(slot)))
         self.broadcast(now, "completion", site.job_record(slot), time=now)
-        self._decide(now)
+        self.decide(now)
 
     def on_released(self, now: float, msg) -> None:
         job_id = int(msg.job_id)
         self.ranking.add(GmJob(job_id, msg.release, 1.0, msg.priority))  # GM never reads the size
-        self._decide(now)
+        self.decide(now)
 
     def on_completion(self, now: float, msg) -> None:
-        self._forget(int(msg.job_id))
-        self._decide(now)
-
-    def _forget(self, job_id: int) -> None:
-        if job_id in self.ranking:
-            self.ranking.remove(job_id)
+        self.forget(int(msg.job_id))
+        self.decide(now)
 
     def on_job(self, now: float, msg) -> None:
         """A job sent here because its assigned processor is here: hold it for the decision."""
         self.held[int(msg.job_id)] = self.site.receive_job(now, msg)
-        self._decide(now)
+        self.decide(now)
 
-    def _decide(self, now: float) -> None:
+    # the protected interface (class doc) ---------------------------------------------------
+    def hold(self, job: GmJob, slot: int) -> None:
+        """Rank ``job`` and hold it here, queued in ``slot``, until a decision places it."""
+        self.ranking.add(job)
+        self.held[job.id] = slot
+
+    def forget(self, job_id: int) -> None:
+        """Take the job out of the ranking (if it is in)."""
+        if job_id in self.ranking:
+            self.ranking.remove(job_id)
+
+    def completed(self, job_id: int) -> None:
+        """The job finished here: out of the ranking and off its processor."""
+        self.forget(job_id)
+        self.running.pop(job_id, None)
+
+    def let_go(self, job_id: int) -> int:
+        """The held job leaves this site: no longer held, nor remembered as having run here
+        (still ranked); returns its slot, for the transfer."""
+        self.ran_here.pop(job_id, None)
+        self.setup_left.pop(job_id, None)
+        return self.held.pop(job_id)
+
+    def decide(self, now: float) -> None:
+        """Act on the assignment once this instant's events are in."""
         # Once per instant, after every event of the instant (timers come after completions
         # and messages at equal times).
         if self.decide_at != now:
@@ -146,9 +170,7 @@ class GmAgent(Agent):
                 continue  # waits here, unassigned
             k, proc = self.machines[g]
             if k != me:
-                del self.held[job_id]
-                self.ran_here.pop(job_id, None)
-                site.transfer(now, slot, k)
+                site.transfer(now, self.let_go(job_id), k)
                 continue
             if not site.is_free(proc):
                 continue  # its processor is still busy in this site's view; a later event frees it

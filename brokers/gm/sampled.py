@@ -70,29 +70,27 @@ class GmSampledAgent(GmAgent):
     def on_arrival(self, now: float, slot: int) -> bool:
         rec = self.site.job(slot)
         job = GmJob(int(rec.job_id), float(rec.release), float(rec.size), float(rec.priority))
-        self.ranking.add(job)
-        self.held[job.id] = slot
+        self.hold(job, slot)
         if job.id not in self.assignment and self.grid.n_sites > 1 and self.samples:
             targets = self.random_neighbors(self.rng, self.samples)
             self.bids[job.id] = [len(targets), 0.0, -1]
             for k in targets:
                 self.site.send(now, k, "probe", priority=job.v0, release=job.r, job_id=job.id)
-        self._decide(now)
+        self.decide(now)
         return False
 
     def on_complete(self, now: float, slot: int) -> None:
         site = self.site
-        job_id = int(site.job_id(slot))
-        self._forget(job_id)
-        self.running.pop(job_id, None)
+        self.completed(int(site.job_id(slot)))
         if len(self.ranking) < site.m and self.grid.n_sites > 1 and self.samples:  # a processor will be idle
             for k in self.random_neighbors(self.rng, self.samples):
                 site.send(now, k, "steal")
-        self._decide(now)
+        self.decide(now)
 
     def on_job(self, now: float, msg) -> None:
-        self.ranking.add(GmJob(int(msg.job_id), float(msg.release), float(msg.size), float(msg.priority)))
-        super().on_job(now, msg)
+        """A job sent here (placed or stolen): ranked with the jobs held here."""
+        self.hold(GmJob(int(msg.job_id), float(msg.release), float(msg.size), float(msg.priority)), self.site.receive_job(now, msg))
+        self.decide(now)
 
     def on_probe(self, now: float, msg) -> None:
         pos = bisect.bisect_left(self.ranking.keys, gm_rank_key(GmJob(int(msg.job_id), msg.release, 1.0, msg.priority)))
@@ -116,12 +114,10 @@ class GmSampledAgent(GmAgent):
         for _, _, job_id in self.ranking.keys[m:]:  # waiting jobs, highest ranked first
             if job_id in self.held:
                 self._send_away(now, job_id, msg.src)
-                self._decide(now)
+                self.decide(now)
                 return
 
     def _send_away(self, now: float, job_id: int, dst: int) -> None:
-        slot = self.held.pop(job_id)
-        self.ranking.remove(job_id)
-        self.ran_here.pop(job_id, None)
-        self.setup_left.pop(job_id, None)
+        slot = self.let_go(job_id)
+        self.forget(job_id)  # local GM ranks the jobs held here only
         self.site.transfer(now, slot, dst)

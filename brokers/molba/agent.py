@@ -223,7 +223,7 @@ class MolbaAgent(Agent):
     def _commit_local(self) -> None:
         for pl in self.local:
             job = self._own(pl.job)
-            self._promise(job.id, pl.start, job.p, job.q)
+            self.promise(job.id, pl.start, job.p, job.q)
 
     # step 3 --------------------------------------------------------------------------
     def _offers_in(self, now: float) -> None:
@@ -248,7 +248,7 @@ class MolbaAgent(Agent):
         for pl in plan.final:
             job = by_id[pl.job]
             if pl.machine == me and job.org == me:
-                self._promise(job.id, pl.start, job.p, job.q)
+                self.promise(job.id, pl.start, job.p, job.q)
         for pl in plan.final:
             job = by_id[pl.job]
             if job.org == me and pl.machine != me:
@@ -262,7 +262,7 @@ class MolbaAgent(Agent):
     def _judge(self, now: float, msg) -> None:
         start, p, q = msg.start, msg.size / self.speed, int(msg.procs)
         if self.book.fits(start, p, q):
-            self._promise(int(msg.job_id), start, p, q)
+            self.promise(int(msg.job_id), start, p, q)
             self.site.send(now, int(msg.src), "grant", slot=msg.slot, start=start)
         else:
             self.site.send(now, int(msg.src), "refuse", slot=msg.slot, start=start)
@@ -275,7 +275,7 @@ class MolbaAgent(Agent):
         refusers.append(host)
         me = self.site.site_id
         if len(refusers) > self.retries:
-            self._promise(job.id, self.book.earliest(0.0, job.p, job.q), job.p, job.q)
+            self.promise(job.id, self.book.earliest(0.0, job.p, job.q), job.p, job.q)
             return
         if self.views is None:
             hosts = bringing(self.loads, self.machines)  # a site that brought no machine hosts nothing
@@ -286,7 +286,7 @@ class MolbaAgent(Agent):
                     self.views[pl.machine].add(pl.start, planned.p, planned.q)
         options = [(view.earliest(0.0, job.p, job.q), k) for k, view in self.views.items() if k not in refusers and job.q <= view.m]
         if not options:
-            self._promise(job.id, self.book.earliest(0.0, job.p, job.q), job.p, job.q)
+            self.promise(job.id, self.book.earliest(0.0, job.p, job.q), job.p, job.q)
             return
         start, target = min(options)
         self.views[target].add(start, job.p, job.q)
@@ -296,8 +296,8 @@ class MolbaAgent(Agent):
         site, slot = self.site, self.slot_of[job_id]
         return Job(job_id, site.site_id, float(site.size(slot)) / self.speed, int(site.procs(slot)))
 
-    def _promise(self, job_id: int, start: float, p: float, q: int) -> None:
-        """Book the job here and have the planned scheduler start it at T0 + start."""
+    def promise(self, job_id: int, start: float, p: float, q: int) -> None:
+        """Book the job here and have the planned scheduler start it at T0 + start (subclasses book through this too)."""
         self.book.add(start, p, q)
         due = self.t0 + start
         self.site.plan(job_id, due)

@@ -141,7 +141,7 @@ class MolbaAggregatesAgent(MolbaAgent):
         else:
             for pl in self.local:
                 job = self.jobs[pl.job]
-                self._promise(job.id, pl.start, job.p, job.q)
+                self.promise(job.id, pl.start, job.p, job.q)
             self._ready(now)
 
     def _host(self, now: float, host: int, c_loc: float, m: int, last: float) -> None:
@@ -163,7 +163,7 @@ class MolbaAggregatesAgent(MolbaAgent):
                 self.offered[job.id] = (pl.start, job.p, job.q)
                 self._ask(now, job.id, [])
             else:
-                self._promise(job.id, pl.start, job.p, job.q)
+                self.promise(job.id, pl.start, job.p, job.q)
         self._ready(now)
 
     def _ready(self, now: float) -> None:
@@ -177,7 +177,7 @@ class MolbaAggregatesAgent(MolbaAgent):
         start, p, q = self.offered[job_id]
         options = [(room, k) for k, room in self.room.items() if k not in refusers and q <= self.hosts[k][1]]
         if not options or len(refusers) > self.retries:
-            self._promise(job_id, start, p, q)  # its local slot was kept free
+            self.promise(job_id, start, p, q)  # its local slot was kept free
             return
         _, host = min(options)
         self.room[host] += p * q / self.hosts[host][1]
@@ -194,7 +194,7 @@ class MolbaAggregatesAgent(MolbaAgent):
         p, q = msg.size / self.speed, int(msg.procs)
         start = self.book.earliest(0.0, p, q) if q <= self.book.m else float("inf")
         if start < msg.start:  # it ends before it would at home
-            self._promise(int(msg.job_id), start, p, q)
+            self.promise(int(msg.job_id), start, p, q)
             self.site.send(now, int(msg.src), "grant", slot=msg.slot, start=start)
         else:
             self.site.send(now, int(msg.src), "refuse", slot=msg.slot, start=msg.start)
