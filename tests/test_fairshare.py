@@ -304,20 +304,24 @@ def test_the_views_usage_cache_updates_or_replaces_a_sources_figures(monkeypatch
     replace_usage drops what the new figures lack."""
     from gridemu.brokers.fairshare.agent import FairshareAgent
 
-    views = []
+    checked = []
     real = FairshareAgent.on_start
 
-    def keep(self, now):
-        views.append(self.site)
+    def check(self, now):
+        # During the run: once it is over, the sites are freed (SiteEngine.close) and a view
+        # kept from them answers nothing.
+        if not checked:
+            view = self.site
+            entries = view.policy_entries()
+            assert entries[:2] == ("VO-A", "VO-A/P-A1") and view.mount_points() == {}
+            view.cache_usage(7, {"VO-A": 1.0, "VO-B": 2.0})
+            view.cache_usage(7, {"VO-B": 3.0})
+            assert view.cached_usage(7) == {"VO-A": 1.0, "VO-B": 3.0}
+            view.replace_usage(7, {"VO-B": 4.0})
+            assert view.cached_usage(7) == {"VO-B": 4.0} and view.cached_usage(8) == {}
+            checked.append(True)
         real(self, now)
 
-    monkeypatch.setattr(FairshareAgent, "on_start", keep)
+    monkeypatch.setattr(FairshareAgent, "on_start", check)
     emulator.run(grid(hours=0.1, sites=2, exchange="none"))
-    view = views[0]
-    entries = view.policy_entries()
-    assert entries[:2] == ("VO-A", "VO-A/P-A1") and view.mount_points() == {}
-    view.cache_usage(7, {"VO-A": 1.0, "VO-B": 2.0})
-    view.cache_usage(7, {"VO-B": 3.0})
-    assert view.cached_usage(7) == {"VO-A": 1.0, "VO-B": 3.0}
-    view.replace_usage(7, {"VO-B": 4.0})
-    assert view.cached_usage(7) == {"VO-B": 4.0} and view.cached_usage(8) == {}
+    assert checked

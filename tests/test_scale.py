@@ -96,7 +96,8 @@ def test_setup_at_200000_sites():
     of an hour, so a quadratic step shows as a test run that does not end."""
     backend = set_up(200_000)
     shard = backend.shards[0]
-    assert len(shard.sites) == 200_000 and shard.n_submitted == 3
-    assert shard.sites[-1].name == "site199999" and all(site.agent is not None for site in shard.sites[::1000])
+    sites = shard.engine.sites
+    assert len(sites) == 200_000 and shard.n_submitted == 3
+    assert sites[-1].name == "site199999" and all(site.agent is not None for site in sites[::1000])
     backend.close()
     assert backend.shards == []
