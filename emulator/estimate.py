@@ -6,6 +6,7 @@ its releases and as its work spread over every processor of the grid; the messag
 protocol's own count (``Protocol.traffic``) over that time. These are orders of magnitude,
 meant to catch a run that would not end in practice, not predictions.
 """
+
 from __future__ import annotations
 
 import math
@@ -51,7 +52,9 @@ class Estimate:
                 f"every {self.traffic.round_every:g}): it may not end in practice; set run.horizon or shorten the jobs"
             )
         if self.messages > WARN_MESSAGES:
-            out.append(f"about {_count(self.messages)} messages: it may not end in practice; fewer sites, jobs or rounds")
+            out.append(
+                f"about {_count(self.messages)} messages: it may not end in practice; fewer sites, jobs or rounds"
+            )
         return out
 
 
@@ -88,4 +91,3 @@ def estimate(sc: Scenario) -> Estimate:
     messages = traffic.per_job * jobs + traffic.per_time * duration
     rounds = duration / traffic.round_every if traffic.round_every else None
     return Estimate(jobs, span, duration, messages, rounds, traffic)
-

@@ -33,6 +33,7 @@ Acting: ``send``, ``send_all`` (one message to many sites), ``set_timer``, ``tra
 Random numbers: ``rng(purpose)``, the site's own stream for a purpose the protocol names
 (a string), the same generator at every call.
 """
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
@@ -97,7 +98,9 @@ class SiteView:
         stream = self._streams.get(purpose)
         if stream is None:
             if self._seed is None or self._protocol is None:
-                raise RuntimeError(f"site {self.name}: this view was made without a seed and protocol name: no rng({purpose!r})")
+                raise RuntimeError(
+                    f"site {self.name}: this view was made without a seed and protocol name: no rng({purpose!r})"
+                )
             if not isinstance(purpose, str):
                 raise TypeError(f"rng(purpose): a string naming what the draws are for, got {purpose!r}")
             stream = self._streams[purpose] = named_rng(self._seed, self.site_id, self._protocol, purpose)
@@ -178,7 +181,8 @@ class SiteView:
         sched = self._site.scheduler
         if sched.name != "fairshare":
             raise ScenarioError(
-                "scheduler.name", f'site {self.name}: {what} needs the fairshare scheduler (set scheduler.name = "fairshare"), not {sched.name!r}'
+                "scheduler.name",
+                f'site {self.name}: {what} needs the fairshare scheduler (set scheduler.name = "fairshare"), not {sched.name!r}',
             )
         return sched
 

@@ -95,6 +95,7 @@ Readings where the text is ambiguous or silent (the paper's wording in quotes):
     (a job that migrates twice ends after a comparable later job that never migrates) and
     WPM; ILV still holds (the higher-ranked jobs never see the lower ones).
 """
+
 from __future__ import annotations
 
 import bisect

@@ -21,6 +21,7 @@ information:
 Each message and each job is one heap event (a report to 8 neighbors is 8 events), so it
 is also the bare event loop ``bench/power_of_d.py`` measures gridemu against.
 """
+
 from __future__ import annotations
 
 import heapq
@@ -48,9 +49,19 @@ class Schedule:
     transfers: int
 
 
-def simulate(release: Sequence[float], size: Sequence[float], site: Sequence[int], n_sites: int,
-             neighbors: "Sequence[Sequence[int]] | None", m: "int | Sequence[int]", d: int, period: float | None,
-             latency: float, seed: int, speed: "float | Sequence[float]" = 1.0) -> Schedule:
+def simulate(
+    release: Sequence[float],
+    size: Sequence[float],
+    site: Sequence[int],
+    n_sites: int,
+    neighbors: "Sequence[Sequence[int]] | None",
+    m: "int | Sequence[int]",
+    d: int,
+    period: float | None,
+    latency: float,
+    seed: int,
+    speed: "float | Sequence[float]" = 1.0,
+) -> Schedule:
     """Run every job (given in job-id order: ``release``, ``size``, submitting ``site``) to
     its end. ``neighbors``: each site's
     sorted neighbors, None for the full graph; ``m`` and ``speed``: one for all sites or one

@@ -11,6 +11,7 @@ after which the mean of every later window of W periods stays within 10 % of the
 last W periods (W = 20); the table gives that period (the latest over the organizations), the
 final means and their range over the periods after settling.
 """
+
 from __future__ import annotations
 
 import sys
@@ -23,6 +24,8 @@ import pandas as pd
 from gridemu.experiments.decentralization_tables import write_between
 
 DOC = Path(__file__).with_name("bilb.md")
+
+
 def markers(tag: str) -> tuple[str, str]:
     name = f"learning-{tag}" if tag else "learning"
     return f"<!-- {name}:begin (bilb_learning.py --write{'=' + tag if tag else ''}) -->", f"<!-- {name}:end -->"
@@ -34,10 +37,16 @@ TOLERANCE = 0.10
 #: folder -> (figure, what the thesis says)
 FIGURES = {
     "fig43a": ("4.3 (a) averaging game, homogeneous, N = 10", 'p_k "oscillates between 0.8 and 0.9 with a few peaks"'),
-    "fig43b": ("4.3 (b) averaging game, organization 0 overloaded, N = 10", 'p_1 "slightly higher" than in (a); the others "oscillate around 0.1"'),
+    "fig43b": (
+        "4.3 (b) averaging game, organization 0 overloaded, N = 10",
+        'p_1 "slightly higher" than in (a); the others "oscillate around 0.1"',
+    ),
     "fig44a": ("4.4 (a) BILB, homogeneous, N = 2", 'l_k "quickly reach the upper bound" (1000)'),
     "fig44b": ("4.4 (b) BILB, homogeneous, N = 10", "l_k reach the upper bound"),
-    "fig45a": ("4.5 (a) BILB, organization 0 overloaded, N = 2", "the other organization's l_2 falls below 1.5 (rounded to 1)"),
+    "fig45a": (
+        "4.5 (a) BILB, organization 0 overloaded, N = 2",
+        "the other organization's l_2 falls below 1.5 (rounded to 1)",
+    ),
     "fig45b": ("4.5 (b) BILB, organization 0 overloaded, N = 10", "every l_k eventually reaches the upper bound"),
 }
 

@@ -13,6 +13,7 @@ discrete), ``starting`` (queued / running; varied with whole pieces in discrete 
 10 are Table 4.3's l = 1000 cells, counted once in "all"). Table 4.2 at α = β = 1 is shown
 beside as a check outside the target.
 """
+
 from __future__ import annotations
 
 import math
@@ -76,7 +77,16 @@ def main(root: Path, write: bool) -> None:
         "| running piece | round timing | time | starting | F̃ from | Table 4.2 | Table 4.3, l ≤ 4 | Table 4.3, l ≥ 5 | Table 4.5 | all 34 cells | runs per cell | check: Table 4.2, α = β = 1 |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    detail_keys = [("4.2", 10, 0), ("4.2", 30, 0), ("4.3", 2, 1), ("4.3", 10, 1), ("4.3", 10, 3), ("4.3", 10, 5), ("4.3", 10, 1000), ("4.5", 30, 1000)]
+    detail_keys = [
+        ("4.2", 10, 0),
+        ("4.2", 30, 0),
+        ("4.3", 2, 1),
+        ("4.3", 10, 1),
+        ("4.3", 10, 3),
+        ("4.3", 10, 5),
+        ("4.3", 10, 1000),
+        ("4.5", 30, 1000),
+    ]
     names = {("4.2", 10, 0): "4.2 N=10", ("4.2", 30, 0): "4.2 N=30", ("4.5", 30, 1000): "4.5 N=30"}
     detail = [
         "| reading | " + " | ".join(names.get(k, f"4.3 N={k[1]} l={k[2]}") for k in detail_keys) + " |",
@@ -104,7 +114,8 @@ def main(root: Path, write: bool) -> None:
             )
             detail.append(
                 f"| {cut}, {timing}, {time}, {starting}, {local_from} | "
-                + " | ".join(f"{got[k][1]:.3g} ± {got[k][2]:.2g}" for k in detail_keys) + " |"
+                + " | ".join(f"{got[k][1]:.3g} ± {got[k][2]:.2g}" for k in detail_keys)
+                + " |"
             )
     text = "\n".join(summary)
     cells_text = "\n".join(detail)
