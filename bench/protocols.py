@@ -450,7 +450,6 @@ def worker(engine: str, model: str, period: float, rates: str, out_dir: Path, ta
         start, end, exec_site = out["start"], out["end"], out["exec_site"]
         rec["finished"] = int(np.isfinite(end).sum())
     else:
-
         shards = ray_shards(engine) or 1
         backend = "inprocess" if engine == "inprocess" else "ray"
         if backend == "ray":

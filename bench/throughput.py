@@ -278,7 +278,6 @@ def worker(engine: str, n_jobs: int, out_dir: Path, tag: str) -> None:
         rec["events"] = events
         job_ids = jobs["job_id"]
     else:
-
         backend = "ray" if engine in RAY_ENGINES else "inprocess"
         shards = 2 if engine == "ray2" else 1
         if backend == "ray":
