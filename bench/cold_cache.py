@@ -93,7 +93,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'mode':<17} {'site cpu s':>10} {'vs inprocess':>12} {'wall s':>8} {'windows':>8} {'events':>9}")
     for r in rows:
         print(
-            f"{r['mode']:<17} {r['site_cpu_s']:>10.3f} {r['site_cpu_s'] / base:>11.2f}x {r['wall_s']:>8.2f} {r['windows']:>8,} {min(r['events']):>9,}"
+            f"{r['mode']:<17} {r['site_cpu_s']:>10.3f} {r['site_cpu_s'] / base:>11.2f}x {r['wall_s']:>8.2f} "
+            f"{r['windows']:>8,} {min(r['events']):>9,}"
         )
     if len({e for r in rows for e in r["events"]}) != 1:
         print("warning: the runs handled different event counts; the comparison does not hold")

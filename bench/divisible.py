@@ -61,7 +61,8 @@ def main() -> None:
             for backend, shards in (("inprocess", 1), ("ray", 2)):
                 m = measure(name, sites, args.until, backend, shards, args.repeat)
                 print(
-                    f"{name:<16}{sites:>6}{backend + '/' + str(shards):>13}{m['jobs']:>8,}{m['wall']:>9.2f}{m['windows']:>9,}"
+                    f"{name:<16}{sites:>6}{backend + '/' + str(shards):>13}"
+                    f"{m['jobs']:>8,}{m['wall']:>9.2f}{m['windows']:>9,}"
                     f"{m['events_s']:>11,.0f}{m['messages_s']:>10,.0f}{m['per_window_ms']:>11.2f}"
                 )
 

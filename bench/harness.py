@@ -321,7 +321,7 @@ def environment() -> dict[str, Any]:
     except OSError:
         info["git"] = None
     info["summary"] = (
-        f"{info['cpus']} CPUs, {info['memory_gib']} GiB, Python {info['python']}, numpy {info['numpy']}, ray {info['ray']}, "
-        f"simpy {info['simpy']}, gridemu at {info['git']}, load average {info['load_before'][0]:.2f}"
+        f"{info['cpus']} CPUs, {info['memory_gib']} GiB, Python {info['python']}, numpy {info['numpy']}, ray "
+        f"{info['ray']}, simpy {info['simpy']}, gridemu at {info['git']}, load average {info['load_before'][0]:.2f}"
     )
     return info

@@ -91,7 +91,8 @@ def phases(sites: int, until: float) -> dict[str, Any]:
 
 def per_site(sizes: list[int], until: float) -> None:
     print(
-        f"averaging-topology, workload.until={until:g}, in-process; {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} at start"
+        f"averaging-topology, workload.until={until:g}, in-process; {os.cpu_count()} CPUs, load average "
+        f"{os.getloadavg()[0]:.2f} at start"
     )
     print("CPU seconds of each phase (µs of CPU per site); wall seconds of the whole run and its CPU share")
     print(
@@ -114,8 +115,8 @@ def per_site(sizes: list[int], until: float) -> None:
         cpu, wall = r["cpu"], r["wall"]
         cells = " ".join(f"{cpu[p]:6.2f} ({cpu[p] / n * 1e6:5.0f})" for p in PHASES)
         print(
-            f"{n:>9,} {r['jobs']:>10,} {cells} {cpu['total']:10.1f} {wall['total']:7.1f} {cpu['total'] / wall['total']:5.0%} "
-            f"{r['peak_rss_mib']:8,.0f}",
+            f"{n:>9,} {r['jobs']:>10,} {cells} {cpu['total']:10.1f} {wall['total']:7.1f} "
+            f"{cpu['total'] / wall['total']:5.0%} {r['peak_rss_mib']:8,.0f}",
             flush=True,
         )
     print(f"load average at end {os.getloadavg()[0]:.2f}")

@@ -60,7 +60,8 @@ def main() -> None:
             for procs in args.procs:
                 r = measure(sites, jobs, procs, args.repeat)
                 print(
-                    f"{sites:>5} {jobs:>5} {procs:>4} {r['wall']:>8.3f} {r['plan']:>8.3f} {r['ilba']:>8.3f} {r['windows']:>8} {r['messages']:>9}"
+                    f"{sites:>5} {jobs:>5} {procs:>4} {r['wall']:>8.3f} {r['plan']:>8.3f} {r['ilba']:>8.3f} "
+                    f"{r['windows']:>8} {r['messages']:>9}"
                 )
 
 

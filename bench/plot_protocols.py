@@ -104,7 +104,8 @@ def plot(by_model: dict[str, list[dict[str, Any]]], cpus: int, out: Path) -> Non
         ax.invert_yaxis()
         first = rows[0]
         ax.set_title(
-            f"{model} ({describe(model)}): {first['sites']:,} sites, {first['jobs']:,} jobs, {first.get('messages', 0):,} messages",
+            f"{model} ({describe(model)}): {first['sites']:,} sites, {first['jobs']:,} jobs, "
+            f"{first.get('messages', 0):,} messages",
             fontsize=10,
             loc="left",
         )

@@ -434,12 +434,14 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unknown engine(s) {', '.join(unknown)} (known: {', '.join(RUNNERS)})")
     mdl = model(args.sites, args.jobs, args.d, args.period)
     print(
-        f"power_of_d: {mdl.n_sites} sites, {len(mdl.release):,} jobs, d = {mdl.d}, period {mdl.period:g}, latency {mdl.latency:g}"
+        f"power_of_d: {mdl.n_sites} sites, {len(mdl.release):,} jobs, "
+        f"d = {mdl.d}, period {mdl.period:g}, latency {mdl.latency:g}"
     )
     results = run_engines(mdl, engines, args.repeat)
     first = results[engines[0]]
     print(
-        f"{'engine':10s} {'wall s':>8s} {'cpu s':>8s} {'walls':>22s} {'jobs/s':>10s} {'events':>10s} {'reports':>9s} {'transfers':>9s}  check against {engines[0]}"
+        f"{'engine':10s} {'wall s':>8s} {'cpu s':>8s} {'walls':>22s} {'jobs/s':>10s} {'events':>10s} {'reports':>9s} "
+        f"{'transfers':>9s}  check against {engines[0]}"
     )
     bad = 0
     for engine, r in results.items():
@@ -447,8 +449,8 @@ def main(argv: list[str] | None = None) -> int:
         bad += check not in ("-", "same schedule")
         walls = ",".join(f"{w:.2f}" for w in r["walls"])
         print(
-            f"{engine:10s} {r['wall_s']:8.3f} {r['cpu_s']:8.3f} {walls:>22s} {len(mdl.release) / r['wall_s']:10,.0f} {r['events']:10,d} "
-            f"{r['reports']:9,d} {r['transfers']:9,d}  {check}"
+            f"{engine:10s} {r['wall_s']:8.3f} {r['cpu_s']:8.3f} {walls:>22s} {len(mdl.release) / r['wall_s']:10,.0f} "
+            f"{r['events']:10,d} {r['reports']:9,d} {r['transfers']:9,d}  {check}"
         )
     by_cpu = ratios(results, by="cpu_s")
     for name, value in ratios(results).items():

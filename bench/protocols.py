@@ -794,7 +794,8 @@ def ratios(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
                     inproc["call_s"] / least,
                     "(in-process call / (Ray call's CPU / cores))",
                     None,
-                    f"the Ray call kept {r['call_cpu_s']:.2f} CPU s busy against {inproc['call_cpu_s']:.2f} in-process{faults}",
+                    f"the Ray call kept {r['call_cpu_s']:.2f} CPU s busy "
+                    f"against {inproc['call_cpu_s']:.2f} in-process{faults}",
                 )
             if r.get("driver_cpu_s"):
                 # A single thread cannot finish before its own CPU time is spent: the driver's
@@ -806,7 +807,8 @@ def ratios(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
                     bound,
                     "(in-process call / the Ray driver's own CPU)",
                     None,
-                    f"the driver's calling thread used {r['driver_cpu_s']:.2f} s of CPU in the {r['call_s']:.2f} s call on {k} shards"
+                    f"the driver's calling thread used {r['driver_cpu_s']:.2f} "
+                    f"s of CPU in the {r['call_s']:.2f} s call on {k} shards"
                     + (
                         f" (below the {TARGET_RAY16_CALL:g}x target)"
                         if model == "10000x1M" and bound < TARGET_RAY16_CALL
@@ -823,8 +825,8 @@ def ratios(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 bound,
                 "(Amdahl: call / driver's serial part)",
                 None,
-                f"{serial:.2f} s of the {inproc['call_s']:.2f} s in-process call is the driver's alone; even with shards that take no "
-                f"time and no Ray start-up, no shard count beats {bound:.2f}x"
+                f"{serial:.2f} s of the {inproc['call_s']:.2f} s in-process call is the driver's alone; even with "
+                f"shards that take no time and no Ray start-up, no shard count beats {bound:.2f}x"
                 + (
                     f" (below the {TARGET_RAY16_CALL:g}x target)"
                     if model == "10000x1M" and bound < TARGET_RAY16_CALL
@@ -847,7 +849,8 @@ def ratios(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
                     r["call_s"],
                     f"< {TARGET_10M_CALL_S:g} s and < {TARGET_10M_PEAK_MIB:,} MiB, every job done",
                     ok,
-                    f"peak {peak:,.0f} MiB ({r.get('mem_method', '')}); {r.get('finished', 0):,} of {r['jobs']:,} jobs done"
+                    f"peak {peak:,.0f} MiB ({r.get('mem_method', '')}); "
+                    f"{r.get('finished', 0):,} of {r['jobs']:,} jobs done"
                     if peak is not None
                     else "",
                 )
@@ -859,8 +862,9 @@ def ratios(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 outside,
                 "(window cost should follow busy sites)",
                 None,
-                f"{outside / inproc['loop_s']:.0%} of the loop; {1e6 * outside / visits:.2f} us per window per hosted site "
-                f"({inproc['windows']:,} windows x {inproc['sites']:,} sites = {visits:,} site visits for {inproc['events']:,} events)",
+                f"{outside / inproc['loop_s']:.0%} of the loop; {1e6 * outside / visits:.2f} us per window per hosted "
+                f"site ({inproc['windows']:,} windows x {inproc['sites']:,} "
+                f"sites = {visits:,} site visits for {inproc['events']:,} events)",
             )
     return out
 
@@ -897,8 +901,9 @@ def environment() -> dict[str, Any]:
             info["git"] = rev.stdout.strip() + (" (uncommitted changes)" if dirty.stdout.strip() else "")
         info["gridemu_path"] = os.path.dirname(where)
     info["summary"] = (
-        f"{info['cpus']} CPUs, {info['memory_gib']} GiB, Python {info['python']}, numpy {info['numpy']}, ray {info['ray']}, "
-        f"simpy {info['simpy']}, gridemu at {info.get('git')} ({info.get('gridemu_path')}), load average {info['load_before'][0]:.2f}"
+        f"{info['cpus']} CPUs, {info['memory_gib']} GiB, Python {info['python']}, numpy {info['numpy']}, ray "
+        f"{info['ray']}, simpy {info['simpy']}, gridemu at {info.get('git')} ({info.get('gridemu_path')}), load "
+        f"average {info['load_before'][0]:.2f}"
     )
     return info
 
@@ -951,15 +956,17 @@ def main(argv: list[str] | None = None) -> int:
     bad = [m for m in models if m not in MODELS] + [e for e in engines if not known_engine(e)]
     if bad:
         ap.error(
-            f"unknown model(s) or engine(s) {bad}; models: {', '.join(MODELS)}; engines: heapq, simpy, simpy_lazy, inprocess, rayN"
+            f"unknown model(s) or engine(s) {bad}; models: {', '.join(MODELS)}; "
+            "engines: heapq, simpy, simpy_lazy, inprocess, rayN"
         )
     repeat = max(1, args.repeat)
     env = environment()
     print(
-        f"gridemu talking sites: {PROCS} processors per site, FCFS, gamma({ALPHA:g}, {BETA:g}) sizes, latency {LATENCY:g}, seed {SEED}; "
-        f"a quarter of the sites at {HOT_RATE:g}/N x R x {RATE_FACTORS[args.rates]:g}, the rest at {COLD_RATE:g}/N x R x "
-        f"{RATE_FACTORS[args.rates]:g} (--rates {args.rates}); averaging period {args.period:g}; "
-        f"{repeat} run(s) per model and engine, each in a fresh process\n{env['summary']}",
+        f"gridemu talking sites: {PROCS} processors per site, FCFS, gamma({ALPHA:g}, {BETA:g}) sizes, latency "
+        f"{LATENCY:g}, seed {SEED}; a quarter of the sites at {HOT_RATE:g}/N x R x {RATE_FACTORS[args.rates]:g}, the "
+        f"rest at {COLD_RATE:g}/N x R x {RATE_FACTORS[args.rates]:g} (--rates {args.rates}); averaging period "
+        f"{args.period:g}; {repeat} run(s) per model and engine, each in a fresh process\n"
+        f"{env['summary']}",
         flush=True,
     )
     rows: list[dict[str, Any]] = []
@@ -971,7 +978,8 @@ def main(argv: list[str] | None = None) -> int:
             active = [e for e in engines if spec["protocol"] == "random" or e not in REFERENCE_ENGINES]
             if len(active) < len(engines):
                 print(
-                    f"  {model}: {', '.join(e for e in engines if e not in active)} model the random broker only; not run",
+                    f"  {model}: {', '.join(e for e in engines if e not in active)} "
+                    "model the random broker only; not run",
                     flush=True,
                 )
             same_protocol = [r for r in rows if MODELS[r["model"]]["protocol"] == spec["protocol"]]
@@ -999,7 +1007,8 @@ def main(argv: list[str] | None = None) -> int:
                             busy = wait_quiet(args.quiet_wait)
                             if busy >= 0.25:
                                 print(
-                                    f"  (machine still busy after {args.quiet_wait:.0f} s: {busy:.2f} cores used by others)",
+                                    f"  (machine still busy after {args.quiet_wait:.0f} "
+                                    f"s: {busy:.2f} cores used by others)",
                                     flush=True,
                                 )
                         r = run_one(e, model, args.period, args.rates, out_dir, args.timeout, f"{e}-{model}-{k}")
@@ -1026,14 +1035,22 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\nTalking sites on {env['cpus']} CPUs (benchmark took {total:.0f} s)")
     print_table(rows, args.markdown)
     print(
-        "wall s: gridemu summary wall_seconds (shards built -> results gathered); heapq/SimPy: setup + loop + gather from the job arrays.\n"
-        "jobs/s, events/s, msgs/s over wall s. call s: whole emulator.run call (workload generation, tables, checks, summary; not ray.init, nor the first use's imports).\n"
-        "call cpu s: the machine's busy CPU seconds during that call (every process; on C cores the call takes at least call cpu s / C).\n"
-        "sys cpu s: the kernel's part of it; faults k: page faults of every process in the call, thousands (first-touch memory, mostly).\n"
-        "setup s: shards built (Ray: actors started, shards built in them); loop s: the window loop (* loop and gathering); gather s: results.\n"
-        "site cpu s: the sites' own event loops' CPU time (columns path: the windows' array work), summed over shards. peak MiB: maxrss of the run's process; tree pss = driver + every Ray process, PSS summed.\n"
-        "agree: same schedule = start, end and executing site of every job equal bit for bit to the reference's; else whether the mean flow\n"
-        "time is within 3 standard errors of the reference's and every job finished. other CPU: cores used by other processes (noise)."
+        "wall s: gridemu summary wall_seconds (shards built -> results "
+        "gathered); heapq/SimPy: setup + loop + gather from the job arrays.\n"
+        "jobs/s, events/s, msgs/s over wall s. call s: whole emulator.run call (workload generation, tables, checks, "
+        "summary; not ray.init, nor the first use's imports).\n"
+        "call cpu s: the machine's busy CPU seconds during that call (every "
+        "process; on C cores the call takes at least call cpu s / C).\n"
+        "sys cpu s: the kernel's part of it; faults k: page faults of every process in the call, thousands "
+        "(first-touch memory, mostly).\n"
+        "setup s: shards built (Ray: actors started, shards built in them); loop s: the window loop (* loop and "
+        "gathering); gather s: results.\n"
+        "site cpu s: the sites' own event loops' CPU time (columns path: the windows' array work), summed over "
+        "shards. peak MiB: maxrss of the run's process; tree pss = driver + every Ray process, PSS summed.\n"
+        "agree: same schedule = start, end and executing site of every job "
+        "equal bit for bit to the reference's; else whether the mean flow\n"
+        "time is within 3 standard errors of the reference's and every "
+        "job finished. other CPU: cores used by other processes (noise)."
     )
     for r in rows:
         if "error" in r or "skipped" in r:
@@ -1049,8 +1066,8 @@ def main(argv: list[str] | None = None) -> int:
             flows = "; ".join(f"{r['label']} {r['mean_flow']:.9f}" for r in group)
             details = "; ".join(f"{r['label']}: {r['schedule_diff']}" for r in group if not r["same_schedule"])
             print(
-                f"{model}: every job finished in every engine: {'yes' if conserved else 'NO'}; mean flow time: {flows}; "
-                f"same schedule as {ref}: {'yes, every engine' if same else 'no (' + details + ')'}"
+                f"{model}: every job finished in every engine: {'yes' if conserved else 'NO'}; mean flow time: "
+                f"{flows}; same schedule as {ref}: {'yes, every engine' if same else 'no (' + details + ')'}"
             )
     rs = ratios(rows)
     print_ratios(rs)

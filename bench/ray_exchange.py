@@ -128,10 +128,9 @@ def main() -> None:
         for a in actors:
             ray.kill(a)
         print(
-            f"  {rows:>9,} rows ({rows * MSG_DTYPE.itemsize / 1024:,.0f} KiB) to each other shard: tasks, one object a destination {tasks_ms:.2f} ms; "
-            f"one object a shard {one_ms:.2f} ms; "
-            f"pipelined {piped_ms:.2f} ms; "
-            f"compiled graph {graph_ms:.2f} ms (compiling {compile_s:.2f} s, first window {first_ms:.0f} ms)"
+            f"  {rows:>9,} rows ({rows * MSG_DTYPE.itemsize / 1024:,.0f} KiB) to each other shard: tasks, one object a "
+            f"destination {tasks_ms:.2f} ms; one object a shard {one_ms:.2f} ms; pipelined {piped_ms:.2f} ms; compiled "
+            f"graph {graph_ms:.2f} ms (compiling {compile_s:.2f} s, first window {first_ms:.0f} ms)"
         )
 
 

@@ -114,7 +114,8 @@ def report(rows: list[dict], windows: int, cpus: int | None, write: bool) -> Non
         f"Median seconds per window over {windows} windows (LPC-EGEE, 17 processors, 5·10⁵ s), one process; "
         f"REF on Ray with {cpus} CPUs where given.",
         "",
-        "| organizations | jobs a window | REF coalitions | REF (s) | RAND, N = 15 (s) | DIRECTCONTR (s) | REF on Ray (s) | speed-up |",
+        "| organizations | jobs a window | REF coalitions | REF (s) | "
+        "RAND, N = 15 (s) | DIRECTCONTR (s) | REF on Ray (s) | speed-up |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:

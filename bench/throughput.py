@@ -504,10 +504,10 @@ def ratios(rows: list[dict[str, Any]], sizes: list[int]) -> list[dict[str, Any]]
             ray_after = ray2["wall_s"] - ray2["startup_s"]
             rec_after = rec_big["wall_s"] - rec_big["startup_s"]
             note += (
-                f"\n         start-up: ray 2 shards {ray2['startup_s']:.2f} s (actors, imports, shards built in them) vs in-process "
-                f"{rec_big['startup_s']:.2f} s (shards built); after start-up: {ray_after:.2f} s vs {rec_after:.2f} s "
-                f"({rec_after / ray_after:.2f}x); window loop alone: {ray2['loop_s']:.2f} s vs {rec_big['loop_s']:.2f} s "
-                f"({ray2.get('windows', 0)} windows)"
+                f"\n         start-up: ray 2 shards {ray2['startup_s']:.2f} s (actors, imports, shards built in them) "
+                f"vs in-process {rec_big['startup_s']:.2f} s (shards built); after start-up: {ray_after:.2f} s vs "
+                f"{rec_after:.2f} s ({rec_after / ray_after:.2f}x); window loop alone: {ray2['loop_s']:.2f} s vs "
+                f"{rec_big['loop_s']:.2f} s ({ray2.get('windows', 0)} windows)"
             )
         add(f"ray 2 shards / in-process 1 shard (recurrence), jobs/s {at}", v, "> 1 (faster)", v > 1.0, note)
     ray1 = find(rows, "ray1", big)
@@ -596,8 +596,10 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"unknown engine(s) {unknown}; choose from {', '.join(ENGINES)}")
     env = environment()
     print(
-        f"gridemu throughput: {N_SITES} sites x {PROCS} processors, FCFS, Poisson rate {RATE}/site, gamma({ALPHA:g}, {BETA:g}) sizes, "
-        f"1-processor jobs, seed {SEED}; {repeat} run(s) per engine and size, each in a fresh process\n{env['summary']}"
+        f"gridemu throughput: {N_SITES} sites x {PROCS} processors, FCFS, Poisson rate {RATE}/site, gamma({ALPHA:g}, "
+        f"{BETA:g}) sizes, 1-processor jobs, seed {SEED}; {repeat} "
+        "run(s) per engine and size, each in a fresh process\n"
+        f"{env['summary']}"
     )
     rows: list[dict[str, Any]] = []
     t_all = time.perf_counter()
@@ -623,7 +625,8 @@ def main(argv: list[str] | None = None) -> int:
                             busy = wait_quiet(args.quiet_wait)
                             if busy >= 0.25:
                                 print(
-                                    f"  (machine still busy after {args.quiet_wait:.0f} s: {busy:.2f} cores used by others)",
+                                    f"  (machine still busy after {args.quiet_wait:.0f} "
+                                    f"s: {busy:.2f} cores used by others)",
                                     flush=True,
                                 )
                         r = run_one(e, n, out_dir, args.timeout, f"{e}-{n}-{k}")
@@ -650,12 +653,17 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print_table(rows, f"Throughput on {env['cpus']} CPUs (benchmark took {total:.0f} s)")
     print(
-        "in-process / ray = gridemu emulator.run(backend=...), 1 or 2 shards; in-process with the FCFS recurrence or recurrence=False.\n"
-        "wall s: median of the runs; gridemu summary wall_seconds (shards built -> results gathered); heapq/SimPy: simulation from the job arrays.\n"
-        "startup s: shards built and answering (Ray: actors started); loop s: window loop; call s: whole emulator.run call.\n"
-        "peak MiB: maxrss = ru_maxrss of the fresh subprocess; tree = driver + every Ray process (GCS, raylet, agents, workers),\n"
+        "in-process / ray = gridemu emulator.run(backend=...), 1 or 2 "
+        "shards; in-process with the FCFS recurrence or recurrence=False.\n"
+        "wall s: median of the runs; gridemu summary wall_seconds (shards built -> results gathered); heapq/SimPy: "
+        "simulation from the job arrays.\n"
+        "startup s: shards built and answering (Ray: actors started); "
+        "loop s: window loop; call s: whole emulator.run call.\n"
+        "peak MiB: maxrss = ru_maxrss of the fresh subprocess; tree = "
+        "driver + every Ray process (GCS, raylet, agents, workers),\n"
         "RSS summed, sampled every 50 ms, max of the sum. events = arrivals + completions.\n"
-        "other CPU: cores used by processes outside the benchmark while the run's process was alive (noise; 2 = the whole machine)."
+        "other CPU: cores used by processes outside the benchmark while "
+        "the run's process was alive (noise; 2 = the whole machine)."
     )
     for r in rows:
         if "error" in r or "skipped" in r:

@@ -174,8 +174,8 @@ class Protocol:
             )
         if self.route is not None and "stateless" not in caps:
             raise ValueError(
-                f"protocol {self.name!r} gives a route but does not declare the 'stateless' capability: a precomputed route is "
-                "taken only from agents whose destinations depend on their own site's stream alone",
+                f"protocol {self.name!r} gives a route but does not declare the 'stateless' capability: a precomputed "
+                "route is taken only from agents whose destinations depend on their own site's stream alone",
             )
 
     def can(self, capability: str) -> bool:

@@ -32,7 +32,8 @@ def table() -> str:
         key=lambda c: c.map(order) if c.name == "faults.mtbf" else c.map({"local": 0, "averaging": 1}),
     )
     out = [
-        "| mtbf (mttr 40) | protocol | mean flow time | makespan | crashes | jobs requeued | work lost | reports lost |",
+        "| mtbf (mttr 40) | protocol | mean flow time | makespan | "
+        "crashes | jobs requeued | work lost | reports lost |",
         "|---:|---|---:|---:|---:|---:|---:|---:|",
     ]
     for _, r in t.iterrows():
@@ -48,8 +49,9 @@ def table() -> str:
             else f"{r.faults_jobs_killed_mean:.1f}"
         )
         out.append(
-            f"| {mtbf} | {r['protocol.name']} | {r.mean_flow_time_mean:.1f} ± {r.mean_flow_time_std:.1f} | {r.makespan_mean:,.0f} | "
-            f"{crashes} | {killed} | {r.faults_work_lost_mean:,.0f} | {r.faults_messages_lost_mean:,.0f} |"
+            f"| {mtbf} | {r['protocol.name']} | {r.mean_flow_time_mean:.1f} ± {r.mean_flow_time_std:.1f} | "
+            f"{r.makespan_mean:,.0f} | {crashes} | {killed} | {r.faults_work_lost_mean:,.0f} | "
+            f"{r.faults_messages_lost_mean:,.0f} |"
         )
     return "\n".join(out)
 

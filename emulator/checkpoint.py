@@ -26,7 +26,10 @@ from gridemu.emulator.shard import StepInfo
 from gridemu.model.errors import GridemuError
 
 FILE = "checkpoint.pkl"
-FORMAT = 5  # 2: shards keep the jobs they drew and report them in status; 3: sites hold received messages in an inbox, not their heap; 4: typed payload slots in message rows; 5: a shard holds its sites behind an engine
+# 2: shards keep the jobs they drew and report them in status; 3: sites hold received messages
+# in an inbox, not their heap; 4: typed payload slots in message rows; 5: a shard holds its
+# sites behind an engine.
+FORMAT = 5
 
 
 @dataclass

@@ -82,8 +82,8 @@ def check_guarantees(jobs: pd.DataFrame, horizon: float) -> None:
         j = jobs.iloc[int(np.flatnonzero(late)[0])]
         when = f"finished at t={j.end}" if not math.isnan(j.end) else f"was not finished at the horizon t={horizon}"
         raise InvariantError(
-            f"guarantee: job {int(j.job_id)} {when}, after the latest finish time t={j.deadline} announced at its submission "
-            f"({int(late.sum())} late jobs)"
+            f"guarantee: job {int(j.job_id)} {when}, after the latest finish time t={j.deadline} announced at its "
+            f"submission ({int(late.sum())} late jobs)"
         )
 
 

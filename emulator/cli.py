@@ -232,8 +232,8 @@ def barrier_note(summary: dict) -> str | None:
     if loop < BARRIER_NOTE_SECONDS or work >= BARRIER_NOTE_SHARE * loop:
         return None
     return (
-        f"{g['windows']:,} windows took {loop:.0f} s ({1000 * loop / g['windows']:.1f} ms each), and each shard's sites "
-        f"worked {work:.1f} s of it: on Ray every window is a round trip to every shard, so a run this chatty is "
+        f"{g['windows']:,} windows took {loop:.0f} s ({1000 * loop / g['windows']:.1f} ms each), and each shard's "
+        f"sites worked {work:.1f} s of it: on Ray every window is a round trip to every shard, so a run this chatty is "
         "faster in one process (--backend inprocess)"
     )
 
@@ -441,7 +441,8 @@ def build_parser() -> argparse.ArgumentParser:
                 "--plugin",
                 action="append",
                 metavar="MODULE",
-                help="import a protocol of your own first: a .py file or a module name (its PROTOCOL is registered; repeatable)",
+                help="import a protocol of your own first: a .py file or a "
+                "module name (its PROTOCOL is registered; repeatable)",
             )
     return parser
 

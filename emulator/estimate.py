@@ -48,8 +48,9 @@ class Estimate:
         out = []
         if self.rounds is not None and self.rounds > WARN_ROUNDS:
             out.append(
-                f"about {_count(self.rounds)} protocol rounds (the run lasts at least {self.duration:.3g} time units, a round "
-                f"every {self.traffic.round_every:g}): it may not end in practice; set run.horizon or shorten the jobs"
+                f"about {_count(self.rounds)} protocol rounds (the run lasts at least {self.duration:.3g} time units, "
+                f"a round every {self.traffic.round_every:g}): it may "
+                "not end in practice; set run.horizon or shorten the jobs"
             )
         if self.messages > WARN_MESSAGES:
             out.append(

@@ -11,10 +11,11 @@
 * ``evalys``: the jobs CSV Batsim writes and evalys's ``JobSet.from_csv`` reads: one row per
   piece that ran (whole jobs, or the pieces of split jobs), ``allocated_resources`` as an
   interval set of global processor numbers ("0-3 7": each site's processors numbered after
-  the previous site's, in site id order; ``metadata`` names the owner and the site). Which processors a job used on a site of identical processors
-  is the placement ``gridemu report --gantt`` draws (``emulator.report.gantt_boxes``). A
-  piece still running at the end has ``success`` 0, ``final_state`` RUNNING and the run's
-  last instant as its finish time.
+  the previous site's, in site id order; ``metadata`` names the owner and the site). Which
+  processors a job used on a site of identical processors is the placement
+  ``gridemu report --gantt`` draws (``emulator.report.gantt_boxes``). A piece still running at
+  the end has ``success`` 0, ``final_state`` RUNNING and the run's last instant as its finish
+  time.
 """
 
 from __future__ import annotations

@@ -488,7 +488,8 @@ def gantt_boxes(jobs: pd.DataFrame, site_procs: dict[int, int]) -> pd.DataFrame:
             free = np.flatnonzero(busy_until <= job.start + 1e-9 * max(1.0, abs(job.start)))[: int(job.procs)]
             if len(free) < job.procs:
                 raise GridemuError(
-                    f"job {job.job_id} needs {job.procs} processors of site {site} at t={job.start}; {len(free)} are free"
+                    f"job {job.job_id} needs {job.procs} processors of "
+                    f"site {site} at t={job.start}; {len(free)} are free"
                 )
             busy_until[free] = job.end if job.end == job.end else np.inf  # running at the end: busy for good
             runs = np.split(free, np.flatnonzero(np.diff(free) != 1) + 1)

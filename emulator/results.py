@@ -171,7 +171,8 @@ def check_out(out: str | Path, overwrite: bool = False, results: tuple[str, ...]
         held = [f for f in results if (out / f).exists()]
         if held:
             raise GridemuError(
-                f"--out: {out} holds the results of an earlier run ({held[0]}): choose another folder or add --overwrite"
+                f"--out: {out} holds the results of an earlier run "
+                f"({held[0]}): choose another folder or add --overwrite"
             )
     parent = out.absolute().parent
     _make_folder(parent, out)
@@ -213,7 +214,8 @@ def _json_default(value: Any) -> Any:
 def piece_table(raw: RawRun) -> pd.DataFrame:
     """One row per piece of work a site holds at the end (a job, or a fragment of a divisible one).
 
-    Takes the job columns out of ``raw.shard_results`` (call it once). Codes stay numeric (owner, group, state); sorted by job id and fragment id.
+    Takes the job columns out of ``raw.shard_results`` (call it once). Codes stay numeric (owner,
+    group, state); sorted by job id and fragment id.
     """
     # Taken out of the shard results: the columns below are their only copy from here on.
     parts = [r.pop("jobs") for r in raw.shard_results]
@@ -251,7 +253,8 @@ def piece_table(raw: RawRun) -> pd.DataFrame:
         keep = ~(dup & offered)
         cols = {k: v[keep] for k, v in cols.items()}
     if _ARROW_TEXT and len(cols["proc_set"]) and (cols["proc_set"] == "").all():
-        # No piece on a processor set (the columns path): two Arrow buffers, not strings inferred one by one (10M jobs: 0.5 s).
+        # No piece on a processor set (the columns path): two Arrow buffers, not strings inferred
+        # one by one (10M jobs: 0.5 s).
         n, nothing = len(cols["proc_set"]), pa.py_buffer(b"")
         cols["proc_set"] = pd.array(
             pa.StringArray.from_buffers(n, pa.py_buffer(np.zeros(n + 1, dtype=np.int32)), nothing), dtype=_TEXT

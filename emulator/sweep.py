@@ -283,5 +283,6 @@ def _print_table(table: pd.DataFrame, n: int, wall: float, out: Path | None) -> 
     (Console() if sys.stdout.isatty() else Console(width=160)).print(t)
     if out is not None:
         print(
-            f"sweep results written to {out}/ (runs.parquet, runs.csv, orgs.parquet, table.csv: every figure's mean and std)"
+            f"sweep results written to {out}/ (runs.parquet, runs.csv, "
+            "orgs.parquet, table.csv: every figure's mean and std)"
         )

@@ -249,7 +249,8 @@ def _from_file(path: Path, sites: Sequence[SiteSpec]) -> Topology:
                     if pair in latency and latency[pair] != lat:
                         raise ScenarioError(
                             key,
-                            f"{path}, line {line}: the link {sites[a].name}-{sites[b].name} is listed before with latency {latency[pair]}",
+                            f"{path}, line {line}: the link {sites[a].name}-{sites[b].name} "
+                            f"is listed before with latency {latency[pair]}",
                         )
                     latency[pair] = lat
                 links.add(pair)

@@ -134,7 +134,8 @@ class MessageKind:
             what = f"message kind {name!r}: field {field!r}"
             if not field.isidentifier() or keyword.iskeyword(field) or field.startswith("_") or field in taken:
                 raise ValueError(
-                    f"{what}: the name is taken or not allowed (routing fields, job, kind{', the job columns' if job else ''}, a leading _)"
+                    f"{what}: the name is taken or not allowed (routing fields, job, "
+                    f"kind{', the job columns' if job else ''}, a leading _)"
                 )
             if isinstance(declared, str):  # the form before typed fields named a column
                 raise ValueError(
@@ -154,7 +155,8 @@ class MessageKind:
             if len(free[storage]) < k:
                 label = f"{N_FLOAT} float slots" if storage == "f" else f"{N_INT} int slots (ints and bools share them)"
                 raise ValueError(
-                    f"{what} ({_spelled(declared)}) does not fit: a message has {label} and the fields before it leave {len(free[storage])}"
+                    f"{what} ({_spelled(declared)}) does not fit: a message has "
+                    f"{label} and the fields before it leave {len(free[storage])}"
                 )
             pos, free[storage] = free[storage][0], free[storage][k:]
             # Where it goes in the payload; the Python type a value of it may keep as it is.

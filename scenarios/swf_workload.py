@@ -98,7 +98,8 @@ def org_warnings(jobs: np.ndarray, procs: np.ndarray, orgs: list[str], rule: str
         hint = (
             'try orgs_by = "balanced" or a user_map'
             if rule != "balanced" or users >= len(procs)
-            else f"the trace has {users} users with jobs here for {len(procs)} organizations: use fewer organizations or a longer window"
+            else f"the trace has {users} users with jobs here for {len(procs)} "
+            "organizations: use fewer organizations or a longer window"
         )
         out.append(
             f"workload.orgs_by = {rule!r}: {len(empty)} of {len(procs)} organizations got no job of the trace "
@@ -111,11 +112,11 @@ def org_warnings(jobs: np.ndarray, procs: np.ndarray, orgs: list[str], rule: str
         hint = (
             'try orgs_by = "balanced"'
             if rule != "balanced"
-            else f"users are mapped whole, {users} of them for {len(procs)} organizations, the busiest with {100 * top:.0f} % "
-            "of the work: fewer organizations or a longer window even it out"
+            else f"users are mapped whole, {users} of them for {len(procs)} organizations, the busiest with "
+            f"{100 * top:.0f} % of the work: fewer organizations or a longer window even it out"
         )
         out.append(
-            f"workload.orgs_by = {rule!r}: work per processor differs {busy.max() / busy.min():.0f}x between organizations "
-            f"({orgs[hi]}: {work[hi]:.3g} s, {orgs[lo]}: {work[lo]:.3g} s a processor); {hint}"
+            f"workload.orgs_by = {rule!r}: work per processor differs {busy.max() / busy.min():.0f}x between "
+            f"organizations ({orgs[hi]}: {work[hi]:.3g} s, {orgs[lo]}: {work[lo]:.3g} s a processor); {hint}"
         )
     return out

@@ -183,8 +183,8 @@ def build(
             children = _entry(tree, path[-1]).children
             if children:
                 partial[g] = (
-                    f"jobs of group {g!r} count at policy entry {path[-1]!r}: {g.split('/')[len(path)]!r} is none of its "
-                    f"children ({', '.join(c.name for c in children)})"
+                    f"jobs of group {g!r} count at policy entry {path[-1]!r}: {g.split('/')[len(path)]!r} is none of "
+                    f"its children ({', '.join(c.name for c in children)})"
                 )
         if not path:
             if default is None and used is not None and i not in used:

@@ -163,7 +163,8 @@ class FcfsColumns:
             )
         if np.any(batch["mtype"] != self.job_code):
             raise InvariantError(
-                f"a routing protocol's site got a message that is no job transfer (kinds {set(batch['mtype'].tolist())})"
+                "a routing protocol's site got a message that is no job transfer (kinds "
+                f"{set(batch['mtype'].tolist())})"
             )
         self.pending = concat([self.pending, batch]) if len(self.pending) else batch
 

@@ -200,13 +200,15 @@ class Site:
         once, which is what an all-to-all broadcast spends most of its time on."""
         if now < self.bound:
             raise InvariantError(
-                f"causality: site {self.name} sent a {kind!r} message at t={now} before its declared send bound {self.bound}"
+                f"causality: site {self.name} sent a {kind!r} message "
+                f"at t={now} before its declared send bound {self.bound}"
             )
         try:
             code = self.kinds.code[kind]
         except KeyError:
             raise InvariantError(
-                f"site {self.name} sent a {kind!r} message, a kind its protocol does not declare (declared: {', '.join(self.kinds.names)})"
+                f"site {self.name} sent a {kind!r} message, a kind its protocol does not declare (declared: "
+                f"{', '.join(self.kinds.names)})"
             ) from None
         links, me, outbox, faults = self.links, self.site_id, self.outbox, self.faults
         latency = self.latency if isinstance(self.latency, float) else None
@@ -216,7 +218,8 @@ class Site:
         for dst in dsts:
             if links is not None and dst not in links:
                 raise InvariantError(
-                    f"site {self.name} sent a {kind!r} message to site {dst}, which is not one of its neighbors in the network topology"
+                    f"site {self.name} sent a {kind!r} message to site {dst}, "
+                    "which is not one of its neighbors in the network topology"
                 )
             seq += 1
             self.msg_seq = seq

@@ -25,9 +25,9 @@ fairshare paper; what the ``fairshare`` protocol keeps up to date; any other sch
 ``usage_report(now)``, ``cache_usage(source, usage)``, ``replace_usage(source, usage)``,
 ``cached_usage(source)``.
 
-Acting: ``send``, ``send_all`` (one message to many sites), ``set_timer``, ``transfer``, ``receive_job``, ``enqueue``, ``dequeue``,
-``dispatch``, ``start``, ``preempt``, ``split``, ``offer``, ``withdraw``, ``keep``,
-``announce``, ``plan``, ``count_migration``. Time: ``next_event_time()``,
+Acting: ``send``, ``send_all`` (one message to many sites), ``set_timer``, ``transfer``,
+``receive_job``, ``enqueue``, ``dequeue``, ``dispatch``, ``start``, ``preempt``, ``split``,
+``offer``, ``withdraw``, ``keep``, ``announce``, ``plan``, ``count_migration``. Time: ``next_event_time()``,
 ``next_agent_event_time()``, ``next_message_time()``.
 
 Random numbers: ``rng(purpose)``, the site's own stream for a purpose the protocol names
@@ -182,12 +182,14 @@ class SiteView:
         if sched.name != "fairshare":
             raise ScenarioError(
                 "scheduler.name",
-                f'site {self.name}: {what} needs the fairshare scheduler (set scheduler.name = "fairshare"), not {sched.name!r}',
+                f'site {self.name}: {what} needs the fairshare scheduler '
+                f'(set scheduler.name = "fairshare"), not {sched.name!r}',
             )
         return sched
 
     def policy_entries(self) -> tuple[str, ...]:
-        """The runtime share policy's entry paths, parents before children (messages name an entry by its index here)."""
+        """The runtime share policy's entry paths, parents before children (messages name an entry
+        by its index here)."""
         return self._fairshare("policy_entries").policy_entries()
 
     def mount_points(self) -> dict[str, int]:

@@ -189,7 +189,10 @@ def cases() -> list[Case]:
         ("a planned scheduler without its protocol", '[sites]\ncount = 2\n[scheduler]\nname = "planned"\n'),
     ]:
         out.append(Case(f"scenario file: {name}", ("validate", "{d}/s.toml"), {"s.toml": content}))
-    policy = '[sites]\ncount = 2\n[scheduler]\nname = "fairshare"\n[protocol]\nname = "fairshare"\n[policy]\nfile = "{d}/p.xml"\n'
+    policy = (
+        '[sites]\ncount = 2\n[scheduler]\nname = "fairshare"\n'
+        '[protocol]\nname = "fairshare"\n[policy]\nfile = "{d}/p.xml"\n'
+    )
     for name, content in [
         ("missing", None),
         ("a folder", DIR),

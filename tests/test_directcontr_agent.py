@@ -128,7 +128,8 @@ def test_trace_preparation_splits_processors_and_picks_a_random_window():
     [
         (
             {"sites": {"count": 11, "procs": 1}, "protocol": {"name": "directcontr", "compare": ["ref", "rand"]}},
-            "protocol.compare: REF is exponential and takes at most 10 organizations, here 11: compare rand or directcontr",
+            "protocol.compare: REF is exponential and takes at most "
+            "10 organizations, here 11: compare rand or directcontr",
         ),
         ({"protocol": {"name": "directcontr", "samples": 0}}, "protocol.samples: must be > 0"),
         ({"protocol": {"name": "directcontr", "compare": ["best"]}}, "protocol.compare: a list of algorithms"),

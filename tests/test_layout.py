@@ -87,7 +87,8 @@ def test_no_import_goes_up_or_sideways():
             target = name.split(".")[1]
             if target != pkg and target not in MAY_IMPORT[pkg]:
                 bad.append(
-                    f"{path.relative_to(ROOT)}:{line} imports {name} ({pkg} may import {sorted(MAY_IMPORT[pkg]) or 'nothing of gridemu'})"
+                    f"{path.relative_to(ROOT)}:{line} imports {name} ({pkg} may import "
+                    f"{sorted(MAY_IMPORT[pkg]) or 'nothing of gridemu'})"
                 )
     assert not bad, "\n".join(bad)
 
@@ -203,7 +204,8 @@ def test_brokers_import_neither_the_site_nor_a_test_oracle(path):
             and path.stem != "reference"
         ):
             bad.append(
-                f"{path.relative_to(ROOT)}:{line}: imports {target}, a test oracle; move what both share to the protocol's algorithm module"
+                f"{path.relative_to(ROOT)}:{line}: imports {target}, a test "
+                "oracle; move what both share to the protocol's algorithm module"
             )
     assert not bad, "\n".join(bad)
 
@@ -305,7 +307,10 @@ def test_shard_actors_start_without_pandas():
     import subprocess
     import sys
 
-    code = "import sys, gridemu.emulator.shard; print(sorted(m for m in ('pandas', 'pyarrow', 'matplotlib') if m in sys.modules))"
+    code = (
+        "import sys, gridemu.emulator.shard; "
+        "print(sorted(m for m in ('pandas', 'pyarrow', 'matplotlib') if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert out == "[]", f"importing the shard module pulled in {out}"
 

@@ -297,7 +297,8 @@ class DivisibleAgent(PeriodLedger, Agent):
     def _offer(self, now: float, src: int, load: float, level: float) -> None:
         if src in self.offers or self.expect is not None:
             raise InvariantError(
-                f"site {self.site.name}: an offer from site {src} came before the round of t={self.round_time} was settled"
+                f"site {self.site.name}: an offer from site {src} came "
+                f"before the round of t={self.round_time} was settled"
             )
         self.offers[src] = (load, level)
         if len(self.offers) == len(self.members):
@@ -419,7 +420,8 @@ class DivisibleAgent(PeriodLedger, Agent):
                 site.send(now, dst, "fragment", slot=-1.0, tag=LAST)
 
     def _judge(self, now: float, msg) -> None:
-        """Accept an offered piece (a ``fragment`` message) if it fits the declared level and keeps its job's deadline."""
+        """Accept an offered piece (a ``fragment`` message) if it fits the declared level and keeps
+        its job's deadline."""
         site = self.site
         size = float(msg.size) / self.speed
         deadline = float(msg.deadline)

@@ -54,12 +54,13 @@ class DivisibleParams(Params):
     cut_running: bool = param(True, "also send away the unprocessed part of the running piece")
     discrete: bool = param(
         False,
-        "rounds only at whole time units, after that unit's arrivals (the thesis's discrete simulator; start must be whole)",
+        "rounds only at whole time units, after that unit's arrivals "
+        "(the thesis's discrete simulator; start must be whole)",
     )
     starting: str = param(
         "queued",
-        "a piece that starts at a round's very instant counts as queued (may be cut, whole or not) or running "
-        "(cut only with cut_running; in discrete time, the unit's new job on an idle processor started before the round)",
+        "a piece that starts at a round's very instant counts as queued (may be cut, whole or not) or running (cut "
+        "only with cut_running; in discrete time, the unit's new job on an idle processor started before the round)",
         choices=STARTING,
     )
     local_from: str = param(

@@ -48,7 +48,8 @@ def check_compare(key: str, compare: Any, scenario: ScenarioFacts) -> tuple[str,
     if "ref" in compare and len(scenario.sites) > 10:
         raise ScenarioError(
             key,
-            f"REF is exponential and takes at most 10 organizations, here {len(scenario.sites)}: compare rand or directcontr instead",
+            "REF is exponential and takes at most 10 organizations, here "
+            f"{len(scenario.sites)}: compare rand or directcontr instead",
         )
     return tuple(compare)
 
@@ -62,8 +63,8 @@ class DirectContrParams(Params):
     mode: str = param(
         "replicated",
         "replicated: every site takes the centralized step for every instant, from broadcasts (the reference); "
-        "sampled: each site gives its free processors to the largest phi - psi among its own and `choices` sampled sites' "
-        "(brokers/directcontr/sampled.py)",
+        "sampled: each site gives its free processors to the largest phi - psi among its own and `choices` sampled "
+        "sites' (brokers/directcontr/sampled.py)",
         choices=MODES,
     )
     choices: int = param(2, "sites a site samples in mode sampled (d)", nonneg=True, most=1000)
@@ -186,7 +187,8 @@ def traffic(params: DirectContrParams, n: int, degree: float) -> Traffic:
 PROTOCOL = Protocol(
     "directcontr",
     agent,
-    "Shapley-fair scheduling: every site takes DIRECTCONTR's step from broadcasts, or decides from d sampled sites' keys (mode)",
+    "Shapley-fair scheduling: every site takes DIRECTCONTR's step "
+    "from broadcasts, or decides from d sampled sites' keys (mode)",
     params=DirectContrParams,
     messages=MESSAGES + SAMPLED_MESSAGES,
     check_jobs=check_jobs,

@@ -73,8 +73,9 @@ class FairshareParams(Params):
             if not (params.exchange in ("gossip", "none") or (params.exchange == "tree" and shape == "tree")):
                 raise ScenarioError(
                     "network.topology",
-                    f'the fairshare protocol sends usage over a topology by gossip (exchange = "gossip") or along an aggregation '
-                    f'tree (exchange = "tree" with topology = "tree:F"); got exchange = {params.exchange!r}, topology = {topology!r}',
+                    'the fairshare protocol sends usage over a topology by gossip (exchange = "gossip") or along an '
+                    'aggregation tree (exchange = "tree" with topology = "tree:F"); got exchange = '
+                    f'{params.exchange!r}, topology = {topology!r}',
                 )
             if params.exchange == "tree":
                 if params.fanout is not None and params.fanout != int(f):
@@ -107,7 +108,8 @@ def traffic(params: FairshareParams, n: int, degree: float) -> Traffic:
 PROTOCOL = Protocol(
     "fairshare",
     FairshareAgent,
-    "usage reports (all-to-all, per-VO services, an aggregation tree or push-sum gossip) for grid-wide hierarchical fairshare",
+    "usage reports (all-to-all, per-VO services, an aggregation "
+    "tree or push-sum gossip) for grid-wide hierarchical fairshare",
     params=FairshareParams,
     messages=MESSAGES,
     traffic=traffic,

@@ -47,9 +47,9 @@ class GmParams(Params):
     )
     mode: str = param(
         "replicated",
-        "replicated: every site ranks every job of the grid from broadcasts (the centralized algorithm, "
-        "replayed); sampled: each site runs GM on its own processors and places and steals jobs by asking `samples` sites "
-        "(brokers/gm/sampled.py)",
+        "replicated: every site ranks every job of the grid from broadcasts (the centralized algorithm, replayed); "
+        "sampled: each site runs GM on its own processors and places and "
+        "steals jobs by asking `samples` sites (brokers/gm/sampled.py)",
         choices=MODES,
     )
     samples: int = param(2, "sites asked per decision in mode sampled (d)", nonneg=True, most=1000)

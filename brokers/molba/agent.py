@@ -247,7 +247,8 @@ class MolbaAgent(Agent):
             for i, _, _, start in rows:
                 if i >= 0 and local[i] != start:
                     raise InvariantError(
-                        f"site {self.site.name}: job {i} starts at {start} in site {k}'s published profile but at {local[i]} in the plan"
+                        f"site {self.site.name}: job {i} starts at {start} in site "
+                        f"{k}'s published profile but at {local[i]} in the plan"
                     )
         me = self.site.site_id
         self.plan_jobs = by_id = {j.id: j for j in jobs}
@@ -309,7 +310,8 @@ class MolbaAgent(Agent):
         return Job(job_id, site.site_id, float(site.size(slot)) / self.speed, int(site.procs(slot)))
 
     def promise(self, job_id: int, start: float, p: float, q: int) -> None:
-        """Book the job here and have the planned scheduler start it at T0 + start (subclasses book through this too)."""
+        """Book the job here and have the planned scheduler start it at T0 + start (subclasses book
+        through this too)."""
         self.book.add(start, p, q)
         due = self.t0 + start
         self.site.plan(job_id, due)

@@ -64,16 +64,16 @@ class MolbaParams(Params):
     retries: int = param(1, "other hosts a refused request tries before the job runs at home", nonneg=True)
     mode: str = param(
         "replicated",
-        "replicated: every site broadcasts its jobs and computes the same central plan; aggregates: sites "
-        "publish four numbers each to an aggregator, which shares the hosts among the overloaded sites, and hosts grant "
+        "replicated: every site broadcasts its jobs and computes the same central plan; aggregates: sites publish "
+        "four numbers each to an aggregator, which shares the hosts among the overloaded sites, and hosts grant "
         "requested slots on their own books (brokers/molba/aggregates.py)",
         choices=MODES,
     )
     machines: str = param(
         "all",
-        "which organizations bring their machine: all (section 5.1's model) or owners (only those that own a job: "
-        "the reading of Tables 5.1 and 5.2); a site that owns no job then stays in the run but hosts nothing and counts in "
-        "no bound",
+        "which organizations bring their machine: all (section 5.1's model) or owners (only those that own a job: the "
+        "reading of Tables 5.1 and 5.2); a site that owns no job then "
+        "stays in the run but hosts nothing and counts in no bound",
         choices=MACHINES,
     )
 
@@ -155,7 +155,8 @@ def molba_summary(
         if len(stray):
             r = stray.iloc[0]
             raise InvariantError(
-                f"job {int(r.job_id)}: ran on site {int(r.exec_site)}, which owns no job and so brings no machine (protocol.machines = {reading!r})"
+                f"job {int(r.job_id)}: ran on site {int(r.exec_site)}, which owns no job and so brings no machine "
+                f"(protocol.machines = {reading!r})"
             )
         executed = [
             Placement(int(r.job_id), index[int(r.exec_site)], float(r.start) - t0, ())

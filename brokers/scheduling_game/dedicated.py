@@ -1,7 +1,8 @@
 """The grid of dedicated resources (thesis ch. 3, "Resource Sharing"): the model, SPT and MJF,
 the SPT schedules of a machine, Exhaustive Search (Algorithm 3.3), payoffs, scores and the
 instances of Figures 3.5 and 3.6 (the random and exponential workloads of section 3.7.1 are
-``scenarios/dedicated.py``, drawn as ``sizes[k][l]``: ``DedicatedInstance.of(sizes)``). DYN, EW and AEW are in :mod:`.dedicated_search`.
+``scenarios/dedicated.py``, drawn as ``sizes[k][l]``: ``DedicatedInstance.of(sizes)``). DYN, EW
+and AEW are in :mod:`.dedicated_search`.
 
 Source: ``shared/papers/multi-organization-grid-thesis.txt``, sections 3.1-3.7.
 

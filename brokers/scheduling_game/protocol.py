@@ -98,13 +98,15 @@ class SchedulingGameParams(Params):
         if any(s.procs != 1 or s.speeds[0] != 1.0 for s in scenario.sites):
             raise ScenarioError(
                 "sites.procs",
-                "the scheduling_game protocol's machines have one processor of speed 1 (thesis 3.1): sizes are run times",
+                "the scheduling_game protocol's machines have one "
+                "processor of speed 1 (thesis 3.1): sizes are run times",
             )
         kind = scenario.workload.get("kind", "poisson")
         if kind not in ("dedicated", "jobs", "csv"):
             raise ScenarioError(
                 "workload.kind",
-                f'the scheduling_game protocol runs dedicated jobs: kind "dedicated", or a job list with a target column, got {kind!r}',
+                'the scheduling_game protocol runs dedicated jobs: kind '
+                f'"dedicated", or a job list with a target column, got {kind!r}',
             )
         return self
 
@@ -121,7 +123,8 @@ def check_jobs(params: SchedulingGameParams, jobs: np.ndarray, scenario: Scenari
         j = jobs[bad[0]]
         raise ScenarioError(
             "workload",
-            f"job {int(j['job_id'])} names no target site: every job of the scheduling_game protocol must (a target column)",
+            f"job {int(j['job_id'])} names no target site: every job "
+            "of the scheduling_game protocol must (a target column)",
         )
     releases = np.unique(jobs["release"])
     period = float(releases[1]) if len(releases) > 1 else math.inf
@@ -142,8 +145,9 @@ def check_jobs(params: SchedulingGameParams, jobs: np.ndarray, scenario: Scenari
         r, l = np.unravel_index(int(np.argmax(load)), load.shape)
         raise ScenarioError(
             "workload.period",
-            f"round {r}'s machine {scenario.sites[l].name} runs {load[r, l]:g} time units of jobs, and the "
-            f"messages take {(START_DELAYS + 1) * scenario.max_latency:g} more: rounds must be at least {need:g} apart, they are {period:g}",
+            f"round {r}'s machine {scenario.sites[l].name} runs {load[r, l]:g} time units of jobs, and the messages "
+            f"take {(START_DELAYS + 1) * scenario.max_latency:g} more: "
+            f"rounds must be at least {need:g} apart, they are {period:g}",
         )
     return replace(params, period=period, rounds=int(rounds.max()) + 1)
 
@@ -196,8 +200,9 @@ def summary(facts: RunFacts) -> dict[str, Any]:
             expected = next_move(params.strategy[l], history[l])
             if expected not in allowed:
                 raise InvariantError(
-                    f"round {r}: machine {sites[l].name} ran its jobs as {' '.join(map(str, ran))} (owners in start order), "
-                    f"not as {params.strategy[l]} plays it ({expected}) after the promises broken before: {history[l]}"
+                    f"round {r}: machine {sites[l].name} ran its jobs as {' '.join(map(str, ran))} (owners in start "
+                    f"order), not as {params.strategy[l]} plays it ({expected}) "
+                    f"after the promises broken before: {history[l]}"
                 )
             moves.append(expected)
             played[l][expected] += 1
@@ -262,7 +267,8 @@ def summary(facts: RunFacts) -> dict[str, Any]:
 def traffic(params: SchedulingGameParams, n: int, degree: float) -> Traffic:
     return Traffic(
         per_job=4.0,
-        what="per job a transfer, a listing, an order and a completion note (fewer for jobs on their own machine), and N² promises a round",
+        what="per job a transfer, a listing, an order and a completion note "
+        "(fewer for jobs on their own machine), and N² promises a round",
     )
 
 

@@ -34,8 +34,8 @@ def staleness(folder: Path) -> str:
         typical, ci = mean_ci(row["typical_runs"])
         refused = per_run.loc[lat, "messages_refuse"]
         lines.append(
-            f"| {lat:g} | {typical:.2f} ± {ci:.2f} | {row['org0_score']:.2f} | {0 if refused != refused else refused:,.0f} "
-            f"| {per_run.loc[lat, 'messages_total']:,.0f} |"
+            f"| {lat:g} | {typical:.2f} ± {ci:.2f} | {row['org0_score']:.2f} | "
+            f"{0 if refused != refused else refused:,.0f} | {per_run.loc[lat, 'messages_total']:,.0f} |"
         )
     return "\n".join(lines)
 

@@ -3,7 +3,8 @@
     bash docs/results/bilb-learning.sh                               # the runs (OUT=runs/bilb-learning)
     python -m gridemu.experiments.bilb_learning runs/bilb-learning          # print the table
     python -m gridemu.experiments.bilb_learning runs/bilb-learning --write  # into bilb.md
-    python -m gridemu.experiments.bilb_learning runs/bilb-learning-period --write=period  # the local_from = "period" runs
+    # the local_from = "period" runs, into bilb.md:
+    python -m gridemu.experiments.bilb_learning runs/bilb-learning-period --write=period
 
 Each figure is one continuous run whose organizations learn their strategy once per period
 (p_k by Algorithm 4.2, l_k by section 4.7.3). A strategy has *settled* from the first period
@@ -88,7 +89,8 @@ def figure_row(folder: Path) -> dict[str, object]:
 
 def main(root: Path, write: bool, tag: str = "") -> None:
     lines = [
-        f"| figure | thesis | periods run | settled from period | organization 0, last {WINDOW} periods | the others, last {WINDOW} periods | range once settled |",
+        f"| figure | thesis | periods run | settled from period | organization 0, last {WINDOW} periods | "
+        f"the others, last {WINDOW} periods | range once settled |",
         "|---|---|---|---|---|---|---|",
     ]
     for name, (figure, thesis) in FIGURES.items():
@@ -100,7 +102,8 @@ def main(root: Path, write: bool, tag: str = "") -> None:
         lo, hi = r["others"]
         others = f"{lo:.3g}" if abs(hi - lo) < 5e-4 * max(1.0, abs(hi)) else f"{lo:.3g} to {hi:.3g}"
         lines.append(
-            f"| {figure} | {thesis} | {r['periods']} | {settled} | {r['org0']:.3g} | {others} | {r['range'][0]:.3g} to {r['range'][1]:.3g} |"
+            f"| {figure} | {thesis} | {r['periods']} | {settled} | {r['org0']:.3g} | {others} | "
+            f"{r['range'][0]:.3g} to {r['range'][1]:.3g} |"
         )
     text = "\n".join(lines)
     print(text)

@@ -74,7 +74,8 @@ def readings(root: Path) -> list[str]:
 
 def main(root: Path, write: bool) -> None:
     summary = [
-        "| running piece | round timing | time | starting | F̃ from | Table 4.2 | Table 4.3, l ≤ 4 | Table 4.3, l ≥ 5 | Table 4.5 | all 34 cells | runs per cell | check: Table 4.2, α = β = 1 |",
+        "| running piece | round timing | time | starting | F̃ from | Table 4.2 | Table 4.3, l ≤ 4 | "
+        "Table 4.3, l ≥ 5 | Table 4.5 | all 34 cells | runs per cell | check: Table 4.2, α = β = 1 |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     detail_keys = [
@@ -107,10 +108,12 @@ def main(root: Path, write: bool) -> None:
             unique = {k: v for k, v in got.items() if not (k[0] == "4.5" and k[1] in (2, 10))}
             runs = min(v[3] for v in got.values())
             summary.append(
-                f"| {cut} | {timing} | {time} | {starting} | {local_from} | {rel_error(got, lambda k: k[0] == '4.2'):.2f} "
-                f"| {rel_error(got, lambda k: k[0] == '4.3' and k[2] <= 4):.2f} | {rel_error(got, lambda k: k[0] == '4.3' and k[2] >= 5):.2f} "
-                f"| {rel_error(got, lambda k: k[0] == '4.5'):.2f} | **{rel_error(unique, lambda k: True):.2f}** | {runs} "
-                f"| {rel_error(check, lambda k: True):.2f} |"
+                f"| {cut} | {timing} | {time} | {starting} | {local_from} | "
+                f"{rel_error(got, lambda k: k[0] == '4.2'):.2f} | "
+                f"{rel_error(got, lambda k: k[0] == '4.3' and k[2] <= 4):.2f} | "
+                f"{rel_error(got, lambda k: k[0] == '4.3' and k[2] >= 5):.2f} | "
+                f"{rel_error(got, lambda k: k[0] == '4.5'):.2f} | **{rel_error(unique, lambda k: True):.2f}** | "
+                f"{runs} | {rel_error(check, lambda k: True):.2f} |"
             )
             detail.append(
                 f"| {cut}, {timing}, {time}, {starting}, {local_from} | "

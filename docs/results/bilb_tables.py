@@ -177,11 +177,17 @@ def cell(row: pd.Series, label: str, digits: int = 2) -> str:
     hs = (row[f"{label}_score_max"] - row[f"{label}_score_min"]) / 2
     hd = (row[f"{label}_std_max"] - row[f"{label}_std_min"]) / 2
     runs = row[f"{label}_runs"]
-    return f"{s:.{digits}f} ± {hs:.{digits}f} / {d:.{digits}f} ± {hd:.{digits}f} (CI ± {mean_ci(runs)[1]:.{digits}f}, {len(runs)})"
+    return (
+        f"{s:.{digits}f} ± {hs:.{digits}f} / {d:.{digits}f} ± {hd:.{digits}f} "
+        f"(CI ± {mean_ci(runs)[1]:.{digits}f}, {len(runs)})"
+    )
 
 
 def over(row: pd.Series, digits: int = 2) -> str:
-    return f"{row['org0_score']:.{digits}f} / {row['org0_std']:.{digits}f} (CI ± {mean_ci(row['org0_runs'])[1]:.{digits}f})"
+    return (
+        f"{row['org0_score']:.{digits}f} / {row['org0_std']:.{digits}f} "
+        f"(CI ± {mean_ci(row['org0_runs'])[1]:.{digits}f})"
+    )
 
 
 def one(df: pd.DataFrame, **where: float) -> pd.Series:

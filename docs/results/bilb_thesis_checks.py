@@ -440,8 +440,10 @@ overloaded organization's std of the order of its score; no typical half-range a
         f"{f['fits']['typical ↔ overloaded swapped'][0]} of {f['fits']['typical ↔ overloaded swapped'][2]}"  # type: ignore[index]
         for f in figs.values()
     ]
-    lines.append(f"""As printed, {inside['as printed']} of the {len(T45_HET)} rows keep those ranges; read overloaded first,
-{inside['overloaded first']} of {len(T45_HET)} do. Read that way no score is negative (typical {min(typical):.2f} to {max(typical):.2f},
+    lines.append(f"""As printed, {inside['as printed']} of the {len(T45_HET)} rows keep those ranges; read overloaded \
+first,
+{inside['overloaded first']} of {len(T45_HET)} do. Read that way no score is negative (typical {min(typical):.2f} to \
+{max(typical):.2f},
 overloaded {min(overloaded):.2f} to {max(overloaded):.2f}), which is what the text claims of the table ("it allows
 positive gains for all the organizations even when one of the resources is overloaded").
 
@@ -573,23 +575,29 @@ def verdict_b(facts: dict[str, list], bound1: float, bound2: float, t42: list[fl
     smaller = [1 / r for r in facts["ratio42"]]
     same = [n for n in s1 if s1[n] == s2[n]]
     listing = lambda ns: ", ".join(str(n) for n in ns) or "none"  # noqa: E731
-    return f"""Every printed α = β = 1 score ({", ".join(f"{v:.2f}" for v in s1.values())}) is above the whole-job bound {bound1:.2f}
-(N = {listing(facts["over"])}), by a factor {min(s1.values()) / bound1:.1f} to {max(s1.values()) / bound1:.1f}: reaching them needs one job's work to
+    return f"""Every printed α = β = 1 score ({", ".join(f"{v:.2f}" for v in s1.values())}) is above the whole-job \
+bound {bound1:.2f}
+(N = {listing(facts["over"])}), by a factor {min(s1.values()) / bound1:.1f} to {max(s1.values()) / bound1:.1f}: \
+reaching them needs one job's work to
 run on several processors at once (a job divided over idle processors as it arrives, or
 while it runs). Table 4.2's own α = β = 1 scores ({", ".join(f"{v:.2f}" for v in t42)}) are at most
-{max(t42) / bound1:.1f} times the bound, and its α = 2 scores ({", ".join(f"{v:.2f}" for v in t42_2)}) stay under theirs ({bound2:.2f}):
+{max(t42) / bound1:.1f} times the bound, and its α = 2 scores ({", ".join(f"{v:.2f}" for v in t42_2)}) stay under \
+theirs ({bound2:.2f}):
 the thesis's averaging game gains about what removing all waiting gives, not a multiple of
 it. The α = 1 scores of Table 4.5 equal its α = 2 ones within the sum of the printed
 half-ranges at N = {listing(facts["within"])} (to the last digit at N = {listing(same)}), where Table 4.2's ratio would
-make them {min(smaller):.0f} to {max(smaller):.0f} times smaller; they are not literal copies, though: N = {listing(apart)} differs
-beyond the half-ranges ({", ".join(f"{s1[n]:.2f} against {s2[n]:.2f}" for n in apart)}), and the half-ranges and standard
+make them {min(smaller):.0f} to {max(smaller):.0f} times smaller; they are not literal copies, though: N = \
+{listing(apart)} differs
+beyond the half-ranges ({", ".join(f"{s1[n]:.2f} against {s2[n]:.2f}" for n in apart)}), and the half-ranges and \
+standard
 deviations differ in every row. Nor does the bound settle it: Table 4.5's α = 2 scores
 already exceed their whole-job bound ({bound2:.2f}) at N = {listing(facts["over2"])}, so the thesis's BILB runs,
 unlike its averaging-game runs, let work run on several processors at once, and a
 simulator that does so can gain a multiple of the bound at load 0.2 too (up to the last
 column). **Verdict (b): not conclusive.** The α = 1 rows look like the α = 2 rows entered
 again ({len(facts["within"])} scores of 4 within the half-ranges, {len(same)} to the last digit), which fits a copy
-error, and they are {min(s1.values()) / bound1:.1f} to {max(s1.values()) / bound1:.1f} times what balancing queued work alone could give; but
+error, and they are {min(s1.values()) / bound1:.1f} to {max(s1.values()) / bound1:.1f} times what balancing queued \
+work alone could give; but
 nothing printed excludes a BILB simulator that divides jobs over idle processors and
 gains that much at light load."""
 

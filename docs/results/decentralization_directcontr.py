@@ -88,8 +88,8 @@ def table(df: pd.DataFrame) -> str:
     for _, r in df.iterrows():
         out.append(
             f"| {r.variant} | {int(r.organizations):,} | {int(r.runs)} | {r.jobs:,.0f} | {_num(r.fairness, '.2f')} | "
-            f"{_num(r.fairness_directcontr, '.2f')} | {r.msgs_per_job:.2f} | {r.mean_wait_time:.1f} | {r.cpu_us_per_job:.0f} | "
-            f"{r.wall_seconds:.1f} |"
+            f"{_num(r.fairness_directcontr, '.2f')} | {r.msgs_per_job:.2f} | {r.mean_wait_time:.1f} | "
+            f"{r.cpu_us_per_job:.0f} | {r.wall_seconds:.1f} |"
         )
     return "\n".join(out)
 

@@ -43,7 +43,8 @@ def scenario(n: int, exchange: str, seconds: float) -> dict:
 
 def main(argv: list[str]) -> int:
     rows = [
-        "| exchange | sites | jobs | usage rows | rows/refresh | rows/site/refresh | dev (points) | entries settled | wall s |",
+        "| exchange | sites | jobs | usage rows | rows/refresh | "
+        "rows/site/refresh | dev (points) | entries settled | wall s |",
         "|---|---:|---:|---:|---:|---:|---:|---|---:|",
     ]
     per_refresh: dict[tuple[str, int], float] = {}
@@ -63,7 +64,8 @@ def main(argv: list[str]) -> int:
             done = [t for t in settled if t is not None]
             when = f"{len(done)} of {len(settled)}, last at {max(done):,.0f} s" if done and seconds > SHORT else "-"
             rows.append(
-                f"| {exchange} | {n:,} | {len(res.jobs):,} | {usage:,} | {usage / refreshes:,.0f} | {usage / refreshes / n:.1f} | {dev} | {when} | {wall:.1f} |"
+                f"| {exchange} | {n:,} | {len(res.jobs):,} | {usage:,} | {usage / refreshes:,.0f} | "
+                f"{usage / refreshes / n:.1f} | {dev} | {when} | {wall:.1f} |"
             )
             print(rows[-1], flush=True)
     ratio = [f"| {n:,} | {per_refresh['all', n] / per_refresh['tree', n]:.0f}× |" for n in SIZES]

@@ -80,8 +80,9 @@ def table(df: pd.DataFrame) -> str:
     for _, r in df.iterrows():
         ref = f"{r.reference_max_diff:.1f}" if r.reference_max_diff == r.reference_max_diff else "-"
         out.append(
-            f"| {r.variant} | {int(r.sites):,} | {r.jobs:,.0f} | {r.mean_flow_time:.2f} | {r.msgs_per_job:.2f} | {r.moves_per_job:.2f} | "
-            f"{r.cpu_us_per_job:.0f} | {r.ef_per_1000_pairs:.2f} | {ref} | {r.wall_seconds:.1f} |"
+            f"| {r.variant} | {int(r.sites):,} | {r.jobs:,.0f} | {r.mean_flow_time:.2f} | {r.msgs_per_job:.2f} | "
+            f"{r.moves_per_job:.2f} | {r.cpu_us_per_job:.0f} | "
+            f"{r.ef_per_1000_pairs:.2f} | {ref} | {r.wall_seconds:.1f} |"
         )
     return "\n".join(out)
 

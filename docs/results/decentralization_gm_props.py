@@ -95,7 +95,8 @@ def main(argv: list[str] | None = None) -> int:
         ("sampled, d = 0 (local GM)", {"protocol.samples": 0}),
     ]
     lines = [
-        "| GM | jobs checked | WPM: later release finishes earlier | lower priority | larger size | ILV: d changes without lower jobs |",
+        "| GM | jobs checked | WPM: later release finishes earlier | lower priority | larger size | "
+        "ILV: d changes without lower jobs |",
         "|---|---:|---:|---:|---:|---:|",
     ]
     print("\n".join(lines), flush=True)

@@ -60,13 +60,15 @@ def load(root: Path) -> pd.DataFrame:
 
 def table(df: pd.DataFrame) -> str:
     out = [
-        "| MOLBA | organizations | jobs | \\|O'\\| | score local | MOLBA | MOLBA+ILBA | run | msgs/job | moved | wall s |",
+        "| MOLBA | organizations | jobs | \\|O'\\| | score local | "
+        "MOLBA | MOLBA+ILBA | run | msgs/job | moved | wall s |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for _, r in df.iterrows():
         out.append(
-            f"| {r['protocol.mode']} | {int(r.organizations)} | {r.jobs:,.0f} | {r.overloaded:.1f} | {r.score_local:.2f} | {r.score_molba:.3f} | "
-            f"{r.score_molba_ilba:.3f} | {r.score:.3f} | {r.msgs_per_job:.2f} | {100 * r.moved_share:.0f} % | {r.wall_seconds:.2f} |"
+            f"| {r['protocol.mode']} | {int(r.organizations)} | {r.jobs:,.0f} | {r.overloaded:.1f} | "
+            f"{r.score_local:.2f} | {r.score_molba:.3f} | {r.score_molba_ilba:.3f} | {r.score:.3f} | "
+            f"{r.msgs_per_job:.2f} | {100 * r.moved_share:.0f} % | {r.wall_seconds:.2f} |"
         )
     return "\n".join(out)
 

@@ -85,14 +85,16 @@ def gap_table(root: Path) -> str:
 def tables(df: pd.DataFrame) -> str:
     full = df[df["variant"] == "full"].set_index("sites")["mean_flow_time"]
     out = [
-        "| variant | sites | jobs | msgs/job | rows/site/t | cpu µs/job | flow | flow/full | local | S_k mean | S_k sd |",
+        "| variant | sites | jobs | msgs/job | rows/site/t | "
+        "cpu µs/job | flow | flow/full | local | S_k mean | S_k sd |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for _, r in df.iterrows():
         ratio = f"{r.mean_flow_time / full[r.sites]:.2f}" if r.sites in full.index else "-"
         out.append(
             f"| {r.variant} | {int(r.sites):,} | {r.jobs:,.0f} | {r.msgs_per_job:.2f} | {r.rows_per_site_t:.3f} | "
-            f"{r.cpu_us_per_job:.0f} | {r.mean_flow_time:.2f} | {ratio} | {r.flow_local:.2f} | {r.score_avg:+.3f} | {r.score_sd:.3f} |"
+            f"{r.cpu_us_per_job:.0f} | {r.mean_flow_time:.2f} | {ratio} | "
+            f"{r.flow_local:.2f} | {r.score_avg:+.3f} | {r.score_sd:.3f} |"
         )
     growth = [
         "",

@@ -57,7 +57,8 @@ def ci(x: np.ndarray) -> str:
 
 def table() -> tuple[str, dict]:
     lines = [
-        "| profile | mean u_1 (organization 1) | mean u of the others | rounds someone has u_k < 0 | ΣC score (1 − ΣC / ΣC(MJF)) | MJF played, share of machine-rounds |",
+        "| profile | mean u_1 (organization 1) | mean u of the others | rounds someone has u_k < 0 | "
+        "ΣC score (1 − ΣC / ΣC(MJF)) | MJF played, share of machine-rounds |",
         "|---|---|---|---|---|---|",
     ]
     curves = {}

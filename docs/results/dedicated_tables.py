@@ -288,7 +288,12 @@ T311 = _rows("""4 6.4 5.8 4.6 4.8 7.5 7.1 5.4 7.9\n5 6.6 5.7 5.1 5.1 7.7 6.6 6.0
 #: "min-sum" group in every row of 3.10 and 3.11.
 MIN_SUM_GROUP = {"3.8": 0, "3.9": 0, "3.10": 1, "3.11": 1}
 T312 = _rows(
-    "5 0.01 0.00 0.00\n8 0.16 0.01 0.01\n10 0.88 0.03 0.03\n11 1.84 0.04 0.06\n12 4.04 0.06 0.08\naverage 1.39 0.03 0.04"
+    "5 0.01 0.00 0.00\n"
+    "8 0.16 0.01 0.01\n"
+    "10 0.88 0.03 0.03\n"
+    "11 1.84 0.04 0.06\n"
+    "12 4.04 0.06 0.08\n"
+    "average 1.39 0.03 0.04"
 )
 # Table 3.13: N -> EW, AEW for the average, then n = 10, 15, 20, 25
 T313 = _rows("""2 11.69 19.99 0.06 0.05 1.23 1.24 20.43 26.29 25.05 52.40
@@ -459,7 +464,8 @@ def tables(frames: dict[str, pd.DataFrame], meta: dict) -> list[tuple[str, str, 
                 T32,
                 rt,
                 [("DYN/ES", 0, 1)],
-                f"**Table 3.2** Mean run time by max p, *small* data set ({_per_row(small, 'max')} per row; thesis 200).",
+                "**Table 3.2** Mean run time by max p, *small* data "
+                f"set ({_per_row(small, 'max')} per row; thesis 200).",
                 3,
             ),
         )
@@ -709,7 +715,8 @@ def _large_tables(large: pd.DataFrame, meta: dict) -> list[tuple[str, str, str]]
             ]
             if j:
                 crow.append(
-                    f"{100 * (~sub.ew_finished.astype(bool)).mean():.0f} / {100 * (~sub.aew_finished.astype(bool)).mean():.0f}"
+                    f"{100 * (~sub.ew_finished.astype(bool)).mean():.0f} / "
+                    f"{100 * (~sub.aew_finished.astype(bool)).mean():.0f}"
                 )
         row.append(f"{_f(_ratio(th[1], th[0])) if th else '–'} / {_f(_ratio(d.t_aew.mean(), d.t_ew.mean()))}")
         rows.append(row)
@@ -733,7 +740,8 @@ def _large_tables(large: pd.DataFrame, meta: dict) -> list[tuple[str, str, str]]
         note = (
             ""
             if algo == "ew"
-            else f" Instances without an acceptable solution ({int((~large.aew_acceptable.astype(bool)).sum())}) left out."
+            else " Instances without an acceptable solution "
+            f"({int((~large.aew_acceptable.astype(bool)).sum())}) left out."
         )
         out.append(
             (

@@ -44,13 +44,15 @@ def main(root: str) -> None:
         policy = summary["policy"]
         print(f"**{name}**: {title}.\n")
         print(
-            "| entry | target % | final share % | final deviation (points) | mean abs deviation, 2nd half | within ±2 points from (h) |"
+            "| entry | target % | final share % | final deviation (points) | "
+            "mean abs deviation, 2nd half | within ±2 points from (h) |"
         )
         print("|---|---|---|---|---|---|")
         for entry, v in policy["entries"].items():
             print(
-                f"| {entry} | {100 * v['target']:.0f} | {100 * v['final_share']:.1f} | {v['final_deviation_points']:+.1f} | "
-                f"{v['mean_abs_deviation_points']:.2f} | {hours(v['within_2_points_from'])} |"
+                f"| {entry} | {100 * v['target']:.0f} | {100 * v['final_share']:.1f} | "
+                f"{v['final_deviation_points']:+.1f} | {v['mean_abs_deviation_points']:.2f} | "
+                f"{hours(v['within_2_points_from'])} |"
             )
         print(
             f"\nMean absolute deviation over entries: {policy['mean_abs_deviation_points']:.2f} points; "
@@ -70,7 +72,8 @@ def main(root: str) -> None:
         counts = runs.groupby(["policy.approach", "protocol.refresh"]).size()
         for (approach, refresh), row in table.iterrows():
             print(
-                f"| {approach} | {refresh:g} | {row[('mean_abs_deviation_points', 'mean')]:.2f} ± {row[('mean_abs_deviation_points', 'std')]:.2f} | "
+                f"| {approach} | {refresh:g} | "
+                f"{row[('mean_abs_deviation_points', 'mean')]:.2f} ± {row[('mean_abs_deviation_points', 'std')]:.2f} | "
                 f"{row[('max_final_deviation_points', 'mean')]:.1f} | {counts[(approach, refresh)]} |"
             )
 

@@ -40,7 +40,8 @@ def main(xs: list[int]) -> None:
             for group in (1, 2):
                 d, summary = run("gm-prop1", s, X=X, group=group)
                 print(
-                    f"| {s} | {group} ({'n1' if group == 1 else 'n2'}) | {fmt(d)} | {summary['fairness']['ef_violations']} |"
+                    f"| {s} | {group} ({'n1' if group == 1 else 'n2'}) | {fmt(d)} | "
+                    f"{summary['fairness']['ef_violations']} |"
                 )
         print(f"\n**Proposition 2 (WPM), X = {X}**: releasing j4 later (X + 2) must not make it finish earlier.\n")
         print("| scheduler | group | d4, released at X | d4, released at X + 2 | WPM |\n|---|---|---|---|---|")
@@ -49,7 +50,8 @@ def main(xs: list[int]) -> None:
                 base, _ = run("gm-prop2", s, X=X, group=group)
                 late, _ = run("gm-prop2", s, X=X, group=group, variant="late")
                 print(
-                    f"| {s} | {group} | {base['j4']:g} | {late['j4']:g} | {'broken' if late['j4'] < base['j4'] else 'kept'} |"
+                    f"| {s} | {group} | {base['j4']:g} | {late['j4']:g} | "
+                    f"{'broken' if late['j4'] < base['j4'] else 'kept'} |"
                 )
         print()
     print("**Proposition 3 (ILV)**, n = 3 machines: j4 (v0 = 2) alone must finish as with the low jobs present.\n")

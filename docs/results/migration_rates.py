@@ -67,7 +67,8 @@ def main() -> None:
     rng = np.random.default_rng(args.seed)
     instances = [draw(rng, args.jobs) for _ in range(args.instances)]
     print(
-        "| scheduler | migration cost | EF per 1,000 pairs | WPM per 1,000 jobs | ILV per 1,000 jobs | migrations per job |"
+        "| scheduler | migration cost | EF per 1,000 pairs | "
+        "WPM per 1,000 jobs | ILV per 1,000 jobs | migrations per job |"
     )
     print("|---|---|---|---|---|---|")
     rows = [(p, 0.0) for p in ("fcfs_fastest", "fcfs_any", "preempt", "gm")] + [("gm", c) for c in (0.5, 1.0, 2.0, 5.0)]

@@ -205,8 +205,8 @@ def worst(runs: pd.DataFrame) -> str:
     for col in SCORES:
         r = runs.loc[runs[col].idxmax()]
         lines.append(
-            f"- worst {col.removeprefix('score_')}: {r[col]:.2f} (N = {int(r['sites.count'])}, n = {int(r['workload.jobs'])}, "
-            f"m = {int(r['sites.procs'])}, seed {int(r['seed'])})"
+            f"- worst {col.removeprefix('score_')}: {r[col]:.2f} (N = {int(r['sites.count'])}, n = "
+            f"{int(r['workload.jobs'])}, m = {int(r['sites.procs'])}, seed {int(r['seed'])})"
         )
     return "\n".join(lines) + "\n"
 

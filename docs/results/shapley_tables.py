@@ -183,8 +183,8 @@ def cell_table(runs: pd.DataFrame, paper_s: dict | None, paper_l: dict | None, e
         diff = dc - fs
         m, h = mean_ci(diff)
         notes.append(
-            f"* **{d}** ({len(part)} windows, {contended:.0%} contended, {int(part['jobs'].mean())} jobs a window on average). "
-            f"Ranking by mean: {ranking}. DIRECTCONTR − FAIRSHARE = {fmt(m)} [{fmt(m - h)}, {fmt(m + h)}] "
+            f"* **{d}** ({len(part)} windows, {contended:.0%} contended, {int(part['jobs'].mean())} jobs a window on "
+            f"average). Ranking by mean: {ranking}. DIRECTCONTR − FAIRSHARE = {fmt(m)} [{fmt(m - h)}, {fmt(m + h)}] "
             f"(paired t p = {paired_t(diff):.2g}); DIRECTCONTR is the fairer in {lower} of the {n} windows where they "
             f"differ (sign test p = {p:.2g})."
         )
