@@ -482,18 +482,18 @@ def ratios(rows: list[dict[str, Any]], sizes: list[int]) -> list[dict[str, Any]]
     at = f"at {mid:,} jobs"
     for g, gname in ((rec, "recurrence"), (loop, "event loop")):
         primary = gname == "recurrence"
-        for ref, rname, target, fmt in (
+        for ref, rname, target, spec in (
             (bare, "bare heapq", TARGET_VS_HEAPQ, ".0%"),
             (simpy, "SimPy", TARGET_VS_SIMPY, ".2f"),
         ):
             if not (g and ref):
                 continue
             v = g["jobs_per_s"] / ref["jobs_per_s"]
-            unit = "" if fmt.endswith("%") else "x"
-            note = f"fastest runs: {best(g, ref):{fmt}}{unit}"
+            unit = "" if spec.endswith("%") else "x"
+            note = f"fastest runs: {best(g, ref):{spec}}{unit}"
             if g.get("call_s"):
-                note += f"; whole emulator.run call (median run): {mid / g['call_s'] / ref['jobs_per_s']:{fmt}}{unit}"
-            tgt = f">= {target:.0%}" if fmt.endswith("%") else f">= {target:g}x"
+                note += f"; whole emulator.run call (median run): {mid / g['call_s'] / ref['jobs_per_s']:{spec}}{unit}"
+            tgt = f">= {target:.0%}" if spec.endswith("%") else f">= {target:g}x"
             add(f"in-process 1 shard ({gname}) / {rname}, jobs/s {at}", v, tgt, v >= target if primary else None, note)
     ray2, rec_big = find(rows, "ray2", big), find(rows, "rec", big)
     at = f"at {big:,} jobs"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -10,6 +12,9 @@ from hypothesis import strategies as st
 import gridemu.emulator as emulator
 from gridemu.brokers.averaging.algorithm import averaging_plan
 from gridemu.emulator.results import score
+
+if TYPE_CHECKING:
+    from gridemu.sites.site import Site
 
 
 def explicit(jobs, procs=2, scheduler="fcfs", speeds=None, protocol="local"):

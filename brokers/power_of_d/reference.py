@@ -83,7 +83,7 @@ def simulate(
     held = [0] * n_sites  # jobs queued and running at each site
     coming = [0] * n_sites  # full information: jobs on their way to each site
     known: list[dict[int, float]] = [{} for _ in range(n_sites)]  # reports heard + jobs sent since
-    msg_seq, nxt = [0] * n_sites, [0] * n_sites
+    msg_seq = [0] * n_sites
     stale = period is not None
     reporting = stale and d > 0 and n_sites > 1
     heap: list[tuple] = []
