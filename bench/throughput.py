@@ -549,7 +549,7 @@ def print_ratios(rs: list[dict[str, Any]]) -> None:
             print(f"         {r['note']}")
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None) -> int:  # noqa: C901
     ap = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
     )

@@ -437,7 +437,7 @@ def validate(raw: dict[str, Any], source: str = "<dict>") -> Scenario:
     return _validate(copy_tree(raw) if isinstance(raw, dict) else raw, source)
 
 
-def _validate(data: dict[str, Any], source: str) -> Scenario:
+def _validate(data: dict[str, Any], source: str) -> Scenario:  # noqa: C901
     """:func:`validate` on data it may change (the Scenario's ``data`` is it, resolved)."""
     if not isinstance(data, dict):
         raise ScenarioError("scenario", "must be a table")

@@ -97,7 +97,7 @@ def run_one(
     return row, orgs
 
 
-def sweep(
+def sweep(  # noqa: C901
     scenario: str | Path | dict[str, Any],
     grid: list[tuple[str, list[Any]]],
     *,

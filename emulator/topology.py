@@ -66,7 +66,7 @@ class Topology:
         return np.array([len(nb) for nb in self.neighbors])
 
 
-def build_topology(net: dict[str, Any], sites: Sequence[SiteSpec], seed: int, base: Path | None = None) -> Topology:
+def build_topology(net: dict[str, Any], sites: Sequence[SiteSpec], seed: int, base: Path | None = None) -> Topology:  # noqa: C901
     """The topology a ``[network]`` table asks for (``topology`` or ``topology_file``)."""
     n = len(sites)
     if "topology_file" in net:

@@ -54,7 +54,7 @@ def poisson_size(wl: dict[str, Any], n_sites: int) -> float:
     return float(per_site_array("workload.rate", wl.get("rate", 1.0), n_sites).sum()) * float(wl["until"])
 
 
-def check_workload(wl: dict[str, Any], sites: list["SiteSpec"]) -> None:
+def check_workload(wl: dict[str, Any], sites: list["SiteSpec"]) -> None:  # noqa: C901
     """Validate ``[workload]`` without generating it (``gridemu validate``)."""
     kind = wl["kind"]
     n = len(sites)

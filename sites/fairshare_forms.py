@@ -318,7 +318,7 @@ def validate(policy: Entry) -> None:
     _validate(policy, policy.name if isinstance(policy.name, str) else repr(policy.name), True)
 
 
-def _validate(entry: Entry, path: str, is_root: bool) -> None:
+def _validate(entry: Entry, path: str, is_root: bool) -> None:  # noqa: C901
     label = _label("policy", path)
     if not isinstance(entry, Entry):
         raise PolicyError(f"{label}: not an Entry: {entry!r}")

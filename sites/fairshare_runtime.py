@@ -117,7 +117,7 @@ def load_policy_tree(spec: Mapping[str, Any], key: str, base: Path | None = None
     raise ScenarioError(key, "give the policy as tree = {...} or file = \"policy.xml\"")
 
 
-def build(
+def build(  # noqa: C901
     conf: Mapping[str, Any], groups: list[str], base: Path | None = None, used: set[int] | None = None
 ) -> RuntimePolicy:
     """Resolve ``[policy]`` for a run whose jobs carry the group paths ``groups`` (those of

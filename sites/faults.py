@@ -181,7 +181,7 @@ class SiteFaults:
         return deliver
 
 
-def parse_faults(raw: Any, site_names: list[str]) -> FaultPlan:
+def parse_faults(raw: Any, site_names: list[str]) -> FaultPlan:  # noqa: C901
     """The ``[faults]`` table checked against the grid's sites; every error names its key."""
     if not isinstance(raw, dict):
         raise ScenarioError("faults", f"must be a table, got {type(raw).__name__}")

@@ -426,7 +426,7 @@ class Site:
         """The messages delivered here and not handled yet, in order."""
         return self.inbox[self.inbox_at :]
 
-    def advance(self, until: float) -> float:
+    def advance(self, until: float) -> float:  # noqa: C901
         """Handle every event of this site with time < until, in order; return next_event_time()."""
         if self.fast:
             return fcfs_recurrence.advance(self, until)

@@ -237,7 +237,7 @@ def _carry_out(
             piece.cut = False
 
 
-def _check_args(
+def _check_args(  # noqa: C901
     jobs: np.ndarray,
     n_sites: int,
     protocol: str,

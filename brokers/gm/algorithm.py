@@ -258,7 +258,7 @@ class GmRanking:
 # --------------------------------------------------------------------------- simulation
 
 
-def simulate(
+def simulate(  # noqa: C901
     jobs: Sequence[GmJob],
     speeds: Sequence[float],
     policy: str = "gm",

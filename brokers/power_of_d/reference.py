@@ -49,7 +49,7 @@ class Schedule:
     transfers: int
 
 
-def simulate(
+def simulate(  # noqa: C901
     release: Sequence[float],
     size: Sequence[float],
     site: Sequence[int],
