@@ -18,6 +18,7 @@ the differences in *site cpu s* are the cost of where the sites ran, not of what
 
     python bench/cold_cache.py [--scenario bilb --set workload.until=2000] [--repeat 2]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -49,13 +50,24 @@ def run_once(scenario: str, overrides: dict, mode: str) -> dict:
         g = api.run(scenario, overrides=overrides, backend=backend, shards=shards).summary["global"]
     finally:
         backends.InProcessBackend.step = original
-    return {"site_cpu_s": g["site_cpu_seconds"], "wall_s": g["wall_seconds"], "windows": g["windows"], "events": g["events"]}
+    return {
+        "site_cpu_s": g["site_cpu_seconds"],
+        "wall_s": g["wall_seconds"],
+        "windows": g["windows"],
+        "events": g["events"],
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--scenario", default="bilb")
-    ap.add_argument("--set", action="append", default=None, metavar="KEY=VALUE", help="as gridemu run --set (default: workload.until=2000)")
+    ap.add_argument(
+        "--set",
+        action="append",
+        default=None,
+        metavar="KEY=VALUE",
+        help="as gridemu run --set (default: workload.until=2000)",
+    )
     ap.add_argument("--repeat", type=int, default=2, help="runs per mode; the median is shown")
     ap.add_argument("--no-ray", action="store_true", help="in-process modes only")
     args = ap.parse_args(argv)
@@ -67,13 +79,23 @@ def main(argv: list[str] | None = None) -> int:
     for mode in modes:
         runs = [run_once(args.scenario, overrides, mode) for _ in range(args.repeat)]
         events = {r["events"] for r in runs}
-        rows.append({"mode": mode, "site_cpu_s": statistics.median(r["site_cpu_s"] for r in runs),
-                     "wall_s": statistics.median(r["wall_s"] for r in runs), "windows": runs[0]["windows"], "events": events})
+        rows.append(
+            {
+                "mode": mode,
+                "site_cpu_s": statistics.median(r["site_cpu_s"] for r in runs),
+                "wall_s": statistics.median(r["wall_s"] for r in runs),
+                "windows": runs[0]["windows"],
+                "events": events,
+            }
+        )
     base = rows[0]["site_cpu_s"]
     print(f"{args.scenario} {overrides}, medians of {args.repeat}")
     print(f"{'mode':<17} {'site cpu s':>10} {'vs inprocess':>12} {'wall s':>8} {'windows':>8} {'events':>9}")
     for r in rows:
-        print(f"{r['mode']:<17} {r['site_cpu_s']:>10.3f} {r['site_cpu_s'] / base:>11.2f}x {r['wall_s']:>8.2f} {r['windows']:>8,} {min(r['events']):>9,}")
+        print(
+            f"{r['mode']:<17} {r['site_cpu_s']:>10.3f} {r['site_cpu_s'] / base:>11.2f}x {r['wall_s']:>8.2f} "
+            f"{r['windows']:>8,} {min(r['events']):>9,}"
+        )
     if len({e for r in rows for e in r["events"]}) != 1:
         print("warning: the runs handled different event counts; the comparison does not hold")
         return 1

@@ -5,6 +5,7 @@ phases of gridemu's window loop, the environment line, number formatting.
 The scripts import it by name (``from harness import ...``): ``python bench/NAME.py`` puts
 this folder first on ``sys.path``.
 """
+
 from __future__ import annotations
 
 import json
@@ -169,8 +170,13 @@ class TreeSampler(threading.Thread):
                 tree[key] = max(tree[key], root_cpu)
         ours = sum(tree.values()) + (time.process_time() - self.parent_cpu0)
         other = max(0.0, busy - ours)
-        return {"elapsed_s": elapsed, "tree_cpu_s": sum(tree.values()), "other_cpu_s": other, "other_cores": other / elapsed if elapsed > 0 else 0.0,
-                "steal_cores": steal / elapsed if elapsed > 0 else 0.0}
+        return {
+            "elapsed_s": elapsed,
+            "tree_cpu_s": sum(tree.values()),
+            "other_cpu_s": other,
+            "other_cores": other / elapsed if elapsed > 0 else 0.0,
+            "steal_cores": steal / elapsed if elapsed > 0 else 0.0,
+        }
 
 
 def wait_quiet(max_wait: float, threshold: float = 0.25) -> float:
@@ -185,7 +191,9 @@ def wait_quiet(max_wait: float, threshold: float = 0.25) -> float:
         time.sleep(2.0)
 
 
-def run_worker(cmd: list[str], base: dict[str, Any], is_ray: bool, out_dir: Path, tag: str, timeout: float) -> dict[str, Any]:
+def run_worker(
+    cmd: list[str], base: dict[str, Any], is_ray: bool, out_dir: Path, tag: str, timeout: float
+) -> dict[str, Any]:
     """Run a benchmark worker (``cmd``) in a fresh subprocess, its process tree sampled for
     memory and CPU; returns the record it wrote to ``out_dir/tag.json`` with the samples
     added, or ``base`` with an ``error``."""
@@ -277,7 +285,12 @@ def projected_too_slow(rows: list[dict[str, Any]], engine: str, n: int, timeout:
 
 
 def environment() -> dict[str, Any]:
-    info: dict[str, Any] = {"cpus": os.cpu_count(), "python": platform.python_version(), "numpy": np.__version__, "load_before": os.getloadavg()}
+    info: dict[str, Any] = {
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "load_before": os.getloadavg(),
+    }
     from importlib import metadata
 
     for mod in ("ray", "simpy", "pandas"):
@@ -292,13 +305,23 @@ def environment() -> dict[str, Any]:
     except ImportError:
         info["memory_gib"] = None
     try:
-        rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=os.path.dirname(os.path.abspath(__file__)))
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True, cwd=os.path.dirname(os.path.abspath(__file__)))
+        rev = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            cwd=os.path.dirname(os.path.abspath(__file__)),
+        )
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            cwd=os.path.dirname(os.path.abspath(__file__)),
+        )
         info["git"] = rev.stdout.strip() + (" (uncommitted changes)" if dirty.stdout.strip() else "")
     except OSError:
         info["git"] = None
     info["summary"] = (
-        f"{info['cpus']} CPUs, {info['memory_gib']} GiB, Python {info['python']}, numpy {info['numpy']}, ray {info['ray']}, "
-        f"simpy {info['simpy']}, gridemu at {info['git']}, load average {info['load_before'][0]:.2f}"
+        f"{info['cpus']} CPUs, {info['memory_gib']} GiB, Python {info['python']}, numpy {info['numpy']}, ray "
+        f"{info['ray']}, simpy {info['simpy']}, gridemu at {info['git']}, load average {info['load_before'][0]:.2f}"
     )
     return info

@@ -19,6 +19,7 @@ validate (``load_scenario``), setup (shards built: jobs drawn, sites and agents 
 apart) and counterfactual (the second, local-only run: its validation, setup, loop and job
 table). Linear setup means the per-site figures stay flat as N grows.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -54,6 +55,7 @@ def phases(sites: int, until: float) -> dict[str, Any]:
             out = fn(*args, **kwargs)
             marks[name].append(tuple(b - a for a, b in zip(t, _clocks())))
             return out
+
         return call
 
     def built(*args: Any, **kwargs: Any) -> Any:
@@ -64,7 +66,9 @@ def phases(sites: int, until: float) -> dict[str, Any]:
     api.load_scenario, api.run_windows = timed("load", load), timed("run", run_windows)
     backends.BACKENDS["inprocess"] = built
     t0 = _clocks()
-    scenario = api.load_scenario("averaging-topology", {"sites.count": sites, "workload.until": until}, backend="inprocess")
+    scenario = api.load_scenario(
+        "averaging-topology", {"sites.count": sites, "workload.until": until}, backend="inprocess"
+    )
     t_run = _clocks()
     result = api.run(scenario, on_progress=lambda p: marks["window"].append(_clocks()))
     t_end = _clocks()
@@ -86,13 +90,23 @@ def phases(sites: int, until: float) -> dict[str, Any]:
 
 
 def per_site(sizes: list[int], until: float) -> None:
-    print(f"averaging-topology, workload.until={until:g}, in-process; {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} at start")
+    print(
+        f"averaging-topology, workload.until={until:g}, in-process; {os.cpu_count()} CPUs, load average "
+        f"{os.getloadavg()[0]:.2f} at start"
+    )
     print("CPU seconds of each phase (µs of CPU per site); wall seconds of the whole run and its CPU share")
-    print(f"{'sites':>9} {'jobs':>10} " + " ".join(f"{p:>15}" for p in PHASES) + f" {'total CPU':>10} {'wall':>7} {'share':>5} {'RSS MiB':>8}")
+    print(
+        f"{'sites':>9} {'jobs':>10} "
+        + " ".join(f"{p:>15}" for p in PHASES)
+        + f" {'total CPU':>10} {'wall':>7} {'share':>5} {'RSS MiB':>8}"
+    )
     for n in sizes:
         # A fresh process per size: one size's heap and imports do not flatter the next.
         out = subprocess.run(
-            [sys.executable, __file__, "--one", str(n), "--until", str(until)], capture_output=True, text=True, check=False
+            [sys.executable, __file__, "--one", str(n), "--until", str(until)],
+            capture_output=True,
+            text=True,
+            check=False,
         )
         if out.returncode:
             print(f"{n:>9,}: failed (exit {out.returncode}): {out.stderr.strip().splitlines()[-1:]}")
@@ -101,8 +115,8 @@ def per_site(sizes: list[int], until: float) -> None:
         cpu, wall = r["cpu"], r["wall"]
         cells = " ".join(f"{cpu[p]:6.2f} ({cpu[p] / n * 1e6:5.0f})" for p in PHASES)
         print(
-            f"{n:>9,} {r['jobs']:>10,} {cells} {cpu['total']:10.1f} {wall['total']:7.1f} {cpu['total'] / wall['total']:5.0%} "
-            f"{r['peak_rss_mib']:8,.0f}",
+            f"{n:>9,} {r['jobs']:>10,} {cells} {cpu['total']:10.1f} {wall['total']:7.1f} "
+            f"{cpu['total'] / wall['total']:5.0%} {r['peak_rss_mib']:8,.0f}",
             flush=True,
         )
     print(f"load average at end {os.getloadavg()[0]:.2f}")

@@ -10,6 +10,7 @@ share of it. Prints medians of ``--repeat``: the run's kernel wall seconds, wind
 messages, and the plan's seconds (a run computes it once per site; on a Ray cluster the
 shards' sites compute theirs in parallel).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -37,8 +38,13 @@ def measure(sites: int, jobs: int, procs: int, repeat: int) -> dict:
         ilba(plan.molba, inst, machines)
         plans.append(time.perf_counter() - t)
         ilbas.append(time.perf_counter() - mid)
-    return {"wall": statistics.median(walls), "plan": statistics.median(plans), "ilba": statistics.median(ilbas),
-            "windows": last["windows"], "messages": last["messages_total"]}
+    return {
+        "wall": statistics.median(walls),
+        "plan": statistics.median(plans),
+        "ilba": statistics.median(ilbas),
+        "windows": last["windows"],
+        "messages": last["messages_total"],
+    }
 
 
 def main() -> None:
@@ -53,7 +59,10 @@ def main() -> None:
         for jobs in args.jobs:
             for procs in args.procs:
                 r = measure(sites, jobs, procs, args.repeat)
-                print(f"{sites:>5} {jobs:>5} {procs:>4} {r['wall']:>8.3f} {r['plan']:>8.3f} {r['ilba']:>8.3f} {r['windows']:>8} {r['messages']:>9}")
+                print(
+                    f"{sites:>5} {jobs:>5} {procs:>4} {r['wall']:>8.3f} {r['plan']:>8.3f} {r['ilba']:>8.3f} "
+                    f"{r['windows']:>8} {r['messages']:>9}"
+                )
 
 
 if __name__ == "__main__":

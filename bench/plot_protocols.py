@@ -13,6 +13,7 @@ least that call could take on the machine's cores, the CPU it kept busy over the
 (call cpu s / cores): no split of the work among shards brings it below that. The dashed line is issue
 13's target for 2 Ray shards, the in-process call / 1.3.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -27,7 +28,6 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
-
 from protocols import MODELS, TARGET_RAY2_CALL, ray_shards  # noqa: E402
 
 PARTS = (  # (row key or None for the driver's rest, label, colour)
@@ -48,7 +48,10 @@ def gridemu_rows(paths: list[Path]) -> tuple[dict[str, list[dict[str, Any]]], in
             cpus = max(cpus, int(data["environment"]["cpus"]))
             rows = list(data["rows"])
         except (OSError, ValueError, KeyError, TypeError) as exc:
-            print(f"plot_protocols.py: {path}: not a bench/protocols.py --json file ({type(exc).__name__}: {exc})", file=sys.stderr)
+            print(
+                f"plot_protocols.py: {path}: not a bench/protocols.py --json file ({type(exc).__name__}: {exc})",
+                file=sys.stderr,
+            )
             raise SystemExit(2) from None
         for row in rows:
             if row["engine"] == "inprocess" or ray_shards(row["engine"]) is not None:
@@ -70,7 +73,9 @@ def describe(model: str) -> str:
 
 def plot(by_model: dict[str, list[dict[str, Any]]], cpus: int, out: Path) -> None:
     models = list(by_model)
-    fig, axes = plt.subplots(len(models), 1, figsize=(9, 1.2 + 1.35 * sum(len(by_model[m]) for m in models)), squeeze=False)
+    fig, axes = plt.subplots(
+        len(models), 1, figsize=(9, 1.2 + 1.35 * sum(len(by_model[m]) for m in models)), squeeze=False
+    )
     for ax, model in zip(axes[:, 0], models):
         rows = by_model[model]
         inproc = next((r for r in rows if r["engine"] == "inprocess"), None)
@@ -89,21 +94,34 @@ def plot(by_model: dict[str, list[dict[str, Any]]], cpus: int, out: Path) -> Non
             if inproc is not None and row is not inproc:
                 text += f"  ({inproc['call_s'] / row['call_s']:.2f}x in-process)"
             ax.text(left, y, "  " + text, va="center", fontsize=9)
-            labels.append("in-process, 1 shard" if row["engine"] == "inprocess" else f"Ray, {ray_shards(row['engine'])} shards")
+            labels.append(
+                "in-process, 1 shard" if row["engine"] == "inprocess" else f"Ray, {ray_shards(row['engine'])} shards"
+            )
         if inproc is not None and any(ray_shards(r["engine"]) == 2 for r in rows):
             target = inproc["call_s"] / TARGET_RAY2_CALL
             ax.axvline(target, color="#de2d26", ls="--", lw=1.2)
         ax.set_yticks(range(len(rows)), labels)
         ax.invert_yaxis()
         first = rows[0]
-        ax.set_title(f"{model} ({describe(model)}): {first['sites']:,} sites, {first['jobs']:,} jobs, {first.get('messages', 0):,} messages",
-                     fontsize=10, loc="left")
+        ax.set_title(
+            f"{model} ({describe(model)}): {first['sites']:,} sites, {first['jobs']:,} jobs, "
+            f"{first.get('messages', 0):,} messages",
+            fontsize=10,
+            loc="left",
+        )
         ax.set_xlim(0, max(r["call_s"] for r in rows) * 1.45)
         ax.set_xlabel("seconds of the emulator.run call (ray.init not included)")
         ax.grid(axis="x", alpha=0.3)
     handles = [Patch(color=colour, label=name) for _, name, colour in PARTS] + [
         Line2D([], [], color="black", lw=2.5, label=f"least a Ray call could take on {cpus} cores (its CPU / {cpus})"),
-        Line2D([], [], color="#de2d26", ls="--", lw=1.2, label=f"issue 13's target for 2 Ray shards (in-process call / {TARGET_RAY2_CALL:g})"),
+        Line2D(
+            [],
+            [],
+            color="#de2d26",
+            ls="--",
+            lw=1.2,
+            label=f"issue 13's target for 2 Ray shards (in-process call / {TARGET_RAY2_CALL:g})",
+        ),
     ]
     fig.legend(handles=handles, loc="upper center", ncol=2, fontsize=8, frameon=False)
     fig.tight_layout(rect=(0, 0, 1, 1 - 0.9 / fig.get_size_inches()[1]))

@@ -47,6 +47,7 @@ workload drawn again, result tables, checks), which its wall time leaves out, so
 CPU time understate gridemu. gridemu's reports go on after the last job ends until the
 run's last barrier; the loops stop at the last completion (the counts may differ by those).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -88,14 +89,30 @@ def model(sites: int = 1000, jobs: int = 100_000, d: int = 2, period: float = 10
     from gridemu.emulator.scenario import load_scenario
     from gridemu.scenarios.workload import generate_jobs
 
-    overrides = {"sites.count": sites, "workload.jobs": jobs, "protocol.d": d, "protocol.period": period,
-                 "metrics.counterfactual": "none"}
+    overrides = {
+        "sites.count": sites,
+        "workload.jobs": jobs,
+        "protocol.d": d,
+        "protocol.period": period,
+        "metrics.counterfactual": "none",
+    }
     scenario = load_scenario("power-of-d", overrides)
     if any(len(s.speeds) != 1 or s.speeds[0] != 1.0 for s in scenario.sites):
         raise ValueError("the bench models single-processor sites of speed 1")
     drawn, _ = generate_jobs(scenario)
-    return Model(scenario.data, drawn["release"], drawn["size"], drawn["submit_site"].astype(np.int64), len(scenario.sites),
-                 scenario.topology.neighbors, 1, d, period, float(scenario.data["network"]["latency"]), scenario.seed)
+    return Model(
+        scenario.data,
+        drawn["release"],
+        drawn["size"],
+        drawn["submit_site"].astype(np.int64),
+        len(scenario.sites),
+        scenario.topology.neighbors,
+        1,
+        d,
+        period,
+        float(scenario.data["network"]["latency"]),
+        scenario.seed,
+    )
 
 
 def _per_site(mdl: Model) -> list[list[int]]:
@@ -110,8 +127,10 @@ def _samples(mdl: Model, per_site: list[list[int]]) -> list[list[list[int]]]:
     from gridemu.brokers.power_of_d.algorithm import power_of_d_samples
 
     nb = mdl.neighbors
-    return [power_of_d_samples(mdl.seed, s, None if nb is None else nb[s], mdl.n_sites, len(per_site[s]), mdl.d)
-            for s in range(mdl.n_sites)]
+    return [
+        power_of_d_samples(mdl.seed, s, None if nb is None else nb[s], mdl.n_sites, len(per_site[s]), mdl.d)
+        for s in range(mdl.n_sites)
+    ]
 
 
 def _neighbor_lists(mdl: Model) -> list[list[int]]:
@@ -119,7 +138,7 @@ def _neighbor_lists(mdl: Model) -> list[list[int]]:
     return [[k for k in range(n) if k != s] if mdl.neighbors is None else list(mdl.neighbors[s]) for s in range(n)]
 
 
-def heapq_power_of_d(mdl: Model) -> dict[str, Any]:
+def heapq_power_of_d(mdl: Model) -> dict[str, Any]:  # noqa: C901
     """The bare loop (module doc); returns start, end, exec_site by job id, counts and phase times."""
     t0 = time.perf_counter()
     n, n_sites, m, latency, period = len(mdl.release), mdl.n_sites, mdl.m, mdl.latency, mdl.period
@@ -209,8 +228,17 @@ def heapq_power_of_d(mdl: Model) -> dict[str, Any]:
     t2 = time.perf_counter()
     out = {"start": np.array(start), "end": np.array(end), "exec_site": np.array(exec_site)}
     t3 = time.perf_counter()
-    return {**out, "events": events, "messages": reports + transfers, "reports": reports, "transfers": transfers,
-            "setup_s": t1 - t0, "loop_s": t2 - t1, "gather_s": t3 - t2, "wall_s": t3 - t0}
+    return {
+        **out,
+        "events": events,
+        "messages": reports + transfers,
+        "reports": reports,
+        "transfers": transfers,
+        "setup_s": t1 - t0,
+        "loop_s": t2 - t1,
+        "gather_s": t3 - t2,
+        "wall_s": t3 - t0,
+    }
 
 
 def reference_power_of_d(mdl: Model) -> dict[str, Any]:
@@ -218,13 +246,23 @@ def reference_power_of_d(mdl: Model) -> dict[str, Any]:
     from gridemu.brokers.power_of_d.reference import simulate
 
     t0 = time.perf_counter()
-    r = simulate(mdl.release, mdl.size, mdl.site, mdl.n_sites, mdl.neighbors, mdl.m, mdl.d, mdl.period, mdl.latency, mdl.seed)
+    r = simulate(
+        mdl.release, mdl.size, mdl.site, mdl.n_sites, mdl.neighbors, mdl.m, mdl.d, mdl.period, mdl.latency, mdl.seed
+    )
     wall = time.perf_counter() - t0
-    return {"start": r.start, "end": r.end, "exec_site": r.exec_site, "events": r.events, "messages": r.reports + r.transfers,
-            "reports": r.reports, "transfers": r.transfers, "wall_s": wall}
+    return {
+        "start": r.start,
+        "end": r.end,
+        "exec_site": r.exec_site,
+        "events": r.events,
+        "messages": r.reports + r.transfers,
+        "reports": r.reports,
+        "transfers": r.transfers,
+        "wall_s": wall,
+    }
 
 
-def simpy_power_of_d(mdl: Model) -> dict[str, Any]:
+def simpy_power_of_d(mdl: Model) -> dict[str, Any]:  # noqa: C901
     """The lazy SimPy model (module doc)."""
     import simpy
 
@@ -262,6 +300,7 @@ def simpy_power_of_d(mdl: Model) -> dict[str, Any]:
     def hear(dst: int, src: int, load: float) -> Callable[[Any], None]:
         def heard(_: Any) -> None:
             known[dst][src] = load
+
         return heard
 
     def reporter(s: int):
@@ -300,8 +339,17 @@ def simpy_power_of_d(mdl: Model) -> dict[str, Any]:
     t3 = time.perf_counter()
     msgs = counts["reports"] + counts["transfers"]
     # Model events (as the bare loop counts them), not SimPy's own.
-    return {**out, "events": 2 * n + msgs, "messages": msgs, "reports": counts["reports"], "transfers": counts["transfers"],
-            "setup_s": t1 - t0, "loop_s": t2 - t1, "gather_s": t3 - t2, "wall_s": t3 - t0}
+    return {
+        **out,
+        "events": 2 * n + msgs,
+        "messages": msgs,
+        "reports": counts["reports"],
+        "transfers": counts["transfers"],
+        "setup_s": t1 - t0,
+        "loop_s": t2 - t1,
+        "gather_s": t3 - t2,
+        "wall_s": t3 - t0,
+    }
 
 
 def gridemu_power_of_d(mdl: Model, backend: str = "inprocess", shards: int = 1) -> dict[str, Any]:
@@ -315,20 +363,33 @@ def gridemu_power_of_d(mdl: Model, backend: str = "inprocess", shards: int = 1) 
     call = time.perf_counter() - t0
     t = res.jobs.sort_values("job_id")
     g = res.summary["global"]
-    return {"start": t["start"].to_numpy(), "end": t["end"].to_numpy(), "exec_site": t["exec_site"].to_numpy(),
-            "events": int(g["events"]), "messages": int(g["messages_total"]), "reports": int(g["messages"].get("report", 0)),
-            "transfers": int(g["messages"].get("job", 0)), "windows": int(g["windows"]), "wall_s": float(g["wall_seconds"]),
-            "call_s": call}
+    return {
+        "start": t["start"].to_numpy(),
+        "end": t["end"].to_numpy(),
+        "exec_site": t["exec_site"].to_numpy(),
+        "events": int(g["events"]),
+        "messages": int(g["messages_total"]),
+        "reports": int(g["messages"].get("report", 0)),
+        "transfers": int(g["messages"].get("job", 0)),
+        "windows": int(g["windows"]),
+        "wall_s": float(g["wall_seconds"]),
+        "call_s": call,
+    }
 
 
 RUNNERS: dict[str, Callable[[Model], dict[str, Any]]] = {
-    "inprocess": gridemu_power_of_d, "heapq": heapq_power_of_d, "reference": reference_power_of_d, "simpy": simpy_power_of_d,
+    "inprocess": gridemu_power_of_d,
+    "heapq": heapq_power_of_d,
+    "reference": reference_power_of_d,
+    "simpy": simpy_power_of_d,
 }
 
 
 def same_schedule(a: dict[str, Any], b: dict[str, Any]) -> str:
     """'same schedule', or how many jobs differ in start, end or executing site."""
-    diff = (a["start"] != b["start"]) | (a["end"] != b["end"]) | (np.asarray(a["exec_site"]) != np.asarray(b["exec_site"]))
+    diff = (
+        (a["start"] != b["start"]) | (a["end"] != b["end"]) | (np.asarray(a["exec_site"]) != np.asarray(b["exec_site"]))
+    )
     return "same schedule" if not diff.any() else f"{int(diff.sum())} jobs differ"
 
 
@@ -372,17 +433,25 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         parser.error(f"unknown engine(s) {', '.join(unknown)} (known: {', '.join(RUNNERS)})")
     mdl = model(args.sites, args.jobs, args.d, args.period)
-    print(f"power_of_d: {mdl.n_sites} sites, {len(mdl.release):,} jobs, d = {mdl.d}, period {mdl.period:g}, latency {mdl.latency:g}")
+    print(
+        f"power_of_d: {mdl.n_sites} sites, {len(mdl.release):,} jobs, "
+        f"d = {mdl.d}, period {mdl.period:g}, latency {mdl.latency:g}"
+    )
     results = run_engines(mdl, engines, args.repeat)
     first = results[engines[0]]
-    print(f"{'engine':10s} {'wall s':>8s} {'cpu s':>8s} {'walls':>22s} {'jobs/s':>10s} {'events':>10s} {'reports':>9s} {'transfers':>9s}  check against {engines[0]}")
+    print(
+        f"{'engine':10s} {'wall s':>8s} {'cpu s':>8s} {'walls':>22s} {'jobs/s':>10s} {'events':>10s} {'reports':>9s} "
+        f"{'transfers':>9s}  check against {engines[0]}"
+    )
     bad = 0
     for engine, r in results.items():
         check = same_schedule(r, first) if engine != engines[0] else "-"
         bad += check not in ("-", "same schedule")
         walls = ",".join(f"{w:.2f}" for w in r["walls"])
-        print(f"{engine:10s} {r['wall_s']:8.3f} {r['cpu_s']:8.3f} {walls:>22s} {len(mdl.release) / r['wall_s']:10,.0f} {r['events']:10,d} "
-              f"{r['reports']:9,d} {r['transfers']:9,d}  {check}")
+        print(
+            f"{engine:10s} {r['wall_s']:8.3f} {r['cpu_s']:8.3f} {walls:>22s} {len(mdl.release) / r['wall_s']:10,.0f} "
+            f"{r['events']:10,d} {r['reports']:9,d} {r['transfers']:9,d}  {check}"
+        )
     by_cpu = ratios(results, by="cpu_s")
     for name, value in ratios(results).items():
         print(f"{name}: {value:.2f}x by wall time, {by_cpu[name]:.2f}x by CPU time")

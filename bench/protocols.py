@@ -102,6 +102,7 @@ with the reference; "same schedule" means they are equal bit for bit.
 
 The figures are informational: the exit status is 0 whatever they are.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -118,10 +119,18 @@ from collections import deque
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 import harness
-from harness import aggregate, busy_cpu_seconds, fmt, imported_run, instrument, projected_too_slow, run_worker, wait_quiet
+import numpy as np
+from harness import (
+    aggregate,
+    busy_cpu_seconds,
+    fmt,
+    imported_run,
+    instrument,
+    projected_too_slow,
+    run_worker,
+    wait_quiet,
+)
 
 PROCS, ALPHA, BETA, LATENCY, SEED = 10, 2.0, 2.0, 1.0, 1
 HOT_RATE, COLD_RATE = 3.0, 1.4  # x R / (2 N): a quarter of the sites hot, the rest cold
@@ -138,7 +147,13 @@ MODELS: dict[str, dict[str, Any]] = {
     # The issue's 10-million-job target (not in the default list: minutes, gigabytes).
     "10000x10M": {"sites": 10_000, "jobs": 10_000_000, "R": 20_000.0, "protocol": "random"},
     # A decentralized talking protocol at scale: each site hears its 8 neighbors.
-    "neighbors10000": {"sites": 10_000, "jobs": 1_000_000, "R": 20_000.0, "protocol": "averaging", "topology": "random:8"},
+    "neighbors10000": {
+        "sites": 10_000,
+        "jobs": 1_000_000,
+        "R": 20_000.0,
+        "protocol": "averaging",
+        "topology": "random:8",
+    },
 }
 DEFAULT_MODELS = ("1000x100k", "10000x1M", "averaging1000")
 DEFAULT_ENGINES = ("heapq", "simpy", "inprocess", "ray2")
@@ -198,7 +213,13 @@ def scenario_dict(model: str, period: float, rates: str = "half") -> dict[str, A
         "sites": {"count": spec["sites"], "procs": PROCS},
         "network": network,
         "scheduler": {"name": "fcfs"},
-        "workload": {"kind": "poisson", "rate": site_rates(spec["sites"], spec["R"], rates), "alpha": ALPHA, "beta": BETA, "jobs": spec["jobs"]},
+        "workload": {
+            "kind": "poisson",
+            "rate": site_rates(spec["sites"], spec["R"], rates),
+            "alpha": ALPHA,
+            "beta": BETA,
+            "jobs": spec["jobs"],
+        },
         "protocol": protocol,
         "metrics": {"counterfactual": "none"},
     }
@@ -229,7 +250,9 @@ def broker_draws(per_site: list[list[int]], n_jobs: int, n_sites: int, seed: int
     return dest.tolist()
 
 
-def heapq_random(release: np.ndarray, size: np.ndarray, site: np.ndarray, n_sites: int, m: int, latency: float, seed: int) -> dict[str, Any]:
+def heapq_random(
+    release: np.ndarray, size: np.ndarray, site: np.ndarray, n_sites: int, m: int, latency: float, seed: int
+) -> dict[str, Any]:
     """The random-broker model as one global heapq event loop; returns arrays and phase times."""
     t0 = time.perf_counter()
     n = len(release)
@@ -302,8 +325,16 @@ def heapq_random(release: np.ndarray, size: np.ndarray, site: np.ndarray, n_site
     return {**out, "events": events, "messages": messages, "setup_s": t1 - t0, "loop_s": t2 - t1, "gather_s": t3 - t2}
 
 
-def simpy_random(release: np.ndarray, size: np.ndarray, site: np.ndarray, n_sites: int, m: int, latency: float, seed: int,
-                 lazy: bool = False) -> dict[str, Any]:
+def simpy_random(
+    release: np.ndarray,
+    size: np.ndarray,
+    site: np.ndarray,
+    n_sites: int,
+    m: int,
+    latency: float,
+    seed: int,
+    lazy: bool = False,
+) -> dict[str, Any]:
     """The same model in SimPy 4: a Resource(capacity=m) per site; a transfer is a timeout of
     one latency, then a request at the destination. ``lazy``: job processes are created at
     their release by one source process per site instead of all at t=0."""
@@ -367,7 +398,14 @@ def simpy_random(release: np.ndarray, size: np.ndarray, site: np.ndarray, n_site
     out = {"start": np.array(start), "end": np.array(end), "exec_site": d_arr}
     t3 = time.perf_counter()
     # Model events: arrivals, received jobs, completions (not SimPy's internal events).
-    return {**out, "events": 2 * n + messages, "messages": messages, "setup_s": t1 - t0, "loop_s": t2 - t1, "gather_s": t3 - t2}
+    return {
+        **out,
+        "events": 2 * n + messages,
+        "messages": messages,
+        "setup_s": t1 - t0,
+        "loop_s": t2 - t1,
+        "gather_s": t3 - t2,
+    }
 
 
 # ---------------------------------------------------------------------------- worker side
@@ -376,8 +414,13 @@ def simpy_random(release: np.ndarray, size: np.ndarray, site: np.ndarray, n_site
 def worker(engine: str, model: str, period: float, rates: str, out_dir: Path, tag: str) -> None:
     import resource
 
-    rec: dict[str, Any] = {"engine": engine, "label": label(engine), "model": model, "jobs": MODELS[model]["jobs"],
-                           "sites": MODELS[model]["sites"]}
+    rec: dict[str, Any] = {
+        "engine": engine,
+        "label": label(engine),
+        "model": model,
+        "jobs": MODELS[model]["jobs"],
+        "sites": MODELS[model]["sites"],
+    }
     scenario = scenario_dict(model, period, rates)
     if engine in REFERENCE_ENGINES:
         from gridemu.emulator.scenario import load_scenario
@@ -385,7 +428,15 @@ def worker(engine: str, model: str, period: float, rates: str, out_dir: Path, ta
 
         loaded = load_scenario(scenario)
         jobs, _ = generate_jobs(loaded)
-        args = (jobs["release"], jobs["size"], jobs["submit_site"].astype(np.int64), len(loaded.sites), PROCS, LATENCY, loaded.seed)
+        args = (
+            jobs["release"],
+            jobs["size"],
+            jobs["submit_site"].astype(np.int64),
+            len(loaded.sites),
+            PROCS,
+            LATENCY,
+            loaded.seed,
+        )
         t = time.perf_counter()
         if engine == "heapq":
             out = heapq_random(*args)
@@ -399,8 +450,6 @@ def worker(engine: str, model: str, period: float, rates: str, out_dir: Path, ta
         start, end, exec_site = out["start"], out["end"], out["exec_site"]
         rec["finished"] = int(np.isfinite(end).sum())
     else:
-        import gridemu.emulator as emulator
-
         shards = ray_shards(engine) or 1
         backend = "inprocess" if engine == "inprocess" else "ray"
         if backend == "ray":
@@ -433,8 +482,13 @@ def worker(engine: str, model: str, period: float, rates: str, out_dir: Path, ta
         if faults0 is not None and faults1 is not None:
             rec["page_faults"] = faults1 - faults0
         g = result.summary["global"]
-        rec.update(wall_s=float(g["wall_seconds"]), events=int(g["events"]), windows=int(g["windows"]),
-                   messages=int(g.get("messages_total", 0)), messages_by_kind=g.get("messages", {}))
+        rec.update(
+            wall_s=float(g["wall_seconds"]),
+            events=int(g["events"]),
+            windows=int(g["windows"]),
+            messages=int(g.get("messages_total", 0)),
+            messages_by_kind=g.get("messages", {}),
+        )
         if g.get("site_cpu_seconds") is not None:
             rec["site_cpu_s"] = float(g["site_cpu_seconds"])
         if "setup_seconds" in g:
@@ -470,8 +524,17 @@ def worker(engine: str, model: str, period: float, rates: str, out_dir: Path, ta
     rec["maxrss_mib"] = usage.ru_maxrss / 1024  # KiB on Linux
     rec["self_cpu_s"] = usage.ru_utime + usage.ru_stime
     order = np.argsort(job_ids, kind="stable")
-    np.save(out_dir / f"{tag}.npy", np.stack([np.asarray(job_ids, dtype=float)[order], start[order], end[order],
-                                               np.asarray(exec_site, dtype=float)[order]]))
+    np.save(
+        out_dir / f"{tag}.npy",
+        np.stack(
+            [
+                np.asarray(job_ids, dtype=float)[order],
+                start[order],
+                end[order],
+                np.asarray(exec_site, dtype=float)[order],
+            ]
+        ),
+    )
     (out_dir / f"{tag}.json").write_text(json.dumps(rec))
 
 
@@ -490,11 +553,33 @@ def _page_faults() -> int | None:
 # ---------------------------------------------------------------------------- parent side
 
 
-def run_one(engine: str, model: str, period: float, rates: str, out_dir: Path, timeout: float, tag: str) -> dict[str, Any]:
+def run_one(
+    engine: str, model: str, period: float, rates: str, out_dir: Path, timeout: float, tag: str
+) -> dict[str, Any]:
     """One run in a fresh subprocess, its process tree sampled for memory and CPU."""
-    cmd = [sys.executable, os.path.abspath(__file__), "--_worker", engine, "--_model", model, "--_out", str(out_dir), "--_tag", tag,
-           "--period", repr(period), "--rates", rates]
-    base = {"engine": engine, "label": label(engine), "model": model, "jobs": MODELS[model]["jobs"], "sites": MODELS[model]["sites"]}
+    cmd = [
+        sys.executable,
+        os.path.abspath(__file__),
+        "--_worker",
+        engine,
+        "--_model",
+        model,
+        "--_out",
+        str(out_dir),
+        "--_tag",
+        tag,
+        "--period",
+        repr(period),
+        "--rates",
+        rates,
+    ]
+    base = {
+        "engine": engine,
+        "label": label(engine),
+        "model": model,
+        "jobs": MODELS[model]["jobs"],
+        "sites": MODELS[model]["sites"],
+    }
     rec = run_worker(cmd, base, ray_shards(engine) is not None, out_dir, tag, timeout)
     if "error" in rec:
         return rec
@@ -509,7 +594,9 @@ def run_one(engine: str, model: str, period: float, rates: str, out_dir: Path, t
 def check_agreement(group: list[dict[str, Any]], out_dir: Path) -> None:
     """Conservation, mean flow within noise, and the schedule job by job, against a reference run."""
     ok = [r for r in group if "tags" in r]
-    ref_row = next((r for r in ok if r["engine"] not in REFERENCE_ENGINES), None) or next((r for r in ok if r["engine"] == "heapq"), None)
+    ref_row = next((r for r in ok if r["engine"] not in REFERENCE_ENGINES), None) or next(
+        (r for r in ok if r["engine"] == "heapq"), None
+    )
     if ref_row is None and ok:
         ref_row = ok[0]
     if ref_row is None:
@@ -533,14 +620,38 @@ def check_agreement(group: list[dict[str, Any]], out_dir: Path) -> None:
             n_site = int((d[3] != ref[3]).sum())
             if n_start or n_end or n_site:
                 diff = np.abs(d[1] - ref[1])
-                problems.append(f"{n_start} starts, {n_end} ends, {n_site} sites differ (max |start diff| {np.nanmax(diff):.3g})")
+                problems.append(
+                    f"{n_start} starts, {n_end} ends, {n_site} sites differ (max |start diff| {np.nanmax(diff):.3g})"
+                )
         r["same_schedule"] = not problems
         if problems:
             r["schedule_diff"] = problems[0]
 
 
-COLUMNS = ["model", "engine", "wall s", "jobs/s", "events/s", "msgs/s", "windows", "ms/win", "setup s", "loop s", "gather s",
-           "call s", "call cpu s", "sys cpu s", "faults k", "site cpu s", "peak MiB", "mem", "done", "mean flow", "agree", "other CPU"]
+COLUMNS = [
+    "model",
+    "engine",
+    "wall s",
+    "jobs/s",
+    "events/s",
+    "msgs/s",
+    "windows",
+    "ms/win",
+    "setup s",
+    "loop s",
+    "gather s",
+    "call s",
+    "call cpu s",
+    "sys cpu s",
+    "faults k",
+    "site cpu s",
+    "peak MiB",
+    "mem",
+    "done",
+    "mean flow",
+    "agree",
+    "other CPU",
+]
 
 
 def table_rows(rows: list[dict[str, Any]]) -> list[list[str]]:
@@ -553,21 +664,38 @@ def table_rows(rows: list[dict[str, Any]]) -> list[list[str]]:
         if r.get("same_schedule"):
             agree = "same schedule"
         elif "same_schedule" in r:
-            agree = ("flow ok" if r.get("flow_within_noise") else "FLOW DIFFERS") + ("" if r.get("conserved") else ", LOST JOBS")
+            agree = ("flow ok" if r.get("flow_within_noise") else "FLOW DIFFERS") + (
+                "" if r.get("conserved") else ", LOST JOBS"
+            )
         else:
             agree = "-"
         wall = r["wall_s"]
-        out.append([
-            r["model"], r["label"] + (f" (x{r['repeats']})" if r.get("repeats", 1) > 1 else ""),
-            fmt(wall, ".3f"), fmt(r["jobs_per_s"], ",.0f"), fmt(r["events_per_s"], ",.0f"), fmt(r["messages_per_s"], ",.0f"),
-            fmt(r.get("windows"), ",d"), fmt(r.get("ms_per_window"), ".2f"),
-            fmt(r.get("setup_s"), ".3f"), fmt(r.get("loop_s"), ".3f") + ("*" if r.get("loop_includes_gather") else ""),
-            fmt(r.get("gather_s"), ".3f"), fmt(r.get("call_s"), ".3f"), fmt(r.get("call_cpu_s"), ".2f"),
-            fmt(r.get("call_sys_s"), ".2f"), fmt(r["page_faults"] / 1000 if r.get("page_faults") is not None else None, ",.0f"),
-            fmt(r.get("site_cpu_s"), ".3f"),
-            fmt(r["peak_mib"], ",.0f"), r["mem_method"], f"{r['finished']:,}/{r['jobs']:,}", fmt(r.get("mean_flow"), ".6f"), agree,
-            fmt(r.get("other_cores"), ".2f"),
-        ])
+        out.append(
+            [
+                r["model"],
+                r["label"] + (f" (x{r['repeats']})" if r.get("repeats", 1) > 1 else ""),
+                fmt(wall, ".3f"),
+                fmt(r["jobs_per_s"], ",.0f"),
+                fmt(r["events_per_s"], ",.0f"),
+                fmt(r["messages_per_s"], ",.0f"),
+                fmt(r.get("windows"), ",d"),
+                fmt(r.get("ms_per_window"), ".2f"),
+                fmt(r.get("setup_s"), ".3f"),
+                fmt(r.get("loop_s"), ".3f") + ("*" if r.get("loop_includes_gather") else ""),
+                fmt(r.get("gather_s"), ".3f"),
+                fmt(r.get("call_s"), ".3f"),
+                fmt(r.get("call_cpu_s"), ".2f"),
+                fmt(r.get("call_sys_s"), ".2f"),
+                fmt(r["page_faults"] / 1000 if r.get("page_faults") is not None else None, ",.0f"),
+                fmt(r.get("site_cpu_s"), ".3f"),
+                fmt(r["peak_mib"], ",.0f"),
+                r["mem_method"],
+                f"{r['finished']:,}/{r['jobs']:,}",
+                fmt(r.get("mean_flow"), ".6f"),
+                agree,
+                fmt(r.get("other_cores"), ".2f"),
+            ]
+        )
     return out
 
 
@@ -583,7 +711,12 @@ def print_table(rows: list[dict[str, Any]], markdown: bool) -> None:
     print("  ".join(c.ljust(w) for c, w in zip(COLUMNS, widths)))
     print("  ".join("-" * w for w in widths))
     for b in body:
-        print("  ".join(v.ljust(w) if i < 2 or COLUMNS[i] in ("mem", "agree") else v.rjust(w) for i, (v, w) in enumerate(zip(b, widths))))
+        print(
+            "  ".join(
+                v.ljust(w) if i < 2 or COLUMNS[i] in ("mem", "agree") else v.rjust(w)
+                for i, (v, w) in enumerate(zip(b, widths))
+            )
+        )
 
 
 def find(rows: list[dict[str, Any]], engine: str, model: str) -> dict[str, Any] | None:
@@ -598,7 +731,15 @@ def ratios(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
 
     def add(name: str, value: float | None, target: str, ok: bool | None, note: str = "") -> None:
-        out.append({"ratio": name, "value": value, "target": target, "verdict": None if ok is None else ("PASS" if ok else "MISS"), "note": note})
+        out.append(
+            {
+                "ratio": name,
+                "value": value,
+                "target": target,
+                "verdict": None if ok is None else ("PASS" if ok else "MISS"),
+                "note": note,
+            }
+        )
 
     for model in dict.fromkeys(r["model"] for r in rows):
         inproc = find(rows, "inprocess", model)
@@ -610,7 +751,13 @@ def ratios(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
             v = inproc["jobs_per_s"] / ref["jobs_per_s"]
             note = f"whole emulator.run call against {ref['label']}: {ref['wall_s'] / inproc['call_s']:.2f}x"
             tgt = f">= {target:g}x" if target else "(no target)"
-            add(f"{model}: in-process 1 shard / {ref['label']}, jobs/s", v, tgt, (v >= target) if (primary and target) else None, note)
+            add(
+                f"{model}: in-process 1 shard / {ref['label']}, jobs/s",
+                v,
+                tgt,
+                (v >= target) if (primary and target) else None,
+                note,
+            )
         for r in rows:
             k = ray_shards(r["engine"])
             if k is None or r is not find(rows, r["engine"], model) or not inproc:
@@ -618,10 +765,18 @@ def ratios(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
             v = inproc["call_s"] / r["call_s"]
             target = TARGET_RAY2_CALL if k == 2 else (TARGET_RAY16_CALL if k == 16 else None)
             ok = (v >= target) if (target and model == "10000x1M") else None
-            note = (f"kernel wall: {inproc['wall_s'] / r['wall_s']:.2f}x; after setup: "
-                    f"{(inproc['wall_s'] - inproc.get('setup_s', 0)) / max(1e-9, r['wall_s'] - r.get('setup_s', 0)):.2f}x; "
-                    f"call {r['call_s']:.2f} s vs {inproc['call_s']:.2f} s")
-            add(f"{model}: ray {k} shards faster than in-process, whole call", v, f">= {target:g}x" if target else "(no target)", ok, note)
+            note = (
+                f"kernel wall: {inproc['wall_s'] / r['wall_s']:.2f}x; after setup: "
+                f"{(inproc['wall_s'] - inproc.get('setup_s', 0)) / max(1e-9, r['wall_s'] - r.get('setup_s', 0)):.2f}x; "
+                f"call {r['call_s']:.2f} s vs {inproc['call_s']:.2f} s"
+            )
+            add(
+                f"{model}: ray {k} shards faster than in-process, whole call",
+                v,
+                f">= {target:g}x" if target else "(no target)",
+                ok,
+                note,
+            )
             if r.get("call_cpu_s") and inproc.get("call_cpu_s"):
                 # On C cores no call is shorter than the CPU it keeps busy over C: Ray's own
                 # costs (actor processes, their first-touch memory, the object store, its
@@ -630,45 +785,87 @@ def ratios(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 least = r["call_cpu_s"] / cores
                 faults = ""
                 if r.get("page_faults") is not None and inproc.get("page_faults") is not None:
-                    faults = (f"; page faults {r['page_faults']:,} vs {inproc['page_faults']:,}, kernel CPU "
-                              f"{r.get('call_sys_s', 0):.2f} s vs {inproc.get('call_sys_s', 0):.2f} s")
-                add(f"{model}: the most ray {k} shards could give on this machine's {cores} cores, whole call", inproc["call_s"] / least,
-                    "(in-process call / (Ray call's CPU / cores))", None,
-                    f"the Ray call kept {r['call_cpu_s']:.2f} CPU s busy against {inproc['call_cpu_s']:.2f} in-process{faults}")
+                    faults = (
+                        f"; page faults {r['page_faults']:,} vs {inproc['page_faults']:,}, kernel CPU "
+                        f"{r.get('call_sys_s', 0):.2f} s vs {inproc.get('call_sys_s', 0):.2f} s"
+                    )
+                add(
+                    f"{model}: the most ray {k} shards could give on this machine's {cores} cores, whole call",
+                    inproc["call_s"] / least,
+                    "(in-process call / (Ray call's CPU / cores))",
+                    None,
+                    f"the Ray call kept {r['call_cpu_s']:.2f} CPU s busy "
+                    f"against {inproc['call_cpu_s']:.2f} in-process{faults}",
+                )
             if r.get("driver_cpu_s"):
                 # A single thread cannot finish before its own CPU time is spent: the driver's
                 # CPU in this call bounds every shard count's call from below (an optimistic
                 # bound: more shards add barrier and join work to the driver).
                 bound = inproc["call_s"] / r["driver_cpu_s"]
-                add(f"{model}: the most any number of Ray shards could give with this driver, whole call", bound,
-                    "(in-process call / the Ray driver's own CPU)", None,
-                    f"the driver's calling thread used {r['driver_cpu_s']:.2f} s of CPU in the {r['call_s']:.2f} s call on {k} shards"
-                    + (f" (below the {TARGET_RAY16_CALL:g}x target)" if model == "10000x1M" and bound < TARGET_RAY16_CALL else ""))
+                add(
+                    f"{model}: the most any number of Ray shards could give with this driver, whole call",
+                    bound,
+                    "(in-process call / the Ray driver's own CPU)",
+                    None,
+                    f"the driver's calling thread used {r['driver_cpu_s']:.2f} "
+                    f"s of CPU in the {r['call_s']:.2f} s call on {k} shards"
+                    + (
+                        f" (below the {TARGET_RAY16_CALL:g}x target)"
+                        if model == "10000x1M" and bound < TARGET_RAY16_CALL
+                        else ""
+                    ),
+                )
         if inproc and inproc.get("call_s") and inproc.get("wall_s") is not None and inproc["call_s"] > inproc["wall_s"]:
             # The driver's part of the call (scenario facts, job and site tables, checks,
             # summary) runs once whatever the shards: Amdahl's bound on any backend's speed-up.
             serial = inproc["call_s"] - inproc["wall_s"]
             bound = inproc["call_s"] / serial
-            add(f"{model}: the most any shard count could give, whole call", bound, "(Amdahl: call / driver's serial part)", None,
-                f"{serial:.2f} s of the {inproc['call_s']:.2f} s in-process call is the driver's alone; even with shards that take no "
-                f"time and no Ray start-up, no shard count beats {bound:.2f}x"
-                + (f" (below the {TARGET_RAY16_CALL:g}x target)" if model == "10000x1M" and bound < TARGET_RAY16_CALL else ""))
+            add(
+                f"{model}: the most any shard count could give, whole call",
+                bound,
+                "(Amdahl: call / driver's serial part)",
+                None,
+                f"{serial:.2f} s of the {inproc['call_s']:.2f} s in-process call is the driver's alone; even with "
+                f"shards that take no time and no Ray start-up, no shard count beats {bound:.2f}x"
+                + (
+                    f" (below the {TARGET_RAY16_CALL:g}x target)"
+                    if model == "10000x1M" and bound < TARGET_RAY16_CALL
+                    else ""
+                ),
+            )
         if model == "10000x10M":
             for r in rows:
                 if r["model"] != model or r is not find(rows, r["engine"], model) or r.get("call_s") is None:
                     continue
                 peak = r.get("peak_mib")
-                ok = r["call_s"] < TARGET_10M_CALL_S and peak is not None and peak < TARGET_10M_PEAK_MIB and r.get("finished") == r["jobs"]
-                add(f"{model}: {r['label']}, peak memory and whole call (s)", r["call_s"],
-                    f"< {TARGET_10M_CALL_S:g} s and < {TARGET_10M_PEAK_MIB:,} MiB, every job done", ok,
-                    f"peak {peak:,.0f} MiB ({r.get('mem_method', '')}); {r.get('finished', 0):,} of {r['jobs']:,} jobs done" if peak is not None else "")
+                ok = (
+                    r["call_s"] < TARGET_10M_CALL_S
+                    and peak is not None
+                    and peak < TARGET_10M_PEAK_MIB
+                    and r.get("finished") == r["jobs"]
+                )
+                add(
+                    f"{model}: {r['label']}, peak memory and whole call (s)",
+                    r["call_s"],
+                    f"< {TARGET_10M_CALL_S:g} s and < {TARGET_10M_PEAK_MIB:,} MiB, every job done",
+                    ok,
+                    f"peak {peak:,.0f} MiB ({r.get('mem_method', '')}); "
+                    f"{r.get('finished', 0):,} of {r['jobs']:,} jobs done"
+                    if peak is not None
+                    else "",
+                )
         if inproc and inproc.get("site_cpu_s") is not None and inproc.get("loop_s") and inproc.get("windows"):
             outside = inproc["loop_s"] - inproc["site_cpu_s"]
             visits = inproc["windows"] * inproc["sites"]
-            add(f"{model}: in-process window loop outside the sites' event loops (s)", outside,
-                "(window cost should follow busy sites)", None,
-                f"{outside / inproc['loop_s']:.0%} of the loop; {1e6 * outside / visits:.2f} us per window per hosted site "
-                f"({inproc['windows']:,} windows x {inproc['sites']:,} sites = {visits:,} site visits for {inproc['events']:,} events)")
+            add(
+                f"{model}: in-process window loop outside the sites' event loops (s)",
+                outside,
+                "(window cost should follow busy sites)",
+                None,
+                f"{outside / inproc['loop_s']:.0%} of the loop; {1e6 * outside / visits:.2f} us per window per hosted "
+                f"site ({inproc['windows']:,} windows x {inproc['sites']:,} "
+                f"sites = {visits:,} site visits for {inproc['events']:,} events)",
+            )
     return out
 
 
@@ -697,30 +894,51 @@ def environment() -> dict[str, Any]:
         where = None
     if where:
         rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=where)
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True, cwd=where)
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True, cwd=where
+        )
         if rev.returncode == 0:
             info["git"] = rev.stdout.strip() + (" (uncommitted changes)" if dirty.stdout.strip() else "")
         info["gridemu_path"] = os.path.dirname(where)
     info["summary"] = (
-        f"{info['cpus']} CPUs, {info['memory_gib']} GiB, Python {info['python']}, numpy {info['numpy']}, ray {info['ray']}, "
-        f"simpy {info['simpy']}, gridemu at {info.get('git')} ({info.get('gridemu_path')}), load average {info['load_before'][0]:.2f}"
+        f"{info['cpus']} CPUs, {info['memory_gib']} GiB, Python {info['python']}, numpy {info['numpy']}, ray "
+        f"{info['ray']}, simpy {info['simpy']}, gridemu at {info.get('git')} ({info.get('gridemu_path')}), load "
+        f"average {info['load_before'][0]:.2f}"
     )
     return info
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+def main(argv: list[str] | None = None) -> int:  # noqa: C901
+    ap = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--models", default=",".join(DEFAULT_MODELS), help=f"comma-separated, from {','.join(MODELS)}")
-    ap.add_argument("--engines", default=",".join(DEFAULT_ENGINES),
-                    help="comma-separated, from heapq,simpy,simpy_lazy,inprocess,rayN (N shards, e.g. ray2, ray16)")
-    ap.add_argument("--repeat", type=int, default=1, help="runs per (model, engine), each in a fresh process; the median is shown")
+    ap.add_argument(
+        "--engines",
+        default=",".join(DEFAULT_ENGINES),
+        help="comma-separated, from heapq,simpy,simpy_lazy,inprocess,rayN (N shards, e.g. ray2, ray16)",
+    )
+    ap.add_argument(
+        "--repeat", type=int, default=1, help="runs per (model, engine), each in a fresh process; the median is shown"
+    )
     ap.add_argument("--timeout", type=float, default=600.0, help="seconds allowed per run (default 600)")
-    ap.add_argument("--rates", choices=tuple(RATE_FACTORS), default="half",
-                    help="half (default): per-site rates 3.0/N x R/2 and 1.4/N x R/2, the issue's total 0.9 R; "
-                         "literal: 3.0/N x R and 1.4/N x R (1.8 R)")
-    ap.add_argument("--period", type=float, default=DEFAULT_PERIOD, help="averaging1000: time between load reports (default 20)")
-    ap.add_argument("--quiet-wait", type=float, default=0.0, metavar="S",
-                    help="before each run, wait up to S seconds for other processes to use < 0.25 cores (shared machines)")
+    ap.add_argument(
+        "--rates",
+        choices=tuple(RATE_FACTORS),
+        default="half",
+        help="half (default): per-site rates 3.0/N x R/2 and 1.4/N x R/2, the issue's total 0.9 R; "
+        "literal: 3.0/N x R and 1.4/N x R (1.8 R)",
+    )
+    ap.add_argument(
+        "--period", type=float, default=DEFAULT_PERIOD, help="averaging1000: time between load reports (default 20)"
+    )
+    ap.add_argument(
+        "--quiet-wait",
+        type=float,
+        default=0.0,
+        metavar="S",
+        help="before each run, wait up to S seconds for other processes to use < 0.25 cores (shared machines)",
+    )
     ap.add_argument("--json", metavar="PATH", help="write the rows and ratios as JSON")
     ap.add_argument("--markdown", action="store_true", help="print the table as Markdown")
     ap.add_argument("--_worker", help=argparse.SUPPRESS)
@@ -737,13 +955,20 @@ def main(argv: list[str] | None = None) -> int:
     engines = [e.strip() for e in args.engines.split(",") if e.strip()]
     bad = [m for m in models if m not in MODELS] + [e for e in engines if not known_engine(e)]
     if bad:
-        ap.error(f"unknown model(s) or engine(s) {bad}; models: {', '.join(MODELS)}; engines: heapq, simpy, simpy_lazy, inprocess, rayN")
+        ap.error(
+            f"unknown model(s) or engine(s) {bad}; models: {', '.join(MODELS)}; "
+            "engines: heapq, simpy, simpy_lazy, inprocess, rayN"
+        )
     repeat = max(1, args.repeat)
     env = environment()
-    print(f"gridemu talking sites: {PROCS} processors per site, FCFS, gamma({ALPHA:g}, {BETA:g}) sizes, latency {LATENCY:g}, seed {SEED}; "
-          f"a quarter of the sites at {HOT_RATE:g}/N x R x {RATE_FACTORS[args.rates]:g}, the rest at {COLD_RATE:g}/N x R x "
-          f"{RATE_FACTORS[args.rates]:g} (--rates {args.rates}); averaging period {args.period:g}; "
-          f"{repeat} run(s) per model and engine, each in a fresh process\n{env['summary']}", flush=True)
+    print(
+        f"gridemu talking sites: {PROCS} processors per site, FCFS, gamma({ALPHA:g}, {BETA:g}) sizes, latency "
+        f"{LATENCY:g}, seed {SEED}; a quarter of the sites at {HOT_RATE:g}/N x R x {RATE_FACTORS[args.rates]:g}, the "
+        f"rest at {COLD_RATE:g}/N x R x {RATE_FACTORS[args.rates]:g} (--rates {args.rates}); averaging period "
+        f"{args.period:g}; {repeat} run(s) per model and engine, each in a fresh process\n"
+        f"{env['summary']}",
+        flush=True,
+    )
     rows: list[dict[str, Any]] = []
     t_all = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="gridemu-protocols-") as tmp:
@@ -752,13 +977,24 @@ def main(argv: list[str] | None = None) -> int:
             spec = MODELS[model]
             active = [e for e in engines if spec["protocol"] == "random" or e not in REFERENCE_ENGINES]
             if len(active) < len(engines):
-                print(f"  {model}: {', '.join(e for e in engines if e not in active)} model the random broker only; not run", flush=True)
+                print(
+                    f"  {model}: {', '.join(e for e in engines if e not in active)} "
+                    "model the random broker only; not run",
+                    flush=True,
+                )
             same_protocol = [r for r in rows if MODELS[r["model"]]["protocol"] == spec["protocol"]]
             skipped: dict[str, dict[str, Any]] = {}
             for e in active:
                 skip = projected_too_slow(same_protocol, e, spec["jobs"], args.timeout)
                 if skip:
-                    skipped[e] = {"engine": e, "label": label(e), "model": model, "jobs": spec["jobs"], "sites": spec["sites"], "skipped": skip}
+                    skipped[e] = {
+                        "engine": e,
+                        "label": label(e),
+                        "model": model,
+                        "jobs": spec["jobs"],
+                        "sites": spec["sites"],
+                        "skipped": skip,
+                    }
                     print(f"  {model:<14} {label(e):<30} {skip}", flush=True)
             active = [e for e in active if e not in skipped]
             runs: dict[str, list[dict[str, Any]]] = {e: [] for e in active}
@@ -770,10 +1006,16 @@ def main(argv: list[str] | None = None) -> int:
                         if args.quiet_wait > 0:
                             busy = wait_quiet(args.quiet_wait)
                             if busy >= 0.25:
-                                print(f"  (machine still busy after {args.quiet_wait:.0f} s: {busy:.2f} cores used by others)", flush=True)
+                                print(
+                                    f"  (machine still busy after {args.quiet_wait:.0f} "
+                                    f"s: {busy:.2f} cores used by others)",
+                                    flush=True,
+                                )
                         r = run_one(e, model, args.period, args.rates, out_dir, args.timeout, f"{e}-{model}-{k}")
-                        msg = r.get("error") or (f"wall {r['wall_s']:.3f} s, call {r['call_s']:.3f} s, {r['jobs_per_s']:,.0f} jobs/s, "
-                                                 f"peak {r['peak_mib']:,.0f} MiB, mean flow {r['mean_flow']:.6f}")
+                        msg = r.get("error") or (
+                            f"wall {r['wall_s']:.3f} s, call {r['call_s']:.3f} s, {r['jobs_per_s']:,.0f} jobs/s, "
+                            f"peak {r['peak_mib']:,.0f} MiB, mean flow {r['mean_flow']:.6f}"
+                        )
                         print(f"  {model:<14} {label(e):<30} run {k + 1}/{repeat}: {msg}", flush=True)
                         if "error" not in r:
                             runs[e].append(r)
@@ -793,14 +1035,22 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\nTalking sites on {env['cpus']} CPUs (benchmark took {total:.0f} s)")
     print_table(rows, args.markdown)
     print(
-        "wall s: gridemu summary wall_seconds (shards built -> results gathered); heapq/SimPy: setup + loop + gather from the job arrays.\n"
-        "jobs/s, events/s, msgs/s over wall s. call s: whole emulator.run call (workload generation, tables, checks, summary; not ray.init, nor the first use's imports).\n"
-        "call cpu s: the machine's busy CPU seconds during that call (every process; on C cores the call takes at least call cpu s / C).\n"
-        "sys cpu s: the kernel's part of it; faults k: page faults of every process in the call, thousands (first-touch memory, mostly).\n"
-        "setup s: shards built (Ray: actors started, shards built in them); loop s: the window loop (* loop and gathering); gather s: results.\n"
-        "site cpu s: the sites' own event loops' CPU time (columns path: the windows' array work), summed over shards. peak MiB: maxrss of the run's process; tree pss = driver + every Ray process, PSS summed.\n"
-        "agree: same schedule = start, end and executing site of every job equal bit for bit to the reference's; else whether the mean flow\n"
-        "time is within 3 standard errors of the reference's and every job finished. other CPU: cores used by other processes (noise)."
+        "wall s: gridemu summary wall_seconds (shards built -> results "
+        "gathered); heapq/SimPy: setup + loop + gather from the job arrays.\n"
+        "jobs/s, events/s, msgs/s over wall s. call s: whole emulator.run call (workload generation, tables, checks, "
+        "summary; not ray.init, nor the first use's imports).\n"
+        "call cpu s: the machine's busy CPU seconds during that call (every "
+        "process; on C cores the call takes at least call cpu s / C).\n"
+        "sys cpu s: the kernel's part of it; faults k: page faults of every process in the call, thousands "
+        "(first-touch memory, mostly).\n"
+        "setup s: shards built (Ray: actors started, shards built in them); loop s: the window loop (* loop and "
+        "gathering); gather s: results.\n"
+        "site cpu s: the sites' own event loops' CPU time (columns path: the windows' array work), summed over "
+        "shards. peak MiB: maxrss of the run's process; tree pss = driver + every Ray process, PSS summed.\n"
+        "agree: same schedule = start, end and executing site of every job "
+        "equal bit for bit to the reference's; else whether the mean flow\n"
+        "time is within 3 standard errors of the reference's and every "
+        "job finished. other CPU: cores used by other processes (noise)."
     )
     for r in rows:
         if "error" in r or "skipped" in r:
@@ -815,13 +1065,30 @@ def main(argv: list[str] | None = None) -> int:
             conserved = all(r["conserved"] for r in group)
             flows = "; ".join(f"{r['label']} {r['mean_flow']:.9f}" for r in group)
             details = "; ".join(f"{r['label']}: {r['schedule_diff']}" for r in group if not r["same_schedule"])
-            print(f"{model}: every job finished in every engine: {'yes' if conserved else 'NO'}; mean flow time: {flows}; "
-                  f"same schedule as {ref}: {'yes, every engine' if same else 'no (' + details + ')'}")
+            print(
+                f"{model}: every job finished in every engine: {'yes' if conserved else 'NO'}; mean flow time: "
+                f"{flows}; same schedule as {ref}: {'yes, every engine' if same else 'no (' + details + ')'}"
+            )
     rs = ratios(rows)
     print_ratios(rs)
     if args.json:
-        Path(args.json).write_text(json.dumps({"environment": env, "models": models, "engines": engines, "period": args.period, "rates": args.rates,
-                                               "rows": rows, "ratios": rs, "total_s": total}, indent=2, default=str) + "\n")
+        Path(args.json).write_text(
+            json.dumps(
+                {
+                    "environment": env,
+                    "models": models,
+                    "engines": engines,
+                    "period": args.period,
+                    "rates": args.rates,
+                    "rows": rows,
+                    "ratios": rs,
+                    "total_s": total,
+                },
+                indent=2,
+                default=str,
+            )
+            + "\n"
+        )
         print(f"\nwrote {args.json}")
     return 0
 

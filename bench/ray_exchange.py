@@ -26,6 +26,7 @@ two shards; at 1000x100k about 70.
     python bench/ray_exchange.py                       # 2 shards, 70 and 6,000 rows, 200 windows
     python bench/ray_exchange.py --shards 4 --rows 1000,20000 --windows 100
 """
+
 from __future__ import annotations
 
 import argparse
@@ -66,7 +67,9 @@ def main() -> None:
             return self.step(until, *batches)
 
     n = args.shards
-    print(f"{n} shards, {args.windows} windows; ms per window (medians would need repeats: run it again to see the noise)")
+    print(
+        f"{n} shards, {args.windows} windows; ms per window (medians would need repeats: run it again to see the noise)"
+    )
     for rows in [int(r) for r in args.rows.split(",")]:
         actors = [Shard.remote(k, n, rows) for k in range(n)]
         ray.get([a.step.remote(0.0) for a in actors])
@@ -125,10 +128,9 @@ def main() -> None:
         for a in actors:
             ray.kill(a)
         print(
-            f"  {rows:>9,} rows ({rows * MSG_DTYPE.itemsize / 1024:,.0f} KiB) to each other shard: tasks, one object a destination {tasks_ms:.2f} ms; "
-            f"one object a shard {one_ms:.2f} ms; "
-            f"pipelined {piped_ms:.2f} ms; "
-            f"compiled graph {graph_ms:.2f} ms (compiling {compile_s:.2f} s, first window {first_ms:.0f} ms)"
+            f"  {rows:>9,} rows ({rows * MSG_DTYPE.itemsize / 1024:,.0f} KiB) to each other shard: tasks, one object a "
+            f"destination {tasks_ms:.2f} ms; one object a shard {one_ms:.2f} ms; pipelined {piped_ms:.2f} ms; compiled "
+            f"graph {graph_ms:.2f} ms (compiling {compile_s:.2f} s, first window {first_ms:.0f} ms)"
         )
 
 

@@ -12,6 +12,7 @@ coalitions of each size spread over Ray tasks (``shapley_parallel.ray_level_map`
 speed-up, checking that both give the same schedule. Prints the median seconds per window;
 ``--write`` puts the table into shapley.md and draws img/shapley-cost.png.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -34,10 +35,17 @@ POLICIES = ("ref", "rand", "directcontr")
 
 
 def window(trace: str, k: int, seed: int) -> tuple[list, list[int], int]:
-    sc = load_scenario("shapley", {
-        "workload.path": trace, "sites.count": k, "sites.procs": {"dist": "uniform", "total": 17},
-        "workload.duration": 500000.0, "run.horizon": 500000.0, "run.seed": seed,
-    })
+    sc = load_scenario(
+        "shapley",
+        {
+            "workload.path": trace,
+            "sites.count": k,
+            "sites.procs": {"dist": "uniform", "total": 17},
+            "workload.duration": 500000.0,
+            "run.horizon": 500000.0,
+            "run.seed": seed,
+        },
+    )
     jobs, _groups = generate_jobs(sc)
     return instance(jobs), [s.procs for s in sc.sites], 500000
 
@@ -87,7 +95,11 @@ def main() -> None:
                 seconds, res = timed(lambda: simulate(jobs, procs, "ref", t_end, level_map=ray_level_map))
                 assert res.start == results["ref"].start, "Ray changed REF's schedule"
                 per["ref_ray"].append(seconds)
-        row = {"k": k, "jobs": statistics.mean(jobs_n), **{p: statistics.median(v) if v else None for p, v in per.items()}}
+        row = {
+            "k": k,
+            "jobs": statistics.mean(jobs_n),
+            **{p: statistics.median(v) if v else None for p, v in per.items()},
+        }
         rows.append(row)
         print(row, flush=True)
     cpus = None
@@ -98,14 +110,20 @@ def main() -> None:
 
 
 def report(rows: list[dict], windows: int, cpus: int | None, write: bool) -> None:
-    lines = [f"Median seconds per window over {windows} windows (LPC-EGEE, 17 processors, 5·10⁵ s), one process; "
-             f"REF on Ray with {cpus} CPUs where given.", "",
-             "| organizations | jobs a window | REF coalitions | REF (s) | RAND, N = 15 (s) | DIRECTCONTR (s) | REF on Ray (s) | speed-up |",
-             "|---|---|---|---|---|---|---|---|"]
+    lines = [
+        f"Median seconds per window over {windows} windows (LPC-EGEE, 17 processors, 5·10⁵ s), one process; "
+        f"REF on Ray with {cpus} CPUs where given.",
+        "",
+        "| organizations | jobs a window | REF coalitions | REF (s) | "
+        "RAND, N = 15 (s) | DIRECTCONTR (s) | REF on Ray (s) | speed-up |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for r in rows:
         ray_s = f"{r['ref_ray']:.2f} | {r['ref'] / r['ref_ray']:.2f}×" if r["ref_ray"] else "– | –"
-        lines.append(f"| {r['k']} | {r['jobs']:.0f} | {2 ** r['k'] - 1} | {r['ref']:.2f} | {r['rand']:.2f} | "
-                     f"{r['directcontr']:.3f} | {ray_s} |")
+        lines.append(
+            f"| {r['k']} | {r['jobs']:.0f} | {2 ** r['k'] - 1} | {r['ref']:.2f} | {r['rand']:.2f} | "
+            f"{r['directcontr']:.3f} | {ray_s} |"
+        )
     text = "\n".join(lines) + "\n"
     print(text)
     if write:
@@ -127,7 +145,13 @@ def figure(rows: list[dict], path: Path, cpus: int | None) -> None:
         ax.plot(ks, [r[key] for r in rows], marker="o", label=label)
     ray_rows = [r for r in rows if r["ref_ray"]]
     if ray_rows:
-        ax.plot([r["k"] for r in ray_rows], [r["ref_ray"] for r in ray_rows], marker="s", ls="--", label=f"REF on Ray ({cpus} CPUs)")
+        ax.plot(
+            [r["k"] for r in ray_rows],
+            [r["ref_ray"] for r in ray_rows],
+            marker="s",
+            ls="--",
+            label=f"REF on Ray ({cpus} CPUs)",
+        )
     ax.set_yscale("log")
     ax.set_xlabel("organizations")
     ax.set_ylabel("seconds per window (log scale)")

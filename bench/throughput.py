@@ -48,6 +48,7 @@ seconds before each run for the machine to calm down.
 
 Figures are informational: the exit status is 0 whatever the targets say.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -63,8 +64,17 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-
-from harness import aggregate, environment, fmt, imported_run, instrument, projected_too_slow, run_worker, tree_rss, wait_quiet
+from harness import (
+    aggregate,
+    environment,
+    fmt,
+    imported_run,
+    instrument,
+    projected_too_slow,
+    run_worker,
+    tree_rss,
+    wait_quiet,
+)
 
 N_SITES, PROCS, RATE, ALPHA, BETA, SEED = 100, 10, 2.0, 2.0, 2.0, 1
 DEFAULT_SIZES = (20_000, 200_000, 1_000_000)
@@ -113,7 +123,9 @@ def scenario_dict(n_jobs: int) -> dict[str, Any]:
 COMPLETE, ARRIVAL = 0, 1  # completions first at equal times, as gridemu's kind rank
 
 
-def bare_heapq(release: np.ndarray, size: np.ndarray, site: np.ndarray, n_sites: int, m: int) -> tuple[np.ndarray, np.ndarray, int]:
+def bare_heapq(
+    release: np.ndarray, size: np.ndarray, site: np.ndarray, n_sites: int, m: int
+) -> tuple[np.ndarray, np.ndarray, int]:
     """FCFS on ``n_sites`` sites of ``m`` speed-1 processors, single-processor jobs.
 
     One global heap of (time, kind, site, seq, job); arrivals pushed lazily (one pending
@@ -178,7 +190,9 @@ def bare_heapq(release: np.ndarray, size: np.ndarray, site: np.ndarray, n_sites:
     return np.array(start), np.array(end), events
 
 
-def simpy_model(release: np.ndarray, size: np.ndarray, site: np.ndarray, n_sites: int, m: int) -> tuple[np.ndarray, np.ndarray, int]:
+def simpy_model(
+    release: np.ndarray, size: np.ndarray, site: np.ndarray, n_sites: int, m: int
+) -> tuple[np.ndarray, np.ndarray, int]:
     """The same model in SimPy: a Resource(capacity=m) per site, one process per job."""
     import simpy
 
@@ -203,7 +217,9 @@ def simpy_model(release: np.ndarray, size: np.ndarray, site: np.ndarray, n_sites
     return np.array(start), np.array(end), 2 * n
 
 
-def simpy_lazy_model(release: np.ndarray, size: np.ndarray, site: np.ndarray, n_sites: int, m: int) -> tuple[np.ndarray, np.ndarray, int]:
+def simpy_lazy_model(
+    release: np.ndarray, size: np.ndarray, site: np.ndarray, n_sites: int, m: int
+) -> tuple[np.ndarray, np.ndarray, int]:
     """Variant: one source process per site creates each job's process at its release.
 
     The event queue then holds at most one pending arrival per site, as in the heapq loop.
@@ -262,8 +278,6 @@ def worker(engine: str, n_jobs: int, out_dir: Path, tag: str) -> None:
         rec["events"] = events
         job_ids = jobs["job_id"]
     else:
-        import gridemu.emulator as emulator
-
         backend = "ray" if engine in RAY_ENGINES else "inprocess"
         shards = 2 if engine == "ray2" else 1
         if backend == "ray":
@@ -308,8 +322,21 @@ def worker(engine: str, n_jobs: int, out_dir: Path, tag: str) -> None:
 
 def run_one(engine: str, n_jobs: int, out_dir: Path, timeout: float, tag: str) -> dict[str, Any]:
     """One run in a fresh subprocess; its start/end arrays are left in ``out_dir/tag.npy``."""
-    cmd = [sys.executable, os.path.abspath(__file__), "--_worker", engine, "--_jobs", str(n_jobs), "--_out", str(out_dir), "--_tag", tag]
-    rec = run_worker(cmd, {"engine": engine, "label": ENGINES[engine], "jobs": n_jobs}, engine in RAY_ENGINES, out_dir, tag, timeout)
+    cmd = [
+        sys.executable,
+        os.path.abspath(__file__),
+        "--_worker",
+        engine,
+        "--_jobs",
+        str(n_jobs),
+        "--_out",
+        str(out_dir),
+        "--_tag",
+        tag,
+    ]
+    rec = run_worker(
+        cmd, {"engine": engine, "label": ENGINES[engine], "jobs": n_jobs}, engine in RAY_ENGINES, out_dir, tag, timeout
+    )
     if "error" not in rec:
         rec["jobs_per_s"] = n_jobs / rec["wall_s"]
         rec["events_per_s"] = rec["events"] / rec["wall_s"]
@@ -344,7 +371,22 @@ def compare_schedules(group: list[dict[str, Any]], out_dir: Path) -> None:
             r["schedule_diff"] = problems[0]
 
 
-COLUMNS = ["jobs", "engine", "wall s", "min-max", "jobs/s", "events/s", "startup s", "loop s", "call s", "peak MiB", "mem", "windows", "same sched.", "other CPU"]
+COLUMNS = [
+    "jobs",
+    "engine",
+    "wall s",
+    "min-max",
+    "jobs/s",
+    "events/s",
+    "startup s",
+    "loop s",
+    "call s",
+    "peak MiB",
+    "mem",
+    "windows",
+    "same sched.",
+    "other CPU",
+]
 
 
 def table_rows(rows: list[dict[str, Any]]) -> list[list[str]]:
@@ -421,7 +463,15 @@ def ratios(rows: list[dict[str, Any]], sizes: list[int]) -> list[dict[str, Any]]
     big = 1_000_000 if 1_000_000 in sizes else max(sizes)
 
     def add(name: str, value: float | None, target: str, ok: bool | None, note: str = "") -> None:
-        out.append({"ratio": name, "value": value, "target": target, "verdict": None if ok is None else ("PASS" if ok else "MISS"), "note": note})
+        out.append(
+            {
+                "ratio": name,
+                "value": value,
+                "target": target,
+                "verdict": None if ok is None else ("PASS" if ok else "MISS"),
+                "note": note,
+            }
+        )
 
     def best(a: dict[str, Any], b: dict[str, Any]) -> float:
         """jobs/s of a over jobs/s of b, each at its fastest run (noise only ever adds time)."""
@@ -432,15 +482,18 @@ def ratios(rows: list[dict[str, Any]], sizes: list[int]) -> list[dict[str, Any]]
     at = f"at {mid:,} jobs"
     for g, gname in ((rec, "recurrence"), (loop, "event loop")):
         primary = gname == "recurrence"
-        for ref, rname, target, fmt in ((bare, "bare heapq", TARGET_VS_HEAPQ, ".0%"), (simpy, "SimPy", TARGET_VS_SIMPY, ".2f")):
+        for ref, rname, target, spec in (
+            (bare, "bare heapq", TARGET_VS_HEAPQ, ".0%"),
+            (simpy, "SimPy", TARGET_VS_SIMPY, ".2f"),
+        ):
             if not (g and ref):
                 continue
             v = g["jobs_per_s"] / ref["jobs_per_s"]
-            unit = "" if fmt.endswith("%") else "x"
-            note = f"fastest runs: {best(g, ref):{fmt}}{unit}"
+            unit = "" if spec.endswith("%") else "x"
+            note = f"fastest runs: {best(g, ref):{spec}}{unit}"
             if g.get("call_s"):
-                note += f"; whole emulator.run call (median run): {mid / g['call_s'] / ref['jobs_per_s']:{fmt}}{unit}"
-            tgt = f">= {target:.0%}" if fmt.endswith("%") else f">= {target:g}x"
+                note += f"; whole emulator.run call (median run): {mid / g['call_s'] / ref['jobs_per_s']:{spec}}{unit}"
+            tgt = f">= {target:.0%}" if spec.endswith("%") else f">= {target:g}x"
             add(f"in-process 1 shard ({gname}) / {rname}, jobs/s {at}", v, tgt, v >= target if primary else None, note)
     ray2, rec_big = find(rows, "ray2", big), find(rows, "rec", big)
     at = f"at {big:,} jobs"
@@ -450,19 +503,32 @@ def ratios(rows: list[dict[str, Any]], sizes: list[int]) -> list[dict[str, Any]]
         if ray2.get("loop_s") and rec_big.get("loop_s"):
             ray_after = ray2["wall_s"] - ray2["startup_s"]
             rec_after = rec_big["wall_s"] - rec_big["startup_s"]
-            note += (f"\n         start-up: ray 2 shards {ray2['startup_s']:.2f} s (actors, imports, shards built in them) vs in-process "
-                     f"{rec_big['startup_s']:.2f} s (shards built); after start-up: {ray_after:.2f} s vs {rec_after:.2f} s "
-                     f"({rec_after / ray_after:.2f}x); window loop alone: {ray2['loop_s']:.2f} s vs {rec_big['loop_s']:.2f} s "
-                     f"({ray2.get('windows', 0)} windows)")
+            note += (
+                f"\n         start-up: ray 2 shards {ray2['startup_s']:.2f} s (actors, imports, shards built in them) "
+                f"vs in-process {rec_big['startup_s']:.2f} s (shards built); after start-up: {ray_after:.2f} s vs "
+                f"{rec_after:.2f} s ({rec_after / ray_after:.2f}x); window loop alone: {ray2['loop_s']:.2f} s vs "
+                f"{rec_big['loop_s']:.2f} s ({ray2.get('windows', 0)} windows)"
+            )
         add(f"ray 2 shards / in-process 1 shard (recurrence), jobs/s {at}", v, "> 1 (faster)", v > 1.0, note)
     ray1 = find(rows, "ray1", big)
     if ray2 and ray1:
-        add(f"ray 2 shards / ray 1 shard, jobs/s {at}", ray2["jobs_per_s"] / ray1["jobs_per_s"], "(scaling, no target)", None)
+        add(
+            f"ray 2 shards / ray 1 shard, jobs/s {at}",
+            ray2["jobs_per_s"] / ray1["jobs_per_s"],
+            "(scaling, no target)",
+            None,
+        )
     ray_rows = [r for r in (ray1, ray2) if r]
     for r in ray_rows:
         parts = r.get("tree_peak_parts_mib", {})
         note = ", ".join(f"{k} {v:,.0f}" for k, v in parts.items())
-        add(f"{r['label']} peak memory (MiB, driver + Ray processes) {at}", r["peak_mib"], f"< {TARGET_RAY_MEM_MIB:,} MiB", r["peak_mib"] < TARGET_RAY_MEM_MIB, note)
+        add(
+            f"{r['label']} peak memory (MiB, driver + Ray processes) {at}",
+            r["peak_mib"],
+            f"< {TARGET_RAY_MEM_MIB:,} MiB",
+            r["peak_mib"] < TARGET_RAY_MEM_MIB,
+            note,
+        )
     return out
 
 
@@ -472,22 +538,41 @@ def print_ratios(rs: list[dict[str, Any]]) -> None:
         print("  (no figures: the engines the targets compare did not run)")
     for r in rs:
         v = r["value"]
-        val = "-" if v is None else (f"{v:,.0f}" if "MiB" in r["ratio"] else (f"{v:.0%}" if "%" in r["target"] else f"{v:.2f}x"))
+        val = (
+            "-"
+            if v is None
+            else (f"{v:,.0f}" if "MiB" in r["ratio"] else (f"{v:.0%}" if "%" in r["target"] else f"{v:.2f}x"))
+        )
         verdict = r["verdict"] or "info"
         print(f"  [{verdict:>4}] {r['ratio']}: {val}  (target {r['target']})")
         if r["note"]:
             print(f"         {r['note']}")
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+def main(argv: list[str] | None = None) -> int:  # noqa: C901
+    ap = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--sizes", default=",".join(str(s) for s in DEFAULT_SIZES), help="job counts, comma-separated")
     ap.add_argument("--quick", action="store_true", help=f"only {DEFAULT_SIZES[0]:,} jobs (smoke test)")
-    ap.add_argument("--engines", default=",".join(DEFAULT_ENGINES), help=f"comma-separated, from {','.join(ENGINES)} (default: all but simpy_lazy)")
+    ap.add_argument(
+        "--engines",
+        default=",".join(DEFAULT_ENGINES),
+        help=f"comma-separated, from {','.join(ENGINES)} (default: all but simpy_lazy)",
+    )
     ap.add_argument("--json", metavar="PATH", help="write the rows and ratios as JSON")
-    ap.add_argument("--repeat", type=int, help="runs per (size, engine), each in a fresh process; the median is shown (default 3, --quick 1)")
-    ap.add_argument("--quiet-wait", type=float, default=0.0, metavar="S",
-                    help="before each run, wait up to S seconds for other processes to use < 0.25 cores (shared machines)")
+    ap.add_argument(
+        "--repeat",
+        type=int,
+        help="runs per (size, engine), each in a fresh process; the median is shown (default 3, --quick 1)",
+    )
+    ap.add_argument(
+        "--quiet-wait",
+        type=float,
+        default=0.0,
+        metavar="S",
+        help="before each run, wait up to S seconds for other processes to use < 0.25 cores (shared machines)",
+    )
     ap.add_argument("--timeout", type=float, default=300.0, help="seconds allowed per run (default 300)")
     ap.add_argument("--_worker", help=argparse.SUPPRESS)
     ap.add_argument("--_jobs", type=int, help=argparse.SUPPRESS)
@@ -499,7 +584,11 @@ def main(argv: list[str] | None = None) -> int:
         worker(args._worker, args._jobs, Path(args._out), args._tag)
         return 0
 
-    sizes = [DEFAULT_SIZES[0]] if args.quick else sorted({int(s.replace("_", "")) for s in args.sizes.split(",") if s.strip()})
+    sizes = (
+        [DEFAULT_SIZES[0]]
+        if args.quick
+        else sorted({int(s.replace("_", "")) for s in args.sizes.split(",") if s.strip()})
+    )
     engines = [e.strip() for e in args.engines.split(",") if e.strip()]
     repeat = max(1, args.repeat if args.repeat is not None else (1 if args.quick else 3))
     unknown = [e for e in engines if e not in ENGINES]
@@ -507,8 +596,10 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"unknown engine(s) {unknown}; choose from {', '.join(ENGINES)}")
     env = environment()
     print(
-        f"gridemu throughput: {N_SITES} sites x {PROCS} processors, FCFS, Poisson rate {RATE}/site, gamma({ALPHA:g}, {BETA:g}) sizes, "
-        f"1-processor jobs, seed {SEED}; {repeat} run(s) per engine and size, each in a fresh process\n{env['summary']}"
+        f"gridemu throughput: {N_SITES} sites x {PROCS} processors, FCFS, Poisson rate {RATE}/site, gamma({ALPHA:g}, "
+        f"{BETA:g}) sizes, 1-processor jobs, seed {SEED}; {repeat} "
+        "run(s) per engine and size, each in a fresh process\n"
+        f"{env['summary']}"
     )
     rows: list[dict[str, Any]] = []
     t_all = time.perf_counter()
@@ -533,9 +624,16 @@ def main(argv: list[str] | None = None) -> int:
                         if args.quiet_wait > 0:
                             busy = wait_quiet(args.quiet_wait)
                             if busy >= 0.25:
-                                print(f"  (machine still busy after {args.quiet_wait:.0f} s: {busy:.2f} cores used by others)", flush=True)
+                                print(
+                                    f"  (machine still busy after {args.quiet_wait:.0f} "
+                                    f"s: {busy:.2f} cores used by others)",
+                                    flush=True,
+                                )
                         r = run_one(e, n, out_dir, args.timeout, f"{e}-{n}-{k}")
-                        msg = r.get("error") or f"wall {r['wall_s']:.3f} s, {r['jobs_per_s']:,.0f} jobs/s, peak {r['peak_mib']:,.0f} MiB"
+                        msg = (
+                            r.get("error")
+                            or f"wall {r['wall_s']:.3f} s, {r['jobs_per_s']:,.0f} jobs/s, peak {r['peak_mib']:,.0f} MiB"
+                        )
                         print(f"  {n:>9,} {ENGINES[e]:<40} run {k + 1}/{repeat}: {msg}", flush=True)
                         if "error" not in r:
                             runs[e].append(r)
@@ -555,29 +653,42 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print_table(rows, f"Throughput on {env['cpus']} CPUs (benchmark took {total:.0f} s)")
     print(
-        "in-process / ray = gridemu emulator.run(backend=...), 1 or 2 shards; in-process with the FCFS recurrence or recurrence=False.\n"
-        "wall s: median of the runs; gridemu summary wall_seconds (shards built -> results gathered); heapq/SimPy: simulation from the job arrays.\n"
-        "startup s: shards built and answering (Ray: actors started); loop s: window loop; call s: whole emulator.run call.\n"
-        "peak MiB: maxrss = ru_maxrss of the fresh subprocess; tree = driver + every Ray process (GCS, raylet, agents, workers),\n"
+        "in-process / ray = gridemu emulator.run(backend=...), 1 or 2 "
+        "shards; in-process with the FCFS recurrence or recurrence=False.\n"
+        "wall s: median of the runs; gridemu summary wall_seconds (shards built -> results gathered); heapq/SimPy: "
+        "simulation from the job arrays.\n"
+        "startup s: shards built and answering (Ray: actors started); "
+        "loop s: window loop; call s: whole emulator.run call.\n"
+        "peak MiB: maxrss = ru_maxrss of the fresh subprocess; tree = "
+        "driver + every Ray process (GCS, raylet, agents, workers),\n"
         "RSS summed, sampled every 50 ms, max of the sum. events = arrivals + completions.\n"
-        "other CPU: cores used by processes outside the benchmark while the run's process was alive (noise; 2 = the whole machine)."
+        "other CPU: cores used by processes outside the benchmark while "
+        "the run's process was alive (noise; 2 = the whole machine)."
     )
     for r in rows:
         if "error" in r or "skipped" in r:
             print(f"{r['label']}, {r['jobs']:,} jobs: {r.get('error') or r.get('skipped')}")
         elif r.get("failed_repeats"):
-            print(f"{r['label']}, {r['jobs']:,} jobs: {len(r['failed_repeats'])} run(s) failed: {r['failed_repeats'][0]}")
+            print(
+                f"{r['label']}, {r['jobs']:,} jobs: {len(r['failed_repeats'])} run(s) failed: {r['failed_repeats'][0]}"
+            )
     for n in sizes:
         group = [r for r in rows if r["jobs"] == n and "same_schedule" in r]
         if group:
             same = all(r["same_schedule"] for r in group)
             ref = ENGINES[group[0]["schedule_ref"]]
             details = "; ".join(f"{r['label']}: {r['schedule_diff']}" for r in group if not r["same_schedule"])
-            print(f"schedules identical ({n:,} jobs, {len(group)} engines vs {ref}): {'yes' if same else 'no'}" + (f" ({details})" if details else ""))
+            print(
+                f"schedules identical ({n:,} jobs, {len(group)} engines vs {ref}): {'yes' if same else 'no'}"
+                + (f" ({details})" if details else "")
+            )
     rs = ratios(rows, sizes)
     print_ratios(rs)
     if args.json:
-        Path(args.json).write_text(json.dumps({"environment": env, "sizes": sizes, "rows": rows, "ratios": rs, "total_s": total}, indent=2) + "\n")
+        Path(args.json).write_text(
+            json.dumps({"environment": env, "sizes": sizes, "rows": rows, "ratios": rs, "total_s": total}, indent=2)
+            + "\n"
+        )
         print(f"\nwrote {args.json}")
     return 0
 

@@ -8,6 +8,7 @@ agent's ``on_<kind>`` method (``on_load(now, msg)``); a kind with no method stop
 with an error naming the kind and the sender. An agent declares the earliest virtual time
 at which it could next send (``send_bound``); the kernel's windows are built on those bounds.
 """
+
 from __future__ import annotations
 
 import math

@@ -5,6 +5,7 @@ section of ``summary.json`` (``metrics.fairness``; a ``proposition`` workload an
 ``gm`` protocol give it by default). The paper's checkers stay with the protocol they
 describe (``brokers/gm/fairness.py``); this module only measures a job table with them.
 """
+
 from __future__ import annotations
 
 import math
@@ -41,6 +42,9 @@ def fairness_summary(submitted: np.ndarray, table: pd.DataFrame) -> dict[str, An
     bad, pairs = ef_counts(jobs, completion)
     first = ef_violations(jobs, completion)[:10] if bad and len(jobs) <= 20_000 else []
     return {
-        "jobs_compared": len(jobs), "ef_pairs": pairs, "ef_violations": bad,
-        "ef_per_1000_pairs": 1000.0 * bad / pairs if pairs else 0.0, "ef_first": [list(p) for p in first],
+        "jobs_compared": len(jobs),
+        "ef_pairs": pairs,
+        "ef_violations": bad,
+        "ef_per_1000_pairs": 1000.0 * bad / pairs if pairs else 0.0,
+        "ef_first": [list(p) for p in first],
     }

@@ -15,6 +15,7 @@ of the run receives. Nested values are tuples, so that no agent can change what 
 other sites of its shard read. :meth:`Params.table` gives the resolved section back as
 plain data (``scenario.toml``, ``summary.json``).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -36,8 +37,16 @@ _NUMBER_CHECKS = ("positive", "nonneg", "finite", "most")
 
 
 def param(
-    default: Any, doc: str, *, choices: tuple[str, ...] | None = None, per_site: bool = False, check: Check | None = None,
-    to_table: Callable[[Any], Any] | None = None, kind: str | None = None, derived: bool = False, **numbers: Any,
+    default: Any,
+    doc: str,
+    *,
+    choices: tuple[str, ...] | None = None,
+    per_site: bool = False,
+    check: Check | None = None,
+    to_table: Callable[[Any], Any] | None = None,
+    kind: str | None = None,
+    derived: bool = False,
+    **numbers: Any,
 ) -> Any:
     """One key: its default (None: filled by ``validate`` from other keys or the scenario),
     its documentation (``gridemu list PROTOCOL``) and its checks: ``choices`` for a name,
@@ -50,7 +59,13 @@ def param(
     if unknown:
         raise TypeError(f"param: unknown checks {', '.join(sorted(unknown))}")
     meta = {
-        "doc": doc, "choices": choices, "per_site": per_site, "check": check, "to_table": to_table, "kind": kind, "derived": derived,
+        "doc": doc,
+        "choices": choices,
+        "per_site": per_site,
+        "check": check,
+        "to_table": to_table,
+        "kind": kind,
+        "derived": derived,
         "numbers": numbers,
     }
     return dataclasses.field(default=default, metadata=meta)
@@ -74,9 +89,15 @@ class Params:
             if f.metadata.get("derived"):
                 continue
             meta = f.metadata
-            kind = meta.get("kind") or (" | ".join(f'"{c}"' for c in meta["choices"]) if meta.get("choices") else _type_name(hints[f.name]))
+            kind = meta.get("kind") or (
+                " | ".join(f'"{c}"' for c in meta["choices"]) if meta.get("choices") else _type_name(hints[f.name])
+            )
             if meta.get("per_site"):
-                kind = ("a name" if meta.get("choices") else "a number") + " per site (or one for all)" + (f": {kind}" if meta.get("choices") else "")
+                kind = (
+                    ("a name" if meta.get("choices") else "a number")
+                    + " per site (or one for all)"
+                    + (f": {kind}" if meta.get("choices") else "")
+                )
             out.append((f.name, kind, _plain(f.default), meta.get("doc", "")))
         return out
 
@@ -157,5 +178,8 @@ _TOML_TYPES = {bool: "true | false", int: "integer", float: "number", str: "stri
 
 
 def _type_name(kind: Any) -> str:
-    names = [_TOML_TYPES.get(k, "list" if typing.get_origin(k) is tuple else str(k)) for k in typing.get_args(kind) or (kind,)]
+    names = [
+        _TOML_TYPES.get(k, "list" if typing.get_origin(k) is tuple else str(k))
+        for k in typing.get_args(kind) or (kind,)
+    ]
     return " or ".join(n for n in names if n != str(type(None)))

@@ -9,6 +9,7 @@ the shape information (never state) its agents may know without asking, what it 
 (:data:`CAPABILITIES`).
 ``docs/adding-a-protocol.md`` walks through a new one.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -168,11 +169,13 @@ class Protocol:
         object.__setattr__(self, "capabilities", caps)
         unknown = sorted(caps - CAPABILITIES.keys())
         if unknown:
-            raise ValueError(f"protocol {self.name!r}: unknown capabilities {unknown}; known: {', '.join(CAPABILITIES)}")
+            raise ValueError(
+                f"protocol {self.name!r}: unknown capabilities {unknown}; known: {', '.join(CAPABILITIES)}"
+            )
         if self.route is not None and "stateless" not in caps:
             raise ValueError(
-                f"protocol {self.name!r} gives a route but does not declare the 'stateless' capability: a precomputed route is "
-                "taken only from agents whose destinations depend on their own site's stream alone",
+                f"protocol {self.name!r} gives a route but does not declare the 'stateless' capability: a precomputed "
+                "route is taken only from agents whose destinations depend on their own site's stream alone",
             )
 
     def can(self, capability: str) -> bool:
@@ -203,7 +206,7 @@ def require_full_graph_when_replicated(protocol: str, scenario: ScenarioFacts, m
     network = scenario.data.get("network", {})
     if mode == "replicated" and (network.get("topology", "full") != "full" or "topology_file" in network):
         raise ScenarioError(
-            "network.topology", f"the {protocol} protocol replicated at every site needs every site to hear every other "
+            "network.topology",
+            f"the {protocol} protocol replicated at every site needs every site to hear every other "
             '(topology = "full"); mode = "sampled" runs over any topology',
         )
-

@@ -3,6 +3,7 @@
 A new protocol is one folder (its agent, its algorithms, its description) and one name here;
 ``docs/adding-a-protocol.md`` shows how. Tests may :func:`register` a protocol of their own.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterator, MutableMapping
@@ -16,8 +17,17 @@ from gridemu.model.errors import ScenarioError
 #: A module is imported when its protocol is first asked for: a shard's actor imports the
 #: one protocol it runs (0.11 s of imports for all of them).
 SHIPPED: tuple[str, ...] = (
-    "local", "random", "averaging", "averaging_game", "bilb", "molba", "gm", "fairshare", "directcontr",
-    "scheduling_game", "power_of_d",
+    "local",
+    "random",
+    "averaging",
+    "averaging_game",
+    "bilb",
+    "molba",
+    "gm",
+    "fairshare",
+    "directcontr",
+    "scheduling_game",
+    "power_of_d",
 )
 
 
@@ -97,7 +107,9 @@ def require(protocol: Protocol, capability: str, key: str, problem: str) -> None
     """The kernel's one capability check: a ScenarioError on ``key`` saying ``problem`` and
     naming the protocols that have ``capability``, unless ``protocol`` has it."""
     if not protocol.can(capability):
-        raise ScenarioError(key, f"{problem}; protocols whose agents {CAPABILITIES[capability]}: {', '.join(having(capability))}")
+        raise ScenarioError(
+            key, f"{problem}; protocols whose agents {CAPABILITIES[capability]}: {', '.join(having(capability))}"
+        )
 
 
 def report_of(name: str) -> Report:

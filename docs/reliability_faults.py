@@ -4,6 +4,7 @@
     python docs/reliability_faults.py           # runs the sweep (about 5 s) and prints the table
     python docs/reliability_faults.py --write   # and puts it in docs/reliability.md
 """
+
 from __future__ import annotations
 
 import sys
@@ -17,19 +18,40 @@ MTBF = [1e12, 1600.0, 400.0, 100.0]
 
 
 def table() -> str:
-    _, _, t = sweep("faults", [("faults.mtbf", MTBF), ("protocol.name", ["local", "averaging"])], repeat=5, quiet=True, backend="inprocess")
+    _, _, t = sweep(
+        "faults",
+        [("faults.mtbf", MTBF), ("protocol.name", ["local", "averaging"])],
+        repeat=5,
+        quiet=True,
+        backend="inprocess",
+    )
     t = t.reset_index()
     order = {m: i for i, m in enumerate(MTBF)}
-    t = t.sort_values(["faults.mtbf", "protocol.name"], key=lambda c: c.map(order) if c.name == "faults.mtbf" else c.map({"local": 0, "averaging": 1}))
-    out = ["| mtbf (mttr 40) | protocol | mean flow time | makespan | crashes | jobs requeued | work lost | reports lost |",
-           "|---:|---|---:|---:|---:|---:|---:|---:|"]
+    t = t.sort_values(
+        ["faults.mtbf", "protocol.name"],
+        key=lambda c: c.map(order) if c.name == "faults.mtbf" else c.map({"local": 0, "averaging": 1}),
+    )
+    out = [
+        "| mtbf (mttr 40) | protocol | mean flow time | makespan | "
+        "crashes | jobs requeued | work lost | reports lost |",
+        "|---:|---|---:|---:|---:|---:|---:|---:|",
+    ]
     for _, r in t.iterrows():
         mtbf = "none (1e12)" if r["faults.mtbf"] >= 1e12 else f"{r['faults.mtbf']:,.0f}"
-        crashes = f"{r.faults_crashes_mean:.0f}" if r.faults_crashes_mean == int(r.faults_crashes_mean) else f"{r.faults_crashes_mean:.1f}"
-        killed = f"{r.faults_jobs_killed_mean:.0f}" if r.faults_jobs_killed_mean == int(r.faults_jobs_killed_mean) else f"{r.faults_jobs_killed_mean:.1f}"
+        crashes = (
+            f"{r.faults_crashes_mean:.0f}"
+            if r.faults_crashes_mean == int(r.faults_crashes_mean)
+            else f"{r.faults_crashes_mean:.1f}"
+        )
+        killed = (
+            f"{r.faults_jobs_killed_mean:.0f}"
+            if r.faults_jobs_killed_mean == int(r.faults_jobs_killed_mean)
+            else f"{r.faults_jobs_killed_mean:.1f}"
+        )
         out.append(
-            f"| {mtbf} | {r['protocol.name']} | {r.mean_flow_time_mean:.1f} ± {r.mean_flow_time_std:.1f} | {r.makespan_mean:,.0f} | "
-            f"{crashes} | {killed} | {r.faults_work_lost_mean:,.0f} | {r.faults_messages_lost_mean:,.0f} |"
+            f"| {mtbf} | {r['protocol.name']} | {r.mean_flow_time_mean:.1f} ± {r.mean_flow_time_std:.1f} | "
+            f"{r.makespan_mean:,.0f} | {crashes} | {killed} | {r.faults_work_lost_mean:,.0f} | "
+            f"{r.faults_messages_lost_mean:,.0f} |"
         )
     return "\n".join(out)
 

@@ -1,9 +1,10 @@
 """gridemu's kernel: virtual time, windows, backends, results, CLI.
 
-    >>> from gridemu import emulator
-    >>> result = emulator.run("quickstart", seed=3, backend="inprocess")
-    >>> result.jobs.head(); result.summary["global"]["makespan"]
+>>> from gridemu import emulator
+>>> result = emulator.run("quickstart", seed=3, backend="inprocess")
+>>> result.jobs.head(); result.summary["global"]["makespan"]
 """
+
 from gridemu.model.errors import GridemuError, InvariantError, ScenarioError, WorkloadError
 
 
@@ -20,4 +21,15 @@ def __getattr__(name: str):
         return getattr(scenario, name)
     raise AttributeError(f"module 'gridemu.emulator' has no attribute {name!r}")
 
-__all__ = ["run", "resume", "load_scenario", "shipped_scenarios", "RunResult", "GridemuError", "ScenarioError", "WorkloadError", "InvariantError"]
+
+__all__ = [
+    "run",
+    "resume",
+    "load_scenario",
+    "shipped_scenarios",
+    "RunResult",
+    "GridemuError",
+    "ScenarioError",
+    "WorkloadError",
+    "InvariantError",
+]

@@ -2,10 +2,14 @@
 
 The CLI is a thin layer over this module.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any, Callable
+
+import numpy as np
+import pandas as pd
 
 from gridemu.brokers.metrics import fairness_summary
 from gridemu.brokers.protocol import RunFacts, Summary
@@ -14,16 +18,21 @@ from gridemu.emulator.checks import check_conservation, check_guarantees
 from gridemu.emulator.coordinator import run_windows
 from gridemu.emulator.engine import Progress, RawRun
 from gridemu.emulator.plugins import require_registered
+from gridemu.emulator.results import (
+    PIECE_COLUMNS,
+    RunResult,
+    check_out,
+    job_table,
+    labelled,
+    piece_table,
+    site_table,
+    summarize,
+    timeseries_table,
+    usage_table,
+)
 from gridemu.emulator.scenario import Scenario, load_scenario
 from gridemu.model.errors import ScenarioError
 from gridemu.sites.sections import SectionFacts, given
-from gridemu.emulator.results import (
-    PIECE_COLUMNS, RunResult, check_out, job_table, labelled, piece_table, site_table, summarize,
-    timeseries_table, usage_table,
-)
-
-import numpy as np
-import pandas as pd
 
 
 def run(
@@ -57,7 +66,9 @@ def run(
     if not isinstance(scenario, Scenario):
         scenario = load_scenario(scenario, overrides, seed=seed, backend=backend, shards=shards)
     elif overrides or seed is not None or backend is not None or shards is not None:
-        scenario = load_scenario(scenario.data, overrides, source=scenario.source, seed=seed, backend=backend, shards=shards)
+        scenario = load_scenario(
+            scenario.data, overrides, source=scenario.source, seed=seed, backend=backend, shards=shards
+        )
     if checkpoint is not None and not checkpoint >= 0:
         raise ScenarioError("--checkpoint", f"must be a number of seconds >= 0, got {checkpoint}")
     target = None
@@ -67,7 +78,12 @@ def run(
             Path(out).mkdir(parents=True, exist_ok=True)
             target = Path(out) / ckpt.FILE
     raw = run_windows(
-        scenario, address=address, on_progress=on_progress, recurrence=recurrence, checkpoint_every=checkpoint, checkpoint_to=target,
+        scenario,
+        address=address,
+        on_progress=on_progress,
+        recurrence=recurrence,
+        checkpoint_every=checkpoint,
+        checkpoint_to=target,
     )
     result = _finish(raw)
     if out is not None:
@@ -91,8 +107,13 @@ def resume(
     require_registered(state["scenario"]["protocol"]["name"], f"resume {out}")
     scenario = load_scenario(state["scenario"], source=state["source"], backend=backend or state["backend"])
     raw = run_windows(
-        scenario, address=address, on_progress=on_progress, resume=state["checkpoint"], n_shards=state["shards"],
-        checkpoint_every=checkpoint, checkpoint_to=Path(out) / ckpt.FILE if checkpoint is not None else None,
+        scenario,
+        address=address,
+        on_progress=on_progress,
+        resume=state["checkpoint"],
+        n_shards=state["shards"],
+        checkpoint_every=checkpoint,
+        checkpoint_to=Path(out) / ckpt.FILE if checkpoint is not None else None,
     )
     result = _finish(raw)
     result.write(out, overwrite=False)
@@ -110,12 +131,16 @@ def _finish(raw: RawRun) -> RunResult:
     if scenario.data["metrics"].get("counterfactual") == "local":
         # The same workload with no cooperation: what each organization would have had alone.
         local_scenario = load_scenario(
-            scenario.data, {"protocol": {"name": "local"}, "run.backend": "inprocess", "run.shards": 1}, source=scenario.source
+            scenario.data,
+            {"protocol": {"name": "local"}, "run.backend": "inprocess", "run.shards": 1},
+            source=scenario.source,
         )
         local = job_table(piece_table(run_windows(local_scenario, warn=False)))
     summary = summarize(raw, table, sites, local)
     plugin = scenario.plugin
-    added = plugin.summary(RunFacts(scenario.params, scenario.facts(), raw.jobs, table, pieces)) if plugin.summary else None
+    added = (
+        plugin.summary(RunFacts(scenario.params, scenario.facts(), raw.jobs, table, pieces)) if plugin.summary else None
+    )
     if not isinstance(added, Summary):
         added = Summary(protocol=added)
     for org, figures in added.organizations.items():
@@ -154,4 +179,3 @@ def _piece_rows(pieces: pd.DataFrame, jobs: pd.DataFrame, orgs: list[str], group
         return labelled(pieces, orgs, groups, PIECE_COLUMNS)
     cols = {c: (pieces[c] if c == "fragment" else jobs[c]) for c in PIECE_COLUMNS}
     return pd.DataFrame(cols, copy=False)
-

@@ -7,6 +7,7 @@ whose reference the coordinator hands unopened to each destination shard that ha
 batch in it; that shard takes its own (``_ShardActor.step``). Payloads never pass through
 the coordinator. Results come back column by column (``_ShardActor.results``).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -17,9 +18,9 @@ import threading
 import warnings
 from typing import Any, Iterator
 
-from gridemu.model.errors import GridemuError, first_line
 from gridemu.emulator.plugins import by_value, dump_shard, load_shard, protocol_of
 from gridemu.emulator.shard import Shard, ShardSpec, StepInfo, draw_jobs, numbered, with_drawn_jobs
+from gridemu.model.errors import GridemuError, first_line
 from gridemu.model.jobs import release_keys
 
 
@@ -135,7 +136,9 @@ def ensure_ray(address: str | None = None, num_cpus: int | None = None) -> Any:
         if address not in (None, "auto"):
             current = ray.get_runtime_context().gcs_address
             if address.split("://", 1)[-1] != current:
-                raise GridemuError(f"--address: this process is already connected to the Ray cluster at {current}, not {address!r}")
+                raise GridemuError(
+                    f"--address: this process is already connected to the Ray cluster at {current}, not {address!r}"
+                )
         return ray
     kwargs: dict[str, Any] = {"include_dashboard": False, "logging_level": "ERROR", "log_to_driver": False}
     caller = signal.getsignal(signal.SIGTERM) if threading.current_thread() is threading.main_thread() else None
@@ -207,7 +210,9 @@ class RayBackend:
         self.n = n
         states = states or [None] * n
         with by_value(specs[0].plugin):  # a protocol registered at run time travels as code
-            self.actors = [actor.remote(ray.put(spec), ray.put(state) if state else None) for spec, state in zip(specs, states)]
+            self.actors = [
+                actor.remote(ray.put(spec), ray.put(state) if state else None) for spec, state in zip(specs, states)
+            ]
         if states[0] is None and specs[0].jobs is None:
             # Each shard draws its sites' jobs; their release keys go from actor to actor.
             keys = [a.draw.remote() for a in self.actors]
@@ -224,7 +229,9 @@ class RayBackend:
             if getattr(exc, "actor_init_failed", False):
                 # Building the shard raised (an import or a bug): a rebuild would raise again.
                 lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
-                raise GridemuError(f"a shard actor could not be built: {lines[-1] if lines else type(exc).__name__}") from None
+                raise GridemuError(
+                    f"a shard actor could not be built: {lines[-1] if lines else type(exc).__name__}"
+                ) from None
             first = first_line(exc)
             raise ShardLost(f"a shard actor died ({type(exc).__name__}: {first})") from None
 

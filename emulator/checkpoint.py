@@ -10,6 +10,7 @@ so the job table is the same) and, with ``--checkpoint SECONDS``, written to
 ``OUT/checkpoint.pkl`` (atomically) for ``gridemu resume OUT``. The results, once written,
 replace the folder and the checkpoint with it.
 """
+
 from __future__ import annotations
 
 import os
@@ -25,7 +26,10 @@ from gridemu.emulator.shard import StepInfo
 from gridemu.model.errors import GridemuError
 
 FILE = "checkpoint.pkl"
-FORMAT = 5  # 2: shards keep the jobs they drew and report them in status; 3: sites hold received messages in an inbox, not their heap; 4: typed payload slots in message rows; 5: a shard holds its sites behind an engine
+# 2: shards keep the jobs they drew and report them in status; 3: sites hold received messages
+# in an inbox, not their heap; 4: typed payload slots in message rows; 5: a shard holds its
+# sites behind an engine.
+FORMAT = 5
 
 
 @dataclass
@@ -39,13 +43,25 @@ class Checkpoint:
     shards: list[bytes] | None
 
 
-def save(path: Path, checkpoint: Checkpoint, data: dict[str, Any], source: str | None, backend: str, n_shards: int) -> None:
+def save(
+    path: Path, checkpoint: Checkpoint, data: dict[str, Any], source: str | None, backend: str, n_shards: int
+) -> None:
     """Write the checkpoint and what a resume needs (the validated scenario) all or nothing."""
     tmp = path.with_name(f".{path.name}.partial")
     try:
         with tmp.open("wb") as fh:
-            pickle.dump({"format": FORMAT, "scenario": data, "source": source, "backend": backend, "shards": n_shards,
-                         "checkpoint": checkpoint}, fh, protocol=pickle.HIGHEST_PROTOCOL)
+            pickle.dump(
+                {
+                    "format": FORMAT,
+                    "scenario": data,
+                    "source": source,
+                    "backend": backend,
+                    "shards": n_shards,
+                    "checkpoint": checkpoint,
+                },
+                fh,
+                protocol=pickle.HIGHEST_PROTOCOL,
+            )
         os.replace(tmp, path)
     except BaseException:  # a signal while writing: the previous checkpoint stays whole
         tmp.unlink(missing_ok=True)
@@ -90,7 +106,9 @@ class StopAtBarrier:
             signal.raise_signal(signum)
             return
         self.pending = signum
-        print("gridemu: stopping at the next barrier, after a checkpoint (again to stop now)", file=sys.stderr, flush=True)
+        print(
+            "gridemu: stopping at the next barrier, after a checkpoint (again to stop now)", file=sys.stderr, flush=True
+        )
 
     def restore(self) -> None:
         for sig, handler in self.previous.items():

@@ -3,6 +3,7 @@
 Each check is vectorized over the job (or piece) table and raises :class:`InvariantError` naming
 the first offending job.
 """
+
 from __future__ import annotations
 
 import math
@@ -30,7 +31,9 @@ def check_conservation(pieces: pd.DataFrame, submitted: np.ndarray) -> None:
     twin = same & (frag[1:] == frag[:-1])
     if twin.any():
         k = int(np.flatnonzero(twin)[0])
-        raise InvariantError(f"conservation: job {int(ids[k])} (fragment {int(frag[k])}) is held by two sites at the end")
+        raise InvariantError(
+            f"conservation: job {int(ids[k])} (fragment {int(frag[k])}) is held by two sites at the end"
+        )
     if len(ids) and (ids[1:] >= ids[:-1]).all():  # sorted: each job's first piece starts a run, no sort needed
         uniq = ids[np.r_[True, ~same]]
     else:
@@ -43,7 +46,9 @@ def check_conservation(pieces: pd.DataFrame, submitted: np.ndarray) -> None:
         missing = np.setdiff1d(want, uniq)
         extra = np.setdiff1d(uniq, want)
         if len(missing):
-            raise InvariantError(f"conservation: job {int(missing[0])} was lost ({len(missing)} jobs missing at the end)")
+            raise InvariantError(
+                f"conservation: job {int(missing[0])} was lost ({len(missing)} jobs missing at the end)"
+            )
         raise InvariantError(f"conservation: job {int(extra[0])} appeared from nowhere")
     whole = len(uniq) == len(ids)  # no job split: the rows are the submitted jobs, in order
     job = None if whole else np.searchsorted(want, ids)
@@ -59,7 +64,9 @@ def check_conservation(pieces: pd.DataFrame, submitted: np.ndarray) -> None:
         bad = ~np.isclose(size, sub["size"], rtol=1e-9, atol=1e-9)
     if bad.any():
         k = int(np.flatnonzero(bad)[0])
-        raise InvariantError(f"conservation: job {int(want[k])} has size {sub['size'][k]} but its pieces add up to {size[k]}")
+        raise InvariantError(
+            f"conservation: job {int(want[k])} has size {sub['size'][k]} but its pieces add up to {size[k]}"
+        )
 
 
 def check_guarantees(jobs: pd.DataFrame, horizon: float) -> None:
@@ -75,8 +82,8 @@ def check_guarantees(jobs: pd.DataFrame, horizon: float) -> None:
         j = jobs.iloc[int(np.flatnonzero(late)[0])]
         when = f"finished at t={j.end}" if not math.isnan(j.end) else f"was not finished at the horizon t={horizon}"
         raise InvariantError(
-            f"guarantee: job {int(j.job_id)} {when}, after the latest finish time t={j.deadline} announced at its submission "
-            f"({int(late.sum())} late jobs)"
+            f"guarantee: job {int(j.job_id)} {when}, after the latest finish time t={j.deadline} announced at its "
+            f"submission ({int(late.sum())} late jobs)"
         )
 
 
@@ -99,7 +106,9 @@ def check_causality(table: Mapping[str, Any], site_procs: np.ndarray) -> None:
     too_wide = started & (procs > site_procs[site])
     if too_wide.any():
         k = int(np.flatnonzero(too_wide)[0])
-        raise InvariantError(f"causality: job {int(ids[k])} needs {procs[k]} processors, site {site[k]} has {site_procs[site[k]]}")
+        raise InvariantError(
+            f"causality: job {int(ids[k])} needs {procs[k]} processors, site {site[k]} has {site_procs[site[k]]}"
+        )
     # Processors in use per site never exceed its count: sweep starts (+q) and ends (-q).
     idx = np.flatnonzero(started)
     if not len(idx):

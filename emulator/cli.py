@@ -3,6 +3,7 @@
 Every user error prints one line ``gridemu: error: ...`` naming the key, file or value,
 and exits with code 2; no traceback.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -17,9 +18,9 @@ from typing import Any, Sequence
 
 from gridemu.brokers import registry
 from gridemu.emulator.console import stderr_console
-from gridemu.model.errors import GridemuError, InvariantError
 from gridemu.emulator.results import check_out
 from gridemu.emulator.scenario import load_scenario, parse_override, read_scenario_file, shipped_scenarios
+from gridemu.model.errors import GridemuError, InvariantError
 
 EXIT_USAGE = 2
 EXIT_INVARIANT = 3
@@ -72,8 +73,10 @@ def _list_keys(args: argparse.Namespace) -> int:
     from gridemu.model.checks import choice
 
     proto = registry.get(choice("protocol", args.protocol, tuple(registry.PROTOCOLS)))
-    rows = [(key, kind, "(computed)" if default is None else json.dumps(default, ensure_ascii=False), doc)
-            for key, kind, default, doc in proto.params.docs()]
+    rows = [
+        (key, kind, "(computed)" if default is None else json.dumps(default, ensure_ascii=False), doc)
+        for key, kind, default, doc in proto.params.docs()
+    ]
     if args.plain or not sys.stdout.isatty():
         for row in rows:  # key, type, default (JSON), documentation
             print("\t".join(row))
@@ -103,9 +106,15 @@ def cmd_validate(args: argparse.Namespace) -> int:
     # Generated workloads are sized, not drawn (validating 10^8 jobs takes no memory); job
     # lists and traces are read whole, which shows their errors here too.
     est = estimate(sc)
-    for limit, value, what in ((args.max_jobs, est.jobs, "jobs"), (args.max_messages, est.messages, "messages"), (args.max_rounds, est.rounds, "rounds")):
+    for limit, value, what in (
+        (args.max_jobs, est.jobs, "jobs"),
+        (args.max_messages, est.messages, "messages"),
+        (args.max_rounds, est.rounds, "rounds"),
+    ):
         if limit is not None and value is not None and value > limit:
-            raise GridemuError(f"estimate: about {value:.3g} {what}, more than --max-{what} {limit:g} ({est.describe()})")
+            raise GridemuError(
+                f"estimate: about {value:.3g} {what}, more than --max-{what} {limit:g} ({est.describe()})"
+            )
     print(
         f"{sc.source}: ok: {len(sc.sites)} sites, {len(sc.orgs)} organizations, {est.jobs:,.0f} jobs, "
         f"protocol {sc.protocol['name']}, workload {wl['kind']}, lookahead {sc.lookahead}"
@@ -143,7 +152,11 @@ class _ProgressBar:
             self.bar.start()
             self.task = self.bar.add_task("run", total=p.end_time, vt=0.0, done=0, njobs=p.jobs_total, eps=0.0)
         self.bar.update(
-            self.task, completed=min(p.virtual_time, p.end_time), vt=p.virtual_time, done=p.jobs_done, eps=p.events / max(p.wall, 1e-9)
+            self.task,
+            completed=min(p.virtual_time, p.end_time),
+            vt=p.virtual_time,
+            done=p.jobs_done,
+            eps=p.events / max(p.wall, 1e-9),
         )
 
     def close(self) -> None:
@@ -165,8 +178,18 @@ def cmd_run(args: argparse.Namespace) -> int:
 
         for line in estimate(scenario).warnings():
             print(f"gridemu: warning: {line}", file=sys.stderr)
-    result = _with_progress(args, out, lambda bar: run(
-        scenario, address=args.address, on_progress=bar, out=out, overwrite=args.overwrite, checkpoint=args.checkpoint))
+    result = _with_progress(
+        args,
+        out,
+        lambda bar: run(
+            scenario,
+            address=args.address,
+            on_progress=bar,
+            out=out,
+            overwrite=args.overwrite,
+            checkpoint=args.checkpoint,
+        ),
+    )
     return _unfinished(result.summary, scenario.horizon, args.strict)
 
 
@@ -209,8 +232,8 @@ def barrier_note(summary: dict) -> str | None:
     if loop < BARRIER_NOTE_SECONDS or work >= BARRIER_NOTE_SHARE * loop:
         return None
     return (
-        f"{g['windows']:,} windows took {loop:.0f} s ({1000 * loop / g['windows']:.1f} ms each), and each shard's sites "
-        f"worked {work:.1f} s of it: on Ray every window is a round trip to every shard, so a run this chatty is "
+        f"{g['windows']:,} windows took {loop:.0f} s ({1000 * loop / g['windows']:.1f} ms each), and each shard's "
+        f"sites worked {work:.1f} s of it: on Ray every window is a round trip to every shard, so a run this chatty is "
         "faster in one process (--backend inprocess)"
     )
 
@@ -230,8 +253,13 @@ def cmd_resume(args: argparse.Namespace) -> int:
         # The run went through: its results replaced the checkpoint (docs/reliability.md).
         print(f"{out}: the run is complete (summary.json), nothing to resume")
         return 0
-    result = _with_progress(args, out, lambda bar: resume(
-        out, backend=args.backend, address=args.address, on_progress=bar, checkpoint=args.checkpoint))
+    result = _with_progress(
+        args,
+        out,
+        lambda bar: resume(
+            out, backend=args.backend, address=args.address, on_progress=bar, checkpoint=args.checkpoint
+        ),
+    )
     return _unfinished(result.summary, float(result.scenario["run"]["horizon"]), args.strict)
 
 
@@ -262,7 +290,12 @@ def cmd_report(args: argparse.Namespace) -> int:
     from gridemu.emulator.report import parse_sites, report
 
     parse_sites(args.gantt_sites, None)  # a typo is one line before any work
-    report(Path(args.dir), plot=not args.no_plot, gantt=args.gantt or args.gantt_sites is not None, gantt_sites=args.gantt_sites)
+    report(
+        Path(args.dir),
+        plot=not args.no_plot,
+        gantt=args.gantt or args.gantt_sites is not None,
+        gantt_sites=args.gantt_sites,
+    )
     return 0
 
 
@@ -316,7 +349,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("list", help="list shipped scenarios and the protocols they may name, or one protocol's keys")
     p.add_argument("protocol", nargs="?", help="list this protocol's [protocol] keys: type, default and what each sets")
-    p.add_argument("--plain", action="store_true", help="tab-separated lines: kind, name, description (and a protocol's keys); the default when not on a terminal")
+    p.add_argument(
+        "--plain",
+        action="store_true",
+        help="tab-separated lines: kind, name, description (and a protocol's keys); the default when not on a terminal",
+    )
     p.set_defaults(func=cmd_list)
 
     p = sub.add_parser("validate", help="check a scenario; errors name the key")
@@ -331,14 +368,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, help="the run's seed (default: run.seed of the scenario)")
     p.add_argument("--out", help="result folder (default runs/<scenario>-<time>); written whole or not at all")
     p.add_argument("--overwrite", action="store_true", help="replace the results of an earlier run in --out")
-    p.add_argument("--backend", choices=["inprocess", "ray"], help="one process, or shards on Ray actors (default: run.backend)")
+    p.add_argument(
+        "--backend", choices=["inprocess", "ray"], help="one process, or shards on Ray actors (default: run.backend)"
+    )
     p.add_argument("--shards", type=int, help="number of shards (default: Ray's CPUs, or 1 in-process)")
     p.add_argument("--address", help="join a Ray cluster: auto, or ray://host:port (implies --backend ray)")
     p.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a scenario key (repeatable)")
     p.add_argument("--quiet", action="store_true", help="no progress and no summary table")
-    p.add_argument("--strict", action="store_true", help="exit 1 when a run without a horizon ends with unfinished jobs")
-    p.add_argument("--checkpoint", type=float, metavar="SECONDS",
-                   help="save the run's state at a barrier every SECONDS of wall time to OUT/checkpoint.pkl (gridemu resume OUT)")
+    p.add_argument(
+        "--strict", action="store_true", help="exit 1 when a run without a horizon ends with unfinished jobs"
+    )
+    p.add_argument(
+        "--checkpoint",
+        type=float,
+        metavar="SECONDS",
+        help="save the run's state at a barrier every SECONDS of wall time to OUT/checkpoint.pkl (gridemu resume OUT)",
+    )
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("resume", help="go on with a stopped run from the checkpoint in its result folder")
@@ -347,19 +392,29 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--address", help="join a Ray cluster: auto, or ray://host:port")
     p.add_argument("--checkpoint", type=float, metavar="SECONDS", help="keep checkpointing every SECONDS")
     p.add_argument("--quiet", action="store_true", help="no progress and no summary table")
-    p.add_argument("--strict", action="store_true", help="exit 1 when a run without a horizon ends with unfinished jobs")
+    p.add_argument(
+        "--strict", action="store_true", help="exit 1 when a run without a horizon ends with unfinished jobs"
+    )
     p.set_defaults(func=cmd_resume)
 
     p = sub.add_parser("report", help="tables and plots of a finished run")
     p.add_argument("dir", help="a run's or a sweep's result folder")
     p.add_argument("--no-plot", action="store_true", help="tables only, no PNG")
-    p.add_argument("--gantt", action="store_true", help="also draw DIR/gantt.png: jobs as boxes of processors over time, per site")
-    p.add_argument("--gantt-sites", metavar="SITES", help='the sites the Gantt chart draws: "all", or ids and ranges like 0-3,7 (default: the first 16)')
+    p.add_argument(
+        "--gantt", action="store_true", help="also draw DIR/gantt.png: jobs as boxes of processors over time, per site"
+    )
+    p.add_argument(
+        "--gantt-sites",
+        metavar="SITES",
+        help='the sites the Gantt chart draws: "all", or ids and ranges like 0-3,7 (default: the first 16)',
+    )
     p.set_defaults(func=cmd_report)
 
     p = sub.add_parser("export", help="a finished run's jobs as an SWF trace or as the jobs CSV evalys reads")
     p.add_argument("dir", help="a run's result folder")
-    p.add_argument("--format", choices=["swf", "evalys"], default="swf", help="swf (DIR/jobs.swf) or evalys (DIR/jobs_evalys.csv)")
+    p.add_argument(
+        "--format", choices=["swf", "evalys"], default="swf", help="swf (DIR/jobs.swf) or evalys (DIR/jobs_evalys.csv)"
+    )
     p.add_argument("--out", help="the file to write instead (replaced whole, never half-written)")
     p.set_defaults(func=cmd_export)
 
@@ -371,15 +426,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--overwrite", action="store_true", help="replace the results of an earlier sweep in --out")
     p.add_argument("--address", help="join a Ray cluster: auto, or ray://host:port")
     p.add_argument("--workers", type=int, help="parallel tasks (default: Ray's CPUs)")
-    p.add_argument("--backend", choices=["ray", "inprocess"], default="ray",
-                   help="ray: runs in parallel as Ray tasks (default); inprocess: one after another, no Ray")
+    p.add_argument(
+        "--backend",
+        choices=["ray", "inprocess"],
+        default="ray",
+        help="ray: runs in parallel as Ray tasks (default); inprocess: one after another, no Ray",
+    )
     p.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a scenario key (repeatable)")
     p.add_argument("--quiet", action="store_true", help="no progress and no table")
     p.set_defaults(func=cmd_sweep)
     for name, p in sub.choices.items():
         if name in PLUGIN_COMMANDS:
-            p.add_argument("--plugin", action="append", metavar="MODULE",
-                           help="import a protocol of your own first: a .py file or a module name (its PROTOCOL is registered; repeatable)")
+            p.add_argument(
+                "--plugin",
+                action="append",
+                metavar="MODULE",
+                help="import a protocol of your own first: a .py file or a "
+                "module name (its PROTOCOL is registered; repeatable)",
+            )
     return parser
 
 

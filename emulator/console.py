@@ -1,5 +1,6 @@
 """Where progress bars and status lines go: standard error, so result tables on standard
 output stay clean for pipes."""
+
 from __future__ import annotations
 
 

@@ -5,6 +5,7 @@ hands each shard the batches the others sent it. Around that loop it keeps check
 rebuilds the shards when a Ray actor is lost, stops at a barrier on a signal, detects a
 periodic run that can no longer move, and reports progress: each one a method below.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -84,7 +85,9 @@ class Coordinator:
         work = prepare_workload(scenario, self.warn)
         horizon = scenario.horizon
         # Random crashes ([faults] mtbf) come forever, as periodic protocols' timers do.
-        periodic = scenario.plugin.can("periodic") or (scenario.faults is not None and math.isfinite(scenario.faults.mtbf))
+        periodic = scenario.plugin.can("periodic") or (
+            scenario.faults is not None and math.isfinite(scenario.faults.mtbf)
+        )
 
         t0 = time.perf_counter()
         # Shards create and drop millions of small tuples and never leave a reference cycle, so
@@ -104,7 +107,9 @@ class Coordinator:
             rule = WindowRule.for_run(
                 scenario.lookahead, horizon, max(i.last_release for i in status), periodic, self.on_progress is not None
             )
-            self.last = self.resume or ckpt.Checkpoint(0, status, [[] for _ in range(self.n_shards)], [math.inf] * self.n_shards, None)
+            self.last = self.resume or ckpt.Checkpoint(
+                0, status, [[] for _ in range(self.n_shards)], [math.inf] * self.n_shards, None
+            )
             self._restart()
             setup = time.perf_counter() - t0  # building shards (Ray: starting actors)
             self.saved_at, self.rebuilds = time.perf_counter(), 0
@@ -118,7 +123,9 @@ class Coordinator:
                     break
                 infos, in_min = self.infos, self.in_min
                 window = next_window(
-                    rule, min(min(i.next_time for i in infos), min(in_min)), min(min(i.bound for i in infos), min(in_min))
+                    rule,
+                    min(min(i.next_time for i in infos), min(in_min)),
+                    min(min(i.bound for i in infos), min(in_min)),
                 )
                 if window is None:
                     break
@@ -148,7 +155,19 @@ class Coordinator:
         extra: dict[str, Any] = {"setup_seconds": setup}
         if stalled_at is not None:
             extra["stalled_at"] = stalled_at
-        return RawRun(scenario, jobs, work.groups, results, in_flight, self.windows, events, wall, self.backend_name, self.n_shards, extra)
+        return RawRun(
+            scenario,
+            jobs,
+            work.groups,
+            results,
+            in_flight,
+            self.windows,
+            events,
+            wall,
+            self.backend_name,
+            self.n_shards,
+            extra,
+        )
 
     def _step(self, until: float) -> None:
         """One window: every shard handles its events before ``until``; their outgoing batches
@@ -169,7 +188,9 @@ class Coordinator:
         return ckpt.Checkpoint(self.windows, self.infos, self.inboxes, self.in_min, self.backend.snapshot())
 
     def _save(self) -> None:
-        ckpt.save(self.checkpoint_to, self.last, self.scenario.data, self.scenario.source, self.backend_name, self.n_shards)
+        ckpt.save(
+            self.checkpoint_to, self.last, self.scenario.data, self.scenario.source, self.backend_name, self.n_shards
+        )
 
     def _keep_checkpoint(self) -> None:
         """A checkpoint at this barrier when ``checkpoint_every`` has passed since the last."""
@@ -182,7 +203,9 @@ class Coordinator:
 
     def _stop(self, stop: ckpt.StopAtBarrier) -> None:
         """A signal came during the window: save a checkpoint here, then let it stop the run."""
-        self.last = ckpt.Checkpoint(self.windows, self.infos, self.backend.materialize(self.inboxes), self.in_min, self.backend.snapshot())
+        self.last = ckpt.Checkpoint(
+            self.windows, self.infos, self.backend.materialize(self.inboxes), self.in_min, self.backend.snapshot()
+        )
         self._save()
         stop.resume_signal()
 
@@ -194,7 +217,10 @@ class Coordinator:
             raise GridemuError(f"{lost}, and {MAX_REBUILDS} rebuilds did not get the run through") from None
         last = self.last
         where = f"the checkpoint of window {last.windows}" if last.shards is not None else "the start"
-        print(f"gridemu: warning: {lost}; rebuilding the shards from {where} and replaying the windows since", file=sys.stderr)
+        print(
+            f"gridemu: warning: {lost}; rebuilding the shards from {where} and replaying the windows since",
+            file=sys.stderr,
+        )
         self.backend.close()
         self.backend = BACKENDS[self.backend_name](specs, last.shards)
         self._restart()
@@ -202,18 +228,38 @@ class Coordinator:
     def _restart(self) -> None:
         """The barrier's counters and inboxes from the last checkpoint (copies: a replay must not eat it)."""
         c = self.last
-        self.windows, self.infos, self.inboxes, self.in_min = c.windows, list(c.infos), [list(b) for b in c.inboxes], list(c.in_min)
+        self.windows, self.infos, self.inboxes, self.in_min = (
+            c.windows,
+            list(c.infos),
+            [list(b) for b in c.inboxes],
+            list(c.in_min),
+        )
 
     def _report(self, now: float, span: float, n_jobs: int, t0: float) -> None:
         if self.on_progress is not None:
             infos = self.infos
-            self.on_progress(Progress(now, span, sum(i.done for i in infos), n_jobs, sum(i.events for i in infos), time.perf_counter() - t0))
+            self.on_progress(
+                Progress(
+                    now,
+                    span,
+                    sum(i.done for i in infos),
+                    n_jobs,
+                    sum(i.events for i in infos),
+                    time.perf_counter() - t0,
+                )
+            )
 
-    def _gather(self, horizon: float, work: Workload, n_jobs: int) -> tuple[list[dict[str, Any]], list[np.ndarray], np.ndarray]:
+    def _gather(
+        self, horizon: float, work: Workload, n_jobs: int
+    ) -> tuple[list[dict[str, Any]], list[np.ndarray], np.ndarray]:
         """The shards' results, the batches still in flight (as arrays: in-process shards pass
         rows) and the submitted jobs (from the shards where they drew them)."""
         results = self.backend.results(horizon)
-        in_flight = [b if isinstance(b, np.ndarray) else to_batch(b) for inbox in self.backend.materialize(self.inboxes) for b in inbox]
+        in_flight = [
+            b if isinstance(b, np.ndarray) else to_batch(b)
+            for inbox in self.backend.materialize(self.inboxes)
+            for b in inbox
+        ]
         jobs = work.jobs if work.jobs is not None else _submitted(results, n_jobs)
         return results, in_flight, jobs
 

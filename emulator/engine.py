@@ -4,6 +4,7 @@ shards' specs, and what the coordinator reports and returns (``Progress``, ``Raw
 The loop of windows is :mod:`gridemu.emulator.coordinator`; the window rule itself is
 :mod:`gridemu.emulator.window`.
 """
+
 from __future__ import annotations
 
 import sys
@@ -64,7 +65,11 @@ def pack_sites(n_sites: int, n_shards: int, packing: str = "block") -> np.ndarra
 
 
 def build_shard_specs(
-    scenario: Scenario, jobs: np.ndarray | None, n_shards: int, recurrence: bool = True, groups: list[str] | None = None,
+    scenario: Scenario,
+    jobs: np.ndarray | None,
+    n_shards: int,
+    recurrence: bool = True,
+    groups: list[str] | None = None,
     draws: SiteDraws | None = None,
 ) -> list[ShardSpec]:
     """One spec per shard: its sites and their jobs (``jobs``), or what they need to draw
@@ -75,12 +80,22 @@ def build_shard_specs(
     owners = [org_index[s.org] for s in sites]
     plugin = scenario.plugin
     info = plugin.grid_info(scenario.facts()) if plugin.grid_info else {}
-    grid = GridInfo(len(sites), tuple(owners), scenario.seed, scenario.lookahead, scenario.max_latency, scenario.topology.neighbors, info)
+    grid = GridInfo(
+        len(sites),
+        tuple(owners),
+        scenario.seed,
+        scenario.lookahead,
+        scenario.max_latency,
+        scenario.topology.neighbors,
+        info,
+    )
     job_shard = site_to_shard[jobs["submit_site"]] if jobs is not None else None
     shared = {}  # scheduler -> the state its sites share, built from its section (sites/sections.py)
     for section in given(scenario.data):
         used = set(np.unique(jobs["group"]).tolist())
-        shared[section.scheduler], warnings = section.hooks().shared(scenario.data[section.name], groups or [], used, scenario.folder)
+        shared[section.scheduler], warnings = section.hooks().shared(
+            scenario.data[section.name], groups or [], used, scenario.folder
+        )
         for line in warnings:
             print(f"gridemu: warning: {line}", file=sys.stderr)
     specs = []
@@ -140,7 +155,9 @@ def prepare_workload(scenario: Scenario, warn: bool = True) -> Workload:
         check_scheduler_jobs(scenario.sites, jobs)
         if (jobs["target_site"] >= 0).any():
             j = int(jobs["job_id"][np.argmax(jobs["target_site"] >= 0)])
-            registry.require(scenario.plugin, "targets", "protocol.name", f"job {j} names a target site (a dedicated job)")
+            registry.require(
+                scenario.plugin, "targets", "protocol.name", f"job {j} names a target site (a dedicated job)"
+            )
         if scenario.plugin.check_jobs is not None:
             settled = scenario.plugin.check_jobs(scenario.params, jobs, scenario.facts())
             scenario.params = settled if settled is not None else scenario.params
@@ -151,4 +168,9 @@ def _drawn_in_shards(scenario: Scenario) -> bool:
     """Whether shards may draw their own sites' jobs: nothing before the run needs the whole
     job set (a protocol's job checks, a scheduler section's groups, a scheduler's job checks)."""
     plugin = scenario.plugin
-    return plugin.check_jobs is None and not plugin.can("targets") and not given(scenario.data) and not checks_jobs(scenario.sites)
+    return (
+        plugin.check_jobs is None
+        and not plugin.can("targets")
+        and not given(scenario.data)
+        and not checks_jobs(scenario.sites)
+    )

@@ -6,6 +6,7 @@ its releases and as its work spread over every processor of the grid; the messag
 protocol's own count (``Protocol.traffic``) over that time. These are orders of magnitude,
 meant to catch a run that would not end in practice, not predictions.
 """
+
 from __future__ import annotations
 
 import math
@@ -47,11 +48,14 @@ class Estimate:
         out = []
         if self.rounds is not None and self.rounds > WARN_ROUNDS:
             out.append(
-                f"about {_count(self.rounds)} protocol rounds (the run lasts at least {self.duration:.3g} time units, a round "
-                f"every {self.traffic.round_every:g}): it may not end in practice; set run.horizon or shorten the jobs"
+                f"about {_count(self.rounds)} protocol rounds (the run lasts at least {self.duration:.3g} time units, "
+                f"a round every {self.traffic.round_every:g}): it may "
+                "not end in practice; set run.horizon or shorten the jobs"
             )
         if self.messages > WARN_MESSAGES:
-            out.append(f"about {_count(self.messages)} messages: it may not end in practice; fewer sites, jobs or rounds")
+            out.append(
+                f"about {_count(self.messages)} messages: it may not end in practice; fewer sites, jobs or rounds"
+            )
         return out
 
 
@@ -88,4 +92,3 @@ def estimate(sc: Scenario) -> Estimate:
     messages = traffic.per_job * jobs + traffic.per_time * duration
     rounds = duration / traffic.round_every if traffic.round_every else None
     return Estimate(jobs, span, duration, messages, rounds, traffic)
-

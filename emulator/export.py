@@ -11,11 +11,13 @@
 * ``evalys``: the jobs CSV Batsim writes and evalys's ``JobSet.from_csv`` reads: one row per
   piece that ran (whole jobs, or the pieces of split jobs), ``allocated_resources`` as an
   interval set of global processor numbers ("0-3 7": each site's processors numbered after
-  the previous site's, in site id order; ``metadata`` names the owner and the site). Which processors a job used on a site of identical processors
-  is the placement ``gridemu report --gantt`` draws (``emulator.report.gantt_boxes``). A
-  piece still running at the end has ``success`` 0, ``final_state`` RUNNING and the run's
-  last instant as its finish time.
+  the previous site's, in site id order; ``metadata`` names the owner and the site). Which
+  processors a job used on a site of identical processors is the placement
+  ``gridemu report --gantt`` draws (``emulator.report.gantt_boxes``). A piece still running at
+  the end has ``success`` 0, ``final_state`` RUNNING and the run's last instant as its finish
+  time.
 """
+
 from __future__ import annotations
 
 import os
@@ -49,12 +51,28 @@ def swf_text(jobs: pd.DataFrame, sites: pd.DataFrame, summary: dict) -> str:
     procs = jobs["procs"].to_numpy()
     status = np.select([state == "done", state == "lost", ~started], [1, 0, 5], -1)
     walltime = jobs["walltime"].to_numpy() if "walltime" in jobs else np.full(len(jobs), np.nan)
-    rows = np.column_stack([
-        jobs["job_id"].to_numpy() + 1, release, wait, run, np.where(started, procs, -1), np.full(len(jobs), -1),
-        np.full(len(jobs), -1), procs, np.where(np.isnan(walltime), -1, walltime), np.full(len(jobs), -1), status,
-        user, group, np.full(len(jobs), -1), jobs["submit_site"].to_numpy() + 1, jobs["exec_site"].to_numpy() + 1,
-        np.full(len(jobs), -1), np.full(len(jobs), -1),
-    ])
+    rows = np.column_stack(
+        [
+            jobs["job_id"].to_numpy() + 1,
+            release,
+            wait,
+            run,
+            np.where(started, procs, -1),
+            np.full(len(jobs), -1),
+            np.full(len(jobs), -1),
+            procs,
+            np.where(np.isnan(walltime), -1, walltime),
+            np.full(len(jobs), -1),
+            status,
+            user,
+            group,
+            np.full(len(jobs), -1),
+            jobs["submit_site"].to_numpy() + 1,
+            jobs["exec_site"].to_numpy() + 1,
+            np.full(len(jobs), -1),
+            np.full(len(jobs), -1),
+        ]
+    )
     header = [
         "; Version: 2.2",
         f"; Computer: gridemu, {g['sites']} sites, protocol {g['protocol']}, seed {g['seed']}",
@@ -87,24 +105,26 @@ def evalys_frame(jobs: pd.DataFrame, sites: pd.DataFrame) -> pd.DataFrame:
     frag = ran["fragment"] if "fragment" in ran else pd.Series(0, index=ran.index)
     # A piece still running at the end of the run is drawn up to the last instant it reached.
     finish = ran["end"].fillna(np.nanmax(ran[["start", "end"]].to_numpy()))
-    out = pd.DataFrame({
-        "job_id": [f"{j}" if not f else f"{j}.{f}" for j, f in zip(ran["job_id"], frag)],
-        "workload_name": "gridemu",
-        "submission_time": ran["release"],
-        "requested_number_of_resources": ran["procs"],
-        "requested_time": ran["walltime"] if "walltime" in ran else -1.0,
-        "success": (ran["state"].astype(str) == "done").astype(int),
-        "final_state": ran["state"].astype(str).str.upper(),
-        "starting_time": ran["start"],
-        "execution_time": finish - ran["start"],
-        "finish_time": finish,
-        "waiting_time": ran["start"] - ran["release"],
-        "turnaround_time": finish - ran["release"],
-        "stretch": (finish - ran["release"]) / (finish - ran["start"]),
-        "allocated_resources": ran["allocated_resources"],
-        "consumed_energy": -1.0,
-        "metadata": [f"owner={o};site={s}" for o, s in zip(ran["owner"], ran["exec_site"])],
-    })
+    out = pd.DataFrame(
+        {
+            "job_id": [f"{j}" if not f else f"{j}.{f}" for j, f in zip(ran["job_id"], frag)],
+            "workload_name": "gridemu",
+            "submission_time": ran["release"],
+            "requested_number_of_resources": ran["procs"],
+            "requested_time": ran["walltime"] if "walltime" in ran else -1.0,
+            "success": (ran["state"].astype(str) == "done").astype(int),
+            "final_state": ran["state"].astype(str).str.upper(),
+            "starting_time": ran["start"],
+            "execution_time": finish - ran["start"],
+            "finish_time": finish,
+            "waiting_time": ran["start"] - ran["release"],
+            "turnaround_time": finish - ran["release"],
+            "stretch": (finish - ran["release"]) / (finish - ran["start"]),
+            "allocated_resources": ran["allocated_resources"],
+            "consumed_energy": -1.0,
+            "metadata": [f"owner={o};site={s}" for o, s in zip(ran["owner"], ran["exec_site"])],
+        }
+    )
     return out.reset_index(drop=True)
 
 

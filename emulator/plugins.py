@@ -8,6 +8,7 @@ neither the notebook nor the user's file. A shard's state names that protocol's 
 instead of pickling it (:func:`dump_shard`): a checkpoint holds no code of the user's and
 imports none when it is read; it is resumed with the protocol registered again.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -62,7 +63,9 @@ class _NamingUnpickler(pickle.Unpickler):
 
     def persistent_load(self, pid: Any) -> Any:
         if pid not in self.classes:
-            raise pickle.UnpicklingError(f"a shard's state names {pid!r}, not a class of the {self.protocol.name} protocol")
+            raise pickle.UnpicklingError(
+                f"a shard's state names {pid!r}, not a class of the {self.protocol.name} protocol"
+            )
         return self.classes[pid]
 
 
@@ -87,7 +90,9 @@ def _own_modules(protocol: Protocol) -> list[str]:
     objects = [*protocol.agent.__mro__, *(getattr(protocol, f.name) for f in fields(protocol))]
     names = {getattr(o, "__module__", None) for o in objects if isinstance(o, type) or callable(o)}
     return sorted(
-        n for n in names if n and n in sys.modules and n not in ("__main__", "builtins") and not n.startswith("gridemu.")
+        n
+        for n in names
+        if n and n in sys.modules and n not in ("__main__", "builtins") and not n.startswith("gridemu.")
     )
 
 
@@ -132,7 +137,9 @@ def load_plugin(target: str) -> list[str]:
         except GridemuError:
             raise
         except Exception as exc:  # its own code: a syntax error, a failed import, anything it raises
-            raise GridemuError(f"--plugin {target}: importing it failed ({type(exc).__name__}: {first_line(exc)})") from None
+            raise GridemuError(
+                f"--plugin {target}: importing it failed ({type(exc).__name__}: {first_line(exc)})"
+            ) from None
     if not path.is_file():
         raise GridemuError(f"--plugin {target}: no such file")
     # A name of its own: the file's stem could shadow a module of the same name.
@@ -146,7 +153,9 @@ def load_plugin(target: str) -> list[str]:
         try:
             spec.loader.exec_module(module)
         except Exception as exc:
-            raise GridemuError(f"--plugin {target}: importing it failed ({type(exc).__name__}: {first_line(exc)})") from None
+            raise GridemuError(
+                f"--plugin {target}: importing it failed ({type(exc).__name__}: {first_line(exc)})"
+            ) from None
         return _register_from(target, module, before)
     except GridemuError:
         sys.modules.pop(name, None)
@@ -157,7 +166,9 @@ def _register_from(target: str, module: Any, before: set[str]) -> list[str]:
     protocol = getattr(module, "PROTOCOL", None)
     if protocol is not None:
         if not isinstance(protocol, Protocol):
-            raise GridemuError(f"--plugin {target}: PROTOCOL is a {type(protocol).__name__}, not a gridemu.plugin.Protocol")
+            raise GridemuError(
+                f"--plugin {target}: PROTOCOL is a {type(protocol).__name__}, not a gridemu.plugin.Protocol"
+            )
         try:
             registry.register(protocol)
         except ValueError as exc:

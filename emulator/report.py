@@ -14,6 +14,7 @@ panel per site, colored by owner (:func:`plot_gantt`; for rigid-job schedules, t
 For a sweep folder (``runs.parquet``), it prints the scores per setting the way thesis
 Tables 4.2-4.5 aggregate them and writes ``DIR/scores.csv`` (see :func:`sweep_scores`).
 """
+
 from __future__ import annotations
 
 import sys
@@ -42,22 +43,39 @@ def print_summary(summary: dict[str, Any]) -> None:
     with_score = any("score" in v for v in orgs.values())
     unit = summary["global"].get("time_unit", "time units")
     table = Table(title=f"organizations (times in {unit})")
-    for col in ["organization", "jobs", "done", "mean flow", "mean wait", "bounded slowdown", "makespan", "migrated"] + (["score S_k"] if with_score else []):
+    for col in [
+        "organization",
+        "jobs",
+        "done",
+        "mean flow",
+        "mean wait",
+        "bounded slowdown",
+        "makespan",
+        "migrated",
+    ] + (["score S_k"] if with_score else []):
         table.add_column(col, justify="right" if col != "organization" else "left")
     rows = list(orgs.items())
     shown = rows if len(rows) <= 40 else rows[:20] + rows[-20:]
     for name, v in shown:
         cells = [
-            name, f"{v['jobs']:,}", f"{v['jobs_done']:,}", _fmt(v["mean_flow_time"]), _fmt(v.get("mean_wait_time")),
-            _fmt(v.get("mean_bounded_slowdown")), _fmt(v["makespan"]), f"{v['jobs_migrated']:,}",
+            name,
+            f"{v['jobs']:,}",
+            f"{v['jobs_done']:,}",
+            _fmt(v["mean_flow_time"]),
+            _fmt(v.get("mean_wait_time")),
+            _fmt(v.get("mean_bounded_slowdown")),
+            _fmt(v["makespan"]),
+            f"{v['jobs_migrated']:,}",
         ]
         if with_score:
             cells.append(_fmt(v.get("score"), 3))
         table.add_row(*cells)
     notes = []
     if with_score:
-        notes.append("S_k (thesis §4.5.2): F the organization's flow times summed, F~ the same jobs alone; "
-                     "F~/F − 1 > 0 when cooperation made them finish sooner, −(F/F~ − 1) < 0 when later, 0: no change")
+        notes.append(
+            "S_k (thesis §4.5.2): F the organization's flow times summed, F~ the same jobs alone; "
+            "F~/F − 1 > 0 when cooperation made them finish sooner, −(F/F~ − 1) < 0 when later, 0: no change"
+        )
     if len(rows) > len(shown):
         notes.append(f"{len(rows) - len(shown)} organizations not shown; all are in summary.json")
     if notes:
@@ -67,16 +85,34 @@ def print_summary(summary: dict[str, Any]) -> None:
     gt = Table(title="run")
     gt.add_column("figure")
     gt.add_column("value", justify="right")
-    for key in ("protocol", "backend", "shards", "sites", "jobs", "time_unit", "makespan", "mean_flow_time", "mean_wait_time",
-                "mean_bounded_slowdown", "events", "messages_total", "windows", "wall_seconds", "events_per_second"):
+    for key in (
+        "protocol",
+        "backend",
+        "shards",
+        "sites",
+        "jobs",
+        "time_unit",
+        "makespan",
+        "mean_flow_time",
+        "mean_wait_time",
+        "mean_bounded_slowdown",
+        "events",
+        "messages_total",
+        "windows",
+        "wall_seconds",
+        "events_per_second",
+    ):
         gt.add_row(key, _fmt(g.get(key)) if isinstance(g.get(key), float) else f"{g.get(key)}")
     gt.add_row("jobs by state", ", ".join(f"{k} {v:,}" for k, v in g["jobs_by_state"].items()))
     if g.get("messages"):
         gt.add_row("messages by type", ", ".join(f"{k} {v:,}" for k, v in g["messages"].items()))
     if "faults" in g:
         f = g["faults"]
-        gt.add_row("faults", f"{f['crashes']:,} crashes, {f['jobs_killed']:,} jobs requeued, {f['jobs_lost']:,} lost, "
-                   f"{f['messages_lost']:,} messages lost, {f['messages_late']:,} late")
+        gt.add_row(
+            "faults",
+            f"{f['crashes']:,} crashes, {f['jobs_killed']:,} jobs requeued, {f['jobs_lost']:,} lost, "
+            f"{f['messages_lost']:,} messages lost, {f['messages_late']:,} late",
+        )
     console.print(gt)
     proto = summary.get("protocol")
     if proto:
@@ -112,7 +148,9 @@ def load_run(run_dir: Path) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame | 
     return jobs, result.sites, result.timeseries if len(result.timeseries) else None, result.summary
 
 
-def curves(jobs: pd.DataFrame, sites: pd.DataFrame, bins: int = 200, per_bin: int = 20) -> tuple[np.ndarray, dict[str, np.ndarray], dict[str, np.ndarray]]:
+def curves(
+    jobs: pd.DataFrame, sites: pd.DataFrame, bins: int = 200, per_bin: int = 20
+) -> tuple[np.ndarray, dict[str, np.ndarray], dict[str, np.ndarray]]:
     """Utilization and waiting-job count per organization, averaged over ``bins`` time bins.
 
     Both are sampled ``per_bin`` times in each bin and averaged, so a plot shows the
@@ -147,7 +185,9 @@ def _cum_at(times: np.ndarray, weights: np.ndarray, t: np.ndarray) -> np.ndarray
     return cum[np.searchsorted(times, t, side="right")]
 
 
-def plot_run(run_dir: Path, jobs: pd.DataFrame, sites: pd.DataFrame, ts: pd.DataFrame | None, summary: dict[str, Any]) -> Path:
+def plot_run(
+    run_dir: Path, jobs: pd.DataFrame, sites: pd.DataFrame, ts: pd.DataFrame | None, summary: dict[str, Any]
+) -> Path:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -209,8 +249,14 @@ def _band(ax, t: np.ndarray, series: dict[str, np.ndarray], what: str, top: str 
     with warnings.catch_warnings():  # a round some site missed (lost reports, crashes) is NaN there
         warnings.simplefilter("ignore", RuntimeWarning)
         ax.plot(t, np.nanmean(values, axis=0), color="tab:blue", marker=marker, label=f"mean of {len(series)} {what}s")
-        ax.fill_between(t, np.nanmin(values, axis=0), np.nanmax(values, axis=0), alpha=0.25, color="tab:blue",
-                        label=f"lowest to highest {what}")
+        ax.fill_between(
+            t,
+            np.nanmin(values, axis=0),
+            np.nanmax(values, axis=0),
+            alpha=0.25,
+            color="tab:blue",
+            label=f"lowest to highest {what}",
+        )
     if top is not None and len(series) > 1:
         ax.plot(t, series[top], color="tab:red", lw=1, marker=marker, label=f"{top} (the most, summed over time)")
 
@@ -237,7 +283,13 @@ def plot_flow_cdf(run_dir: Path, jobs: pd.DataFrame, summary: dict[str, Any]) ->
     for name, values in curves:
         x = np.sort(values.to_numpy())
         if len(x):
-            ax.step(x, np.arange(1, len(x) + 1) / len(x), where="post", lw=2 if name == "all organizations" else 1.2, label=f"{name} ({len(x):,} jobs)")
+            ax.step(
+                x,
+                np.arange(1, len(x) + 1) / len(x),
+                where="post",
+                lw=2 if name == "all organizations" else 1.2,
+                label=f"{name} ({len(x):,} jobs)",
+            )
     unit = summary["global"].get("time_unit", "time units")
     ax.set_xscale("log")
     ax.set_xlabel(f"flow time: end - release ({unit}, log scale)")
@@ -246,7 +298,9 @@ def plot_flow_cdf(run_dir: Path, jobs: pd.DataFrame, summary: dict[str, Any]) ->
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
     g = summary["global"]
-    ax.set_title(f"flow time per organization: {g['protocol']} protocol, {g['sites']} sites, seed {g['seed']}", fontsize=10)
+    ax.set_title(
+        f"flow time per organization: {g['protocol']} protocol, {g['sites']} sites, seed {g['seed']}", fontsize=10
+    )
     path = run_dir / "flow_cdf.png"
     fig.savefig(path, dpi=110, bbox_inches="tight")
     plt.close(fig)
@@ -289,8 +343,13 @@ def _plot_levels(ax: Any, ts: pd.DataFrame, protocol: str) -> None:
     """Each organization's strategy at the end of every period (thesis Figs. 4.3-4.5)."""
     for site_id, part in ts.groupby("site"):
         if site_id < MAX_LINES:
-            ax.plot(part["period"] + 1, part["level"], lw=2.2 if site_id == 0 else 1, color="black" if site_id == 0 else None,
-                    label=f"site {site_id}")
+            ax.plot(
+                part["period"] + 1,
+                part["level"],
+                lw=2.2 if site_id == 0 else 1,
+                color="black" if site_id == 0 else None,
+                label=f"site {site_id}",
+            )
     look = registry.report_of(protocol)
     ax.set_ylabel(look.level_label)
     if look.level_log:
@@ -345,7 +404,9 @@ def sweep_table(sweep_dir: Path) -> tuple[list[str], pd.DataFrame]:
     """The swept settings of a sweep folder and its :func:`sweep_scores` table."""
     orgs = pd.read_parquet(sweep_dir / "orgs.parquet")
     if "score_period_mean" not in orgs:
-        raise GridemuError(f"{sweep_dir}: the sweep's protocol records no per-period scores (thesis ch. 4 protocols do)")
+        raise GridemuError(
+            f"{sweep_dir}: the sweep's protocol records no per-period scores (thesis ch. 4 protocols do)"
+        )
     # orgs.parquet rows start with the swept settings, then the seed (emulator/sweep.py).
     settings = list(orgs.columns[: orgs.columns.get_loc("seed")])
     return settings, sweep_scores(orgs, settings)
@@ -360,7 +421,15 @@ def report_sweep(sweep_dir: Path) -> Path:
     table.to_csv(path, index=False)
     console = Console() if sys.stdout.isatty() else Console(width=160)
     out = Table(title=f"scores per period, pooled over seeds (mean over organizations [min, max]), {sweep_dir}")
-    for col in settings + ["periods", "all: score", "all: std", "typical: score", "typical: std", "org 0: score", "org 0: std"]:
+    for col in settings + [
+        "periods",
+        "all: score",
+        "all: std",
+        "typical: score",
+        "typical: std",
+        "org 0: score",
+        "org 0: std",
+    ]:
         out.add_column(col, justify="right")
     for _, r in table.iterrows():
         cells = [_setting(r[c]) for c in settings + ["runs_periods"]]
@@ -396,16 +465,32 @@ def gantt_boxes(jobs: pd.DataFrame, site_procs: dict[int, int]) -> pd.DataFrame:
     rec = ran[recorded]
     single = rec["proc_set"].astype(str).to_numpy() == ""
     s = rec[single]
-    rows.extend(zip(s["job_id"], s["owner"], s["exec_site"].astype(int), s["start"], s["stop"], s["proc"].astype(int), s["procs"].astype(int)))
+    rows.extend(
+        zip(
+            s["job_id"],
+            s["owner"],
+            s["exec_site"].astype(int),
+            s["start"],
+            s["stop"],
+            s["proc"].astype(int),
+            s["procs"].astype(int),
+        )
+    )
     for job in rec[~single].itertuples():
-        rows.extend((job.job_id, job.owner, int(job.exec_site), job.start, job.stop, a, c) for a, c in interval_runs(str(job.proc_set)))
+        rows.extend(
+            (job.job_id, job.owner, int(job.exec_site), job.start, job.stop, a, c)
+            for a, c in interval_runs(str(job.proc_set))
+        )
     for site, part in ran[~recorded].sort_values(["start", "job_id"]).groupby("exec_site", sort=True):
         m = int(site_procs[int(site)])
         busy_until = np.full(m, -np.inf)
         for job in part.itertuples():
             free = np.flatnonzero(busy_until <= job.start + 1e-9 * max(1.0, abs(job.start)))[: int(job.procs)]
             if len(free) < job.procs:
-                raise GridemuError(f"job {job.job_id} needs {job.procs} processors of site {site} at t={job.start}; {len(free)} are free")
+                raise GridemuError(
+                    f"job {job.job_id} needs {job.procs} processors of "
+                    f"site {site} at t={job.start}; {len(free)} are free"
+                )
             busy_until[free] = job.end if job.end == job.end else np.inf  # running at the end: busy for good
             runs = np.split(free, np.flatnonzero(np.diff(free) != 1) + 1)
             rows.extend((job.job_id, job.owner, int(site), job.start, job.stop, int(r[0]), len(r)) for r in runs)
@@ -429,7 +514,9 @@ def parse_sites(text: str | None, known: list[int] | None) -> list[int]:
         return sorted(set(chosen))
     missing = sorted(set(chosen) - set(known))
     if missing:
-        raise GridemuError(f"--gantt-sites: no started job ran on site {missing[0]} (sites with jobs: {known[0]}..{known[-1]})")
+        raise GridemuError(
+            f"--gantt-sites: no started job ran on site {missing[0]} (sites with jobs: {known[0]}..{known[-1]})"
+        )
     return sorted(set(chosen))
 
 
@@ -438,8 +525,13 @@ GANTT_SITES = 16
 
 
 def plot_gantt(
-    run_dir: Path, jobs: pd.DataFrame, sites: pd.DataFrame, shown: str | None = None, compare: tuple[str, pd.DataFrame] | None = None,
-    title: str = "executed", unit: str = "time units",
+    run_dir: Path,
+    jobs: pd.DataFrame,
+    sites: pd.DataFrame,
+    shown: str | None = None,
+    compare: tuple[str, pd.DataFrame] | None = None,
+    title: str = "executed",
+    unit: str = "time units",
 ) -> Path:
     """``DIR/gantt.png``: every piece as a box of its processors over its run, colored by
     owner, one panel per site (``shown``: see :func:`parse_sites`), one collection of boxes
@@ -459,7 +551,11 @@ def plot_gantt(
     boxes = [(name, gantt_boxes(table, procs)) for name, table in panels]
     chosen = parse_sites(shown, sorted(set().union(*(b["site"].unique() for _, b in boxes))))
     fig, axes = plt.subplots(
-        len(chosen), len(boxes), figsize=(10 * len(boxes) ** 0.5 + 2, 1.6 + 1.3 * len(chosen)), sharex=True, squeeze=False,
+        len(chosen),
+        len(boxes),
+        figsize=(10 * len(boxes) ** 0.5 + 2, 1.6 + 1.3 * len(chosen)),
+        sharex=True,
+        squeeze=False,
         layout="constrained",
     )
     owners = sorted(set().union(*(b["owner"].astype(str).unique() for _, b in boxes)))
@@ -475,7 +571,11 @@ def plot_gantt(
                 y1 = y0 + part["count"].to_numpy()
                 verts = np.stack([np.c_[x0, y0], np.c_[x0, y1], np.c_[x1, y1], np.c_[x1, y0]], axis=1)
                 colors = palette[[code[o] for o in part["owner"].astype(str)]]
-                ax.add_collection(PolyCollection(verts, facecolors=colors, edgecolors="black", linewidths=0.2 if len(part) < 2000 else 0))
+                ax.add_collection(
+                    PolyCollection(
+                        verts, facecolors=colors, edgecolors="black", linewidths=0.2 if len(part) < 2000 else 0
+                    )
+                )
             ax.set_ylim(0, procs[site])
             ax.yaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True, nbins=4))
             ax.autoscale(axis="x")
@@ -486,8 +586,14 @@ def plot_gantt(
             axes[0, col].set_title(name, fontsize=9)
     handles = [matplotlib.patches.Patch(color=palette[code[o]], label=o) for o in owners[:20]]
     extra = f" (and {len(owners) - 20} more)" if len(owners) > 20 else ""
-    fig.legend(handles=handles, fontsize=7, ncol=min(len(handles), 10), loc="outside upper center",
-               title=f"job owner{extra}", title_fontsize=7)
+    fig.legend(
+        handles=handles,
+        fontsize=7,
+        ncol=min(len(handles), 10),
+        loc="outside upper center",
+        title=f"job owner{extra}",
+        title_fontsize=7,
+    )
     path = run_dir / "gantt.png"
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -510,7 +616,11 @@ def report(run_dir: Path, plot: bool = True, gantt: bool = False, gantt_sites: s
         print(f"share plot written to {plot_shares(run_dir, ts, title)}")
     if gantt:
         compare, title, look = None, "executed", registry.report_of(summary["global"]["protocol"])
-        other = look.gantt_compare(jobs, sites, summary["protocol"]) if look.gantt_compare and summary.get("protocol") else None
+        other = (
+            look.gantt_compare(jobs, sites, summary["protocol"])
+            if look.gantt_compare and summary.get("protocol")
+            else None
+        )
         if other is not None:
             compare, title = (other.label, other.jobs), other.title
         unit = summary["global"].get("time_unit", "time units")

@@ -13,6 +13,7 @@ busy, utilization.
 protocols a ``protocol`` section; ``fairness`` and a scheduler section's (``policy``) where they apply.
 ``scenario.toml``: the resolved scenario, every default filled in.
 """
+
 from __future__ import annotations
 
 import json
@@ -30,18 +31,45 @@ import pyarrow as pa
 
 from gridemu.brokers.metrics import score
 from gridemu.emulator.engine import RawRun
-from gridemu.model.errors import GridemuError
 from gridemu.emulator.scenario_toml import to_toml
+from gridemu.model.errors import GridemuError
 from gridemu.model.jobs import JOB_DTYPE, STATE_CODE, STATES, columns_in_piece_order
 from gridemu.sites.faults import FAULT_COLUMNS
 from gridemu.sites.results import site_runs_in_order
 
 JOB_COLUMNS = [
-    "job_id", "owner", "group", "release", "size", "procs", "submit_site", "exec_site", "start", "end", "migrations", "state",
-    "deadline", "fragments", "proc", "proc_set",
+    "job_id",
+    "owner",
+    "group",
+    "release",
+    "size",
+    "procs",
+    "submit_site",
+    "exec_site",
+    "start",
+    "end",
+    "migrations",
+    "state",
+    "deadline",
+    "fragments",
+    "proc",
+    "proc_set",
 ]
-PIECE_COLUMNS = ["job_id", "fragment", "owner", "submit_site", "exec_site", "size", "procs", "start", "end", "deadline", "state",
-                 "proc", "proc_set"]
+PIECE_COLUMNS = [
+    "job_id",
+    "fragment",
+    "owner",
+    "submit_site",
+    "exec_site",
+    "size",
+    "procs",
+    "start",
+    "end",
+    "deadline",
+    "state",
+    "proc",
+    "proc_set",
+]
 
 
 @dataclass
@@ -96,14 +124,25 @@ def load(folder: str | Path) -> RunResult:
     except (ValueError, OSError) as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
         raise GridemuError(f"{folder / 'summary.json'}: not a readable summary ({exc})") from None
     jobs = read_table(folder / "jobs.parquet")
-    optional = {name: read_table(folder / f"{name}.parquet") if (folder / f"{name}.parquet").exists() else pd.DataFrame()
-                for name in ("timeseries", "usage", "fragments")}
+    optional = {
+        name: read_table(folder / f"{name}.parquet") if (folder / f"{name}.parquet").exists() else pd.DataFrame()
+        for name in ("timeseries", "usage", "fragments")
+    }
     scenario = read_scenario_file(folder / "scenario.toml")[0] if (folder / "scenario.toml").exists() else {}
-    return RunResult(jobs=jobs, sites=read_table(folder / "sites.parquet"), timeseries=optional["timeseries"], usage=optional["usage"],
-                     summary=summary, scenario=scenario, pieces=optional["fragments"] if len(optional["fragments"]) else jobs)
+    return RunResult(
+        jobs=jobs,
+        sites=read_table(folder / "sites.parquet"),
+        timeseries=optional["timeseries"],
+        usage=optional["usage"],
+        summary=summary,
+        scenario=scenario,
+        pieces=optional["fragments"] if len(optional["fragments"]) else jobs,
+    )
 
 
-def write_whole(out: str | Path, write: "Callable[[Path], None]", overwrite: bool = False, results: tuple[str, ...] = ()) -> Path:
+def write_whole(
+    out: str | Path, write: "Callable[[Path], None]", overwrite: bool = False, results: tuple[str, ...] = ()
+) -> Path:
     """Result files written all or nothing: ``write(folder)`` fills a hidden folder beside
     ``out``, which is then renamed to ``out`` (an earlier run's folder only with ``overwrite``)."""
     out = check_out(out, overwrite, results or RESULT_FILES)
@@ -131,7 +170,10 @@ def check_out(out: str | Path, overwrite: bool = False, results: tuple[str, ...]
     if out.is_dir() and not overwrite:
         held = [f for f in results if (out / f).exists()]
         if held:
-            raise GridemuError(f"--out: {out} holds the results of an earlier run ({held[0]}): choose another folder or add --overwrite")
+            raise GridemuError(
+                f"--out: {out} holds the results of an earlier run "
+                f"({held[0]}): choose another folder or add --overwrite"
+            )
     parent = out.absolute().parent
     _make_folder(parent, out)
     if not os.access(parent, os.W_OK | os.X_OK):
@@ -172,7 +214,8 @@ def _json_default(value: Any) -> Any:
 def piece_table(raw: RawRun) -> pd.DataFrame:
     """One row per piece of work a site holds at the end (a job, or a fragment of a divisible one).
 
-    Takes the job columns out of ``raw.shard_results`` (call it once). Codes stay numeric (owner, group, state); sorted by job id and fragment id.
+    Takes the job columns out of ``raw.shard_results`` (call it once). Codes stay numeric (owner,
+    group, state); sorted by job id and fragment id.
     """
     # Taken out of the shard results: the columns below are their only copy from here on.
     parts = [r.pop("jobs") for r in raw.shard_results]
@@ -210,9 +253,12 @@ def piece_table(raw: RawRun) -> pd.DataFrame:
         keep = ~(dup & offered)
         cols = {k: v[keep] for k, v in cols.items()}
     if _ARROW_TEXT and len(cols["proc_set"]) and (cols["proc_set"] == "").all():
-        # No piece on a processor set (the columns path): two Arrow buffers, not strings inferred one by one (10M jobs: 0.5 s).
+        # No piece on a processor set (the columns path): two Arrow buffers, not strings inferred
+        # one by one (10M jobs: 0.5 s).
         n, nothing = len(cols["proc_set"]), pa.py_buffer(b"")
-        cols["proc_set"] = pd.array(pa.StringArray.from_buffers(n, pa.py_buffer(np.zeros(n + 1, dtype=np.int32)), nothing), dtype=_TEXT)
+        cols["proc_set"] = pd.array(
+            pa.StringArray.from_buffers(n, pa.py_buffer(np.zeros(n + 1, dtype=np.int32)), nothing), dtype=_TEXT
+        )
     return pd.DataFrame(cols, copy=False)
 
 
@@ -292,7 +338,11 @@ def site_table(raw: RawRun, table: pd.DataFrame) -> pd.DataFrame:
     sites["owner"] = [raw.scenario.orgs[o] for o in sites["owner"]]
     started = table[table["start"].notna()]
     stop = np.where(started["end"].notna(), started["end"], _end_time(raw, table))
-    busy = pd.Series((stop - started["start"].to_numpy()) * started["procs"].to_numpy()).groupby(started["exec_site"].to_numpy()).sum()
+    busy = (
+        pd.Series((stop - started["start"].to_numpy()) * started["procs"].to_numpy())
+        .groupby(started["exec_site"].to_numpy())
+        .sum()
+    )
     done = table[table["state"] == STATE_CODE["done"]].groupby("exec_site").size()
     sites["jobs_executed"] = sites["site_id"].map(done).fillna(0).astype(int)
     sites["busy"] = sites["site_id"].map(busy).fillna(0.0)
@@ -337,7 +387,12 @@ def wait_and_slowdown(done: pd.DataFrame, n_orgs: int, bound: float) -> tuple[np
     wait = done["start"] - done["release"]
     bsld = np.maximum(1.0, (done["end"] - done["release"]) / np.maximum(done["size"], bound))
     by_org = [by_owner(s, done["owner"], n_orgs).mean().to_numpy() for s in (wait, bsld)]
-    return by_org[0], by_org[1], float(wait.mean()) if len(done) else math.nan, float(bsld.mean()) if len(done) else math.nan
+    return (
+        by_org[0],
+        by_org[1],
+        float(wait.mean()) if len(done) else math.nan,
+        float(bsld.mean()) if len(done) else math.nan,
+    )
 
 
 def flow_by_org(table: pd.DataFrame, n_orgs: int) -> np.ndarray:
@@ -352,7 +407,9 @@ def by_owner(values: pd.Series, owner: pd.Series, n_orgs: int) -> Any:
     return values.groupby(pd.Categorical.from_codes(owner.to_numpy(), categories=range(n_orgs)), observed=False)
 
 
-def summarize(raw: RawRun, table: pd.DataFrame, sites: pd.DataFrame, local_table: pd.DataFrame | None) -> dict[str, Any]:
+def summarize(
+    raw: RawRun, table: pd.DataFrame, sites: pd.DataFrame, local_table: pd.DataFrame | None
+) -> dict[str, Any]:
     orgs = raw.scenario.orgs
     done_mask = table["state"] == STATE_CODE["done"]
     flows = flow_by_org(table, len(orgs))
@@ -414,7 +471,9 @@ def summarize(raw: RawRun, table: pd.DataFrame, sites: pd.DataFrame, local_table
     if raw.scenario.faults is not None:
         # Sums of the sites' fault columns (sites.parquet); messages_total counts lost ones too.
         glob["faults"] = {
-            ("sites_down_at_end" if c == "down_at_end" else c): (float if c in ("downtime", "work_lost") else int)(sites[c].sum())
+            ("sites_down_at_end" if c == "down_at_end" else c): (float if c in ("downtime", "work_lost") else int)(
+                sites[c].sum()
+            )
             for c in FAULT_COLUMNS
         }
     if raw.scenario.extra.get("workload_warnings"):
@@ -424,4 +483,14 @@ def summarize(raw: RawRun, table: pd.DataFrame, sites: pd.DataFrame, local_table
     return {"global": glob, "organizations": per_org}
 
 
-__all__ = ["RunResult", "load", "piece_table", "job_table", "labelled", "site_table", "timeseries_table", "summarize", "score"]
+__all__ = [
+    "RunResult",
+    "load",
+    "piece_table",
+    "job_table",
+    "labelled",
+    "site_table",
+    "timeseries_table",
+    "summarize",
+    "score",
+]

@@ -5,6 +5,7 @@ A scenario is plain nested data. ``load_scenario`` returns a :class:`Scenario` w
 writes back as ``scenario.toml``; the typed fields are views of it the engine reads.
 Every problem is a :class:`ScenarioError` naming the dotted key.
 """
+
 from __future__ import annotations
 
 import math
@@ -42,10 +43,35 @@ _KNOWN = {
     "scheduler": {"name"},
     "metrics": {"counterfactual", "sample_interval", "fairness", "slowdown_bound"},
     "workload": {
-        "kind", "rate", "alpha", "beta", "jobs", "until", "procs", "path", "orgs",
-        "user_map", "orgs_by", "split_parallel", "t_start", "t_end", "list", "model", "priority",
-        "number", "X", "group", "variant", "streams", "duration", "integral",
-        "instance", "jobs_per_machine", "max_size", "rounds", "period",
+        "kind",
+        "rate",
+        "alpha",
+        "beta",
+        "jobs",
+        "until",
+        "procs",
+        "path",
+        "orgs",
+        "user_map",
+        "orgs_by",
+        "split_parallel",
+        "t_start",
+        "t_end",
+        "list",
+        "model",
+        "priority",
+        "number",
+        "X",
+        "group",
+        "variant",
+        "streams",
+        "duration",
+        "integral",
+        "instance",
+        "jobs_per_machine",
+        "max_size",
+        "rounds",
+        "period",
     },
     "sites": {"count", "procs", "speed", "scheduler", "orgs", "zipf_a", "low", "high"},
     "site": {"name", "org", "procs", "speed", "speeds", "scheduler"},
@@ -134,7 +160,9 @@ def read_scenario_file(ref: str | Path) -> tuple[dict[str, Any], str]:
         if str(ref) in shipped:
             path = shipped[str(ref)]
         elif path.is_dir():
-            raise ScenarioError("scenario", f"{path} is a folder, not a scenario file (shipped scenarios: gridemu list)")
+            raise ScenarioError(
+                "scenario", f"{path} is a folder, not a scenario file (shipped scenarios: gridemu list)"
+            )
         elif not path.exists():
             names = ", ".join(shipped) or "none"
             raise ScenarioError("scenario", f"no file or shipped scenario named {str(ref)!r} (shipped: {names})")
@@ -202,7 +230,9 @@ def load_scenario(
     return _validate(apply_overrides(raw, sets), source)  # a copy of its own: no second one
 
 
-def check_scenario(ref: str | Path, overrides: dict[str, Any] | None = None, limit: int = 20) -> tuple[Scenario | None, list[ScenarioError]]:
+def check_scenario(
+    ref: str | Path, overrides: dict[str, Any] | None = None, limit: int = 20
+) -> tuple[Scenario | None, list[ScenarioError]]:
     """The validated scenario, or None and every error :func:`validate` finds in it, not only
     the first (``gridemu validate``): after each, the key it names is taken out (its default
     applies) and the scenario is checked again. It stops when the scenario passes, or at an
@@ -219,7 +249,8 @@ def check_scenario(ref: str | Path, overrides: dict[str, Any] | None = None, lim
             return (None if errors else scenario), errors
         except ScenarioError as exc:
             follows = errors and (
-                _find(given, exc.key) is None or any(e.key == exc.key or e.key.startswith((exc.key + ".", exc.key + "[")) for e in errors)
+                _find(given, exc.key) is None
+                or any(e.key == exc.key or e.key.startswith((exc.key + ".", exc.key + "[")) for e in errors)
             )
             if follows:
                 return None, errors
@@ -246,7 +277,9 @@ def _find(data: Any, key: str) -> tuple[Any, Any] | None:
         except (KeyError, IndexError, TypeError):
             return None
     last = parts[-1]
-    if (isinstance(node, dict) and last in node) or (isinstance(node, list) and isinstance(last, int) and 0 <= last < len(node)):
+    if (isinstance(node, dict) and last in node) or (
+        isinstance(node, list) and isinstance(last, int) and 0 <= last < len(node)
+    ):
         return node, last
     return None
 
@@ -279,7 +312,9 @@ def _draw_procs(key: str, spec: Any, n: int, seed: int) -> list[int]:
             allowed = {"dist"} | ({"low", "high"} if dist == "uniform" else {"a", "max"})
         unknown = sorted(set(spec) - allowed)
         if unknown:
-            raise ScenarioError(f"{key}.{unknown[0]}", f"unknown key for dist = {dist!r} (allowed: {', '.join(sorted(allowed))})")
+            raise ScenarioError(
+                f"{key}.{unknown[0]}", f"unknown key for dist = {dist!r} (allowed: {', '.join(sorted(allowed))})"
+            )
         if "total" in spec:
             return _split_total(key, spec, dist, n)
         rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(0x50524F43,)))
@@ -330,9 +365,13 @@ def _build_sites(data: dict[str, Any], default_scheduler: str, seed: int) -> lis
                 speeds = entry["speeds"]
                 if not isinstance(speeds, list) or not speeds:
                     raise ScenarioError(f"{key}.speeds", "must be a non-empty list of speeds")
-                speeds = [check_number(f"{key}.speeds[{j}]", s, positive=True, finite=True) for j, s in enumerate(speeds)]
+                speeds = [
+                    check_number(f"{key}.speeds[{j}]", s, positive=True, finite=True) for j, s in enumerate(speeds)
+                ]
             else:
-                procs = int(check_number(f"{key}.procs", entry.get("procs", 1), positive=True, integer=True, most=MAX_PROCS))
+                procs = int(
+                    check_number(f"{key}.procs", entry.get("procs", 1), positive=True, integer=True, most=MAX_PROCS)
+                )
                 speed = check_number(f"{key}.speed", entry.get("speed", 1.0), positive=True, finite=True)
                 speeds = [speed] * procs
             scheduler = choice(f"{key}.scheduler", entry.get("scheduler", default_scheduler), SCHEDULERS)
@@ -398,7 +437,7 @@ def validate(raw: dict[str, Any], source: str = "<dict>") -> Scenario:
     return _validate(copy_tree(raw) if isinstance(raw, dict) else raw, source)
 
 
-def _validate(data: dict[str, Any], source: str) -> Scenario:
+def _validate(data: dict[str, Any], source: str) -> Scenario:  # noqa: C901
     """:func:`validate` on data it may change (the Scenario's ``data`` is it, resolved)."""
     if not isinstance(data, dict):
         raise ScenarioError("scenario", "must be a table")
@@ -432,8 +471,14 @@ def _validate(data: dict[str, Any], source: str) -> Scenario:
         latency = link_latency_matrix(topology, len(sites), latency)
         min_latency = smallest_link_latency(topology, latency)
     if min_latency < MIN_LATENCY:  # a window spans at least one link latency
-        key = "network.topology_file" if topology.link_latency else ("network.latency_matrix" if "latency_matrix" in net else "network.latency")
-        raise ScenarioError(key, f"must be >= {MIN_LATENCY:g} (a window spans at least one link latency), got {min_latency!r}")
+        key = (
+            "network.topology_file"
+            if topology.link_latency
+            else ("network.latency_matrix" if "latency_matrix" in net else "network.latency")
+        )
+        raise ScenarioError(
+            key, f"must be >= {MIN_LATENCY:g} (a window spans at least one link latency), got {min_latency!r}"
+        )
     if "lookahead" in run:
         look = check_number("run.lookahead", run["lookahead"])
         if not look >= MIN_LATENCY:
@@ -447,13 +492,18 @@ def _validate(data: dict[str, Any], source: str) -> Scenario:
 
     proto = _table(data, "protocol")
     if "name" not in proto and proto:
-        raise ScenarioError("protocol.name", f"missing: the [protocol] table sets {', '.join(sorted(proto))} but names no protocol")
+        raise ScenarioError(
+            "protocol.name", f"missing: the [protocol] table sets {', '.join(sorted(proto))} but names no protocol"
+        )
     proto["name"] = choice("protocol.name", proto.get("name", "local"), tuple(registry.PROTOCOLS))
     protocol = registry.get(proto["name"])
     data["protocol"] = proto
     if not topology.full:
         registry.require(
-            protocol, "topologies", "network.topology", f'the {proto["name"]} protocol needs every site to hear every other (topology = "full")'
+            protocol,
+            "topologies",
+            "network.topology",
+            f'the {proto["name"]} protocol needs every site to hear every other (topology = "full")',
         )
 
     metrics = _table(data, "metrics")
@@ -463,7 +513,9 @@ def _validate(data: dict[str, Any], source: str) -> Scenario:
     if "fairness" in metrics:
         check_flag("metrics.fairness", metrics["fairness"])
     if "slowdown_bound" in metrics:
-        metrics["slowdown_bound"] = check_number("metrics.slowdown_bound", metrics["slowdown_bound"], positive=True, finite=True)
+        metrics["slowdown_bound"] = check_number(
+            "metrics.slowdown_bound", metrics["slowdown_bound"], positive=True, finite=True
+        )
     data["metrics"] = metrics
 
     wl = _table(data, "workload")
@@ -484,11 +536,15 @@ def _validate(data: dict[str, Any], source: str) -> Scenario:
     check_workload(wl, sites)
     # Keys another protocol reads may stay (a sweep over protocol.name sets them all): kept as
     # given, with a warning below; the resolved keys keep the order they were given in.
-    params = protocol.params.from_table(proto, ScenarioFacts(sites, data, _max_latency(latency)), ignore=registry.all_keys())
+    params = protocol.params.from_table(
+        proto, ScenarioFacts(sites, data, _max_latency(latency)), ignore=registry.all_keys()
+    )
     resolved = params.table()
     data["protocol"] = {k: resolved.get(k, v) for k, v in proto.items()} | resolved
     if any(s.scheduler == "planned" for s in sites):
-        registry.require(protocol, "starts_jobs", "scheduler.name", "the planned scheduler starts only what a protocol planned")
+        registry.require(
+            protocol, "starts_jobs", "scheduler.name", "the planned scheduler starts only what a protocol planned"
+        )
 
     for section in SECTIONS.values():  # sections of a local scheduler's own (sites/sections.py)
         if section.name in data:
@@ -496,21 +552,37 @@ def _validate(data: dict[str, Any], source: str) -> Scenario:
                 raise ScenarioError(section.name, "must be a table")
             section.hooks().check(data[section.name], len(sites), Path(source).parent if source != "<dict>" else None)
         elif any(s.scheduler == section.scheduler for s in sites):
-            raise ScenarioError("scheduler.name", f"the {section.scheduler} scheduler needs {section.needs}: add a [{section.name}] section")
+            raise ScenarioError(
+                "scheduler.name",
+                f"the {section.scheduler} scheduler needs {section.needs}: add a [{section.name}] section",
+            )
     faults = None
     if "faults" in data:
         faults = parse_faults(data["faults"], [s.name for s in sites])
         registry.require(
-            protocol, "faults", "faults", f"the {proto['name']} protocol does not run with faults (it waits for answers or tracks other sites' jobs)"
+            protocol,
+            "faults",
+            "faults",
+            f"the {proto['name']} protocol does not run with faults (it waits for answers or tracks other sites' jobs)",
         )
         data["faults"]["on_crash"] = faults.on_crash
-    data["sites"] = [
-        {"name": s.name, "org": s.org, "speeds": list(s.speeds), "scheduler": s.scheduler} for s in sites
-    ]
+    data["sites"] = [{"name": s.name, "org": s.org, "speeds": list(s.speeds), "scheduler": s.scheduler} for s in sites]
     orgs = list(dict.fromkeys(s.org for s in sites))
     # A typo for one of its own keys shows here.
     keys = protocol.params.keys()
-    warnings = [f"protocol.{k} is not read by the {proto['name']} protocol (its keys: {', '.join(keys) or 'none'}): ignored"
-                for k in sorted(k for k in proto if k != "name" and k not in keys)]
-    return Scenario(data=data, sites=sites, orgs=orgs, latency=latency, lookahead=lookahead, source=source, topology=topology, faults=faults,
-                    params=params, extra={"scenario_warnings": warnings} if warnings else {})
+    warnings = [
+        f"protocol.{k} is not read by the {proto['name']} protocol (its keys: {', '.join(keys) or 'none'}): ignored"
+        for k in sorted(k for k in proto if k != "name" and k not in keys)
+    ]
+    return Scenario(
+        data=data,
+        sites=sites,
+        orgs=orgs,
+        latency=latency,
+        lookahead=lookahead,
+        source=source,
+        topology=topology,
+        faults=faults,
+        params=params,
+        extra={"scenario_warnings": warnings} if warnings else {},
+    )

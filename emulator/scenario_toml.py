@@ -1,5 +1,6 @@
 """Write a resolved scenario back as TOML (``scenario.toml`` of every run): the file reads
 back to the same scenario, whatever strings it holds. And copy scenario data (copy_tree)."""
+
 from __future__ import annotations
 
 import copy

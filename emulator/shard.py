@@ -4,6 +4,7 @@ The same class runs in the in-process backend (a plain object) and in the Ray
 backend (wrapped as an actor). Its whole state is plain data (sites, queues, heaps,
 generator states), so it can be pickled at a barrier.
 """
+
 from __future__ import annotations
 
 import math
@@ -123,7 +124,9 @@ class Shard:
 
     def status(self) -> StepInfo:
         e = self.engine
-        return StepInfo(e.next_time(), e.send_bound(), {}, e.events, e.done, e.live(), self.n_submitted, self.last_release)
+        return StepInfo(
+            e.next_time(), e.send_bound(), {}, e.events, e.done, e.live(), self.n_submitted, self.last_release
+        )
 
     def step(self, until: float, *batches: "np.ndarray | list[tuple]") -> tuple:
         """Deliver ``batches``, handle every event with time < until, return outgoing batches.
@@ -251,7 +254,11 @@ class SiteEngine(ShardEngine):
         columns = split_columns(jobs, counts.tolist())
         for i, (s, first, k) in enumerate(zip(spec.sites, bounds.tolist(), counts.tolist())):
             site = Site(
-                s, jobs[first : first + k], spec.latency if isinstance(spec.latency, float) else spec.latency[i], spec.owners[i], kinds,
+                s,
+                jobs[first : first + k],
+                spec.latency if isinstance(spec.latency, float) else spec.latency[i],
+                spec.owners[i],
+                kinds,
                 columns[i],
             )
             if site.scheduler.name in spec.schedulers:
@@ -266,9 +273,16 @@ class SiteEngine(ShardEngine):
             site.agent.on_start(0.0)
             if site.outbox:  # windows are built on send bounds, which only timers and messages set
                 raise InvariantError(
-                    f"site {site.name}: the {site.agent.name} agent sent a message from on_start; set a timer at 0 and send from it"
+                    f"site {site.name}: the {site.agent.name} agent sent a "
+                    "message from on_start; set a timer at 0 and send from it"
                 )
-            if spec.recurrence and site.faults is None and site.agent.silent and site.scheduler.name == "fcfs" and site.uniform:
+            if (
+                spec.recurrence
+                and site.faults is None
+                and site.agent.silent
+                and site.scheduler.name == "fcfs"
+                and site.uniform
+            ):
                 fcfs_recurrence.enable(site)
         # The shard's calendar: each site's next event time and send bound, refreshed only for
         # the sites a window touched (those it advanced or delivered to), so a window costs
@@ -412,8 +426,11 @@ class ColumnEngine(ShardEngine):
 
     @staticmethod
     def serves(spec: ShardSpec, protocol: Any) -> bool:
-        return spec.recurrence and spec.faults is None and protocol.route is not None and all(
-            s.scheduler == "fcfs" and len(set(s.speeds)) == 1 for s in spec.sites
+        return (
+            spec.recurrence
+            and spec.faults is None
+            and protocol.route is not None
+            and all(s.scheduler == "fcfs" and len(set(s.speeds)) == 1 for s in spec.sites)
         )
 
     def __init__(self, spec: ShardSpec, protocol: Protocol, params: Params, kinds: MessageKinds, local_of: np.ndarray):
@@ -478,7 +495,11 @@ class ColumnEngine(ShardEngine):
         for i in range(len(self.specs)):
             sent = [0] * len(self.kinds)
             sent[job] = int(counts["sent_jobs"][i])
-            sites.append(self._site_row(i, int(counts["events"][i]), float(counts["cpu_seconds"][i]), int(counts["received"][i]), sent))
+            sites.append(
+                self._site_row(
+                    i, int(counts["events"][i]), float(counts["cpu_seconds"][i]), int(counts["received"][i]), sent
+                )
+            )
         job_cols = cols.job_columns(horizon)
         return {"jobs": job_cols, "sites": sites, "timeseries": {}, "usage": usage_ledger(job_cols)}
 

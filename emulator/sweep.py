@@ -8,6 +8,7 @@ of the summary's ``protocol`` and ``fairness`` sections); ``orgs.parquet``: one 
 figures (jobs, flow times, makespan, score); ``table.csv``: mean and standard deviation
 of every figure per setting (over seeds), the table the paper reproductions quote.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -17,19 +18,37 @@ from typing import Any
 
 import pandas as pd
 
-from gridemu.model.errors import GridemuError, ScenarioError, first_line
 from gridemu.emulator.results import check_out, write_whole
 from gridemu.emulator.scenario import load_scenario, parse_override, read_scenario_file
+from gridemu.model.errors import GridemuError, ScenarioError, first_line
 from gridemu.sites.sections import SECTIONS
 
 GLOBAL_FIGURES = (
-    "jobs", "makespan", "mean_flow_time", "mean_wait_time", "mean_bounded_slowdown", "events", "messages_total", "windows",
-    "wall_seconds", "site_cpu_seconds",
+    "jobs",
+    "makespan",
+    "mean_flow_time",
+    "mean_wait_time",
+    "mean_bounded_slowdown",
+    "events",
+    "messages_total",
+    "windows",
+    "wall_seconds",
+    "site_cpu_seconds",
 )
 ORG_FIGURES = (
-    "jobs", "jobs_done", "sum_flow_time", "mean_flow_time", "mean_wait_time", "mean_bounded_slowdown", "makespan", "jobs_migrated",
-    "sum_flow_time_local", "score",
-    "score_period_mean", "score_period_std", "periods_scored",
+    "jobs",
+    "jobs_done",
+    "sum_flow_time",
+    "mean_flow_time",
+    "mean_wait_time",
+    "mean_bounded_slowdown",
+    "makespan",
+    "jobs_migrated",
+    "sum_flow_time_local",
+    "score",
+    "score_period_mean",
+    "score_period_std",
+    "periods_scored",
 )
 
 
@@ -48,7 +67,9 @@ def parse_grid(items: list[str]) -> list[tuple[str, list[Any]]]:
     return grid
 
 
-def run_one(data: dict[str, Any], settings: dict[str, Any], seed: int, source: str | None = None) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def run_one(
+    data: dict[str, Any], settings: dict[str, Any], seed: int, source: str | None = None
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """One sweep point: (row for runs.parquet, rows for orgs.parquet). ``source``: the
     scenario file ``data`` was read from (its relative file names are found beside it)."""
     from gridemu.emulator.api import run
@@ -76,7 +97,7 @@ def run_one(data: dict[str, Any], settings: dict[str, Any], seed: int, source: s
     return row, orgs
 
 
-def sweep(
+def sweep(  # noqa: C901
     scenario: str | Path | dict[str, Any],
     grid: list[tuple[str, list[Any]]],
     *,
@@ -131,7 +152,9 @@ def sweep(
 
         from gridemu.emulator.console import stderr_console
 
-        progress = Progress(TextColumn("sweep"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=stderr_console())
+        progress = Progress(
+            TextColumn("sweep"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=stderr_console()
+        )
         progress.start()
         bar = progress.add_task("runs", total=len(tasks))
     t0 = time.perf_counter()
@@ -153,7 +176,9 @@ def sweep(
     runs = runs.sort_values(order).reset_index(drop=True)
     orgs_df = pd.DataFrame(org_rows, columns=None if org_rows else order + ["organization"])
     orgs_df = orgs_df.sort_values(order + ["organization"]).reset_index(drop=True)
-    failures = pd.DataFrame(failed, columns=None if failed else order + ["error"]).sort_values(order).reset_index(drop=True)
+    failures = (
+        pd.DataFrame(failed, columns=None if failed else order + ["error"]).sort_values(order).reset_index(drop=True)
+    )
     table = aggregate(runs, keys) if rows else pd.DataFrame()
 
     def write(folder: Path) -> None:
@@ -169,15 +194,25 @@ def sweep(
     if not quiet and rows:
         _print_table(table, len(rows), time.perf_counter() - t0, out)
     if failed:
-        where = f"; the {len(rows)} finished runs are in {out}/, the failed ones in {out}/failures.csv" if out is not None else ""
+        where = (
+            f"; the {len(rows)} finished runs are in {out}/, the failed ones in {out}/failures.csv"
+            if out is not None
+            else ""
+        )
         first = failures.iloc[0]
         setting = ", ".join(f"{k}={first[k]}" for k in order)
         raise SweepFailed(f"{len(failed)} of {len(tasks)} runs failed (first: {setting}: {first['error']}){where}")
     return runs, orgs_df, table
 
 
-def _ray_tasks(data: dict[str, Any], tasks: list[tuple[dict[str, Any], int]], source: str | None,
-               address: str | None, workers: int | None, record: Any) -> None:
+def _ray_tasks(
+    data: dict[str, Any],
+    tasks: list[tuple[dict[str, Any], int]],
+    source: str | None,
+    address: str | None,
+    workers: int | None,
+    record: Any,
+) -> None:
     """Run the sweep's points as Ray tasks, at most ``workers`` at once; ``record`` each outcome."""
     from gridemu.emulator.backends import ensure_ray
 
@@ -231,7 +266,9 @@ def _print_table(table: pd.DataFrame, n: int, wall: float, out: Path | None) -> 
     from rich.console import Console
     from rich.table import Table
 
-    figures = [f for f in ("mean_flow_time", "makespan", "messages_total", "score_mean") if f"{f}_mean" in table.columns]
+    figures = [
+        f for f in ("mean_flow_time", "makespan", "messages_total", "score_mean") if f"{f}_mean" in table.columns
+    ]
     t = Table(title=f"sweep: {n} runs in {wall:.1f} s (mean ± std over seeds)")
     index_names = [n for n in (table.index.names or []) if n]
     for name in index_names + ["runs"] * ("runs" in table.columns) + figures:
@@ -245,4 +282,7 @@ def _print_table(table: pd.DataFrame, n: int, wall: float, out: Path | None) -> 
         t.add_row(*cells)
     (Console() if sys.stdout.isatty() else Console(width=160)).print(t)
     if out is not None:
-        print(f"sweep results written to {out}/ (runs.parquet, runs.csv, orgs.parquet, table.csv: every figure's mean and std)")
+        print(
+            f"sweep results written to {out}/ (runs.parquet, runs.csv, "
+            "orgs.parquet, table.csv: every figure's mean and std)"
+        )

@@ -28,6 +28,7 @@ Checks (each a :class:`ScenarioError` naming the key or the file's line): unknow
 bad parameters, self-loops, unknown sites, and a graph that is not connected (a protocol
 could then never hear part of the grid).
 """
+
 from __future__ import annotations
 
 import csv
@@ -65,12 +66,14 @@ class Topology:
         return np.array([len(nb) for nb in self.neighbors])
 
 
-def build_topology(net: dict[str, Any], sites: Sequence[SiteSpec], seed: int, base: Path | None = None) -> Topology:
+def build_topology(net: dict[str, Any], sites: Sequence[SiteSpec], seed: int, base: Path | None = None) -> Topology:  # noqa: C901
     """The topology a ``[network]`` table asks for (``topology`` or ``topology_file``)."""
     n = len(sites)
     if "topology_file" in net:
         if "topology" in net and net["topology"] != "file":
-            raise ScenarioError("network.topology_file", "give either network.topology or network.topology_file, not both")
+            raise ScenarioError(
+                "network.topology_file", "give either network.topology or network.topology_file, not both"
+            )
         path = Path(str(net["topology_file"]))
         if base is not None and not path.is_absolute() and not path.exists() and (base / path).exists():
             path = base / path
@@ -87,12 +90,16 @@ def build_topology(net: dict[str, Any], sites: Sequence[SiteSpec], seed: int, ba
     elif name == "random" and len(args) == 1:
         k = _int_arg(spec, args[0], "K", 1 if n <= 2 else 2, n - 1)  # a matching alone is not connected
         if k % 2 and n % 2:
-            raise ScenarioError("network.topology", f"{spec}: an odd K needs an even number of sites (a perfect matching), got {n}")
+            raise ScenarioError(
+                "network.topology", f"{spec}: an odd K needs an even number of sites (a perfect matching), got {n}"
+            )
         links = _random_links(n, k, rng)
     elif name == "smallworld" and len(args) == 2:
         k = _int_arg(spec, args[0], "K", 2, n - 1)
         if k % 2:
-            raise ScenarioError("network.topology", f"{spec}: K must be even (K/2 lattice neighbors on each side), got {k}")
+            raise ScenarioError(
+                "network.topology", f"{spec}: K must be even (K/2 lattice neighbors on each side), got {k}"
+            )
         try:
             p = float(args[1])
         except ValueError:
@@ -114,7 +121,9 @@ def build_topology(net: dict[str, Any], sites: Sequence[SiteSpec], seed: int, ba
             if i + cols < n:
                 links.add((i, i + cols))
     else:
-        raise ScenarioError("network.topology", f"unknown topology {spec!r} (one of {', '.join(SHAPES)}, or network.topology_file)")
+        raise ScenarioError(
+            "network.topology", f"unknown topology {spec!r} (one of {', '.join(SHAPES)}, or network.topology_file)"
+        )
     topo = _from_links(spec, n, links)
     _check_connected(topo, sites, "network.topology")
     return topo
@@ -126,7 +135,9 @@ def _int_arg(spec: str, text: str, name: str, low: int, high: int) -> int:
     except ValueError:
         raise ScenarioError("network.topology", f"{spec}: {name} must be a whole number, got {text!r}") from None
     if not low <= value <= high:
-        raise ScenarioError("network.topology", f"{spec}: {name} must be between {low} and {high} for this grid, got {value}")
+        raise ScenarioError(
+            "network.topology", f"{spec}: {name} must be between {low} and {high} for this grid, got {value}"
+        )
     return value
 
 
@@ -189,7 +200,9 @@ def _check_connected(topo: Topology, sites: Sequence[SiteSpec], key: str) -> Non
     if not all(seen):
         cut = [sites[i].name for i in range(n) if not seen[i]]
         more = f" and {len(cut) - 5} more" if len(cut) > 5 else ""
-        raise ScenarioError(key, f"the network is not connected: no path from {sites[0].name} to {', '.join(cut[:5])}{more}")
+        raise ScenarioError(
+            key, f"the network is not connected: no path from {sites[0].name} to {', '.join(cut[:5])}{more}"
+        )
 
 
 def _from_file(path: Path, sites: Sequence[SiteSpec]) -> Topology:
@@ -214,7 +227,9 @@ def _from_file(path: Path, sites: Sequence[SiteSpec]) -> Topology:
             reader = csv.DictReader(fh)
             fields = [f.strip() for f in (reader.fieldnames or [])]
             if not {"source", "target"} <= set(fields):
-                raise ScenarioError(key, f"{path}: the header must name source and target (and optionally latency), got {fields}")
+                raise ScenarioError(
+                    key, f"{path}: the header must name source and target (and optionally latency), got {fields}"
+                )
             has_latency = "latency" in fields
             for line, row in enumerate(reader, start=2):
                 row = {k.strip(): (v or "") for k, v in row.items() if k is not None}
@@ -228,9 +243,15 @@ def _from_file(path: Path, sites: Sequence[SiteSpec]) -> Topology:
                     except ValueError:
                         lat = math.nan
                     if not (lat > 0 and math.isfinite(lat)):
-                        raise ScenarioError(key, f"{path}, line {line}: latency must be a number > 0, got {row['latency']!r}")
+                        raise ScenarioError(
+                            key, f"{path}, line {line}: latency must be a number > 0, got {row['latency']!r}"
+                        )
                     if pair in latency and latency[pair] != lat:
-                        raise ScenarioError(key, f"{path}, line {line}: the link {sites[a].name}-{sites[b].name} is listed before with latency {latency[pair]}")
+                        raise ScenarioError(
+                            key,
+                            f"{path}, line {line}: the link {sites[a].name}-{sites[b].name} "
+                            f"is listed before with latency {latency[pair]}",
+                        )
                     latency[pair] = lat
                 links.add(pair)
     except UnicodeDecodeError:

@@ -12,6 +12,7 @@ span, never below the lookahead while jobs are released. A shorter window never 
 job table; the cap exists so that a periodic protocol's run ends after the same events for
 every backend and shard count (see :meth:`WindowRule.cap`).
 """
+
 from __future__ import annotations
 
 import math
@@ -43,7 +44,9 @@ class WindowRule:
     progress: bool = False
 
     @classmethod
-    def for_run(cls, lookahead: float, horizon: float, last_release: float, periodic: bool = False, progress: bool = False) -> WindowRule:
+    def for_run(
+        cls, lookahead: float, horizon: float, last_release: float, periodic: bool = False, progress: bool = False
+    ) -> WindowRule:
         span = last_release
         if math.isfinite(horizon):
             span = min(span, horizon) if span > 0 else horizon

@@ -1,6 +1,7 @@
 """Number and choice checks shared by scenario validation and the protocols' parameter
 checks: every failure is a ScenarioError naming the dotted key. Also the rounding that
 splits a scenario's totals (processors, jobs) over its sites."""
+
 from __future__ import annotations
 
 import math
@@ -12,7 +13,13 @@ from gridemu.model.errors import ScenarioError
 
 
 def check_number(
-    key: str, value: Any, *, positive: bool = False, nonneg: bool = False, integer: bool = False, finite: bool = False,
+    key: str,
+    value: Any,
+    *,
+    positive: bool = False,
+    nonneg: bool = False,
+    integer: bool = False,
+    finite: bool = False,
     most: float | None = None,
 ) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -67,9 +74,14 @@ def per_site_values(key: str, value: Any, n: int, **checks: Any) -> list[float]:
     if isinstance(value, dict) and "cycle" in value:
         cycle = value["cycle"]
         if len(value) > 1:
-            raise ScenarioError(key, f"a cycle of per-site values stands alone, got also {', '.join(str(k) for k in value if k != 'cycle')}")
+            raise ScenarioError(
+                key,
+                f"a cycle of per-site values stands alone, got also {', '.join(str(k) for k in value if k != 'cycle')}",
+            )
         if not isinstance(cycle, list) or not cycle:
-            raise ScenarioError(f"{key}.cycle", f"must be a non-empty list of values repeated over the sites, got {cycle!r}")
+            raise ScenarioError(
+                f"{key}.cycle", f"must be a non-empty list of values repeated over the sites, got {cycle!r}"
+            )
         pattern = [check_number(f"{key}.cycle[{i}]", v, **checks) for i, v in enumerate(cycle)]
         return [pattern[i % len(pattern)] for i in range(n)]
     return _per_site(key, value, n, lambda k, v: check_number(k, v, **checks), "{default = 2.0, 0 = 3.0}")
@@ -78,7 +90,9 @@ def per_site_values(key: str, value: Any, n: int, **checks: Any) -> list[float]:
 def per_site_choices(key: str, value: Any, n: int, allowed: tuple[str, ...]) -> list[str]:
     """A named setting for every site, given as :func:`per_site_values` takes numbers: one
     value, a list with one per site, or a table ``{default = "a", 2 = "b"}``."""
-    return _per_site(key, value, n, lambda k, v: choice(k, v, allowed), f'{{default = "{allowed[0]}", 0 = "{allowed[-1]}"}}')
+    return _per_site(
+        key, value, n, lambda k, v: choice(k, v, allowed), f'{{default = "{allowed[0]}", 0 = "{allowed[-1]}"}}'
+    )
 
 
 def _per_site(key: str, value: Any, n: int, one: Callable[[str, Any], Any], example: str) -> list[Any]:
@@ -107,7 +121,9 @@ def check_sequential(jobs: Any, who: str) -> None:
     wide = np.flatnonzero(jobs["procs"] != 1)
     if len(wide):
         j = jobs[wide[0]]
-        raise ScenarioError("workload", f"job {int(j['job_id'])} needs {int(j['procs'])} processors: {who} schedules sequential jobs")
+        raise ScenarioError(
+            "workload", f"job {int(j['job_id'])} needs {int(j['procs'])} processors: {who} schedules sequential jobs"
+        )
 
 
 def check_integral(jobs: Any, columns: tuple[str, ...], key: str, why: str) -> None:

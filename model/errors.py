@@ -1,4 +1,5 @@
 """Errors a user can act on. The CLI prints them as one line and exits with code 2."""
+
 from __future__ import annotations
 
 

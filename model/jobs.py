@@ -3,6 +3,7 @@
 Jobs travel as rows of numpy structured arrays (``JOB_DTYPE``), never as Python
 objects per job: workloads produce them, shards keep them, transfers carry them.
 """
+
 from __future__ import annotations
 
 from collections import namedtuple

@@ -22,6 +22,7 @@ as a tuple. Unset fields are 0 (0.0, False, zeros).
 Kind codes are positions in the run's kind table (:class:`MessageKinds`: the kernel's
 kinds, then the protocol's); results name kinds, never codes.
 """
+
 from __future__ import annotations
 
 import keyword
@@ -113,11 +114,18 @@ class MessageKind:
         if not name.isidentifier():
             raise ValueError(f"message kind {name!r}: the name must be an identifier (agents handle it as on_{name})")
         if name in AGENT_HOOKS:
-            raise ValueError(f"message kind {name!r}: on_{name} is an agent's own hook; name the kind otherwise (e.g. 'released')")
+            raise ValueError(
+                f"message kind {name!r}: on_{name} is an agent's own hook; name the kind otherwise (e.g. 'released')"
+            )
         if not isinstance(job, bool):  # also message("x", job=int): a field cannot be named job
-            raise ValueError(f"message kind {name!r}: job= is True or False (whether it carries a job record), not {job!r}")
+            raise ValueError(
+                f"message kind {name!r}: job= is True or False (whether it carries a job record), not {job!r}"
+            )
         taken = set(_VIEW_ROUTING) | {"job", "kind"} | (set(JOB_DTYPE.names) if job else set())
-        free = {"f": list(range(len(_ROUTING), len(_ROUTING) + N_FLOAT)), "i": list(range(len(_ROUTING) + N_FLOAT, N_ROUTING))}
+        free = {
+            "f": list(range(len(_ROUTING), len(_ROUTING) + N_FLOAT)),
+            "i": list(range(len(_ROUTING) + N_FLOAT, N_ROUTING)),
+        }
         names: list[str] = list(_VIEW_ROUTING) + ["_"] * (N_ROUTING - len(_ROUTING))
         names += list(JOB_DTYPE.names) if job else ["_"] * len(JOB_DTYPE.names)
         extra: dict[str, Any] = {}
@@ -125,17 +133,31 @@ class MessageKind:
         for field, declared in fields.items():
             what = f"message kind {name!r}: field {field!r}"
             if not field.isidentifier() or keyword.iskeyword(field) or field.startswith("_") or field in taken:
-                raise ValueError(f"{what}: the name is taken or not allowed (routing fields, job, kind{', the job columns' if job else ''}, a leading _)")
+                raise ValueError(
+                    f"{what}: the name is taken or not allowed (routing fields, job, "
+                    f"kind{', the job columns' if job else ''}, a leading _)"
+                )
             if isinstance(declared, str):  # the form before typed fields named a column
-                raise ValueError(f"{what}: declare its type (float, int, bool or (float, n)), not a column ({declared!r})")
+                raise ValueError(
+                    f"{what}: declare its type (float, int, bool or (float, n)), not a column ({declared!r})"
+                )
             base, n = declared if isinstance(declared, tuple) and len(declared) == 2 else (declared, None)
-            if not isinstance(base, type) or base not in _CAST or (n is not None and (not isinstance(n, int) or isinstance(n, bool) or n < 1)):
-                raise ValueError(f"{what}: type {_spelled(declared)} is none of float, int, bool or (float|int|bool, n) with n >= 1")
+            if (
+                not isinstance(base, type)
+                or base not in _CAST
+                or (n is not None and (not isinstance(n, int) or isinstance(n, bool) or n < 1))
+            ):
+                raise ValueError(
+                    f"{what}: type {_spelled(declared)} is none of float, int, bool or (float|int|bool, n) with n >= 1"
+                )
             storage = "f" if base is float else "i"
             k = 1 if n is None else n
             if len(free[storage]) < k:
                 label = f"{N_FLOAT} float slots" if storage == "f" else f"{N_INT} int slots (ints and bools share them)"
-                raise ValueError(f"{what} ({_spelled(declared)}) does not fit: a message has {label} and the fields before it leave {len(free[storage])}")
+                raise ValueError(
+                    f"{what} ({_spelled(declared)}) does not fit: a message has "
+                    f"{label} and the fields before it leave {len(free[storage])}"
+                )
             pos, free[storage] = free[storage][0], free[storage][k:]
             # Where it goes in the payload; the Python type a value of it may keep as it is.
             put[field] = (pos - len(_ROUTING), base if n is None and base is not bool else None, _CAST[base], n)
@@ -156,7 +178,8 @@ class MessageKind:
         if job:
             extra["job"] = property(_job_record)
         self.view = type(
-            f"{name.title()}Message", (base_view,),
+            f"{name.title()}Message",
+            (base_view,),
             {"__slots__": (), "kind": name, **extra, "__reduce__": lambda v, kind=self: (_view_of, (kind, tuple(v)))},
         )
 
@@ -178,7 +201,9 @@ class MessageKind:
             try:
                 pos, exact, cast, n = put[field]
             except KeyError:
-                raise TypeError(f"a {self.name!r} message has no field {field!r} (fields: {', '.join(self.fields) or 'none'})") from None
+                raise TypeError(
+                    f"a {self.name!r} message has no field {field!r} (fields: {', '.join(self.fields) or 'none'})"
+                ) from None
             if type(value) is exact and (exact is float or -_INT_BOUND <= value < _INT_BOUND):
                 row[pos] = value  # already what the column gives back (most sends)
                 continue
@@ -191,7 +216,9 @@ class MessageKind:
                         raise ValueError(f"{len(items)} items, not {n}")
                     row[pos : pos + n] = items
             except (TypeError, ValueError, OverflowError) as exc:
-                raise TypeError(f"a {self.name!r} message's field {field!r} ({_spelled(self.fields[field])}) got {value!r}: {exc}") from None
+                raise TypeError(
+                    f"a {self.name!r} message's field {field!r} ({_spelled(self.fields[field])}) got {value!r}: {exc}"
+                ) from None
         return tuple(row) + (job or NO_JOB)
 
     def __repr__(self) -> str:
@@ -243,7 +270,7 @@ class MessageKinds:
         self.views = tuple(k.view for k in self.kinds)
 
     def __reduce__(self) -> tuple:
-        return (MessageKinds, (self.kinds[len(KERNEL_KINDS):],))
+        return (MessageKinds, (self.kinds[len(KERNEL_KINDS) :],))
 
     def __len__(self) -> int:
         return len(self.kinds)
@@ -275,4 +302,3 @@ def to_batch(rows: list[tuple]) -> np.ndarray:
     batch = np.array(rows, dtype=MSG_DTYPE)
     order = np.lexsort((batch["seq"], batch["src"], batch["deliver"]))
     return batch[order]
-

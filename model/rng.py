@@ -1,5 +1,6 @@
 """Random streams (DESIGN.md, determinism): one per (site, purpose), spawned from the run's
 seed by a stable key, never from the shard layout or the order of replies."""
+
 from __future__ import annotations
 
 import hashlib
@@ -46,7 +47,9 @@ def named_rng(seed: int, site_id: int, protocol: str, purpose: str) -> np.random
     return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=key))
 
 
-def named_rngs(seed: int, site_ids: "Sequence[int] | np.ndarray", protocol: str, purpose: str) -> Iterator[np.random.Generator]:
+def named_rngs(
+    seed: int, site_ids: "Sequence[int] | np.ndarray", protocol: str, purpose: str
+) -> Iterator[np.random.Generator]:
     """:func:`named_rng` of many sites, in their order (a ``route`` hook's streams)."""
     return (named_rng(seed, s, protocol, purpose) for s in np.asarray(site_ids, dtype=np.int64).reshape(-1).tolist())
 
@@ -82,7 +85,10 @@ def _pcg64_seed_words(seed: int, ids: np.ndarray, purpose: int) -> np.ndarray:
         run.append(seed & _M32)
         seed >>= 32
     run += [0] * (4 - len(run)) if len(run) < 4 else []
-    entropy = [np.full(n, w, dtype=np.uint64) for w in run] + [ids.astype(np.uint64), np.full(n, purpose, dtype=np.uint64)]
+    entropy = [np.full(n, w, dtype=np.uint64) for w in run] + [
+        ids.astype(np.uint64),
+        np.full(n, purpose, dtype=np.uint64),
+    ]
     const = _INIT_A
 
     def hashed(v: np.ndarray) -> np.ndarray:

@@ -19,6 +19,7 @@ draw of machine l's jobs comes from machine l's own stream, round after round: r
 are released together at r × ``period`` (the repeated game of section 3.5: one off-line
 instance per round).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -98,9 +99,13 @@ def check_dedicated(wl: dict[str, Any], sites: list["SiteSpec"]) -> None:
     between two rounds' releases; default 2 × n × max_size, room for the largest possible
     machine load, for exponential 2^(n+2)). Defaults are filled in place."""
     if len({s.org for s in sites}) != len(sites):
-        raise ScenarioError("sites", "dedicated workloads need one site per organization (organization k owns machine k)")
+        raise ScenarioError(
+            "sites", "dedicated workloads need one site per organization (organization k owns machine k)"
+        )
     if any(s.procs != 1 for s in sites):
-        raise ScenarioError("sites.procs", "dedicated resources have one processor each (thesis 3.1): set sites.procs = 1")
+        raise ScenarioError(
+            "sites.procs", "dedicated resources have one processor each (thesis 3.1): set sites.procs = 1"
+        )
     instance = choice("workload.instance", wl.get("instance", "random"), INSTANCES)
     if "jobs_per_machine" not in wl:
         raise ScenarioError("workload.jobs_per_machine", "give the number of jobs on each machine (n in section 3.7.1)")
@@ -108,9 +113,14 @@ def check_dedicated(wl: dict[str, Any], sites: list["SiteSpec"]) -> None:
     max_size = int(check_number("workload.max_size", wl.get("max_size", 10), positive=True, integer=True, most=1e9))
     if instance == "exponential":
         if len(sites) != 2:
-            raise ScenarioError("sites.count", f"the exponential instance (Figure 3.2) has two organizations, got {len(sites)} sites")
+            raise ScenarioError(
+                "sites.count", f"the exponential instance (Figure 3.2) has two organizations, got {len(sites)} sites"
+            )
         if n > 40:
-            raise ScenarioError("workload.jobs_per_machine", f"the exponential instance has jobs up to 2^(n-1): n must be at most 40, got {n}")
+            raise ScenarioError(
+                "workload.jobs_per_machine",
+                f"the exponential instance has jobs up to 2^(n-1): n must be at most 40, got {n}",
+            )
     rounds = int(check_number("workload.rounds", wl.get("rounds", 1), positive=True, integer=True, most=100_000))
     load = 2 ** (n + 1) if instance == "exponential" else n * max_size
     period = check_number("workload.period", wl.get("period", 2.0 * load), positive=True, finite=True)

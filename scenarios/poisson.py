@@ -6,6 +6,7 @@ Every site's jobs come from its own streams (arrivals, sizes, processor counts; 
 jobs are the same either way. Drawn jobs come in (release, site) order, not numbered yet
 (``model.jobs.number_jobs``).
 """
+
 from __future__ import annotations
 
 import math

@@ -23,6 +23,7 @@ Readings where the text is ambiguous or silent (the paper's wording in quotes):
 How the busy schedulers of ``brokers.gm.algorithm`` and GM fare on each instance is told
 in that module's docstring.
 """
+
 from __future__ import annotations
 
 import math
@@ -107,7 +108,9 @@ def workload_rows(wl: dict[str, Any]) -> list[Row]:
         raise ScenarioError("workload.number", f"must be 1, 2 or 3 (the paper's Propositions), got {number!r}")
     variant = wl.get("variant", "base")
     if not isinstance(variant, str) or variant not in VARIANTS[number]:
-        raise ScenarioError("workload.variant", f"Proposition {number} has variants {', '.join(VARIANTS[number])}, got {variant!r}")
+        raise ScenarioError(
+            "workload.variant", f"Proposition {number} has variants {', '.join(VARIANTS[number])}, got {variant!r}"
+        )
     try:
         if number == 3:
             n = int(check_number("workload.X", wl.get("X", 3), positive=True, integer=True))

@@ -73,6 +73,7 @@ sample") one: the program's other mode mixes batch and interactive jobs by their
 process, which has no meaning here (all release dates are 0). Batch and interactive presets
 are provided for completeness.
 """
+
 from __future__ import annotations
 
 import math
@@ -167,17 +168,37 @@ class LublinParams:
 
 ALL_JOBS = LublinParams(SERIAL_PROB, POW2_PROB, U_LOW, U_MED, U_HI, U_PROB, A1, B1, A2, B2, PA, PB)
 BATCH = LublinParams(
-    SERIAL_PROB_BATCH, POW2_PROB_BATCH, U_LOW_BATCH, U_MED_BATCH, U_HI_BATCH, U_PROB_BATCH,
-    A1_BATCH, B1_BATCH, A2_BATCH, B2_BATCH, PA_BATCH, PB_BATCH,
+    SERIAL_PROB_BATCH,
+    POW2_PROB_BATCH,
+    U_LOW_BATCH,
+    U_MED_BATCH,
+    U_HI_BATCH,
+    U_PROB_BATCH,
+    A1_BATCH,
+    B1_BATCH,
+    A2_BATCH,
+    B2_BATCH,
+    PA_BATCH,
+    PB_BATCH,
 )
 INTERACTIVE = LublinParams(
-    SERIAL_PROB_INTERACTIVE, POW2_PROB_INTERACTIVE, U_LOW_INTERACTIVE, U_MED_INTERACTIVE,
-    U_HI_INTERACTIVE, U_PROB_INTERACTIVE, A1_INTERACTIVE, B1_INTERACTIVE, A2_INTERACTIVE,
-    B2_INTERACTIVE, PA_INTERACTIVE, PB_INTERACTIVE,
+    SERIAL_PROB_INTERACTIVE,
+    POW2_PROB_INTERACTIVE,
+    U_LOW_INTERACTIVE,
+    U_MED_INTERACTIVE,
+    U_HI_INTERACTIVE,
+    U_PROB_INTERACTIVE,
+    A1_INTERACTIVE,
+    B1_INTERACTIVE,
+    A2_INTERACTIVE,
+    B2_INTERACTIVE,
+    PA_INTERACTIVE,
+    PB_INTERACTIVE,
 )
 
 
 # --- input checks -------------------------------------------------------------------------
+
 
 def _check_rng(rng: object) -> None:
     if not isinstance(rng, np.random.Generator):
@@ -218,6 +239,7 @@ def _check_params(params: object) -> LublinParams:
 
 # --- owners ---------------------------------------------------------------------------------
 
+
 def zipf_probabilities(n_orgs: int, a: float = ZIPF_EXPONENT) -> np.ndarray:
     """P(owner = k) = (k+1)^-a / H(n_orgs, a) for k = 0..n_orgs-1 (bounded Zipf, rank k+1)."""
     n_orgs = _check_count("n_orgs", n_orgs)
@@ -242,6 +264,7 @@ def zipf_owners(rng: np.random.Generator, n: int, n_orgs: int, a: float = ZIPF_E
 
 # --- uni ------------------------------------------------------------------------------------
 
+
 def rigid_jobs(owners: np.ndarray, p: np.ndarray, q: np.ndarray) -> np.ndarray:
     """Job i (id i) of organization ``owners[i]`` (owner, submit site and group), length
     ``p[i]`` (its size) and ``q[i]`` processors, released at 0, as a job array."""
@@ -265,6 +288,7 @@ def uni_jobs(rng: np.random.Generator, n: int, n_orgs: int, m: int) -> np.ndarra
 
 
 # --- Lublin–Feitelson -------------------------------------------------------------------
+
 
 def scaled_params(params: LublinParams, m: int) -> LublinParams:
     """``params`` fitted to a machine of m processors: u_hi = log2(m), u_med shifted with it.
@@ -305,7 +329,7 @@ def _draw_sizes(rng: np.random.Generator, n: int, m: int, params: LublinParams) 
     while todo.size:
         x = _two_stage_uniform(rng, todo.size, sp)
         x = np.where(pow2[todo], _round_half_up(x), x)
-        size = _round_half_up(2.0 ** x).astype(np.int64)
+        size = _round_half_up(2.0**x).astype(np.int64)
         ok = size < m
         q[todo[ok]] = size[ok]
         todo = todo[~ok]

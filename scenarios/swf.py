@@ -39,6 +39,7 @@ Choices made here:
   ``user_map`` fixes some users (or all); the rule places the rest. ``split_parallel`` turns a q-processor job
   into q sequential jobs, as in the Shapley-value scheduling papers.
 """
+
 from __future__ import annotations
 
 import gzip
@@ -170,11 +171,7 @@ def _parse_chunk(path: str | os.PathLike[str], lines: list[str], linenos: list[i
     if values.shape[1] != _N_FIELDS:
         _raise_first_bad_line(path, lines, linenos, f"{values.shape[1]} columns")
     ints = values[:, _INT_COLUMNS]
-    if not (
-        np.isfinite(values).all()
-        and (np.abs(ints) < _INT_LIMIT).all()
-        and (ints == np.trunc(ints)).all()
-    ):
+    if not (np.isfinite(values).all() and (np.abs(ints) < _INT_LIMIT).all() and (ints == np.trunc(ints)).all()):
         _raise_first_bad_line(path, lines, linenos, "non-finite or non-integer value")
     records = np.empty(len(lines), dtype=SWF_DTYPE)
     for col, name in enumerate(SWF_FIELDS):
@@ -410,7 +407,9 @@ def swf_to_jobs(
     fixed: dict[int, int] = {}
     for user, org in (user_map or {}).items():
         if not 0 <= int(org) < n_orgs:
-            raise ScenarioError(f"workload.user_map.{user}", f"sends user {user} to organization {org}, outside 0..{n_orgs - 1}")
+            raise ScenarioError(
+                f"workload.user_map.{user}", f"sends user {user} to organization {org}, outside 0..{n_orgs - 1}"
+            )
         fixed[int(user)] = int(org)
     if orgs_by == "balanced":
         users, user_of_job = np.unique(records["user_id"][keep], return_inverse=True)

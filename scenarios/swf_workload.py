@@ -2,6 +2,7 @@
 mapped to organizations (``workload.orgs_by``, ``user_map``), each organization's jobs at its
 first site, and what a trace study should hear about the result (:func:`org_warnings`).
 The trace itself is read and converted by :mod:`gridemu.scenarios.swf`."""
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -21,7 +22,10 @@ def swf_jobs(scenario: "WorkloadSource") -> tuple[np.ndarray, list[str]]:
     wl = scenario.workload
     n_orgs = int(wl.get("orgs", len(scenario.orgs)))
     if n_orgs != len(scenario.orgs):
-        raise ScenarioError("workload.orgs", f"the trace is split over {n_orgs} organizations but the sites belong to {len(scenario.orgs)}")
+        raise ScenarioError(
+            "workload.orgs",
+            f"the trace is split over {n_orgs} organizations but the sites belong to {len(scenario.orgs)}",
+        )
     user_map = {int(k): int(v) for k, v in (wl.get("user_map") or {}).items()}
     trace = read_swf(wl["path"])
     t_start, t_end = wl.get("t_start"), wl.get("t_end")
@@ -34,7 +38,10 @@ def swf_jobs(scenario: "WorkloadSource") -> tuple[np.ndarray, list[str]]:
         submit = submit[submit >= 0]
         lo, hi = float(submit.min()), float(submit.max()) - duration
         if hi < lo:
-            raise ScenarioError("workload.duration", f"{duration} is longer than the trace ({float(submit.max()) - lo} s of submissions)")
+            raise ScenarioError(
+                "workload.duration",
+                f"{duration} is longer than the trace ({float(submit.max()) - lo} s of submissions)",
+            )
         rng = np.random.default_rng(np.random.SeedSequence(scenario.seed, spawn_key=(0x57494E44,)))
         t_start = float(np.floor(rng.uniform(lo, hi)))
         t_end = t_start + duration
@@ -88,8 +95,12 @@ def org_warnings(jobs: np.ndarray, procs: np.ndarray, orgs: list[str], rule: str
     out = []
     empty = [orgs[k] for k in np.flatnonzero(work == 0)]
     if empty:
-        hint = ('try orgs_by = "balanced" or a user_map' if rule != "balanced" or users >= len(procs) else
-                f"the trace has {users} users with jobs here for {len(procs)} organizations: use fewer organizations or a longer window")
+        hint = (
+            'try orgs_by = "balanced" or a user_map'
+            if rule != "balanced" or users >= len(procs)
+            else f"the trace has {users} users with jobs here for {len(procs)} "
+            "organizations: use fewer organizations or a longer window"
+        )
         out.append(
             f"workload.orgs_by = {rule!r}: {len(empty)} of {len(procs)} organizations got no job of the trace "
             f"({', '.join(empty[:5])}{', ...' if len(empty) > 5 else ''}); {hint}"
@@ -98,11 +109,14 @@ def org_warnings(jobs: np.ndarray, procs: np.ndarray, orgs: list[str], rule: str
     if len(busy) > 1 and busy.max() > 10 * busy.min():
         hi, lo = int(np.argmax(work)), int(np.flatnonzero(work == busy.min())[0])
         top = float(user_work.max() / user_work.sum())
-        hint = ('try orgs_by = "balanced"' if rule != "balanced" else
-                f"users are mapped whole, {users} of them for {len(procs)} organizations, the busiest with {100 * top:.0f} % "
-                "of the work: fewer organizations or a longer window even it out")
+        hint = (
+            'try orgs_by = "balanced"'
+            if rule != "balanced"
+            else f"users are mapped whole, {users} of them for {len(procs)} organizations, the busiest with "
+            f"{100 * top:.0f} % of the work: fewer organizations or a longer window even it out"
+        )
         out.append(
-            f"workload.orgs_by = {rule!r}: work per processor differs {busy.max() / busy.min():.0f}x between organizations "
-            f"({orgs[hi]}: {work[hi]:.3g} s, {orgs[lo]}: {work[lo]:.3g} s a processor); {hint}"
+            f"workload.orgs_by = {rule!r}: work per processor differs {busy.max() / busy.min():.0f}x between "
+            f"organizations ({orgs[hi]}: {work[hi]:.3g} s, {orgs[lo]}: {work[lo]:.3g} s a processor); {hint}"
         )
     return out

@@ -6,6 +6,7 @@ table of group paths. Every random stream is spawned from the run seed by a stab
 
 Job ids are assigned 0..n-1 in order of (release, submit site, order within the site).
 """
+
 from __future__ import annotations
 
 import csv
@@ -14,8 +15,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from gridemu.model.errors import ScenarioError, WorkloadError
 from gridemu.model.checks import check_number, check_sequential, choice, per_site_array
+from gridemu.model.errors import ScenarioError, WorkloadError
 from gridemu.model.jobs import JOB_DTYPE, empty_jobs, number_jobs
 from gridemu.scenarios import dedicated, poisson, propositions
 
@@ -33,6 +34,7 @@ class WorkloadSource(Protocol):
 
     @property
     def seed(self) -> int: ...
+
 
 # Spawn-key purposes; part of the determinism contract, never renumber.
 #: Streams (kind = "streams") draw from their own key: (STREAMS_KEY, stream index).
@@ -52,14 +54,16 @@ def poisson_size(wl: dict[str, Any], n_sites: int) -> float:
     return float(per_site_array("workload.rate", wl.get("rate", 1.0), n_sites).sum()) * float(wl["until"])
 
 
-def check_workload(wl: dict[str, Any], sites: list["SiteSpec"]) -> None:
+def check_workload(wl: dict[str, Any], sites: list["SiteSpec"]) -> None:  # noqa: C901
     """Validate ``[workload]`` without generating it (``gridemu validate``)."""
     kind = wl["kind"]
     n = len(sites)
     if kind == "poisson":
         rates = per_site_array("workload.rate", wl.get("rate", 1.0), n, positive=True, finite=True)
         if rates.max() > np.finfo(float).max / max(1, n):  # their sum must stay a finite number
-            raise ScenarioError("workload.rate", f"the rates add up to more than a float holds (largest {rates.max():g})")
+            raise ScenarioError(
+                "workload.rate", f"the rates add up to more than a float holds (largest {rates.max():g})"
+            )
         alpha = per_site_array("workload.alpha", wl.get("alpha", 2.0), n, positive=True, finite=True)
         beta = per_site_array("workload.beta", wl.get("beta", 2.0), n, positive=True, finite=True)
         # A gamma draw is below x with probability about (x / beta)^alpha / Gamma(alpha + 1):
@@ -68,7 +72,8 @@ def check_workload(wl: dict[str, Any], sites: list["SiteSpec"]) -> None:
         if zero.max() > 1e-9:
             k = int(np.argmax(zero))
             raise ScenarioError(
-                "workload.alpha", f"gamma(alpha={alpha[k]:g}, beta={beta[k]:g}) sizes underflow to 0 for about "
+                "workload.alpha",
+                f"gamma(alpha={alpha[k]:g}, beta={beta[k]:g}) sizes underflow to 0 for about "
                 f"{100 * zero[k]:.2g} % of site {sites[k].name}'s jobs: use a larger alpha or beta",
             )
         if "jobs" not in wl and "until" not in wl:
@@ -81,14 +86,17 @@ def check_workload(wl: dict[str, Any], sites: list["SiteSpec"]) -> None:
             until = check_number("workload.until", wl["until"], positive=True)
             if "jobs" not in wl and poisson_size(wl, n) > MAX_JOBS:
                 raise ScenarioError(
-                    "workload.until", f"arrivals until {until:g} at {rates.sum():g} jobs per time unit make about "
-                    f"{poisson_size(wl, n):.3g} jobs (at most {MAX_JOBS:,}: split the study, or give workload.jobs)"
+                    "workload.until",
+                    f"arrivals until {until:g} at {rates.sum():g} jobs per time unit make about "
+                    f"{poisson_size(wl, n):.3g} jobs (at most {MAX_JOBS:,}: split the study, or give workload.jobs)",
                 )
         _check_procs(wl.get("procs", 1), sites)
         per_site_array("workload.priority", wl.get("priority", 0.0), n, nonneg=True, finite=True)
         integral = wl.get("integral", False)
         if integral != "releases" and not isinstance(integral, bool):
-            raise ScenarioError("workload.integral", f'must be true or false, or "releases" (floor releases only), got {integral!r}')
+            raise ScenarioError(
+                "workload.integral", f'must be true or false, or "releases" (floor releases only), got {integral!r}'
+            )
     elif kind == "jobs":
         entries = wl.get("list")
         if not isinstance(entries, list) or not entries:
@@ -120,7 +128,9 @@ def check_workload(wl: dict[str, Any], sites: list["SiteSpec"]) -> None:
             choice("workload.orgs_by", wl.get("orgs_by", "random"), ORGS_BY)
             user_map = wl.get("user_map", {})
             if not isinstance(user_map, dict):
-                raise ScenarioError("workload.user_map", f"must be a table {{user id = organization index}}, got {user_map!r}")
+                raise ScenarioError(
+                    "workload.user_map", f"must be a table {{user id = organization index}}, got {user_map!r}"
+                )
             for user, org in user_map.items():
                 try:
                     int(user)
@@ -139,7 +149,9 @@ def _check_rigid(wl: dict[str, Any], sites: list["SiteSpec"]) -> int:
     jobs = check_number("workload.jobs", wl["jobs"], positive=True, integer=True)
     widths = {s.procs for s in sites}
     if len(widths) > 1:
-        raise ScenarioError("sites.procs", f"rigid instances need machines of one width m (thesis 5.1), got {sorted(widths)}")
+        raise ScenarioError(
+            "sites.procs", f"rigid instances need machines of one width m (thesis 5.1), got {sorted(widths)}"
+        )
     if len({s.org for s in sites}) != len(sites):
         raise ScenarioError("sites", "rigid instances need one site per organization (organization k owns machine k)")
     m = widths.pop()
@@ -194,7 +206,9 @@ def generate_jobs(scenario: WorkloadSource) -> tuple[np.ndarray, list[str]]:
 
 def no_jobs_error(wl: dict[str, Any]) -> WorkloadError:
     where = f" ({wl['path']})" if "path" in wl else ""
-    return WorkloadError(f"the {wl['kind']} workload{where} has no job to run (an empty file, a header alone, or every job filtered out)")
+    return WorkloadError(
+        f"the {wl['kind']} workload{where} has no job to run (an empty file, a header alone, or every job filtered out)"
+    )
 
 
 def _poisson(scenario: WorkloadSource) -> tuple[np.ndarray, list[str]]:
@@ -245,11 +259,15 @@ def _rows_to_jobs(rows: list[dict[str, Any]], sites: list["SiteSpec"], where: st
             raise ScenarioError(label, "must be a table")
         extra = set(row) - _ROW_KEYS
         if extra:
-            raise ScenarioError(f"{label}.{sorted(extra)[0]}", f"unknown job field (allowed: {', '.join(sorted(_ROW_KEYS))})")
+            raise ScenarioError(
+                f"{label}.{sorted(extra)[0]}", f"unknown job field (allowed: {', '.join(sorted(_ROW_KEYS))})"
+            )
         for req in ("release", "size", "site"):
             if req not in row or row[req] in ("", None):
                 raise ScenarioError(f"{label}.{req}", "missing")
-        release = check_number(f"{label}.release", _as_number(row["release"], f"{label}.release"), nonneg=True, finite=True)
+        release = check_number(
+            f"{label}.release", _as_number(row["release"], f"{label}.release"), nonneg=True, finite=True
+        )
         size = check_number(f"{label}.size", _as_number(row["size"], f"{label}.size"), positive=True, finite=True)
         procs = check_number(f"{label}.procs", _as_number(row.get("procs", 1), f"{label}.procs"), positive=True)
         if not procs.is_integer():
@@ -258,7 +276,9 @@ def _rows_to_jobs(rows: list[dict[str, Any]], sites: list["SiteSpec"], where: st
         if row.get("target") not in (None, ""):  # a dedicated job (thesis ch. 3): the site it must run on
             jobs[i]["target_site"] = _site_named(row["target"], sites, by_name, f"{label}.target").site_id
         if procs > site.procs:
-            raise ScenarioError(f"{label}.procs", f"needs {int(procs)} processors but site {site.name} has {site.procs}")
+            raise ScenarioError(
+                f"{label}.procs", f"needs {int(procs)} processors but site {site.name} has {site.procs}"
+            )
         group = str(row.get("group", "") or site.org)
         if group not in group_index:
             group_index[group] = len(groups)
@@ -270,9 +290,13 @@ def _rows_to_jobs(rows: list[dict[str, Any]], sites: list["SiteSpec"], where: st
         jobs[i]["owner"] = org_index[site.org]
         jobs[i]["group"] = group_index[group]
         if row.get("walltime") not in (None, ""):
-            jobs[i]["walltime"] = check_number(f"{label}.walltime", _as_number(row["walltime"], f"{label}.walltime"), positive=True)
+            jobs[i]["walltime"] = check_number(
+                f"{label}.walltime", _as_number(row["walltime"], f"{label}.walltime"), positive=True
+            )
         if row.get("priority") not in (None, ""):
-            jobs[i]["priority"] = check_number(f"{label}.priority", _as_number(row["priority"], f"{label}.priority"), nonneg=True)
+            jobs[i]["priority"] = check_number(
+                f"{label}.priority", _as_number(row["priority"], f"{label}.priority"), nonneg=True
+            )
     return jobs, groups
 
 
@@ -361,11 +385,18 @@ def _check_streams(wl: dict[str, Any], sites: list["SiteSpec"]) -> list[dict[str
             raise ScenarioError(f"{key}.stop", "give stop (or workload.until): when the stream ends")
         stop = check_number(f"{key}.stop", stop, nonneg=True, finite=True)
         interval = check_number(f"{key}.interval", st.get("interval", 15.0), positive=True)
-        out.append({
-            "group": group, "interval": interval,
-            "size": check_number(f"{key}.size", st.get("size", 3600.0), positive=True, finite=True), "spread": spread,
-            "overestimate": (lo, hi), "sites": targets, "start": start, "stop": stop,
-        })
+        out.append(
+            {
+                "group": group,
+                "interval": interval,
+                "size": check_number(f"{key}.size", st.get("size", 3600.0), positive=True, finite=True),
+                "spread": spread,
+                "overestimate": (lo, hi),
+                "sites": targets,
+                "start": start,
+                "stop": stop,
+            }
+        )
     # Sized before drawing, as a Poisson workload is: a tiny interval must not allocate for hours.
     total = streams_size(out)
     if total > MAX_JOBS:

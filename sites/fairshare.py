@@ -74,6 +74,7 @@ Readings where the text is ambiguous or silent:
     with weight decay**k; windows k ≥ count are dropped. The default (one infinite window,
     as in the simulations [621-622]) gives plain totals.
 """
+
 from __future__ import annotations
 
 import math
@@ -187,9 +188,7 @@ def _usage_value(usage: Mapping[str, float], path: str) -> float:
 
 
 def _sibling_usage(parent: Entry, prefix: str | None, usage: Mapping[str, float]) -> tuple[list[float], float]:
-    values = [
-        _usage_value(usage, c.name if prefix is None else f"{prefix}/{c.name}") for c in parent.children
-    ]
+    values = [_usage_value(usage, c.name if prefix is None else f"{prefix}/{c.name}") for c in parent.children]
     return values, math.fsum(values)
 
 

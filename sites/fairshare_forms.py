@@ -40,6 +40,7 @@ parsed into a root Entry named by the ``name`` argument (type ``type``, default
 ``"subpolicy"``). ``<usage-source>`` also accepts a ``scope="local|global"`` attribute
 (our extension; it wins over the address).
 """
+
 from __future__ import annotations
 
 import math
@@ -51,7 +52,6 @@ from typing import Callable, Mapping
 from urllib.parse import urlsplit
 
 from gridemu.sites.fairshare import _SUM_TOLERANCE, SCOPES, Entry, PolicyError
-
 
 # ------------------------------------------------------------------------- parsing
 
@@ -115,9 +115,7 @@ def _resolve_scope(
 _TOML_KEYS = {"name", "type", "share", "scope", "source", "ref", "children"}
 
 
-def policy_from_dict(
-    data: Mapping, where: str = "policy", scope_of: Callable[[str], str] | None = None
-) -> Entry:
+def policy_from_dict(data: Mapping, where: str = "policy", scope_of: Callable[[str], str] | None = None) -> Entry:
     """The TOML form (module docstring) as parsed into dicts; ``data`` is the root table or
     a document whose ``policy`` key holds it. Structure only: see :func:`validate`."""
     if isinstance(data, Mapping) and "name" not in data and "policy" in data:
@@ -208,8 +206,7 @@ def policy_from_xml(
     if not elements or any(el.tag not in ("usage-source", "child-entries") for el in elements):
         tags = [el.tag for el in elements]
         raise PolicyError(
-            "policy: expected one <policy-entry>, or a subpolicy of <usage-source> and "
-            f"<child-entries>, got {tags}"
+            f"policy: expected one <policy-entry>, or a subpolicy of <usage-source> and <child-entries>, got {tags}"
         )
     root_name = _check_name(name if name is not None else "subpolicy", "policy: name")
     return _xml_body(elements, root_name, type, 100.0, None, "local", scope_of)
@@ -321,7 +318,7 @@ def validate(policy: Entry) -> None:
     _validate(policy, policy.name if isinstance(policy.name, str) else repr(policy.name), True)
 
 
-def _validate(entry: Entry, path: str, is_root: bool) -> None:
+def _validate(entry: Entry, path: str, is_root: bool) -> None:  # noqa: C901
     label = _label("policy", path)
     if not isinstance(entry, Entry):
         raise PolicyError(f"{label}: not an Entry: {entry!r}")

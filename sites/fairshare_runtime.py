@@ -18,6 +18,7 @@
   * ``default``: the entry a job whose group path maps nowhere goes to (counted and
     reported); without it such a job is an error naming it.
 """
+
 from __future__ import annotations
 
 import math
@@ -28,7 +29,16 @@ from typing import TYPE_CHECKING, Any, Mapping
 import numpy as np
 
 from gridemu.sites.fairshare import (
-    APPROACHES, Entry, PolicyError, Windows, deviation_tuple, depth, entries, map_path, priority, target_shares,
+    APPROACHES,
+    Entry,
+    PolicyError,
+    Windows,
+    depth,
+    deviation_tuple,
+    entries,
+    map_path,
+    priority,
+    target_shares,
 )
 from gridemu.sites.fairshare_forms import mount, policy_from_dict, policy_from_toml, policy_from_xml, validate
 from gridemu.sites.sections import SectionFacts, SectionHooks
@@ -107,7 +117,9 @@ def load_policy_tree(spec: Mapping[str, Any], key: str, base: Path | None = None
     raise ScenarioError(key, "give the policy as tree = {...} or file = \"policy.xml\"")
 
 
-def build(conf: Mapping[str, Any], groups: list[str], base: Path | None = None, used: set[int] | None = None) -> RuntimePolicy:
+def build(  # noqa: C901
+    conf: Mapping[str, Any], groups: list[str], base: Path | None = None, used: set[int] | None = None
+) -> RuntimePolicy:
     """Resolve ``[policy]`` for a run whose jobs carry the group paths ``groups`` (those of
     index in ``used``, default all: a group no job has need not map anywhere)."""
     from gridemu.model.errors import ScenarioError
@@ -120,7 +132,9 @@ def build(conf: Mapping[str, Any], groups: list[str], base: Path | None = None, 
     sites_of: dict[str, int] = {}
     given = conf.get("providers") or {}
     if not isinstance(given, Mapping):
-        raise ScenarioError("policy.providers", f"must be a table of providers (name = {{tree or file, site}}), got {given!r}")
+        raise ScenarioError(
+            "policy.providers", f"must be a table of providers (name = {{tree or file, site}}), got {given!r}"
+        )
     for name, spec in given.items():
         if not isinstance(spec, dict):
             raise ScenarioError(f"policy.providers.{name}", "must be a table with tree or file, and site")
@@ -169,8 +183,8 @@ def build(conf: Mapping[str, Any], groups: list[str], base: Path | None = None, 
             children = _entry(tree, path[-1]).children
             if children:
                 partial[g] = (
-                    f"jobs of group {g!r} count at policy entry {path[-1]!r}: {g.split('/')[len(path)]!r} is none of its "
-                    f"children ({', '.join(c.name for c in children)})"
+                    f"jobs of group {g!r} count at policy entry {path[-1]!r}: {g.split('/')[len(path)]!r} is none of "
+                    f"its children ({', '.join(c.name for c in children)})"
                 )
         if not path:
             if default is None and used is not None and i not in used:
@@ -179,16 +193,29 @@ def build(conf: Mapping[str, Any], groups: list[str], base: Path | None = None, 
                 continue
             if default is None:
                 raise ScenarioError(
-                    "policy.default", f"jobs of group {g!r} map to no policy entry: give policy.default, the entry they go to"
+                    "policy.default",
+                    f"jobs of group {g!r} map to no policy entry: give policy.default, the entry they go to",
                 )
             path = map_path(tree, default)
         entry_of.append(path[-1])
         unmapped.append(not map_path(tree, g))
     paths = {e: map_path(tree, e) for e in all_entries}
     return RuntimePolicy(
-        policy=tree, entries=all_entries, entry_of_group=entry_of, group_unmapped=unmapped, default=default,
-        approach=approaches["approach"], local_approach=approaches["local_approach"], windows=Windows(length, count, decay),
-        w_fs=w_fs, w_qt=w_qt, targets=target_shares(tree), depth=depth(tree), paths=paths, served=served, partial=partial,
+        policy=tree,
+        entries=all_entries,
+        entry_of_group=entry_of,
+        group_unmapped=unmapped,
+        default=default,
+        approach=approaches["approach"],
+        local_approach=approaches["local_approach"],
+        windows=Windows(length, count, decay),
+        w_fs=w_fs,
+        w_qt=w_qt,
+        targets=target_shares(tree),
+        depth=depth(tree),
+        paths=paths,
+        served=served,
+        partial=partial,
     )
 
 
@@ -209,7 +236,9 @@ def _refs(entry: Entry, prefix: str | None = None):
         yield from _refs(child, path)
 
 
-def share_timeseries(rt: RuntimePolicy, jobs: Any, groups: list[str], samples: int = 200, end: float | None = None) -> dict[str, np.ndarray]:
+def share_timeseries(
+    rt: RuntimePolicy, jobs: Any, groups: list[str], samples: int = 200, end: float | None = None
+) -> dict[str, np.ndarray]:
     """Aggregated utilization share of every entry over time (section 5.1): the grid-wide
     usage delivered to the entry since the start, as a fraction of its parent's.
 
@@ -248,8 +277,10 @@ def share_timeseries(rt: RuntimePolicy, jobs: Any, groups: list[str], samples: i
     for entry in rt.entries:
         path = rt.paths[entry]
         mine = total.get(entry, np.zeros(samples))
-        parent = total.get(path[-2], np.zeros(samples)) if len(path) > 1 else sum(
-            (total.get(e, 0.0) for e in rt.entries if len(rt.paths[e]) == 1), np.zeros(samples)
+        parent = (
+            total.get(path[-2], np.zeros(samples))
+            if len(path) > 1
+            else sum((total.get(e, 0.0) for e in rt.entries if len(rt.paths[e]) == 1), np.zeros(samples))
         )
         with np.errstate(invalid="ignore", divide="ignore"):
             share = np.where(parent > 0, mine / parent, np.nan)
@@ -259,8 +290,11 @@ def share_timeseries(rt: RuntimePolicy, jobs: Any, groups: list[str], samples: i
         rows_g.append(np.full(samples, rt.targets[entry]))
         rows_u.append(mine)
     return {
-        "time": np.concatenate(rows_t), "entry": np.asarray(rows_e, dtype=object), "share": np.concatenate(rows_s),
-        "target": np.concatenate(rows_g), "usage": np.concatenate(rows_u),
+        "time": np.concatenate(rows_t),
+        "entry": np.asarray(rows_e, dtype=object),
+        "share": np.concatenate(rows_s),
+        "target": np.concatenate(rows_g),
+        "usage": np.concatenate(rows_u),
     }
 
 
@@ -271,10 +305,14 @@ def check_section(conf: dict[str, Any], n_sites: int, base: Path | None) -> None
     build(conf, [], base)
     for name, spec in (conf.get("providers") or {}).items():
         if isinstance(spec, dict) and isinstance(spec.get("site"), int) and spec["site"] >= n_sites:
-            raise ScenarioError(f"policy.providers.{name}.site", f"must be a site index 0..{n_sites - 1}, got {spec['site']}")
+            raise ScenarioError(
+                f"policy.providers.{name}.site", f"must be a site index 0..{n_sites - 1}, got {spec['site']}"
+            )
 
 
-def shared_policy(conf: dict[str, Any], groups: list[str], used: set[int] | None, base: Path | None) -> tuple[RuntimePolicy, list[str]]:
+def shared_policy(
+    conf: dict[str, Any], groups: list[str], used: set[int] | None, base: Path | None
+) -> tuple[RuntimePolicy, list[str]]:
     """The runtime policy tree every fairshare scheduler of the run shares, and a warning for
     each group that counts at an inner entry (the first five)."""
     rt = build(conf, groups, base, used)
@@ -291,7 +329,9 @@ def section_results(facts: SectionFacts) -> tuple[dict[str, Any], "pd.DataFrame"
     end = min(facts.horizon, float(np.nanmax(jobs[["start", "end"]].to_numpy()))) if len(jobs) else 1.0
     samples = int(min(2000, max(10, end // interval))) if interval else 200
     shares = pd.DataFrame(share_timeseries(facts.state, jobs, facts.groups, samples=samples, end=end))
-    unmapped = int(facts.sites["jobs_to_default_entry"].fillna(0).sum()) if "jobs_to_default_entry" in facts.sites else 0
+    unmapped = (
+        int(facts.sites["jobs_to_default_entry"].fillna(0).sum()) if "jobs_to_default_entry" in facts.sites else 0
+    )
     return policy_summary(facts.state, shares, unmapped), shares
 
 
@@ -311,13 +351,18 @@ def policy_summary(rt: RuntimePolicy, shares: "pd.DataFrame", unmapped: int) -> 
         late = share[len(share) // 2 :]
         late = late[late == late]
         out["entries"][entry] = {
-            "target": target, "final_share": float(share[-1]) if share[-1] == share[-1] else None,
+            "target": target,
+            "final_share": float(share[-1]) if share[-1] == share[-1] else None,
             "final_deviation_points": float(100 * (share[-1] - target)) if share[-1] == share[-1] else None,
             "mean_abs_deviation_points": float(100 * np.abs(late - target).mean()) if len(late) else None,
             "within_2_points_from": settled,
         }
-    devs = [v["mean_abs_deviation_points"] for v in out["entries"].values() if v["mean_abs_deviation_points"] is not None]
-    finals = [abs(v["final_deviation_points"]) for v in out["entries"].values() if v["final_deviation_points"] is not None]
+    devs = [
+        v["mean_abs_deviation_points"] for v in out["entries"].values() if v["mean_abs_deviation_points"] is not None
+    ]
+    finals = [
+        abs(v["final_deviation_points"]) for v in out["entries"].values() if v["final_deviation_points"] is not None
+    ]
     out["mean_abs_deviation_points"] = float(np.mean(devs)) if devs else None
     out["max_final_deviation_points"] = float(max(finals)) if finals else None
     return out

@@ -24,6 +24,7 @@ The fault model, chosen where SimGrid, Batsim and GridSim leave it to the user:
 Faults only ever delay what a site does or sends, never advance it, so a site's send bound
 stays a lower bound and the windows stay valid.
 """
+
 from __future__ import annotations
 
 import bisect
@@ -43,7 +44,14 @@ from gridemu.model.rng import PURPOSE_CRASHES, PURPOSE_MESSAGE_FAULTS, site_rng
 ON_CRASH = ("requeue", "lose")
 #: sites.parquet columns of a run with faults (summary.json sums them under global.faults).
 FAULT_COLUMNS = (
-    "crashes", "downtime", "down_at_end", "jobs_killed", "jobs_lost", "work_lost", "messages_lost", "messages_late",
+    "crashes",
+    "downtime",
+    "down_at_end",
+    "jobs_killed",
+    "jobs_lost",
+    "work_lost",
+    "messages_lost",
+    "messages_late",
     "messages_dropped_down",
 )
 KEYS = {"on_crash", "mtbf", "mttr", "message_loss", "message_delay", "delay_max", "crash", "link", "partition"}
@@ -173,7 +181,7 @@ class SiteFaults:
         return deliver
 
 
-def parse_faults(raw: Any, site_names: list[str]) -> FaultPlan:
+def parse_faults(raw: Any, site_names: list[str]) -> FaultPlan:  # noqa: C901
     """The ``[faults]`` table checked against the grid's sites; every error names its key."""
     if not isinstance(raw, dict):
         raise ScenarioError("faults", f"must be a table, got {type(raw).__name__}")
@@ -186,7 +194,10 @@ def parse_faults(raw: Any, site_names: list[str]) -> FaultPlan:
     if "mtbf" in raw or "mttr" in raw:
         if "mtbf" not in raw or "mttr" not in raw:
             missing = "mttr" if "mtbf" in raw else "mtbf"
-            raise ScenarioError(f"faults.{missing}", "missing: random crashes need both mtbf (mean time to failure) and mttr (mean time to repair)")
+            raise ScenarioError(
+                f"faults.{missing}",
+                "missing: random crashes need both mtbf (mean time to failure) and mttr (mean time to repair)",
+            )
         out["mtbf"] = check_number("faults.mtbf", raw["mtbf"], positive=True)
         out["mttr"] = check_number("faults.mttr", raw["mttr"], positive=True, finite=True)
     for key in ("message_loss", "message_delay"):

@@ -21,6 +21,7 @@ the CPU time of a window (the only cost that is not per site here, since no site
 own loop) is shared among the sites by the events each handled in it. A job that needs more
 processors than its site has blocks that site's queue for ever, as in the event loop.
 """
+
 from __future__ import annotations
 
 import bisect
@@ -161,7 +162,10 @@ class FcfsColumns:
                 f"t={row['deliver']} arrived after the window that ended at t={self.clock}"
             )
         if np.any(batch["mtype"] != self.job_code):
-            raise InvariantError(f"a routing protocol's site got a message that is no job transfer (kinds {set(batch['mtype'].tolist())})")
+            raise InvariantError(
+                "a routing protocol's site got a message that is no job transfer (kinds "
+                f"{set(batch['mtype'].tolist())})"
+            )
         self.pending = concat([self.pending, batch]) if len(self.pending) else batch
 
     def advance(self, until: float) -> np.ndarray:
@@ -239,7 +243,9 @@ class FcfsColumns:
             self.r_end.append(e[:n_got])
         self.done += int(np.count_nonzero(np.isfinite(start)))
 
-    def _schedule(self, site: np.ndarray, when: np.ndarray, size: np.ndarray, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def _schedule(
+        self, site: np.ndarray, when: np.ndarray, size: np.ndarray, q: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
         """The FCFS recurrence for queue arrivals sorted by site, then event order."""
         n = len(site)
         first = np.flatnonzero(np.concatenate(([True], site[1:] != site[:-1])))
@@ -268,7 +274,9 @@ class FcfsColumns:
             start[rows], end[rows] = s, e
         return start, end
 
-    def _schedule_loop(self, site: np.ndarray, when: np.ndarray, size: np.ndarray, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def _schedule_loop(
+        self, site: np.ndarray, when: np.ndarray, size: np.ndarray, q: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
         """The same recurrence, one arrival at a time (few sites with many arrivals each)."""
         touched = np.unique(site).tolist()
         rows = dict(zip(touched, self.free[touched].tolist()))
@@ -327,10 +335,19 @@ class FcfsColumns:
         state = np.concatenate((state, np.full(n_flying, TRANSFERRED))).astype(np.int8)
         start = np.concatenate((start, np.full(n_flying, np.nan)))
         end = np.concatenate((end, np.full(n_flying, np.nan)))
-        exec_site = np.concatenate([self.site_ids[self.home[kept]], *(self.site_ids[s] for s in self.r_site), travelling["dst"]])
+        exec_site = np.concatenate(
+            [self.site_ids[self.home[kept]], *(self.site_ids[s] for s in self.r_site), travelling["dst"]]
+        )
         # Processor free times, not processors: placement is not recorded (fcfs_recurrence's doc).
-        cols.update(offered=np.zeros(len(state), dtype=bool), exec_site=exec_site.astype(np.int32), start=start, end=end, state=state,
-                    proc=np.full(len(state), -1, dtype=np.int32), proc_set=np.full(len(state), "", dtype=object))
+        cols.update(
+            offered=np.zeros(len(state), dtype=bool),
+            exec_site=exec_site.astype(np.int32),
+            start=start,
+            end=end,
+            state=state,
+            proc=np.full(len(state), -1, dtype=np.int32),
+            proc_set=np.full(len(state), "", dtype=object),
+        )
         return cols
 
     def site_counts(self) -> dict[str, np.ndarray]:

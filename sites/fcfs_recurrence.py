@@ -7,6 +7,7 @@ processor free times, not processors: its jobs' placement is not recorded (``pro
 jobs.parquet); by construction it is the event loop's, each job on the lowest-numbered
 processors free at its start, which ``gridemu report --gantt`` rebuilds.
 """
+
 from __future__ import annotations
 
 import bisect

@@ -3,6 +3,7 @@
 A site holds its jobs as ``c_<field>`` columns indexed by slot (``sites/site.py``): 8, 4 or 1
 bytes a value instead of a Python object each, and appendable as jobs arrive.
 """
+
 from __future__ import annotations
 
 from array import array

@@ -1,5 +1,6 @@
 """The job columns of a group of sites at the end of a run (what a shard returns for
 jobs.parquet): one conversion per column for the whole group, not one per site."""
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -65,7 +66,13 @@ def job_columns(sites: "list[Site]", horizon: float) -> dict[str, np.ndarray]:
     offered = state == OFFERED
     state, start, end = settle(state, start, end, horizon)
     # Jobs delivered to a site but due after the horizon are still travelling.
-    arriving = [(site.site_id, row[N_ROUTING:]) for site in sites if not site.fast for row in site.pending_messages() if row[5] == site.job_code]
+    arriving = [
+        (site.site_id, row[N_ROUTING:])
+        for site in sites
+        if not site.fast
+        for row in site.pending_messages()
+        if row[5] == site.job_code
+    ]
     if arriving:
         extra = np.array([rec for _, rec in arriving], dtype=JOB_DTYPE)
         cols = {name: np.concatenate([cols[name], extra[name]]) for name in JOB_FIELDS}
@@ -78,7 +85,15 @@ def job_columns(sites: "list[Site]", horizon: float) -> dict[str, np.ndarray]:
         proc_set = np.concatenate([proc_set, np.full(len(extra), "", dtype=object)])
     proc = np.where(np.isnan(start), -1, proc).astype(np.int32)  # started after the horizon: not yet placed
     proc_set = np.where(proc < 0, "", proc_set)
-    cols.update(offered=offered, exec_site=exec_site, start=start, end=end, state=state.astype(np.int8), proc=proc, proc_set=proc_set)
+    cols.update(
+        offered=offered,
+        exec_site=exec_site,
+        start=start,
+        end=end,
+        state=state.astype(np.int8),
+        proc=proc,
+        proc_set=proc_set,
+    )
     return cols
 
 
@@ -101,14 +116,18 @@ def interval_set(procs: list[int]) -> str:
     return " ".join(runs)
 
 
-def settle(state: np.ndarray, start: np.ndarray, end: np.ndarray, horizon: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def settle(
+    state: np.ndarray, start: np.ndarray, end: np.ndarray, horizon: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """States, starts and ends as jobs.parquet reports them at the horizon. States follow
     from times: the same rule for the event loop and the recurrences, which compute
     schedules past the horizon. A pending job stays pending."""
     started = start < horizon
     finished = end < horizon
     lost = state == LOST  # killed by a crash: its start and the crash stay
-    state = np.where(state == PENDING, PENDING, np.where(lost, LOST, np.where(finished, DONE, np.where(started, RUNNING, QUEUED))))
+    state = np.where(
+        state == PENDING, PENDING, np.where(lost, LOST, np.where(finished, DONE, np.where(started, RUNNING, QUEUED)))
+    )
     return state, np.where(started, start, np.nan), np.where(finished, end, np.nan)
 
 

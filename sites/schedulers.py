@@ -5,6 +5,7 @@ back (for a transfer), ``queued()`` lists the queue in scheduling order, and
 ``dispatch(site, now)`` starts every job the policy allows right now.
 Slots index the site's job columns (``site.c_size``, ``site.c_procs``, ...).
 """
+
 from __future__ import annotations
 
 import heapq
@@ -235,8 +236,6 @@ class PreemptNoMigration(FCFS):
             site.start(best, now, procs=[p])
 
 
-
-
 class FairshareScheduler:
     """Hierarchical fairshare (the grid-wide fairshare paper, section 4): whenever processors
     are free, start the queued job with the highest priority, where priority = w_fs × the
@@ -259,7 +258,9 @@ class FairshareScheduler:
         self.entry_of: dict[int, str] = {}  # queued or running slot -> the entry its job maps to
         self.running: dict[int, tuple[str, float, int, float]] = {}  # slot -> (entry, start, procs, walltime)
         self.done: dict[str, float] = {}  # entry -> processor-seconds of finished jobs (one infinite window)
-        self.records: dict[str, list[tuple[float, float, int]]] = {}  # entry -> finished (start, end, procs), windowed usage
+        self.records: dict[
+            str, list[tuple[float, float, int]]
+        ] = {}  # entry -> finished (start, end, procs), windowed usage
         self.remote: dict[int, dict[str, float]] = {}  # site -> its last usage report, per entry
         self.unmapped = 0  # jobs that went to the default entry
         self.unmounted: set[str] = set()  # mount points whose subpolicy has not reached this site
@@ -289,7 +290,9 @@ class FairshareScheduler:
         self.queues[self.entry_of.pop(slot)].remove(slot)
 
     def queued(self) -> list[int]:
-        return sorted((s for q in self.queues.values() for s in q), key=lambda s: (self.site.c_release[s], self.site.c_id[s]))
+        return sorted(
+            (s for q in self.queues.values() for s in q), key=lambda s: (self.site.c_release[s], self.site.c_id[s])
+        )
 
     def __len__(self) -> int:
         return sum(len(q) for q in self.queues.values())
@@ -403,7 +406,11 @@ class FairshareScheduler:
                 head = self.queues[entry][0]
                 if site.c_procs[head] > site.free_count:
                     continue
-                key = (conf.w_fs * p + conf.w_qt * (now - site.c_release[head]), -site.c_release[head], -site.c_id[head])
+                key = (
+                    conf.w_fs * p + conf.w_qt * (now - site.c_release[head]),
+                    -site.c_release[head],
+                    -site.c_id[head],
+                )
                 if best_key is None or key > best_key:
                     best, best_key = entry, key
             if best is None:
@@ -416,7 +423,9 @@ class FairshareScheduler:
             site.start(slot, now)
 
 
-SCHEDULERS = {cls.name: cls for cls in (FCFS, SPT, ListScheduling, Planned, FcfsAny, PreemptNoMigration, FairshareScheduler)}
+SCHEDULERS = {
+    cls.name: cls for cls in (FCFS, SPT, ListScheduling, Planned, FcfsAny, PreemptNoMigration, FairshareScheduler)
+}
 
 
 def make_scheduler(name: str, site: "Site") -> "FCFS | SPT | FairshareScheduler":

@@ -10,6 +10,7 @@ series (``timeseries.parquet``, where the agents recorded none).
 The hooks live with the scheduler's other driver-side code and are imported on first use:
 a shard actor never needs them.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass

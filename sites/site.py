@@ -8,6 +8,7 @@ messages its agent sends. Jobs live in per-site columns (plain lists, indexed by
 Heterogeneous processors: a job takes the ``q`` fastest free processors and runs at the
 speed of the slowest of them (a rigid job advances in lockstep).
 """
+
 from __future__ import annotations
 
 import bisect
@@ -19,8 +20,8 @@ from typing import TYPE_CHECKING, Any, Iterable
 import numpy as np
 
 from gridemu.model.errors import InvariantError
-from gridemu.model.messages import N_ROUTING, MessageKinds
 from gridemu.model.jobs import GONE, OFFERED, STATE_CODE
+from gridemu.model.messages import N_ROUTING, MessageKinds
 from gridemu.sites import faults, fcfs_recurrence
 from gridemu.sites.job_columns import COLUMN_NAMES, JOB_FIELDS, own_columns
 from gridemu.sites.schedulers import make_scheduler
@@ -35,7 +36,11 @@ INF = math.inf
 COMPLETE, FAULT, MESSAGE, TIMER, ARRIVAL = 0, 1, 2, 3, 4
 
 PENDING, QUEUED, RUNNING, DONE, TRANSFERRED = (
-    STATE_CODE["pending"], STATE_CODE["queued"], STATE_CODE["running"], STATE_CODE["done"], STATE_CODE["transferred"]
+    STATE_CODE["pending"],
+    STATE_CODE["queued"],
+    STATE_CODE["running"],
+    STATE_CODE["done"],
+    STATE_CODE["transferred"],
 )
 
 SIZE, FRAGMENT = (JOB_FIELDS.index(f) for f in ("size", "fragment"))
@@ -44,8 +49,15 @@ SIZE, FRAGMENT = (JOB_FIELDS.index(f) for f in ("size", "fragment"))
 class Site:
     """State and event loop of one site. Agents act on it through the public methods."""
 
-    def __init__(self, spec: "SiteSpec", jobs: np.ndarray, latency: "float | np.ndarray", owner: int, kinds: MessageKinds | None = None,
-                 columns: list[array] | None = None):
+    def __init__(
+        self,
+        spec: "SiteSpec",
+        jobs: np.ndarray,
+        latency: "float | np.ndarray",
+        owner: int,
+        kinds: MessageKinds | None = None,
+        columns: list[array] | None = None,
+    ):
         self.site_id = spec.site_id
         self.name = spec.name
         self.owner = owner
@@ -140,7 +152,9 @@ class Site:
     def next_agent_event_time(self) -> float:
         """The earliest pending timer or message."""
         t = self.timer_times[0] if self.timer_times else INF  # and next_message_time, inline (the hot send bound)
-        return self.inbox[self.inbox_at][0] if self.inbox_at < len(self.inbox) and self.inbox[self.inbox_at][0] < t else t
+        return (
+            self.inbox[self.inbox_at][0] if self.inbox_at < len(self.inbox) and self.inbox[self.inbox_at][0] < t else t
+        )
 
     def next_message_time(self) -> float:
         """The earliest message delivered here and not handled yet (for agents that send
@@ -186,13 +200,15 @@ class Site:
         once, which is what an all-to-all broadcast spends most of its time on."""
         if now < self.bound:
             raise InvariantError(
-                f"causality: site {self.name} sent a {kind!r} message at t={now} before its declared send bound {self.bound}"
+                f"causality: site {self.name} sent a {kind!r} message "
+                f"at t={now} before its declared send bound {self.bound}"
             )
         try:
             code = self.kinds.code[kind]
         except KeyError:
             raise InvariantError(
-                f"site {self.name} sent a {kind!r} message, a kind its protocol does not declare (declared: {', '.join(self.kinds.names)})"
+                f"site {self.name} sent a {kind!r} message, a kind its protocol does not declare (declared: "
+                f"{', '.join(self.kinds.names)})"
             ) from None
         links, me, outbox, faults = self.links, self.site_id, self.outbox, self.faults
         latency = self.latency if isinstance(self.latency, float) else None
@@ -202,7 +218,8 @@ class Site:
         for dst in dsts:
             if links is not None and dst not in links:
                 raise InvariantError(
-                    f"site {self.name} sent a {kind!r} message to site {dst}, which is not one of its neighbors in the network topology"
+                    f"site {self.name} sent a {kind!r} message to site {dst}, "
+                    "which is not one of its neighbors in the network topology"
                 )
             seq += 1
             self.msg_seq = seq
@@ -218,9 +235,19 @@ class Site:
     def job_record(self, slot: int, moves: int = 0) -> tuple:
         """The job's fields in JOB_DTYPE order; ``moves`` added to its migrations (a job leaving)."""
         return (
-            self.c_id[slot], self.c_owner[slot], self.c_group[slot], self.c_release[slot], self.c_size[slot],
-            self.c_procs[slot], self.c_walltime[slot], self.c_priority[slot], self.c_submit[slot], self.c_migrations[slot] + moves,
-            self.c_fragment[slot], self.c_deadline[slot], self.c_target_site[slot],
+            self.c_id[slot],
+            self.c_owner[slot],
+            self.c_group[slot],
+            self.c_release[slot],
+            self.c_size[slot],
+            self.c_procs[slot],
+            self.c_walltime[slot],
+            self.c_priority[slot],
+            self.c_submit[slot],
+            self.c_migrations[slot] + moves,
+            self.c_fragment[slot],
+            self.c_deadline[slot],
+            self.c_target_site[slot],
         )
 
     def transfer(self, now: float, slot: int, dst: int, tag: float = 0.0) -> None:
@@ -245,7 +272,9 @@ class Site:
         """
         state = self.r_state[slot]
         if state not in (QUEUED, RUNNING) or not 0 < amount < self.c_size[slot]:
-            raise InvariantError(f"site {self.name} cannot cut {amount} off job {self.c_id[slot]} (size {self.c_size[slot]})")
+            raise InvariantError(
+                f"site {self.name} cannot cut {amount} off job {self.c_id[slot]} (size {self.c_size[slot]})"
+            )
         new = self._cut(slot, amount)
         if state == RUNNING:
             end = self.r_end[slot] - amount / self._job_speed(slot)
@@ -349,11 +378,15 @@ class Site:
         processors and a ``setup`` time spent before the job progresses: a migration's cost)."""
         q = self.c_procs[slot]
         if q > self.free_count:
-            raise InvariantError(f"site {self.name} started job {self.c_id[slot]} on {q} processors with {self.free_count} free")
+            raise InvariantError(
+                f"site {self.name} started job {self.c_id[slot]} on {q} processors with {self.free_count} free"
+            )
         self.free_count -= q
         if procs is not None:
             if len(procs) != q or any(p not in self.free_procs for p in procs):
-                raise InvariantError(f"site {self.name} started job {self.c_id[slot]} on processors {procs}, not {q} free ones")
+                raise InvariantError(
+                    f"site {self.name} started job {self.c_id[slot]} on processors {procs}, not {q} free ones"
+                )
             for p in procs:
                 self.free_procs.remove(p)
             self.alloc[slot] = list(procs)
@@ -393,7 +426,7 @@ class Site:
         """The messages delivered here and not handled yet, in order."""
         return self.inbox[self.inbox_at :]
 
-    def advance(self, until: float) -> float:
+    def advance(self, until: float) -> float:  # noqa: C901
         """Handle every event of this site with time < until, in order; return next_event_time()."""
         if self.fast:
             return fcfs_recurrence.advance(self, until)

@@ -1,4 +1,5 @@
 """What a scenario says about one site: its identity, processors and local scheduler."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -25,14 +25,15 @@ fairshare paper; what the ``fairshare`` protocol keeps up to date; any other sch
 ``usage_report(now)``, ``cache_usage(source, usage)``, ``replace_usage(source, usage)``,
 ``cached_usage(source)``.
 
-Acting: ``send``, ``send_all`` (one message to many sites), ``set_timer``, ``transfer``, ``receive_job``, ``enqueue``, ``dequeue``,
-``dispatch``, ``start``, ``preempt``, ``split``, ``offer``, ``withdraw``, ``keep``,
-``announce``, ``plan``, ``count_migration``. Time: ``next_event_time()``,
+Acting: ``send``, ``send_all`` (one message to many sites), ``set_timer``, ``transfer``,
+``receive_job``, ``enqueue``, ``dequeue``, ``dispatch``, ``start``, ``preempt``, ``split``,
+``offer``, ``withdraw``, ``keep``, ``announce``, ``plan``, ``count_migration``. Time: ``next_event_time()``,
 ``next_agent_event_time()``, ``next_message_time()``.
 
 Random numbers: ``rng(purpose)``, the site's own stream for a purpose the protocol names
 (a string), the same generator at every call.
 """
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
@@ -97,7 +98,9 @@ class SiteView:
         stream = self._streams.get(purpose)
         if stream is None:
             if self._seed is None or self._protocol is None:
-                raise RuntimeError(f"site {self.name}: this view was made without a seed and protocol name: no rng({purpose!r})")
+                raise RuntimeError(
+                    f"site {self.name}: this view was made without a seed and protocol name: no rng({purpose!r})"
+                )
             if not isinstance(purpose, str):
                 raise TypeError(f"rng(purpose): a string naming what the draws are for, got {purpose!r}")
             stream = self._streams[purpose] = named_rng(self._seed, self.site_id, self._protocol, purpose)
@@ -178,12 +181,15 @@ class SiteView:
         sched = self._site.scheduler
         if sched.name != "fairshare":
             raise ScenarioError(
-                "scheduler.name", f'site {self.name}: {what} needs the fairshare scheduler (set scheduler.name = "fairshare"), not {sched.name!r}'
+                "scheduler.name",
+                f'site {self.name}: {what} needs the fairshare scheduler '
+                f'(set scheduler.name = "fairshare"), not {sched.name!r}',
             )
         return sched
 
     def policy_entries(self) -> tuple[str, ...]:
-        """The runtime share policy's entry paths, parents before children (messages name an entry by its index here)."""
+        """The runtime share policy's entry paths, parents before children (messages name an entry
+        by its index here)."""
         return self._fairshare("policy_entries").policy_entries()
 
     def mount_points(self) -> dict[str, int]:

@@ -1,4 +1,5 @@
 """Shared fixtures: one local Ray instance for the whole session, with few CPUs."""
+
 from __future__ import annotations
 
 import os

@@ -11,6 +11,7 @@ and one ``gridemu: error:`` line), tracebacks, hangs (past a time limit) and pas
 on bad input), and each case that is not clean; docs/reliability.md quotes its counts.
 ``tests/test_corpus.py`` asserts that every case is clean.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -48,18 +49,38 @@ KEYS: list[tuple[str, str, list[str]]] = [
     ("quickstart", "run.packing", ["'zigzag'"]),
     ("quickstart", "run.lookahead", ["0", "1e6", "-1", "nan"]),
     ("quickstart", "run.bogus", ["1"]),
-    ("quickstart", "network.latency", ["0", "-1", "inf", "nan", "1e-300", "'x'", "{dist='normal'}", "{dist='uniform', low=2.0, high=1.0}"]),
+    (
+        "quickstart",
+        "network.latency",
+        ["0", "-1", "inf", "nan", "1e-300", "'x'", "{dist='normal'}", "{dist='uniform', low=2.0, high=1.0}"],
+    ),
     ("quickstart", "network.topology", ["'star'", "'random:0'", "'tree:0'", "'smallworld:3:0.1'", "5"]),
     ("gm-grid", "network.topology", ["'ring'"]),
     ("quickstart", "network.latency_matrix", ["[[1.0]]", "'x'", "[[0.0, 0.0], [0.0, 0.0]]"]),
     ("quickstart", "network.bogus", ["1"]),
     ("quickstart", "sites.count", ["0", "-3", "1.5", "1e12"]),
-    ("quickstart", "sites.procs", ["0", "1e12", "-2", "'many'", "{dist='zipf', alpha=1}", "{dist='uniform', low=5, high=2}", "{dist='zipf', a=0.5}"]),
+    (
+        "quickstart",
+        "sites.procs",
+        [
+            "0",
+            "1e12",
+            "-2",
+            "'many'",
+            "{dist='zipf', alpha=1}",
+            "{dist='uniform', low=5, high=2}",
+            "{dist='zipf', a=0.5}",
+        ],
+    ),
     ("quickstart", "sites.speed", ["0", "inf", "-1", "[1.0, 2.0]"]),
     ("quickstart", "sites.bogus", ["1"]),
     ("quickstart", "scheduler.name", ["'lifo'", "3"]),
     ("quickstart", "workload.kind", ["'magic'"]),
-    ("quickstart", "workload.rate", ["0", "-1", "inf", "nan", "1e308", "'x'", "[]", "[1.0, 2.0]", "{default=1.0, 99=2.0}"]),
+    (
+        "quickstart",
+        "workload.rate",
+        ["0", "-1", "inf", "nan", "1e308", "'x'", "[]", "[1.0, 2.0]", "{default=1.0, 99=2.0}"],
+    ),
     ("quickstart", "workload.alpha", ["0", "-1", "inf", "2e-6"]),
     ("quickstart", "workload.beta", ["inf", "0", "nan"]),
     ("quickstart", "workload.jobs", ["0", "-5", "1.5", "1e10"]),
@@ -115,44 +136,84 @@ def cases() -> list[Case]:
     out = [_set(sc, key, v) for sc, key, values in KEYS for v in values]
     header = "release,size,site,procs\n"
     for name, content in [
-        ("missing", None), ("a folder", DIR), ("binary", BINARY), ("empty", ""), ("only a header", header),
-        ("a broken number", header + "0.0,abc,0,1\n"), ("size inf", header + "0.0,inf,0,1\n"),
-        ("too wide for its site", header + "0.0,1.0,0,5\n"), ("an unknown site", header + "0.0,1.0,9,1\n"),
-        ("a missing field", header + "0.0,,0,1\n"), ("negative release", header + "-1.0,1.0,0,1\n"),
+        ("missing", None),
+        ("a folder", DIR),
+        ("binary", BINARY),
+        ("empty", ""),
+        ("only a header", header),
+        ("a broken number", header + "0.0,abc,0,1\n"),
+        ("size inf", header + "0.0,inf,0,1\n"),
+        ("too wide for its site", header + "0.0,1.0,0,5\n"),
+        ("an unknown site", header + "0.0,1.0,9,1\n"),
+        ("a missing field", header + "0.0,,0,1\n"),
+        ("negative release", header + "-1.0,1.0,0,1\n"),
     ]:
         out.append(_workload_file("csv", name, content))
     swf_line = "1 0 0 100 1 -1 -1 1 -1 -1 1 1 1 -1 -1 -1 -1 -1\n"
     for name, content in [
-        ("missing", None), ("a folder", DIR), ("binary", BINARY), ("0 bytes", ""), ("comments only", "; a header\n"),
-        ("a line of 5 fields", "1 0 0 100 1\n"), ("a word for a number", swf_line.replace("100", "abc")),
+        ("missing", None),
+        ("a folder", DIR),
+        ("binary", BINARY),
+        ("0 bytes", ""),
+        ("comments only", "; a header\n"),
+        ("a line of 5 fields", "1 0 0 100 1\n"),
+        ("a word for a number", swf_line.replace("100", "abc")),
         ("a negative run time for every job", swf_line.replace(" 100 ", " -5 ")),
     ]:
         out.append(_workload_file("swf", name, content))
-    out.append(Case("swf: a window with no job", ("validate", "{d}/s.toml", "--set", "workload.t_start=1e9"),
-                    {"s.toml": TOML_OK.format(kind="swf", file="w.swf"), "w.swf": swf_line}))
+    out.append(
+        Case(
+            "swf: a window with no job",
+            ("validate", "{d}/s.toml", "--set", "workload.t_start=1e9"),
+            {"s.toml": TOML_OK.format(kind="swf", file="w.swf"), "w.swf": swf_line},
+        )
+    )
     for name, content in [
-        ("broken TOML", "[run\nseed = 1\n"), ("binary", BINARY), ("empty", ""), ("a folder", DIR),
-        ("no sites", "[run]\nseed = 1\n"), ("an unknown section", "[sites]\ncount = 2\n[bogus]\nx = 1\n"),
+        ("broken TOML", "[run\nseed = 1\n"),
+        ("binary", BINARY),
+        ("empty", ""),
+        ("a folder", DIR),
+        ("no sites", "[run]\nseed = 1\n"),
+        ("an unknown section", "[sites]\ncount = 2\n[bogus]\nx = 1\n"),
         ("protocol keys without a name", "[sites]\ncount = 2\n[protocol]\nperiod = 10.0\n"),
-        ("an empty site list", "sites = []\n"), ("duplicate site names", '[[sites]]\nname = "a"\n[[sites]]\nname = "a"\n'),
-        ("sites as a number", "sites = 3\n"), ("a job list of strings", '[sites]\ncount = 2\n[workload]\nkind = "jobs"\nlist = ["a"]\n'),
+        ("an empty site list", "sites = []\n"),
+        ("duplicate site names", '[[sites]]\nname = "a"\n[[sites]]\nname = "a"\n'),
+        ("sites as a number", "sites = 3\n"),
+        ("a job list of strings", '[sites]\ncount = 2\n[workload]\nkind = "jobs"\nlist = ["a"]\n'),
         ("a job without size", '[sites]\ncount = 2\n[workload]\nkind = "jobs"\nlist = [{release = 0.0, site = 0}]\n'),
-        ("a job of size inf", '[sites]\ncount = 2\n[workload]\nkind = "jobs"\nlist = [{release = 0.0, size = inf, site = 0}]\n'),
+        (
+            "a job of size inf",
+            '[sites]\ncount = 2\n[workload]\nkind = "jobs"\nlist = [{release = 0.0, size = inf, site = 0}]\n',
+        ),
         ("a fairshare scheduler without a policy", '[sites]\ncount = 2\n[scheduler]\nname = "fairshare"\n'),
         ("a planned scheduler without its protocol", '[sites]\ncount = 2\n[scheduler]\nname = "planned"\n'),
     ]:
         out.append(Case(f"scenario file: {name}", ("validate", "{d}/s.toml"), {"s.toml": content}))
-    policy = '[sites]\ncount = 2\n[scheduler]\nname = "fairshare"\n[protocol]\nname = "fairshare"\n[policy]\nfile = "{d}/p.xml"\n'
-    for name, content in [("missing", None), ("a folder", DIR), ("binary", BINARY), ("broken XML", "<policy><entry"), ("empty", "")]:
+    policy = (
+        '[sites]\ncount = 2\n[scheduler]\nname = "fairshare"\n'
+        '[protocol]\nname = "fairshare"\n[policy]\nfile = "{d}/p.xml"\n'
+    )
+    for name, content in [
+        ("missing", None),
+        ("a folder", DIR),
+        ("binary", BINARY),
+        ("broken XML", "<policy><entry"),
+        ("empty", ""),
+    ]:
         files = {"s.toml": policy}
         if content is not None:
             files["p.xml"] = content
         out.append(Case(f"policy file: {name}", ("validate", "{d}/s.toml"), files))
     topo = '[sites]\ncount = 3\n[network]\ntopology_file = "{d}/t.csv"\n[protocol]\nname = "random"\n'
     for name, content in [
-        ("missing", None), ("a folder", DIR), ("binary", BINARY), ("a self-loop", "source,target\n0,0\n1,2\n"),
-        ("an unknown site", "source,target\n0,1\n1,7\n"), ("disconnected", "source,target\n0,1\n"),
-        ("a bad latency", "source,target,latency\n0,1,-1\n1,2,1\n"), ("a broken line", "source,target\n0\n1,2\n"),
+        ("missing", None),
+        ("a folder", DIR),
+        ("binary", BINARY),
+        ("a self-loop", "source,target\n0,0\n1,2\n"),
+        ("an unknown site", "source,target\n0,1\n1,7\n"),
+        ("disconnected", "source,target\n0,1\n"),
+        ("a bad latency", "source,target,latency\n0,1,-1\n1,2,1\n"),
+        ("a broken line", "source,target\n0\n1,2\n"),
     ]:
         files = {"s.toml": topo}
         if content is not None:
@@ -166,20 +227,43 @@ def cases() -> list[Case]:
         Case("--set inside a number", ("validate", "quickstart", "--set", "run.seed.x=1")),
         Case("--seed negative", ("run", "quickstart", "--seed", "-1", "--backend", "inprocess", "--quiet")),
         Case("--shards negative", ("run", "quickstart", "--shards", "-1", "--backend", "inprocess", "--quiet")),
-        Case("--out is a file", ("run", "quickstart", "--backend", "inprocess", "--quiet", "--out", "{d}/f"), {"f": "x"}),
-        Case("--out under a file", ("run", "quickstart", "--backend", "inprocess", "--quiet", "--out", "{d}/f/run"), {"f": "x"}),
-        Case("--out holds an earlier run", ("run", "quickstart", "--backend", "inprocess", "--quiet", "--out", "{d}/r"),
-             {"r/summary.json": "{}", "r/jobs.parquet": "x"}),
-        Case("--checkpoint negative", ("run", "quickstart", "--backend", "inprocess", "--quiet", "--checkpoint", "-1", "--out", "{d}/r")),
+        Case(
+            "--out is a file", ("run", "quickstart", "--backend", "inprocess", "--quiet", "--out", "{d}/f"), {"f": "x"}
+        ),
+        Case(
+            "--out under a file",
+            ("run", "quickstart", "--backend", "inprocess", "--quiet", "--out", "{d}/f/run"),
+            {"f": "x"},
+        ),
+        Case(
+            "--out holds an earlier run",
+            ("run", "quickstart", "--backend", "inprocess", "--quiet", "--out", "{d}/r"),
+            {"r/summary.json": "{}", "r/jobs.parquet": "x"},
+        ),
+        Case(
+            "--checkpoint negative",
+            ("run", "quickstart", "--backend", "inprocess", "--quiet", "--checkpoint", "-1", "--out", "{d}/r"),
+        ),
         Case("report: not a run folder", ("report", "{d}"), {"x.txt": "x"}),
         Case("report: no such folder", ("report", "{d}/nothing")),
-        Case("report: corrupt summary.json", ("report", "{d}/r"), {"r/summary.json": "{not json", "r/jobs.parquet": BINARY}),
+        Case(
+            "report: corrupt summary.json",
+            ("report", "{d}/r"),
+            {"r/summary.json": "{not json", "r/jobs.parquet": BINARY},
+        ),
         Case("report: corrupt jobs.parquet", ("report", "{d}/r"), {"r/summary.json": "{}", "r/jobs.parquet": BINARY}),
         Case("sweep: unknown key", ("sweep", "quickstart", "--grid", "bogus.x=1,2", "--backend", "inprocess")),
         Case("sweep: no values", ("sweep", "quickstart", "--grid", "workload.rate=", "--backend", "inprocess")),
         Case("sweep: a bad value", ("sweep", "quickstart", "--grid", "workload.alpha=-1,2", "--backend", "inprocess")),
-        Case("sweep: repeat 0", ("sweep", "quickstart", "--grid", "protocol.name=local", "--repeat", "0", "--backend", "inprocess")),
-        Case("sweep: --out is a file", ("sweep", "quickstart", "--grid", "protocol.name=local", "--backend", "inprocess", "--out", "{d}/f"), {"f": "x"}),
+        Case(
+            "sweep: repeat 0",
+            ("sweep", "quickstart", "--grid", "protocol.name=local", "--repeat", "0", "--backend", "inprocess"),
+        ),
+        Case(
+            "sweep: --out is a file",
+            ("sweep", "quickstart", "--grid", "protocol.name=local", "--backend", "inprocess", "--out", "{d}/f"),
+            {"f": "x"},
+        ),
         Case("resume: no checkpoint", ("resume", "{d}"), {"x.txt": "x"}),
         Case("resume: corrupt checkpoint", ("resume", "{d}"), {"checkpoint.pkl": BINARY}),
         Case("resume: no such folder", ("resume", "{d}/nothing")),
@@ -264,7 +348,9 @@ def run_case(case: Case, limit: float = 30.0) -> Outcome:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Run the corpus of bad inputs; print the counts and every case not clean.")
+    parser = argparse.ArgumentParser(
+        description="Run the corpus of bad inputs; print the counts and every case not clean."
+    )
     parser.add_argument("--limit", type=float, default=30.0, help="seconds a case may take before it counts as a hang")
     parser.add_argument("-k", default="", help="only cases whose name holds this text")
     args = parser.parse_args(argv)

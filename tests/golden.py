@@ -6,6 +6,7 @@ change, on the code that defines the expected behaviour); ``tests/test_golden.py
 compares every later run with them. The digest covers every column of ``jobs.parquet``,
 floats to their last bit.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -23,7 +24,17 @@ GOLDEN = Path(__file__).with_name("data") / "golden_jobs.json"
 #: overrides are used when the digests are written and when they are checked.
 _CH4 = {"workload.until": 3000.0}
 OVERRIDES: dict[str, dict] = {
-    **{name: _CH4 for name in ("averaging-game", "averaging-game-learning", "averaging-game-overloaded", "bilb", "bilb-learning", "bilb-overloaded")},
+    **{
+        name: _CH4
+        for name in (
+            "averaging-game",
+            "averaging-game-learning",
+            "averaging-game-overloaded",
+            "bilb",
+            "bilb-learning",
+            "bilb-overloaded",
+        )
+    },
     **{name: {"run.horizon": 20000.0} for name in ("fairshare-idle", "fairshare-imbalanced", "fairshare-swegrid")},
     "shapley-scale": {"sites.count": 30},
     "power-of-d": {"sites.count": 100, "workload.jobs": 10000},

@@ -1,4 +1,5 @@
 """bench/plot_protocols.py: a figure from the benchmark's JSON, one clear line for anything else."""
+
 from __future__ import annotations
 
 import json
@@ -14,12 +15,25 @@ def plot(*args: str) -> subprocess.CompletedProcess:
 
 
 def row(engine: str, call: float, cpu: float) -> dict:
-    return {"engine": engine, "model": "10000x1M", "sites": 10_000, "jobs": 1_000_000, "messages": 999_890,
-            "call_s": call, "call_cpu_s": cpu, "setup_s": 0.5, "loop_s": 0.3, "gather_s": 0.6}
+    return {
+        "engine": engine,
+        "model": "10000x1M",
+        "sites": 10_000,
+        "jobs": 1_000_000,
+        "messages": 999_890,
+        "call_s": call,
+        "call_cpu_s": cpu,
+        "setup_s": 0.5,
+        "loop_s": 0.3,
+        "gather_s": 0.6,
+    }
 
 
 def test_a_figure_from_the_benchmark_json(tmp_path):
-    data = {"environment": {"cpus": 2}, "rows": [row("heapq", 9.0, 9.0), row("inprocess", 1.7, 1.8), row("ray2", 2.6, 4.3)]}
+    data = {
+        "environment": {"cpus": 2},
+        "rows": [row("heapq", 9.0, 9.0), row("inprocess", 1.7, 1.8), row("ray2", 2.6, 4.3)],
+    }
     (tmp_path / "b.json").write_text(json.dumps(data))
     out = tmp_path / "f.png"
     done = plot(str(tmp_path / "b.json"), "--out", str(out))
@@ -33,5 +47,7 @@ def test_a_file_that_is_not_the_benchmark_json_gets_one_line_and_exit_2(tmp_path
         done = plot(str(path))
         assert done.returncode == 2
         lines = done.stderr.strip().splitlines()
-        assert len(lines) == 1 and lines[0].startswith(f"plot_protocols.py: {path}: not a bench/protocols.py --json file")
+        assert len(lines) == 1 and lines[0].startswith(
+            f"plot_protocols.py: {path}: not a bench/protocols.py --json file"
+        )
     assert "Traceback" not in done.stderr

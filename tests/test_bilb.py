@@ -1,4 +1,5 @@
 """BILB's plan (Algorithm 4.3) and the cost model EG (section 4.2): the pure functions."""
+
 from __future__ import annotations
 
 import math

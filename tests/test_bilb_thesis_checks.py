@@ -1,5 +1,6 @@
 """The checks of docs/results/bilb_table41.py and bilb_thesis_checks.py (thesis Tables 4.1
 and 4.5): the Monte Carlo estimator of EG, the matching of printed cells, the M/G/1 bound."""
+
 from __future__ import annotations
 
 import math
@@ -9,8 +10,20 @@ import pytest
 from gridemu.brokers.bilb.cost import expected_delay
 from gridemu.experiments.bilb_table41 import delay, monte_carlo_eg, payoffs, social_limit
 from gridemu.experiments.bilb_thesis_checks import (
-    OVERLOADED_FIRST, ROW6, Printed, Source, best_assignment, fit, gamma_moments, mg1_wait, named,
-    period_bound, rounds_to, score_bound, spread_bound, truncates_to,
+    OVERLOADED_FIRST,
+    ROW6,
+    Printed,
+    Source,
+    best_assignment,
+    fit,
+    gamma_moments,
+    mg1_wait,
+    named,
+    period_bound,
+    rounds_to,
+    score_bound,
+    spread_bound,
+    truncates_to,
 )
 
 
@@ -57,7 +70,10 @@ def test_best_assignment_finds_a_planted_permutation() -> None:
     cells = _row([round(source[j].value, 2) for j in order])
     pairs = best_assignment(cells, source)
     assert pairs == list(enumerate(order))
-    assert fit(cells, source, pairs) == (6, pytest.approx(sum(abs(c.value - source[j].value) * 100 for c, j in zip(cells, order))))
+    assert fit(cells, source, pairs) == (
+        6,
+        pytest.approx(sum(abs(c.value - source[j].value) * 100 for c, j in zip(cells, order))),
+    )
     assert named(cells, source, OVERLOADED_FIRST) == pairs
 
 

@@ -1,5 +1,6 @@
 """Checkpoints at barriers (emulator/checkpoint.py): a stopped run resumes to the job table of
 a run never stopped, and a lost Ray shard is rebuilt and replayed to the same job table."""
+
 from __future__ import annotations
 
 import pytest
@@ -107,7 +108,14 @@ def test_resume_without_a_checkpoint_or_with_a_damaged_one_is_one_line(tmp_path,
 def test_cli_resume_writes_the_results_of_the_stopped_run(tmp_path, capsys):
     out = tmp_path / "r"
     with pytest.raises(KeyboardInterrupt):
-        emulator.run("quickstart", backend="inprocess", overrides=SMALL["quickstart"], out=out, checkpoint=0, on_progress=stop_at(4))
+        emulator.run(
+            "quickstart",
+            backend="inprocess",
+            overrides=SMALL["quickstart"],
+            out=out,
+            checkpoint=0,
+            on_progress=stop_at(4),
+        )
     assert main(["resume", str(out), "--quiet"]) == 0
     whole = emulator.run("quickstart", backend="inprocess", overrides=SMALL["quickstart"])
     import pandas as pd
@@ -151,8 +159,11 @@ def test_a_removed_ray_node_is_rebuilt_to_the_same_job_table():
     from pathlib import Path
 
     done = subprocess.run(
-        [sys.executable, "-c", NODE_REMOVED], cwd=Path(__file__).resolve().parent.parent,
-        capture_output=True, text=True, timeout=300,
+        [sys.executable, "-c", NODE_REMOVED],
+        cwd=Path(__file__).resolve().parent.parent,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     assert "same job table True" in done.stdout, done.stdout + done.stderr[-3000:]

@@ -4,6 +4,7 @@ Almost everything goes through ``emulator.cli.main(argv)`` in this process (chea
 test starts a real subprocess to prove the entry point works. Workloads are a few
 hundred jobs so the whole file stays fast on two cores.
 """
+
 from __future__ import annotations
 
 import json
@@ -23,8 +24,22 @@ import pytest
 from gridemu.emulator.cli import main
 
 JOB_COLUMNS = [
-    "job_id", "owner", "group", "release", "size", "procs",
-    "submit_site", "exec_site", "start", "end", "migrations", "state", "deadline", "fragments", "proc", "proc_set",
+    "job_id",
+    "owner",
+    "group",
+    "release",
+    "size",
+    "procs",
+    "submit_site",
+    "exec_site",
+    "start",
+    "end",
+    "migrations",
+    "state",
+    "deadline",
+    "fragments",
+    "proc",
+    "proc_set",
 ]
 ORG_KEYS = {"jobs", "sum_flow_time", "mean_flow_time", "makespan"}
 GLOBAL_KEYS = {"makespan", "events", "messages", "windows", "wall_seconds", "events_per_second"}
@@ -242,7 +257,9 @@ def test_resolved_scenario_toml_keeps_any_description(tmp_path, description):
     """Whatever string a scenario holds, its resolved scenario.toml is valid TOML that runs again."""
     escaped = description.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\t", "\\t")
     path = tmp_path / "described.toml"
-    path.write_text(SMALL_TOML.replace("seed = 11", f'seed = 11\ndescription = "{escaped}"').replace("jobs = 240", "jobs = 40"))
+    path.write_text(
+        SMALL_TOML.replace("seed = 11", f'seed = 11\ndescription = "{escaped}"').replace("jobs = 240", "jobs = 40")
+    )
     first, second = tmp_path / "first", tmp_path / "second"
     assert run_cli("run", path, "--backend", "inprocess", "--out", first, "--quiet") == 0
     text = (first / "scenario.toml").read_text()
@@ -306,7 +323,19 @@ def test_shards_two_in_process_gives_the_same_job_table(base_run, tmp_path):
 
 def test_ray_backend_gives_the_same_job_table(ray_session, base_run, tmp_path):
     out = tmp_path / "ray"
-    argv = ["run", "quickstart", "--backend", "ray", "--shards", 2, "--out", out, "--quiet", "--set", "workload.jobs=300"]
+    argv = [
+        "run",
+        "quickstart",
+        "--backend",
+        "ray",
+        "--shards",
+        2,
+        "--out",
+        out,
+        "--quiet",
+        "--set",
+        "workload.jobs=300",
+    ]
     assert run_cli(*argv) == 0
     glob = read_summary(out)["global"]
     assert glob["backend"] == "ray" and glob["shards"] == 2
@@ -389,14 +418,28 @@ def test_report_no_plot_writes_no_png(base_run, tmp_path, capsys):
 
 def test_sweep_grid_and_repeat(ray_session, tmp_path, capsys):
     out = tmp_path / "sweep"
-    argv = ["sweep", "quickstart", "--grid", "protocol.name=local,averaging", "--repeat", 2,
-            "--set", "workload.jobs=200", "--out", out, "--quiet"]
+    argv = [
+        "sweep",
+        "quickstart",
+        "--grid",
+        "protocol.name=local,averaging",
+        "--repeat",
+        2,
+        "--set",
+        "workload.jobs=200",
+        "--out",
+        out,
+        "--quiet",
+    ]
     assert run_cli(*argv) == 0
 
     runs = pd.read_parquet(out / "runs.parquet")
     assert len(runs) == 4
     assert sorted(zip(runs["protocol.name"], runs["seed"])) == [
-        ("averaging", 1), ("averaging", 2), ("local", 1), ("local", 2),
+        ("averaging", 1),
+        ("averaging", 2),
+        ("local", 1),
+        ("local", 2),
     ]
     assert (runs["jobs"] == 200).all()
     assert (runs.loc[runs["protocol.name"] == "local", "messages_total"] == 0).all()
@@ -424,8 +467,24 @@ def test_sweep_grid_and_repeat(ray_session, tmp_path, capsys):
 
     # A sweep point is the same run as the single-run command with that seed and setting.
     single = tmp_path / "single"
-    assert run_cli("run", "quickstart", "--backend", "inprocess", "--seed", 2, "--set", "workload.jobs=200",
-                   "--set", "protocol.name=averaging", "--out", single, "--quiet") == 0
+    assert (
+        run_cli(
+            "run",
+            "quickstart",
+            "--backend",
+            "inprocess",
+            "--seed",
+            2,
+            "--set",
+            "workload.jobs=200",
+            "--set",
+            "protocol.name=averaging",
+            "--out",
+            single,
+            "--quiet",
+        )
+        == 0
+    )
     row = runs[(runs["protocol.name"] == "averaging") & (runs["seed"] == 2)].iloc[0]
     glob = read_summary(single)["global"]
     assert row["makespan"] == pytest.approx(glob["makespan"], rel=1e-12)
@@ -436,8 +495,19 @@ def test_sweep_grid_and_repeat(ray_session, tmp_path, capsys):
 def test_sweep_over_run_seed_uses_the_swept_seeds(ray_session, tmp_path, capsys):
     """Sweeping run.seed must run those seeds (or refuse the key); never silently run another."""
     out = tmp_path / "seeds"
-    code = run_cli("sweep", "quickstart", "--grid", "run.seed=5,9", "--set", "workload.jobs=100",
-                   "--set", "protocol.name=local", "--out", out, "--quiet")
+    code = run_cli(
+        "sweep",
+        "quickstart",
+        "--grid",
+        "run.seed=5,9",
+        "--set",
+        "workload.jobs=100",
+        "--set",
+        "protocol.name=local",
+        "--out",
+        out,
+        "--quiet",
+    )
     if code == 2:  # refusing the key is acceptable, with one line naming it
         err = capsys.readouterr().err.strip()
         assert err.startswith("gridemu: error:") and "run.seed" in err
@@ -460,9 +530,26 @@ def test_console_script_points_at_main():
 def test_real_subprocess_runs_a_scenario(tmp_path):
     out = tmp_path / "sub"
     proc = subprocess.run(
-        [sys.executable, "-m", "gridemu.emulator.cli", "run", "quickstart", "--backend", "inprocess",
-         "--out", str(out), "--quiet", "--set", "workload.jobs=100", "--seed", "4"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=120,
+        [
+            sys.executable,
+            "-m",
+            "gridemu.emulator.cli",
+            "run",
+            "quickstart",
+            "--backend",
+            "inprocess",
+            "--out",
+            str(out),
+            "--quiet",
+            "--set",
+            "workload.jobs=100",
+            "--seed",
+            "4",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert proc.returncode == 0, proc.stderr
     assert "Traceback" not in proc.stderr
@@ -474,11 +561,13 @@ def test_real_subprocess_runs_a_scenario(tmp_path):
 
 def test_report_gantt_packs_jobs_without_overlap(tmp_path):
     import gridemu.emulator as emulator
-    from gridemu.model.errors import GridemuError
     from gridemu.emulator.report import gantt_boxes
+    from gridemu.model.errors import GridemuError
 
     data = {
-        "run": {"seed": 3, "backend": "inprocess"}, "sites": {"count": 3, "procs": 16}, "scheduler": {"name": "list"},
+        "run": {"seed": 3, "backend": "inprocess"},
+        "sites": {"count": 3, "procs": 16},
+        "scheduler": {"name": "list"},
         "workload": {"kind": "rigid", "model": "uni", "jobs": 60},
     }
     result = emulator.run(data, out=tmp_path / "rigid")
@@ -509,10 +598,16 @@ def test_gantt_frees_processors_at_an_end_equal_to_a_start_up_to_rounding():
     ``gridemu report runs/m1 --gantt`` failed on this)."""
     from gridemu.emulator.report import gantt_boxes
 
-    jobs = pd.DataFrame({
-        "job_id": [0, 1], "owner": ["org0", "org0"], "exec_site": [0, 0], "procs": [38, 38],
-        "start": [505.007, 519.007], "end": [505.007 + 14, 530.0],
-    })
+    jobs = pd.DataFrame(
+        {
+            "job_id": [0, 1],
+            "owner": ["org0", "org0"],
+            "exec_site": [0, 0],
+            "procs": [38, 38],
+            "start": [505.007, 519.007],
+            "end": [505.007 + 14, 530.0],
+        }
+    )
     boxes = gantt_boxes(jobs, {0: 38})
     assert boxes["proc"].tolist() == [0, 0] and boxes["count"].tolist() == [38, 38]
 
@@ -525,7 +620,9 @@ def csv_sweep(folder: Path, protocol: str = "local") -> tuple[Path, Path, Path]:
     bad = folder / "bad.csv"
     bad.write_text("release,size,site\n0,1.0,0\n1,2.0\n")
     scenario = folder / "s.toml"
-    scenario.write_text(f'[sites]\ncount = 2\nprocs = 1\n[workload]\nkind = "csv"\npath = "good.csv"\n[protocol]\nname = "{protocol}"\n')
+    scenario.write_text(
+        f'[sites]\ncount = 2\nprocs = 1\n[workload]\nkind = "csv"\npath = "good.csv"\n[protocol]\nname = "{protocol}"\n'
+    )
     return good, bad, scenario
 
 
@@ -555,14 +652,37 @@ def test_a_sweep_without_ray_gives_the_same_runs_and_keeps_failures(ray_session,
     timing = ["wall_seconds", "site_cpu_seconds"]
     on_ray, local = (pd.read_parquet(tmp_path / d / "runs.parquet").drop(columns=timing) for d in ("ray", "local"))
     pd.testing.assert_frame_equal(on_ray, local)
-    code = run_cli("sweep", scenario, "--grid", f"workload.path={good},{bad}", "--quiet", "--out", tmp_path / "f", "--backend", "inprocess")
+    code = run_cli(
+        "sweep",
+        scenario,
+        "--grid",
+        f"workload.path={good},{bad}",
+        "--quiet",
+        "--out",
+        tmp_path / "f",
+        "--backend",
+        "inprocess",
+    )
     assert code == 1 and "1 of 2 runs failed" in capsys.readouterr().err
     assert pd.read_csv(tmp_path / "f" / "failures.csv")["error"].str.contains("bad.csv:3:").all()
 
 
 def test_a_sweep_table_shows_whole_column_names(tmp_path, capsys):
-    assert run_cli("sweep", "quickstart", "--backend", "inprocess", "--grid", "protocol.name=local,random",
-                   "--set", "workload.jobs=300", "--out", tmp_path / "s") == 0
+    assert (
+        run_cli(
+            "sweep",
+            "quickstart",
+            "--backend",
+            "inprocess",
+            "--grid",
+            "protocol.name=local,random",
+            "--set",
+            "workload.jobs=300",
+            "--out",
+            tmp_path / "s",
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     for name in ("protocol.name", "mean_flow_time", "makespan", "messages_total"):
         assert name in out
@@ -607,13 +727,29 @@ def test_jobs_that_never_finish_are_reported_and_strict_fails(tmp_path, capsys):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("sig", "code", "word"), [(signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "terminated")])
+@pytest.mark.parametrize(
+    ("sig", "code", "word"), [(signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "terminated")]
+)
 def test_sigint_and_sigterm_stop_a_run_cleanly(tmp_path, sig, code, word):
     out = tmp_path / "r"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "gridemu.emulator.cli", "run", "quickstart", "--backend", "inprocess", "--quiet",
-         "--set", "workload.jobs=3000000", "--out", str(out)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            "-m",
+            "gridemu.emulator.cli",
+            "run",
+            "quickstart",
+            "--backend",
+            "inprocess",
+            "--quiet",
+            "--set",
+            "workload.jobs=3000000",
+            "--out",
+            str(out),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     time.sleep(5)  # past the imports: inside the run
     assert proc.poll() is None, proc.communicate()
@@ -664,9 +800,25 @@ def _process_tree(pid: int) -> set[int]:
 def test_sigterm_on_ray_closes_the_shards_and_leaves_no_ray_process(tmp_path):
     out = tmp_path / "r"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "gridemu.emulator.cli", "run", "quickstart", "--backend", "ray", "--shards", "2", "--quiet",
-         "--set", "workload.jobs=3000000", "--out", str(out)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            "-m",
+            "gridemu.emulator.cli",
+            "run",
+            "quickstart",
+            "--backend",
+            "ray",
+            "--shards",
+            "2",
+            "--quiet",
+            "--set",
+            "workload.jobs=3000000",
+            "--out",
+            str(out),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     deadline = time.monotonic() + 90
     while not _actors(_process_tree(proc.pid)) and time.monotonic() < deadline and proc.poll() is None:
@@ -692,7 +844,10 @@ def test_wait_time_and_bounded_slowdown_by_hand(capsys):
     data = {
         "run": {"time_unit": "s"},
         "sites": [{"name": "a", "procs": 1}],
-        "workload": {"kind": "jobs", "list": [{"release": 0.0, "size": 2.0, "site": 0}, {"release": 1.0, "size": 30.0, "site": 0}]},
+        "workload": {
+            "kind": "jobs",
+            "list": [{"release": 0.0, "size": 2.0, "site": 0}, {"release": 1.0, "size": 30.0, "site": 0}],
+        },
     }
     g = emulator.run(data).summary
     assert g["global"]["mean_wait_time"] == 0.5
@@ -722,12 +877,24 @@ def test_a_ray_run_spent_in_barriers_gets_a_note_naming_the_one_process_backend(
 
     from gridemu.emulator import cli
 
-    chatty = {"backend": "ray", "shards": 2, "wall_seconds": 107.1, "setup_seconds": 0.5, "windows": 36955, "site_cpu_seconds": 16.8}
+    chatty = {
+        "backend": "ray",
+        "shards": 2,
+        "wall_seconds": 107.1,
+        "setup_seconds": 0.5,
+        "windows": 36955,
+        "site_cpu_seconds": 16.8,
+    }
     result = SimpleNamespace(summary={"global": chatty})
     assert cli._with_progress(argparse.Namespace(quiet=True), tmp_path, lambda bar: result) is result
     err = capsys.readouterr().err
     assert "gridemu: note: 36,955 windows took 107 s (2.9 ms each), and each shard's sites worked 8.4 s" in err
     assert "--backend inprocess" in err
     # Not for one process, a short loop, or shards whose sites did most of the work.
-    for other in ({"backend": "inprocess", "shards": 1}, {"wall_seconds": 8.0}, {"site_cpu_seconds": 60.0}, {"site_cpu_seconds": None}):
+    for other in (
+        {"backend": "inprocess", "shards": 1},
+        {"wall_seconds": 8.0},
+        {"site_cpu_seconds": 60.0},
+        {"site_cpu_seconds": None},
+    ):
         assert cli.barrier_note({"global": {**chatty, **other}}) is None

@@ -1,5 +1,6 @@
 """Every bad input of the corpus (tests/corpus.py) gives one clear line and exit code 2:
 no traceback, no hang, no run that passes on bad input."""
+
 from __future__ import annotations
 
 import pytest

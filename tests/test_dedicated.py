@@ -1,6 +1,7 @@
 """The ``dedicated`` protocol (thesis ch. 3): the workload, the game over messages, and what
 the summary checks. The expected figures are computed here from the job table and from
 explicit job lists, not from the agents' records."""
+
 from __future__ import annotations
 
 from collections import Counter
@@ -65,12 +66,15 @@ def test_two_organizations_own_a_uniform_share_of_each_machine():
     assert all(abs(c - 120) < 45 for c in counts.values()), counts  # 600 draws, 120 expected each
 
 
-@pytest.mark.parametrize("wl, key", [
-    ({"kind": "dedicated"}, "workload.jobs_per_machine"),
-    ({"kind": "dedicated", "jobs_per_machine": -2}, "workload.jobs_per_machine"),
-    ({"kind": "dedicated", "jobs_per_machine": 3, "instance": "pareto"}, "workload.instance"),
-    ({"kind": "dedicated", "jobs_per_machine": 3, "period": 0}, "workload.period"),
-])
+@pytest.mark.parametrize(
+    "wl, key",
+    [
+        ({"kind": "dedicated"}, "workload.jobs_per_machine"),
+        ({"kind": "dedicated", "jobs_per_machine": -2}, "workload.jobs_per_machine"),
+        ({"kind": "dedicated", "jobs_per_machine": 3, "instance": "pareto"}, "workload.instance"),
+        ({"kind": "dedicated", "jobs_per_machine": 3, "period": 0}, "workload.period"),
+    ],
+)
 def test_bad_dedicated_workloads_name_the_key(wl, key):
     sites = [SiteSpec(i, f"s{i}", f"o{i}", (1.0,), "planned") for i in range(2)]
     with pytest.raises(ScenarioError, match=key.replace(".", r"\.")):
@@ -98,7 +102,11 @@ def promised(result, r: int, n: int) -> np.ndarray:
     """C_{k,l} of round r under the proposal, recomputed here from the round's jobs."""
     mine = round_jobs(result, r)
     listings = [
-        [Listing(int(j), int(o), float(p)) for j, o, p, t in zip(mine["job_id"], mine["submit_site"], mine["size"], mine["exec_site"]) if t == l]
+        [
+            Listing(int(j), int(o), float(p))
+            for j, o, p, t in zip(mine["job_id"], mine["submit_site"], mine["size"], mine["exec_site"])
+            if t == l
+        ]
         for l in range(n)
     ]
     instance, _ = instance_of(listings)
@@ -115,7 +123,9 @@ def test_followers_run_the_proposal_and_every_promise_holds():
     # The proposal, recomputed here from the submitted jobs, is what the machines ran.
     for r in range(6):
         assert np.allclose(executed_sums(result, r, 3), promised(result, r, 3), atol=1e-6)
-    assert result.summary["protocol"]["sum_score_executed"] == pytest.approx(result.summary["protocol"]["sum_score_proposal"])
+    assert result.summary["protocol"]["sum_score_executed"] == pytest.approx(
+        result.summary["protocol"]["sum_score_proposal"]
+    )
 
 
 def test_one_defector_gains_and_the_others_lose():
@@ -215,24 +225,44 @@ name = "{protocol}"
 DEDICATED = 'kind = "dedicated"\njobs_per_machine = 3'
 
 
-@pytest.mark.parametrize("procs, workload, protocol, extra, needles", [
-    (1, 'kind = "poisson"\njobs = 10', "scheduling_game", "", ("workload.kind", "dedicated")),
-    (1, DEDICATED, "scheduling_game", 'strategy = "nice"', ("protocol.strategy", "tit-for-tat")),
-    (1, DEDICATED, "scheduling_game", 'strategy = {default = "follow", 5 = "mjf"}', ("protocol.strategy.5",)),
-    (1, DEDICATED, "scheduling_game", "coordinator = 2", ("protocol.coordinator",)),
-    (1, DEDICATED, "scheduling_game", 'proposal = "es"', ("protocol.proposal", "aew")),
-    (2, DEDICATED, "scheduling_game", "", ("sites.procs",)),
-    (1, DEDICATED + "\nrounds = 2\nperiod = 5", "scheduling_game", "", ("workload.period", "at least")),
-    (1, DEDICATED, "random", "", ("target site", "scheduling_game")),
-])
+@pytest.mark.parametrize(
+    "procs, workload, protocol, extra, needles",
+    [
+        (1, 'kind = "poisson"\njobs = 10', "scheduling_game", "", ("workload.kind", "dedicated")),
+        (1, DEDICATED, "scheduling_game", 'strategy = "nice"', ("protocol.strategy", "tit-for-tat")),
+        (1, DEDICATED, "scheduling_game", 'strategy = {default = "follow", 5 = "mjf"}', ("protocol.strategy.5",)),
+        (1, DEDICATED, "scheduling_game", "coordinator = 2", ("protocol.coordinator",)),
+        (1, DEDICATED, "scheduling_game", 'proposal = "es"', ("protocol.proposal", "aew")),
+        (2, DEDICATED, "scheduling_game", "", ("sites.procs",)),
+        (1, DEDICATED + "\nrounds = 2\nperiod = 5", "scheduling_game", "", ("workload.period", "at least")),
+        (1, DEDICATED, "random", "", ("target site", "scheduling_game")),
+    ],
+)
 def test_bad_dedicated_scenarios_exit_2_naming_the_key(capsys, tmp_path, procs, workload, protocol, extra, needles):
     scheduler = "planned" if protocol == "scheduling_game" else "fcfs"
-    expect_exit_2(capsys, tmp_path, BASE.format(procs=procs, workload=workload, protocol=protocol, protocol_extra=extra, scheduler=scheduler), *needles)
+    expect_exit_2(
+        capsys,
+        tmp_path,
+        BASE.format(procs=procs, workload=workload, protocol=protocol, protocol_extra=extra, scheduler=scheduler),
+        *needles,
+    )
 
 
 def test_a_job_without_a_target_or_a_bad_target_exits_2(capsys, tmp_path):
     (tmp_path / "jobs.csv").write_text("release,size,site,target\n0,1,0,1\n0,2,1,\n")
     workload = f'kind = "csv"\npath = "{tmp_path / "jobs.csv"}"'
-    expect_exit_2(capsys, tmp_path, BASE.format(procs=1, workload=workload, protocol="scheduling_game", protocol_extra="", scheduler="planned"), "job 1", "no target")
+    expect_exit_2(
+        capsys,
+        tmp_path,
+        BASE.format(procs=1, workload=workload, protocol="scheduling_game", protocol_extra="", scheduler="planned"),
+        "job 1",
+        "no target",
+    )
     (tmp_path / "jobs.csv").write_text("release,size,site,target\n0,1,0,7\n")
-    expect_exit_2(capsys, tmp_path, BASE.format(procs=1, workload=workload, protocol="scheduling_game", protocol_extra="", scheduler="planned"), ":2.target", "unknown site")
+    expect_exit_2(
+        capsys,
+        tmp_path,
+        BASE.format(procs=1, workload=workload, protocol="scheduling_game", protocol_extra="", scheduler="planned"),
+        ":2.target",
+        "unknown site",
+    )

@@ -4,6 +4,7 @@ The oracle of every property test is written here, independently of the modules:
 is turned into explicit job lists (owner, size) per machine, schedules are explicit
 permutations of those lists, and sets of optimal points are found by an O(m²) comparison.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -17,15 +18,32 @@ from hypothesis import strategies as st
 
 from gridemu.brokers.scheduling_game import equitable as eq_mod
 from gridemu.brokers.scheduling_game.dedicated import (
-    FIGURE_3_5, DedicatedInstance, completion_sums, constrained_equitable, constraint_check,
-    exhaustive_search, machine_sums, min_max, min_sum, mjf_grid, payoffs,
-    price_of_anarchy_instance, schedule_count, scores, spt_grid, spt_schedules,
+    FIGURE_3_5,
+    DedicatedInstance,
+    completion_sums,
+    constrained_equitable,
+    constraint_check,
+    exhaustive_search,
+    machine_sums,
+    min_max,
+    min_sum,
+    mjf_grid,
+    payoffs,
+    price_of_anarchy_instance,
+    schedule_count,
+    scores,
+    spt_grid,
+    spt_schedules,
 )
-from gridemu.scenarios import dedicated as workloads
-from gridemu.brokers.scheduling_game.search import adjusted_equitable_walk, dynamic_programming, equitable_walk
 from gridemu.brokers.scheduling_game.equitable import (
-    cumulative_ordered, equitably_dominates, equitably_optimal_subset, pareto_dominates, pareto_optimal_subset,
+    cumulative_ordered,
+    equitably_dominates,
+    equitably_optimal_subset,
+    pareto_dominates,
+    pareto_optimal_subset,
 )
+from gridemu.brokers.scheduling_game.search import adjusted_equitable_walk, dynamic_programming, equitable_walk
+from gridemu.scenarios import dedicated as workloads
 
 FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -97,8 +115,8 @@ def tiny_instances(draw, orgs=(2, 3)):
 # ------------------------------------------------------------- Definition 1.8 and Theorem 1.1
 def test_the_texts_examples_of_equitable_dominance():
     assert not equitably_dominates([2, 1], [1, 2]) and not equitably_dominates([1, 2], [2, 1])  # anonymity
-    assert equitably_dominates([2, 1], [2, 2])                                                  # monotony
-    assert equitably_dominates([2, 1], [3, 0.5])                                                # transfers
+    assert equitably_dominates([2, 1], [2, 2])  # monotony
+    assert equitably_dominates([2, 1], [3, 0.5])  # transfers
     assert cumulative_ordered([1, 3, 2]).tolist() == [3, 5, 6]
     assert cumulative_ordered(np.array([[1, 3], [4, 0]])).tolist() == [[3, 4], [4, 4]]
 
@@ -120,7 +138,7 @@ def test_monotony(y, drops, at):
     better = [v - d for v, d in zip(y, drops)]
     better[at % len(y)] -= 1
     assert pareto_dominates(better, y) and equitably_dominates(better, y)
-    assert not equitably_dominates(y, better)                                                    # asymmetry
+    assert not equitably_dominates(y, better)  # asymmetry
 
 
 @FAST
@@ -151,7 +169,7 @@ def test_optimal_subsets_over_many_blocks(monkeypatch, n):
     pts = np.random.default_rng(n).integers(0, 30, size=(1500, n))
     a = pts[:, None, :]
     b = pts[None, :, :]
-    dom = np.all(b <= a, axis=2) & np.any(b < a, axis=2)          # dom[i, q]: q dominates i
+    dom = np.all(b <= a, axis=2) & np.any(b < a, axis=2)  # dom[i, q]: q dominates i
     assert set(pareto_optimal_subset(pts).tolist()) == set(np.flatnonzero(~dom.any(axis=1)).tolist())
 
 
@@ -175,7 +193,7 @@ def test_two_criteria_sweep_on_many_points():
 # ------------------------------------------------------------------------- the text's examples
 def test_proposition_3_3_example_before_it():
     inst = DedicatedInstance.of([[(1, 3, 5), ()], [(2, 4), ()]])
-    worse, better = (1, 0, 0, 0, 1), (0, 0, 1, 1, 0)                 # (J21 J11 J11' J11'' J21'), ...
+    worse, better = (1, 0, 0, 0, 1), (0, 0, 1, 1, 0)  # (J21 J11 J11' J11'' J21'), ...
     assert machine_sums(inst, 0, worse).tolist() == [20, 17]
     assert machine_sums(inst, 0, better).tolist() == [20, 16]
     assert pareto_dominates([20, 16], [20, 17])
@@ -199,7 +217,7 @@ def test_the_equitable_walk_example_after_algorithm_3_6():
     es = exhaustive_search(inst)
     assert sorted(map(tuple, es.costs.tolist())) == [(6, 7), (7, 6)]
     assert set(es.schedules) == {((0, 1, 1, 0), ()), ((1, 0, 0, 1), ())}
-    start = ((1, 0, 1, 0), ())                                        # (J21, J11, J21', J11'): [8, 5]
+    start = ((1, 0, 1, 0), ())  # (J21, J11, J21', J11'): [8, 5]
     assert completion_sums(inst, start).tolist() == [8, 5]
     # The text: EW advances J11' to [6, 7], then the only move of O_2 returns to the start,
     # "already visited": EW stops with [6, 7] alone. Two candidates tie at θ̄ = [7, 13]; the
@@ -240,10 +258,10 @@ def test_table_3_3_exponential_instances(n):
     assert len({tuple(c) for c in pareto.costs.tolist()}) == len(pareto)
     assert (len(pareto) == TABLE_3_3_PARETO[n]) == (n == 3)
     # Proposition 3.3: the 2^n SPT-regardless-of-owner schedules give [LB + x, LB + 2^n - 1 - x]
-    lb = completion_sums(inst, spt_grid(inst))[0]                  # SPT, O_1 first in every pair
-    stair = {(lb + x, lb + 2 ** n - 1 - x) for x in range(2 ** n)}
+    lb = completion_sums(inst, spt_grid(inst))[0]  # SPT, O_1 first in every pair
+    stair = {(lb + x, lb + 2**n - 1 - x) for x in range(2**n)}
     assert stair <= {tuple(c) for c in pareto.costs.tolist()}
-    if n <= 4:                                                   # against all 8! permutations
+    if n <= 4:  # against all 8! permutations
         assert {tuple(c) for c in pareto.costs.tolist()} == oracle_pareto_vectors(inst)
 
 
@@ -251,6 +269,7 @@ def figure_3_5_search(spt=(16, 13), mjf=(41, 8)) -> list:
     """Every 2-organization instance with C(SPT) = ``spt`` and C(MJF) = ``mjf``. Complete:
     O_1's sizes add up to at most C_1(SPT), O_2's to at most C_2(MJF) (each job's completion
     time is at least its size). SPT ties go by owner id, as in spt_grid."""
+
     def multisets(total):
         out = [()]
 
@@ -258,6 +277,7 @@ def figure_3_5_search(spt=(16, 13), mjf=(41, 8)) -> list:
             for p in range(lo, left + 1):
                 out.append(prefix + (p,))
                 rec(prefix + (p,), left - p, p)
+
         rec((), total, 1)
         return out
 
@@ -289,7 +309,7 @@ def figure_3_5_search(spt=(16, 13), mjf=(41, 8)) -> list:
 def test_figure_3_5_reconstructed():
     assert completion_sums(FIGURE_3_5, spt_grid(FIGURE_3_5)).tolist() == [16, 13]
     assert completion_sums(FIGURE_3_5, mjf_grid(FIGURE_3_5)).tolist() == [41, 8]
-    assert payoffs(FIGURE_3_5, spt_grid(FIGURE_3_5)).tolist() == [25, -5]          # SPT is not feasible
+    assert payoffs(FIGURE_3_5, spt_grid(FIGURE_3_5)).tolist() == [25, -5]  # SPT is not feasible
     assert figure_3_5_search() == [FIGURE_3_5]
 
 
@@ -298,9 +318,10 @@ def test_figure_3_6_price_of_anarchy(n):
     def poa(p, eps):
         inst = price_of_anarchy_instance(n, p, eps)
         return completion_sums(inst, mjf_grid(inst)).sum() / completion_sums(inst, spt_grid(inst)).sum()
+
     assert poa(1.0, 1e-9) == pytest.approx(n + 1, rel=1e-6)
     tri = n * (n + 1) / 2
-    assert poa(10, 1) == pytest.approx(((n + 1) * 10 + tri) / (tri + n + 10))        # the proof's formulas
+    assert poa(10, 1) == pytest.approx(((n + 1) * 10 + tri) / (tri + n + 10))  # the proof's formulas
     assert poa(1.0, 1e-3) < poa(1.0, 1e-6) < n + 1
 
 
@@ -334,7 +355,7 @@ def test_walks_return_valid_mutually_equitable_spt_schedules(inst, later):
             assert all(s in spt_sets[l] for l, s in enumerate(grid))
             assert evaluate(inst.n_orgs, explicit(inst, grid)) == tuple(c)
         vecs = [tuple(v) for v in (got.costs if sign == 1 else got.costs - mjf).tolist()]
-        assert brute_equitable(vecs) == set(range(len(vecs)))              # none dominates another
+        assert brute_equitable(vecs) == set(range(len(vecs)))  # none dominates another
     # EW starts at SPT, so its min-sum solution has SPT's ΣC (section 3.7.3)
     ew = equitable_walk(inst)
     assert ew.costs[min_sum(ew.costs)].sum() == completion_sums(inst, spt_grid(inst)).sum()
@@ -345,7 +366,9 @@ def test_walks_return_valid_mutually_equitable_spt_schedules(inst, later):
 def test_spt_minimizes_the_sum_corollary_3_4(inst):
     best = min(sum(c) for _, c in all_grids(inst))
     assert completion_sums(inst, spt_grid(inst)).sum() == best
-    assert evaluate(inst.n_orgs, explicit(inst, spt_grid(inst))) == tuple(completion_sums(inst, spt_grid(inst)).tolist())
+    assert evaluate(inst.n_orgs, explicit(inst, spt_grid(inst))) == tuple(
+        completion_sums(inst, spt_grid(inst)).tolist()
+    )
 
 
 def local_first(jobs: list[tuple[int, int]], me: int) -> bool:
@@ -377,7 +400,7 @@ def test_mjf_is_the_nash_equilibrium_proposition_3_8(inst):
     for combo, c in itertools.islice(all_grids(inst), 60):
         for k in range(n):
             # a player deviating to MJF on its own machine never lowers its payoff
-            assert evaluate(n, combo[:k] + (tuple(mjf[k]),) + combo[k + 1:])[k] <= c[k]
+            assert evaluate(n, combo[:k] + (tuple(mjf[k]),) + combo[k + 1 :])[k] <= c[k]
     # pure equilibria over Definition 3.1's strategies (SPT orders of each machine's jobs):
     # no player gains by reordering its own machine. They are the grids that run every owner's
     # jobs first: for N = 2 that is MJF alone; for N > 2 the order of the foreign jobs is free
@@ -385,7 +408,7 @@ def test_mjf_is_the_nash_equilibrium_proposition_3_8(inst):
     perms = [[p for p in sorted(set(itertools.permutations(jobs))) if owner_spt(p)] for jobs in job_lists(inst)]
     for combo in itertools.product(*perms):
         c = evaluate(n, combo)
-        best = [min(evaluate(n, combo[:k] + (p,) + combo[k + 1:])[k] for p in perms[k]) for k in range(n)]
+        best = [min(evaluate(n, combo[:k] + (p,) + combo[k + 1 :])[k] for p in perms[k]) for k in range(n)]
         nash = all(c[k] == best[k] for k in range(n))
         assert nash == all(local_first(list(combo[k]), k) for k in range(n))
         if nash and n == 2:
@@ -426,9 +449,9 @@ def test_algorithm_3_1_decides_the_partition_reduction_theorem_3_1(a):
 def test_scores_and_choosers():
     assert scores([8, 12], [10, 20]) == pytest.approx((1 - 20 / 30, 1 - 12 / 20))
     costs = np.array([[12, 7], [13, 6], [11, 11], [9, 11]])
-    assert min_sum(costs) == 0 and min_max(costs) == 3            # ΣC ties broken by max C, and back
-    mjf = np.array([12, 12])                                      # u = [0, 5], [-1, 6], [1, 1], [3, 1]
-    assert min_sum(costs, mjf) == 0 and min_max(costs, mjf) == 3   # min u ties (rows 2, 3) broken by Σu
+    assert min_sum(costs) == 0 and min_max(costs) == 3  # ΣC ties broken by max C, and back
+    mjf = np.array([12, 12])  # u = [0, 5], [-1, 6], [1, 1], [3, 1]
+    assert min_sum(costs, mjf) == 0 and min_max(costs, mjf) == 3  # min u ties (rows 2, 3) broken by Σu
     assert min_sum(np.array([[13, 1]]), mjf) is None and min_max(costs[:0]) is None
     inst = FIGURE_3_5
     pareto = dynamic_programming(inst).extra["pareto"]
@@ -447,7 +470,7 @@ def test_random_instances():
         assert all(1 <= p <= 10 for row in inst.sizes for jobs in row for p in jobs)
     assert set(first) == set(range(6)) and all(abs(v - 1000) < 150 for v in first.values())
     three = Counter(DedicatedInstance.of(workloads.random_instance(rng, 3, 2, 5)).counts(0) for _ in range(3000))
-    assert len(three) == 6 and all(abs(v - 500) < 100 for v in three.values())     # C(4, 2) compositions
+    assert len(three) == 6 and all(abs(v - 500) < 100 for v in three.values())  # C(4, 2) compositions
     small = workloads.SMALL
     assert small.instance(2, 8, 5, 3) == small.instance(2, 8, 5, 3) != small.instance(2, 8, 5, 4)
     assert len(small.cells()) == 20 and len(workloads.SMALL_3.cells()) == 3 and len(workloads.LARGE.cells()) == 28

@@ -1,19 +1,21 @@
 """Decentralized DIRECTCONTR (the ``directcontr`` protocol) and the Shapley papers' workload preparation."""
+
 from __future__ import annotations
 
 from pathlib import Path
 
 import pandas as pd
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 import gridemu.emulator as emulator
-from gridemu.brokers.directcontr.sampled import SpKey
 from gridemu.brokers.directcontr.policies import simulate
-from gridemu.brokers.directcontr.shapley_value import psi_sp
 from gridemu.brokers.directcontr.protocol import instance
-from gridemu.model.errors import ScenarioError
+from gridemu.brokers.directcontr.sampled import SpKey
+from gridemu.brokers.directcontr.shapley_value import psi_sp
 from gridemu.emulator.scenario import load_scenario
+from gridemu.model.errors import ScenarioError
 from gridemu.scenarios.workload import generate_jobs
 
 TRACE = Path(__file__).resolve().parent.parent / "scenarios" / "data" / "shapley-small.swf"
@@ -25,9 +27,10 @@ def hand(latency=1e-6, sites=4, procs=2, horizon=400.0, **protocol) -> dict:
         "network": {"latency": latency},
         "sites": {"count": sites, "procs": procs},
         "scheduler": {"name": "planned"},
-        "workload": {"kind": "jobs", "list": [
-            {"site": i % sites, "release": (i * 7) % 50, "size": 5 + (i * 13) % 40} for i in range(60)
-        ]},
+        "workload": {
+            "kind": "jobs",
+            "list": [{"site": i % sites, "release": (i * 7) % 50, "size": 5 + (i * 13) % 40} for i in range(60)],
+        },
         "protocol": {"name": "directcontr", **protocol},
     }
 
@@ -38,7 +41,13 @@ def trace(latency=1e-6, seed=3, **protocol) -> dict:
         "network": {"latency": latency},
         "sites": {"count": 4, "procs": {"dist": "zipf", "total": 6}},
         "scheduler": {"name": "planned"},
-        "workload": {"kind": "swf", "path": str(TRACE), "split_parallel": True, "t_start": "random", "duration": 20000.0},
+        "workload": {
+            "kind": "swf",
+            "path": str(TRACE),
+            "split_parallel": True,
+            "t_start": "random",
+            "duration": 20000.0,
+        },
         "protocol": {"name": "directcontr", **protocol},
     }
 
@@ -97,14 +106,19 @@ def test_trace_preparation_splits_processors_and_picks_a_random_window():
     sc = load_scenario(trace())
     # one each, then the other 2 by Zipf weights 1, 1/2, 1/3, 1/4 (1.96, 1.48, 1.32, 1.24 by largest remainder)
     assert [s.procs for s in sc.sites] == [2, 2, 1, 1]
-    assert [s.procs for s in load_scenario(trace() | {"sites": {"count": 4, "procs": {"dist": "uniform", "total": 10}}}).sites] == [3, 3, 2, 2]
+    assert [
+        s.procs
+        for s in load_scenario(trace() | {"sites": {"count": 4, "procs": {"dist": "uniform", "total": 10}}}).sites
+    ] == [3, 3, 2, 2]
     a, b, c = (generate_jobs(load_scenario(trace(seed=s)))[0] for s in (3, 3, 4))
     assert (a["release"] == b["release"]).all() and (a["release"] >= 0).all() and a["release"].max() < 20000
     assert len(a) != len(c) or (a["release"] != c["release"]).any()  # another seed, another window
     assert (a["procs"] == 1).all()  # parallel jobs became sequential copies
     # a window of `duration` from a given start ([L]'s first 5·10^6 s): the same as t_start, t_end
     fixed = trace() | {"workload": trace()["workload"] | {"t_start": 3000.0, "duration": 9000.0}}
-    by_end = trace() | {"workload": {k: v for k, v in fixed["workload"].items() if k != "duration"} | {"t_end": 12000.0}}
+    by_end = trace() | {
+        "workload": {k: v for k, v in fixed["workload"].items() if k != "duration"} | {"t_end": 12000.0}
+    }
     d, e = (generate_jobs(load_scenario(x))[0] for x in (fixed, by_end))
     assert len(d) > 0 and (d["release"] == e["release"]).all() and d["release"].max() < 9000
 
@@ -112,14 +126,21 @@ def test_trace_preparation_splits_processors_and_picks_a_random_window():
 @pytest.mark.parametrize(
     "change,message",
     [
-        ({"sites": {"count": 11, "procs": 1}, "protocol": {"name": "directcontr", "compare": ["ref", "rand"]}}, "protocol.compare: REF is exponential and takes at most 10 organizations, here 11: compare rand or directcontr"),
+        (
+            {"sites": {"count": 11, "procs": 1}, "protocol": {"name": "directcontr", "compare": ["ref", "rand"]}},
+            "protocol.compare: REF is exponential and takes at most "
+            "10 organizations, here 11: compare rand or directcontr",
+        ),
         ({"protocol": {"name": "directcontr", "samples": 0}}, "protocol.samples: must be > 0"),
         ({"protocol": {"name": "directcontr", "compare": ["best"]}}, "protocol.compare: a list of algorithms"),
         ({"protocol": {"name": "directcontr", "mode": "gossip"}}, "protocol.mode: "),
         ({"protocol": {"name": "directcontr", "mode": "sampled", "choices": -1}}, "protocol.choices: must be >= 0"),
         ({"run": {"seed": 2}}, "run.horizon: give t_end"),
         ({"scheduler": {"name": "fcfs"}}, 'scheduler.name: the directcontr protocol starts jobs itself'),
-        ({"sites": {"count": 4, "procs": {"dist": "zipf", "total": 3}}}, "sites.procs.total: 3 processors cannot give each of the 4 sites one"),
+        (
+            {"sites": {"count": 4, "procs": {"dist": "zipf", "total": 3}}},
+            "sites.procs.total: 3 processors cannot give each of the 4 sites one",
+        ),
         ({"sites": {"count": 4, "procs": {"dist": "zipf", "total": -2}}}, "sites.procs.total: must be > 0"),
     ],
 )
@@ -157,8 +178,10 @@ def test_past_ten_organizations_rand_is_the_reference():
 # ------------------------------------------------------------------ mode = "sampled"
 
 
-@given(st.lists(st.tuples(st.integers(0, 50), st.integers(1, 30), st.booleans(), st.booleans()), max_size=12),
-       st.integers(0, 120))
+@given(
+    st.lists(st.tuples(st.integers(0, 50), st.integers(1, 30), st.booleans(), st.booleans()), max_size=12),
+    st.integers(0, 120),
+)
 def test_sampled_key_is_twice_phi_minus_psi_of_the_schedule(rows, t):
     # Jobs (start s, size p) that ran on our processors (φ) or are ours (ψ), finished by t or
     # running at t; SpKey, updated as the agent does, against ψ_sp computed pair by pair.
@@ -190,10 +213,14 @@ def test_sampled_directcontr_by_hand():
         "network": {"latency": 0.1},
         "sites": [{"name": "a", "procs": 1}, {"name": "b", "procs": 1}],
         "scheduler": {"name": "planned"},
-        "workload": {"kind": "jobs", "list": [
-            {"site": "a", "release": 0, "size": 10}, {"site": "a", "release": 0, "size": 12},
-            {"site": "b", "release": 5, "size": 4},
-        ]},
+        "workload": {
+            "kind": "jobs",
+            "list": [
+                {"site": "a", "release": 0, "size": 10},
+                {"site": "a", "release": 0, "size": 12},
+                {"site": "b", "release": 5, "size": 4},
+            ],
+        },
         "protocol": {"name": "directcontr", "mode": "sampled", "choices": 1, "compare": ["directcontr"]},
     }
     r = emulator.run(data)
@@ -225,7 +252,9 @@ def test_sampled_directcontr_messages_per_job_do_not_grow_with_organizations():
     per_job = {}
     for n in (4, 24):
         data = hand(latency=0.01, sites=n, procs=1, horizon=2000.0, mode="sampled", compare=["rand"])
-        data["workload"]["list"] = [{"site": i % n, "release": (i * 7) % 500, "size": 5 + (i * 13) % 40} for i in range(15 * n)]
+        data["workload"]["list"] = [
+            {"site": i % n, "release": (i * 7) % 500, "size": 5 + (i * 13) % 40} for i in range(15 * n)
+        ]
         r = emulator.run(data)
         g = r.summary["global"]
         assert (r.jobs["state"] == "done").all()

@@ -1,4 +1,5 @@
 """Divisible load balancing (thesis ch. 4): strategies, the agents over messages, scores, bad input."""
+
 from __future__ import annotations
 
 import math
@@ -13,8 +14,8 @@ import gridemu.emulator as emulator
 from gridemu.brokers.bilb.divisible import chain_depth
 from gridemu.brokers.bilb.reference import job_ends, reference_run
 from gridemu.brokers.bilb.strategies import adjust_join, adjust_limit, flow_ratio, local_flow_time
-from gridemu.model.errors import ScenarioError
 from gridemu.emulator.scenario import load_scenario
+from gridemu.model.errors import ScenarioError
 from gridemu.scenarios.workload import generate_jobs
 
 
@@ -24,7 +25,13 @@ def grid(protocol: str = "bilb", n: int = 4, until: float = 600.0, latency: floa
         "run": {"seed": 5, "backend": "inprocess"},
         "network": {"latency": latency},
         "sites": {"count": n, "procs": 1},
-        "workload": {"kind": "poisson", "rate": 0.2, "alpha": {"default": 2.0, "0": 3.0}, "beta": {"default": 2.0, "0": 3.0}, "until": until},
+        "workload": {
+            "kind": "poisson",
+            "rate": 0.2,
+            "alpha": {"default": 2.0, "0": 3.0},
+            "beta": {"default": 2.0, "0": 3.0},
+            "until": until,
+        },
         "protocol": {"name": protocol, "period": 200.0, **proto},
     }
 
@@ -46,10 +53,16 @@ def test_local_from_period_queues_the_period_s_earlier_jobs():
     from gridemu.brokers.bilb.scores import period_scores
     from gridemu.model.jobs import STATE_CODE
 
-    table = pd.DataFrame({
-        "job_id": [0, 1], "owner": [0, 0], "release": [0.0, 250.0], "size": [300.0, 1.0],
-        "end": [300.0, 251.0], "state": [STATE_CODE["done"]] * 2,
-    })
+    table = pd.DataFrame(
+        {
+            "job_id": [0, 1],
+            "owner": [0, 0],
+            "release": [0.0, 250.0],
+            "size": [300.0, 1.0],
+            "end": [300.0, 251.0],
+            "state": [STATE_CODE["done"]] * 2,
+        }
+    )
     assert period_scores(table, 1, 0.0, 1000.0, (0.2, 0.8))[0, 0] == 0.0
     assert period_scores(table, 1, 0.0, 1000.0, (0.2, 0.8), "period")[0, 0] == pytest.approx(50.0)
     # the uncounted early job need not be finished; an unfinished counted one voids the period
@@ -60,10 +73,16 @@ def test_local_from_period_queues_the_period_s_earlier_jobs():
     # "run": the queue alone carries over periods. A job of size 400 released at 900 (period 0,
     # after its window) still runs at 1250, when period 1's window job comes: 1 alone from the
     # period's start, 51 from the run's
-    carried = pd.DataFrame({
-        "job_id": [0, 1], "owner": [0, 0], "release": [900.0, 1250.0], "size": [400.0, 1.0],
-        "end": [1300.0, 1251.0], "state": [STATE_CODE["done"]] * 2,
-    })
+    carried = pd.DataFrame(
+        {
+            "job_id": [0, 1],
+            "owner": [0, 0],
+            "release": [900.0, 1250.0],
+            "size": [400.0, 1.0],
+            "end": [1300.0, 1251.0],
+            "state": [STATE_CODE["done"]] * 2,
+        }
+    )
     assert period_scores(carried, 1, 0.0, 1000.0, (0.2, 0.8), "period")[0, 1] == 0.0
     assert period_scores(carried, 1, 0.0, 1000.0, (0.2, 0.8), "run")[0, 1] == pytest.approx(50.0)
 
@@ -71,7 +90,10 @@ def test_local_from_period_queues_the_period_s_earlier_jobs():
 def test_local_from_is_what_learning_sees_too():
     """The agent's ledger (what Algorithm 4.2 learns from) queues the period's, or the run's,
     earlier jobs too: the same schedule and F_k, a longer F̃_k wherever a queue was left."""
-    runs = {lf: emulator.run(grid("bilb", n=3, until=1000.0, limit=5.0, local_from=lf)) for lf in ("window", "period", "run")}
+    runs = {
+        lf: emulator.run(grid("bilb", n=3, until=1000.0, limit=5.0, local_from=lf))
+        for lf in ("window", "period", "run")
+    }
     ts = {lf: r.timeseries.sort_values(["site", "period"]) for lf, r in runs.items()}
     assert np.allclose(ts["window"]["flow"].to_numpy(), ts["period"]["flow"].to_numpy())
     for shorter, longer in (("window", "period"), ("period", "run")):
@@ -143,7 +165,16 @@ def test_run_announces_deadlines_keeps_them_and_splits_jobs(protocol):
         ("bilb", {"limit": {"default": 3.0, "0": 1000.0}, "discrete": True}),
         ("averaging_game", {"join": 1.0, "discrete": True}),
         # the tables' reading (docs/results/bilb.md): whole pieces, new jobs started before the round
-        ("bilb", {"limit": {"default": 3.0, "0": 1000.0}, "discrete": True, "cut_running": False, "starting": "running", "round_timing": "unbounded"}),
+        (
+            "bilb",
+            {
+                "limit": {"default": 3.0, "0": 1000.0},
+                "discrete": True,
+                "cut_running": False,
+                "starting": "running",
+                "round_timing": "unbounded",
+            },
+        ),
         ("averaging_game", {"join": 1.0, "discrete": True, "cut_running": False, "starting": "running"}),
     ],
 )
@@ -160,16 +191,27 @@ def test_decentralized_run_equals_the_centralized_reference(protocol, extra):
     proto = scenario.protocol
     per_site = lambda v: v if isinstance(v, list) else [v] * n  # noqa: E731
     ref = reference_run(
-        jobs, n, protocol=protocol, start=proto["start"], min_gap=proto["min_gap"], period=proto["period"], seed=scenario.seed,
+        jobs,
+        n,
+        protocol=protocol,
+        start=proto["start"],
+        min_gap=proto["min_gap"],
+        period=proto["period"],
+        seed=scenario.seed,
         limits=per_site(proto["limit"]) if protocol == "bilb" else None,
-        p=per_site(proto["join"]) if protocol == "averaging_game" else None, cut_running=proto["cut_running"],
-        round_timing=proto["round_timing"], discrete=proto["discrete"], starting=proto["starting"],
+        p=per_site(proto["join"]) if protocol == "averaging_game" else None,
+        cut_running=proto["cut_running"],
+        round_timing=proto["round_timing"],
+        discrete=proto["discrete"],
+        starting=proto["starting"],
     )
     assert len(result.pieces) == len(ref["job_id"])
     ends = job_ends(ref)
     ours = result.jobs.set_index("job_id")
     assert np.allclose(ours.loc[list(ends), "end"].to_numpy(), list(ends.values()), rtol=0, atol=1e-5)
-    assert np.allclose(ours.loc[list(ends), "deadline"].to_numpy(), [ref["deadline"][ref["job_id"] == j][0] for j in ends], atol=1e-5)
+    assert np.allclose(
+        ours.loc[list(ends), "deadline"].to_numpy(), [ref["deadline"][ref["job_id"] == j][0] for j in ends], atol=1e-5
+    )
     # every job was cut into the same pieces (balanced sites tie on load, and which of two
     # tied sites comes first in a plan rests on 1e-9 noise, so sites are not compared)
     mine = result.pieces.sort_values(["job_id", "size"])
@@ -210,6 +252,7 @@ def test_round_readings_change_when_rounds_run():
 def test_starting_running_keeps_a_new_job_on_its_idle_processor():
     """Discrete time, whole pieces: a job released at a round's unit on an idle processor is
     cut at that round with ``starting = "queued"`` and stays whole with ``"running"``."""
+
     def pieces(starting: str) -> pd.DataFrame:
         data = grid("averaging_game", n=4, until=400.0, discrete=True, cut_running=False, starting=starting)
         data["workload"]["integral"] = "releases"
@@ -362,7 +405,11 @@ def test_same_job_table_for_any_shard_count(protocol, ray_session):
         ("protocol.eta", 1.5, r"protocol.eta: the learning coefficient must be in \(0, 1\]"),
         ("protocol.min_gap", 0.0, "protocol.min_gap: must be > 0"),
         ("protocol.window", [0.8, 0.2], "protocol.window: needs 0 <= from < to <= 1"),
-        ("protocol.round_timing", "later", "protocol.round_timing: unknown value 'later' \\(allowed: plan, unbounded\\)"),
+        (
+            "protocol.round_timing",
+            "later",
+            "protocol.round_timing: unknown value 'later' \\(allowed: plan, unbounded\\)",
+        ),
         ("protocol.discrete", "yes", "protocol.discrete: must be true or false"),
         ("workload.rate", 0.0, "workload.rate: must be > 0"),
         ("workload.alpha", -1.0, "workload.alpha: must be > 0"),
@@ -381,7 +428,9 @@ def test_bad_settings_name_the_key(key, value, message):
 
 
 def test_discrete_rounds_need_a_whole_start():
-    with pytest.raises(ScenarioError, match="protocol.start: with protocol.discrete = true rounds run at whole time units"):
+    with pytest.raises(
+        ScenarioError, match="protocol.start: with protocol.discrete = true rounds run at whole time units"
+    ):
         load_scenario(grid("bilb", discrete=True, start=0.5))
 
 
@@ -402,13 +451,24 @@ def test_cli_rejects_a_negative_level_with_exit_2(tmp_path, capsys):
 # ----------------------------------------------------------------------------- shipped scenarios
 
 
-SHIPPED = ["bilb", "bilb-overloaded", "bilb-learning", "averaging-game", "averaging-game-overloaded", "averaging-game-learning"]
+SHIPPED = [
+    "bilb",
+    "bilb-overloaded",
+    "bilb-learning",
+    "averaging-game",
+    "averaging-game-overloaded",
+    "averaging-game-learning",
+]
 
 
 @pytest.mark.parametrize("name", SHIPPED)
 def test_shipped_scenarios_keep_every_announced_finish_time(name):
     """Each shipped chapter-4 scenario, cut short, runs with every guarantee checked (by the run)."""
-    result = emulator.run(name, backend="inprocess", overrides={"workload.until": 300.0, "sites.count": 5, "metrics.counterfactual": "none"})
+    result = emulator.run(
+        name,
+        backend="inprocess",
+        overrides={"workload.until": 300.0, "sites.count": 5, "metrics.counterfactual": "none"},
+    )
     jobs = result.jobs
     assert (jobs["state"] == "done").all() and jobs["deadline"].notna().all()
     assert (jobs["end"] <= jobs["deadline"] + 1e-9 * jobs["deadline"].abs().clip(lower=1)).all()
@@ -438,7 +498,9 @@ def star_of_three(protocol: str, **proto) -> dict:
     """Sites 1 and 2 hang off site 0 (tree:2); site 1 holds 12 time units of work, site 2 six."""
     jobs = [{"release": 0.0, "size": 12.0, "site": 1}, {"release": 0.0, "size": 6.0, "site": 2}]
     return {
-        "run": {"seed": 1}, "network": {"latency": 0.01, "topology": "tree:2"}, "sites": {"count": 3, "procs": 1},
+        "run": {"seed": 1},
+        "network": {"latency": 0.01, "topology": "tree:2"},
+        "sites": {"count": 3, "procs": 1},
         "workload": {"kind": "jobs", "list": jobs},
         "protocol": {"name": protocol, "start": 1.0, "min_gap": 100.0, **proto},  # one round before all is done
         "metrics": {"counterfactual": "none"},
@@ -456,12 +518,16 @@ def test_each_site_balances_its_own_neighborhood(protocol, extra):
     moved = res.pieces[res.pieces["exec_site"] == 0].sort_values("start")
     assert moved["submit_site"].tolist() == [2, 1]
     assert moved["size"].tolist() == pytest.approx([2.5, 5.5])
-    assert moved["start"].tolist() == pytest.approx([1.02, 3.52]) and moved["end"].tolist() == pytest.approx([3.52, 9.02])
+    assert moved["start"].tolist() == pytest.approx([1.02, 3.52]) and moved["end"].tolist() == pytest.approx(
+        [3.52, 9.02]
+    )
     assert res.jobs.sort_values("job_id")["end"].tolist() == pytest.approx([9.02, 3.52])
     # offers go to neighbors only: 2 + 1 + 1 per round, one round
     assert res.summary["global"]["messages"]["offer"] == 4
     full = emulator.run(star_of_three(protocol, **extra), overrides={"network.topology": "full"})
-    assert sorted(full.pieces[full.pieces["exec_site"] != full.pieces["submit_site"]]["size"]) != pytest.approx([2.5, 5.5])
+    assert sorted(full.pieces[full.pieces["exec_site"] != full.pieces["submit_site"]]["size"]) != pytest.approx(
+        [2.5, 5.5]
+    )
 
 
 @settings(max_examples=30, deadline=None)
@@ -499,7 +565,9 @@ def test_gossip_rounds_spread_a_static_load_over_a_ring(protocol, extra):
     pieces of it around the ring, and every announced finish time is kept (checked by the run)."""
     jobs = [{"release": 0.0, "size": 10.0, "site": 0} for _ in range(30)]
     data = {
-        "run": {"seed": 3}, "network": {"latency": 0.01, "topology": "ring"}, "sites": {"count": 8, "procs": 1},
+        "run": {"seed": 3},
+        "network": {"latency": 0.01, "topology": "ring"},
+        "sites": {"count": 8, "procs": 1},
         "workload": {"kind": "jobs", "list": jobs},
         "protocol": {"name": protocol, "start": 0.5, "exchange": "gossip", **extra},
         "metrics": {"counterfactual": "none"},
@@ -519,14 +587,16 @@ def test_sweep_scores_pool_periods_over_seeds():
     from gridemu.emulator.report import sweep_scores
 
     # org0 has periods (1, 3) in seed 1 and (5) in seed 2: pooled mean 3, std sqrt(8/3)
-    orgs = pd.DataFrame({
-        "protocol.limit": [5.0] * 4,
-        "seed": [1, 1, 2, 2],
-        "organization": ["org0", "org1", "org0", "org1"],
-        "score_period_mean": [2.0, 1.0, 5.0, 1.0],
-        "score_period_std": [1.0, 0.0, 0.0, 0.0],
-        "periods_scored": [2, 1, 1, 1],
-    })
+    orgs = pd.DataFrame(
+        {
+            "protocol.limit": [5.0] * 4,
+            "seed": [1, 1, 2, 2],
+            "organization": ["org0", "org1", "org0", "org1"],
+            "score_period_mean": [2.0, 1.0, 5.0, 1.0],
+            "score_period_std": [1.0, 0.0, 0.0, 0.0],
+            "periods_scored": [2, 1, 1, 1],
+        }
+    )
     row = sweep_scores(orgs, ["protocol.limit"]).iloc[0]
     assert row["org0_score"] == pytest.approx(3.0) and row["org0_std"] == pytest.approx(math.sqrt(8 / 3))
     assert row["typical_score"] == pytest.approx(1.0) and row["typical_std"] == pytest.approx(0.0)
@@ -538,8 +608,21 @@ def test_sweep_of_bilb_levels_and_its_table(ray_session, tmp_path, capsys):
     from gridemu.emulator.cli import main
 
     out = tmp_path / "levels"
-    argv = ["sweep", "bilb", "--grid", "protocol.limit=0,1000", "--repeat", "2", "--set", "sites.count=3",
-            "--set", "workload.until=400.0", "--out", str(out), "--quiet"]
+    argv = [
+        "sweep",
+        "bilb",
+        "--grid",
+        "protocol.limit=0,1000",
+        "--repeat",
+        "2",
+        "--set",
+        "sites.count=3",
+        "--set",
+        "workload.until=400.0",
+        "--out",
+        str(out),
+        "--quiet",
+    ]
     assert main(argv) == 0
     runs = pd.read_parquet(out / "runs.parquet")
     assert len(runs) == 4 and "messages_offer" in runs

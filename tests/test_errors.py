@@ -5,6 +5,7 @@ Errors go through ``emulator.cli.main(argv)``; the unreachable ``--address`` run
 subprocess because a Ray instance already started in this process would skip the
 address path.
 """
+
 from __future__ import annotations
 
 import os
@@ -138,7 +139,9 @@ def test_scenario_file_not_utf8(tmp_path, capsys):
 SET_CASES = [
     # (override, text the message must hold)
     pytest.param("run.sed=3", ["run.sed", "unknown key", "seed"], id="unknown-key-run.sed"),
-    pytest.param("protocol.name=bogus", ["protocol.name", "bogus", "local", "random", "averaging"], id="unknown-protocol"),
+    pytest.param(
+        "protocol.name=bogus", ["protocol.name", "bogus", "local", "random", "averaging"], id="unknown-protocol"
+    ),
     pytest.param("scheduler.name=bogus", ["scheduler.name", "bogus", "fcfs"], id="unknown-scheduler"),
     pytest.param("sites.procs=0", ["sites.procs", "0"], id="zero-processors"),
     pytest.param("workload.procs=5", ["workload.procs", "5", "4"], id="job-wider-than-site"),
@@ -148,17 +151,45 @@ SET_CASES = [
     pytest.param("network.latency=0", ["network.latency"], id="latency-zero"),
     pytest.param("network.latency=-1.5", ["network.latency", "-1.5"], id="latency-negative"),
     pytest.param("workload.rate=-1.0", ["workload.rate", "-1.0"], id="rate-negative"),
-    pytest.param("workload.rate=[1.6, 0.6, -0.6, 0.6, 0.6, 0.6, 0.6, 0.6]", ["workload.rate[2]"], id="rate-negative-per-site"),
+    pytest.param(
+        "workload.rate=[1.6, 0.6, -0.6, 0.6, 0.6, 0.6, 0.6, 0.6]", ["workload.rate[2]"], id="rate-negative-per-site"
+    ),
     pytest.param("workload.rate={cycle=[1.0, -0.5]}", ["workload.rate.cycle[1]", "-0.5"], id="rate-negative-in-cycle"),
     pytest.param("workload.rate={cycle=[]}", ["workload.rate.cycle", "non-empty list"], id="rate-empty-cycle"),
-    pytest.param("workload.rate={cycle=[1.0], default=2.0}", ["workload.rate", "stands alone", "default"], id="rate-cycle-and-default"),
-    pytest.param('sites.procs={dist="zipf", alpha=1}', ["sites.procs.alpha", "unknown key", "a, dist, max"], id="procs-zipf-unknown-key"),
-    pytest.param('workload.procs={low=1, hgh=2}', ["workload.procs.hgh", "unknown key", "high, low"], id="job-procs-unknown-key"),
-    pytest.param('workload.integral="yes"', ["workload.integral", "must be true or false", "'yes'"], id="integral-not-a-flag"),
-    pytest.param('sites.procs={dist="uniform", total=40, low=2}', ["sites.procs.low", "unknown key"], id="procs-total-with-low"),
-    pytest.param('network.latency={dist="uniform", low=2.0, high=1.0}', ["network.latency.high", ">= low"], id="latency-dist-high-below-low"),
-    pytest.param('network.latency={dist="uniform", low=1.0, high=2.0, mean=1}', ["network.latency.mean", "unknown key"], id="latency-dist-unknown-key"),
-    pytest.param('network.latency={dist="normal", low=1.0, high=2.0}', ["network.latency.dist", "normal", "uniform"], id="latency-dist-unknown"),
+    pytest.param(
+        "workload.rate={cycle=[1.0], default=2.0}",
+        ["workload.rate", "stands alone", "default"],
+        id="rate-cycle-and-default",
+    ),
+    pytest.param(
+        'sites.procs={dist="zipf", alpha=1}',
+        ["sites.procs.alpha", "unknown key", "a, dist, max"],
+        id="procs-zipf-unknown-key",
+    ),
+    pytest.param(
+        'workload.procs={low=1, hgh=2}', ["workload.procs.hgh", "unknown key", "high, low"], id="job-procs-unknown-key"
+    ),
+    pytest.param(
+        'workload.integral="yes"', ["workload.integral", "must be true or false", "'yes'"], id="integral-not-a-flag"
+    ),
+    pytest.param(
+        'sites.procs={dist="uniform", total=40, low=2}', ["sites.procs.low", "unknown key"], id="procs-total-with-low"
+    ),
+    pytest.param(
+        'network.latency={dist="uniform", low=2.0, high=1.0}',
+        ["network.latency.high", ">= low"],
+        id="latency-dist-high-below-low",
+    ),
+    pytest.param(
+        'network.latency={dist="uniform", low=1.0, high=2.0, mean=1}',
+        ["network.latency.mean", "unknown key"],
+        id="latency-dist-unknown-key",
+    ),
+    pytest.param(
+        'network.latency={dist="normal", low=1.0, high=2.0}',
+        ["network.latency.dist", "normal", "uniform"],
+        id="latency-dist-unknown",
+    ),
     pytest.param("workload.alpha=-2.0", ["workload.alpha", "-2.0"], id="alpha-negative"),
     pytest.param("workload.beta=-0.5", ["workload.beta", "-0.5"], id="beta-negative"),
     pytest.param("workload.jobs=1.5", ["workload.jobs", "1.5"], id="jobs-fractional"),
@@ -179,7 +210,9 @@ def test_a_cycle_of_per_site_values_repeats_over_the_sites():
     from gridemu.scenarios.workload import generate_jobs
 
     assert per_site_values("workload.rate", {"cycle": [3.0, 0.5]}, 5, positive=True) == [3.0, 0.5, 3.0, 0.5, 3.0]
-    scenario = load_scenario("quickstart", overrides={"workload.rate": {"cycle": [2.0, 1.0, 1.0, 1.0]}, "sites.count": 8})
+    scenario = load_scenario(
+        "quickstart", overrides={"workload.rate": {"cycle": [2.0, 1.0, 1.0, 1.0]}, "sites.count": 8}
+    )
     jobs, _ = generate_jobs(scenario)
     per_site = np.bincount(jobs["submit_site"], minlength=8)
     assert per_site[[0, 4]].min() > per_site[[1, 2, 3, 5, 6, 7]].max()  # a quarter of the sites at twice the rate
@@ -188,8 +221,10 @@ def test_a_cycle_of_per_site_values_repeats_over_the_sites():
 def test_run_refuses_bad_protocol_before_writing_anything(tmp_path, capsys):
     out = tmp_path / "out"
     expect_error(
-        capsys, ["run", "quickstart", "--backend", "inprocess", "--out", out, "--quiet", "--set", "protocol.name=bogus"],
-        "protocol.name", "averaging",
+        capsys,
+        ["run", "quickstart", "--backend", "inprocess", "--out", out, "--quiet", "--set", "protocol.name=bogus"],
+        "protocol.name",
+        "averaging",
     )
     assert not out.exists()
 
@@ -226,7 +261,8 @@ def test_sanity_explicit_job_list_is_valid(tmp_path, capsys):
 def test_csv_row_with_wrong_column_count(tmp_path, capsys):
     csv_path = write(tmp_path, "jobs.csv", "release,size,site\n0,1.0,0\n1,2.0,1\n2,3.0\n4,1.0,0\n")
     scenario = write(
-        tmp_path, "csv.toml",
+        tmp_path,
+        "csv.toml",
         f'[sites]\ncount = 2\nprocs = 2\n\n[workload]\nkind = "csv"\npath = "{csv_path}"\n',
     )
     out = tmp_path / "out"
@@ -241,10 +277,13 @@ def test_swf_trace_with_broken_line(tmp_path, capsys):
     lines += [SWF_LINE.format(n=i, submit=10 * i, run=5, user=1) for i in range(7, 9)]
     trace = write(tmp_path, "broken.swf", "".join(lines))
     scenario = write(
-        tmp_path, "swf.toml",
+        tmp_path,
+        "swf.toml",
         f'[sites]\ncount = 2\nprocs = 2\n\n[workload]\nkind = "swf"\npath = "{trace}"\n',
     )
-    expect_error(capsys, ["run", scenario, "--backend", "inprocess", "--out", tmp_path / "out", "--quiet"], f"{trace}:8")
+    expect_error(
+        capsys, ["run", scenario, "--backend", "inprocess", "--out", tmp_path / "out", "--quiet"], f"{trace}:8"
+    )
 
 
 def test_swf_trace_without_the_broken_line_runs(tmp_path):
@@ -252,7 +291,8 @@ def test_swf_trace_without_the_broken_line_runs(tmp_path):
     lines = ["; Version: 2.2\n"] + [SWF_LINE.format(n=i, submit=10 * i, run=5 + i, user=i % 3 + 1) for i in range(1, 9)]
     trace = write(tmp_path, "ok.swf", "".join(lines))
     scenario = write(
-        tmp_path, "swf.toml",
+        tmp_path,
+        "swf.toml",
         f'[sites]\ncount = 2\nprocs = 2\n\n[workload]\nkind = "swf"\npath = "{trace}"\n',
     )
     assert call(["run", scenario, "--backend", "inprocess", "--out", tmp_path / "out", "--quiet"]) == 0
@@ -274,30 +314,43 @@ def test_malformed_set(capsys, pair, needle):
 
 
 def test_shards_zero(capsys, tmp_path):
-    expect_error(capsys, ["run", "quickstart", "--backend", "inprocess", "--shards", 0, "--out", tmp_path / "o"], "--shards")
+    expect_error(
+        capsys, ["run", "quickstart", "--backend", "inprocess", "--shards", 0, "--out", tmp_path / "o"], "--shards"
+    )
     assert not (tmp_path / "o").exists()
 
 
 def test_sweep_repeat_zero(capsys, tmp_path):
-    expect_error(capsys, ["sweep", "quickstart", "--grid", "protocol.name=local", "--repeat", 0, "--out", tmp_path / "o"],
-                 "--repeat")
+    expect_error(
+        capsys,
+        ["sweep", "quickstart", "--grid", "protocol.name=local", "--repeat", 0, "--out", tmp_path / "o"],
+        "--repeat",
+    )
 
 
 def test_sweep_bad_grid_value_fails_before_running(capsys, tmp_path):
-    expect_error(capsys, ["sweep", "quickstart", "--grid", "protocol.name=local,bogus", "--quiet", "--out", tmp_path / "o"],
-                 "protocol.name", "bogus")
+    expect_error(
+        capsys,
+        ["sweep", "quickstart", "--grid", "protocol.name=local,bogus", "--quiet", "--out", tmp_path / "o"],
+        "protocol.name",
+        "bogus",
+    )
     assert not (tmp_path / "o").exists()
 
 
 def test_sweep_malformed_grid(capsys, tmp_path):
-    expect_error(capsys, ["sweep", "quickstart", "--grid", "protocol.name", "--quiet", "--out", tmp_path / "o"],
-                 "protocol.name")
+    expect_error(
+        capsys, ["sweep", "quickstart", "--grid", "protocol.name", "--quiet", "--out", tmp_path / "o"], "protocol.name"
+    )
 
 
 def test_out_is_an_existing_file(tmp_path, capsys):
     target = write(tmp_path, "taken", "not a folder\n")
-    expect_error(capsys, ["run", "quickstart", "--backend", "inprocess", "--quiet", "--set", "workload.jobs=50",
-                          "--out", target], str(target))
+    expect_error(
+        capsys,
+        ["run", "quickstart", "--backend", "inprocess", "--quiet", "--set", "workload.jobs=50", "--out", target],
+        str(target),
+    )
 
 
 # --------------------------------------------------------------------------- report
@@ -326,9 +379,25 @@ def test_unreachable_address_fails_fast(tmp_path):
     env = dict(os.environ, RAY_CLIENT_INITIAL_CONNECTION_TIMEOUT_S="1", RAY_CLIENT_MAX_CONNECTION_TIMEOUT_S="2")
     env.pop("RAY_ADDRESS", None)
     proc = subprocess.run(
-        [sys.executable, "-m", "gridemu.emulator.cli", "run", "quickstart", "--address", "ray://127.0.0.1:1",
-         "--quiet", "--set", "workload.jobs=50", "--out", str(tmp_path / "out")],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60,
+        [
+            sys.executable,
+            "-m",
+            "gridemu.emulator.cli",
+            "run",
+            "quickstart",
+            "--address",
+            "ray://127.0.0.1:1",
+            "--quiet",
+            "--set",
+            "workload.jobs=50",
+            "--out",
+            str(tmp_path / "out"),
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert proc.returncode == 2, proc.stderr
     assert "Traceback" not in proc.stderr
@@ -342,7 +411,17 @@ def test_unreachable_address_fails_fast(tmp_path):
 
 # --------------------------------------------------------------------------- result folders
 
-SMALL_RUN = ["run", "quickstart", "--backend", "inprocess", "--quiet", "--set", "workload.jobs=50", "--set", "metrics.counterfactual=none"]
+SMALL_RUN = [
+    "run",
+    "quickstart",
+    "--backend",
+    "inprocess",
+    "--quiet",
+    "--set",
+    "workload.jobs=50",
+    "--set",
+    "metrics.counterfactual=none",
+]
 
 
 def test_an_earlier_runs_results_are_kept_unless_overwrite(tmp_path, capsys):
@@ -350,7 +429,13 @@ def test_an_earlier_runs_results_are_kept_unless_overwrite(tmp_path, capsys):
     assert call(SMALL_RUN + ["--out", out]) == 0
     (out / "fragments.parquet").write_text("a file of the earlier run")
     before = (out / "summary.json").read_text()
-    expect_error(capsys, SMALL_RUN + ["--out", out, "--set", "protocol.name=random"], str(out), "holds the results of an earlier run", "--overwrite")
+    expect_error(
+        capsys,
+        SMALL_RUN + ["--out", out, "--set", "protocol.name=random"],
+        str(out),
+        "holds the results of an earlier run",
+        "--overwrite",
+    )
     assert (out / "summary.json").read_text() == before
     assert call(SMALL_RUN + ["--out", out, "--set", "protocol.name=random", "--overwrite"]) == 0
     assert not (out / "fragments.parquet").exists()  # replaced whole: nothing of the old run stays
@@ -392,7 +477,10 @@ def test_results_are_written_whole_or_not_at_all(tmp_path, monkeypatch):
     [
         ("workload.rate=inf", "workload.rate: must be a finite number"),  # was a ValueError traceback
         ("workload.beta=inf", "workload.beta: must be a finite number"),  # infinite sizes: the run never ended
-        ("workload.rate=1e308", "workload.rate: the rates add up to more than a float holds"),  # 8 jobs instead of 200, exit 0
+        (
+            "workload.rate=1e308",
+            "workload.rate: the rates add up to more than a float holds",
+        ),  # 8 jobs instead of 200, exit 0
         ("sites.procs=1e12", "sites.procs: must be at most 1e+06"),  # MemoryError
         ("sites.count=1e12", "sites.count: must be at most 1e+07"),
         ("network.latency=inf", "network.latency: must be a finite number"),  # hung
@@ -402,7 +490,11 @@ def test_results_are_written_whole_or_not_at_all(tmp_path, monkeypatch):
     ],
 )
 def test_numbers_that_would_crash_or_hang_are_refused_before_the_run(capsys, setting, needle):
-    expect_error(capsys, ["run", "quickstart", "--backend", "inprocess", "--quiet", "--set", "workload.jobs=200", "--set", setting], needle)
+    expect_error(
+        capsys,
+        ["run", "quickstart", "--backend", "inprocess", "--quiet", "--set", "workload.jobs=200", "--set", setting],
+        needle,
+    )
 
 
 def test_a_lookahead_below_the_float_resolution_of_the_clock_stops_with_one_line(tmp_path, capsys):
@@ -413,7 +505,12 @@ def test_a_lookahead_below_the_float_resolution_of_the_clock_stops_with_one_line
         '[network]\nlatency = 1e-9\n[sites]\ncount = 2\nprocs = 1\n[workload]\nkind = "csv"\npath = "jobs.csv"\n'
         '[protocol]\nname = "random"\n'
     )
-    expect_error(capsys, ["run", scenario, "--backend", "inprocess", "--quiet", "--out", tmp_path / "o"], "run.lookahead", "float resolution")
+    expect_error(
+        capsys,
+        ["run", scenario, "--backend", "inprocess", "--quiet", "--out", tmp_path / "o"],
+        "run.lookahead",
+        "float resolution",
+    )
 
 
 @pytest.mark.parametrize(
@@ -422,7 +519,11 @@ def test_a_lookahead_below_the_float_resolution_of_the_clock_stops_with_one_line
         ("folder.csv", None, "workload.path: {path} is a folder, not a csv file"),  # was IsADirectoryError
         ("bin.csv", b"\xff\xfe\x00\x81binary", "not a text CSV file"),  # was UnicodeDecodeError
         ("header.csv", b"release,size,site\n", "has no job to run"),  # ran 0 jobs, exit 0
-        ("inf.csv", b"release,size,site\n0,inf,0\n1,2,1\n", "inf.csv:2.size: must be a finite number"),  # a job that never ended
+        (
+            "inf.csv",
+            b"release,size,site\n0,inf,0\n1,2,1\n",
+            "inf.csv:2.size: must be a finite number",
+        ),  # a job that never ended
     ],
 )
 def test_broken_job_files_are_one_line_and_exit_2(tmp_path, capsys, name, content, needle):
@@ -432,32 +533,54 @@ def test_broken_job_files_are_one_line_and_exit_2(tmp_path, capsys, name, conten
     else:
         path.write_bytes(content)
     scenario = write(tmp_path, "s.toml", f'[sites]\ncount = 2\nprocs = 1\n[workload]\nkind = "csv"\npath = "{path}"\n')
-    expect_error(capsys, ["run", scenario, "--backend", "inprocess", "--quiet", "--out", tmp_path / "o"], needle.format(path=path))
+    expect_error(
+        capsys,
+        ["run", scenario, "--backend", "inprocess", "--quiet", "--out", tmp_path / "o"],
+        needle.format(path=path),
+    )
     assert not (tmp_path / "o").exists()
 
 
 def test_an_empty_swf_trace_is_refused(tmp_path, capsys):
     trace = write(tmp_path, "empty.swf", "")
     scenario = write(tmp_path, "s.toml", f'[sites]\ncount = 2\nprocs = 1\n[workload]\nkind = "swf"\npath = "{trace}"\n')
-    expect_error(capsys, ["run", scenario, "--backend", "inprocess", "--quiet", "--out", tmp_path / "o"], "has no job to run")
+    expect_error(
+        capsys, ["run", scenario, "--backend", "inprocess", "--quiet", "--out", tmp_path / "o"], "has no job to run"
+    )
 
 
 def test_protocol_keys_without_a_name_are_refused(capsys):
-    expect_error(capsys, ["validate", "quickstart", "--set", "protocol={period = 5.0}"], "protocol.name: missing", "period")
+    expect_error(
+        capsys, ["validate", "quickstart", "--set", "protocol={period = 5.0}"], "protocol.name: missing", "period"
+    )
 
 
 def test_a_policy_provider_on_a_site_that_does_not_exist_is_refused(capsys):
     # It passed validation and raised IndexError in the middle of the run.
-    expect_error(capsys, ["validate", "fairshare-swegrid", "--set", "policy.providers.VO-A.site=99"], "policy.providers.VO-A.site", "0..5", "99")
+    expect_error(
+        capsys,
+        ["validate", "fairshare-swegrid", "--set", "policy.providers.VO-A.site=99"],
+        "policy.providers.VO-A.site",
+        "0..5",
+        "99",
+    )
 
 
 def test_cases_the_fuzzer_found_are_one_line_and_exit_2(tmp_path, capsys):
     """tests/test_fuzz.py found these: each was a Python traceback (or a 86 GiB allocation)."""
-    expect_error(capsys, ["validate", "fairshare-idle", "--set", "policy.providers=\"x\""], "policy.providers", "must be a table")
-    expect_error(capsys, ["validate", "gm-prop1", "--set", "workload.number=[]"], "workload.number", "must be 1, 2 or 3")
-    expect_error(capsys, ["validate", "shapley", "--set", "protocol.samples=1.5e10"], "protocol.samples", "at most 1e+06")  # ran for ever
+    expect_error(
+        capsys, ["validate", "fairshare-idle", "--set", "policy.providers=\"x\""], "policy.providers", "must be a table"
+    )
+    expect_error(
+        capsys, ["validate", "gm-prop1", "--set", "workload.number=[]"], "workload.number", "must be 1, 2 or 3"
+    )
+    expect_error(
+        capsys, ["validate", "shapley", "--set", "protocol.samples=1.5e10"], "protocol.samples", "at most 1e+06"
+    )  # ran for ever
     out = tmp_path / "g"
-    expect_error(capsys, ["run", "gm-grid", "--set", "workload.alpha=2e-6", "--out", out], "workload.alpha", "underflow to 0")
+    expect_error(
+        capsys, ["run", "gm-grid", "--set", "workload.alpha=2e-6", "--out", out], "workload.alpha", "underflow to 0"
+    )
     assert not out.exists()
     from gridemu.emulator.scenario import read_scenario_file, shipped_scenarios
     from gridemu.emulator.scenario_toml import to_toml
@@ -471,7 +594,9 @@ def test_cases_the_fuzzer_found_are_one_line_and_exit_2(tmp_path, capsys):
 
 def test_validate_sizes_a_huge_generated_workload_without_drawing_it(capsys):
     # It used to draw the whole workload (5 GiB after 100 s at 10^10 jobs).
-    expect_error(capsys, ["validate", "quickstart", "--set", "workload.jobs=1e10"], "workload.jobs: must be at most 1e+08")
+    expect_error(
+        capsys, ["validate", "quickstart", "--set", "workload.jobs=1e10"], "workload.jobs: must be at most 1e+08"
+    )
     assert call(["validate", "quickstart", "--set", "workload.jobs=5e7"]) == 0
     assert "50,000,000 jobs" in capsys.readouterr().out
     expect_error(capsys, ["validate", "bilb", "--set", "workload.until=1e12"], "workload.until", "split the study")
@@ -502,13 +627,20 @@ def test_report_on_a_damaged_run_folder_is_one_line(tmp_path, capsys):
 
 
 def test_a_latency_matrix_below_the_floor_names_the_matrix(tmp_path, capsys):
-    scenario = write(tmp_path, "s.toml", "[sites]\ncount = 2\nprocs = 1\n[network]\nlatency_matrix = [[0, 1e-12], [1e-12, 0]]\n"
-                     "[workload]\nrate = 1.0\njobs = 10\n")
+    scenario = write(
+        tmp_path,
+        "s.toml",
+        "[sites]\ncount = 2\nprocs = 1\n[network]\nlatency_matrix = [[0, 1e-12], [1e-12, 0]]\n"
+        "[workload]\nrate = 1.0\njobs = 10\n",
+    )
     expect_error(capsys, ["validate", scenario], "network.latency_matrix: must be >= 1e-09")
 
 
 def test_validate_reports_every_error_and_run_the_first(tmp_path, capsys):
-    path = write(tmp_path, "many.toml", """
+    path = write(
+        tmp_path,
+        "many.toml",
+        """
 [run]
 seed = -1
 [sites]
@@ -523,10 +655,17 @@ bogus = 3
 [protocol]
 name = "averaging"
 period = 0
-""")
+""",
+    )
     assert call(["validate", path]) == 2
     lines = capsys.readouterr().err.strip().splitlines()
-    assert [line.split(":")[2].strip() for line in lines] == ["run.seed", "sites.procs", "workload.bogus", "workload.alpha", "protocol.period"]
+    assert [line.split(":")[2].strip() for line in lines] == [
+        "run.seed",
+        "sites.procs",
+        "workload.bogus",
+        "workload.alpha",
+        "protocol.period",
+    ]
     assert all(line.startswith("gridemu: error: ") for line in lines)
     expect_error(capsys, ["run", path, "--backend", "inprocess"], "run.seed")  # one line: the first
 

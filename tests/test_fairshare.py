@@ -1,4 +1,5 @@
 """Grid-wide fairshare in the emulator: the fairshare scheduler, usage reports, shares over time."""
+
 from __future__ import annotations
 
 import math
@@ -37,13 +38,21 @@ def test_the_least_favored_entry_starts_first():
     data = {
         "sites": {"count": 1, "procs": 1},
         "scheduler": {"name": "fairshare"},
-        "policy": {"tree": {"name": "R", "type": "resource", "children": [
-            {"name": "A", "type": "group", "share": 50}, {"name": "B", "type": "group", "share": 50}]}},
-        "workload": {"kind": "jobs", "list": [
-            {"site": 0, "release": 0, "size": 100, "group": "A"},
-            {"site": 0, "release": 0.5, "size": 10, "group": "A"},
-            {"site": 0, "release": 1, "size": 10, "group": "B"},
-        ]},
+        "policy": {
+            "tree": {
+                "name": "R",
+                "type": "resource",
+                "children": [{"name": "A", "type": "group", "share": 50}, {"name": "B", "type": "group", "share": 50}],
+            }
+        },
+        "workload": {
+            "kind": "jobs",
+            "list": [
+                {"site": 0, "release": 0, "size": 100, "group": "A"},
+                {"site": 0, "release": 0.5, "size": 10, "group": "A"},
+                {"site": 0, "release": 1, "size": 10, "group": "B"},
+            ],
+        },
     }
     jobs = emulator.run(data).jobs.set_index("job_id")
     assert list(jobs["start"]) == [0.0, 110.0, 100.0]
@@ -53,7 +62,14 @@ def test_usage_reports_compensate_an_imbalanced_workload():
     # P-A2 submits to site 0 only. With reports (global usage) it gets near its 30 % of VO-A;
     # with local usage only it gets about its share of site 0's VO-A capacity: a third.
     streams = [
-        {"group": g, "interval": 20.0, "size": 600.0, "spread": 0.4, "overestimate": [0.2, 0.4], **({"sites": [0]} if g == "VO-A/P-A2" else {})}
+        {
+            "group": g,
+            "interval": 20.0,
+            "size": 600.0,
+            "spread": 0.4,
+            "overestimate": [0.2, 0.4],
+            **({"sites": [0]} if g == "VO-A/P-A2" else {}),
+        }
         for g in LEAVES
     ]
     with_reports = final(emulator.run(grid(hours=12, streams=streams)))["VO-A/P-A2"]
@@ -78,7 +94,10 @@ def late_shares(result) -> dict[str, float]:
 
 
 def test_an_idle_projects_share_goes_to_its_active_siblings_only():
-    streams = [{"group": g, "interval": 20.0, "size": 600.0, "spread": 0.4, **({"stop": 600.0} if g == "VO-A/P-A3" else {})} for g in LEAVES]
+    streams = [
+        {"group": g, "interval": 20.0, "size": 600.0, "spread": 0.4, **({"stop": 600.0} if g == "VO-A/P-A3" else {})}
+        for g in LEAVES
+    ]
     shares = late_shares(emulator.run(grid(hours=10, streams=streams)))
     # P-A3 (20 % of VO-A) idles: its share goes to P-A1 and P-A2, 10 points each (subgroup
     # isolation, the paper's Figure 13); VO-A keeps 30 % and VO-B's projects are untouched.
@@ -88,9 +107,11 @@ def test_an_idle_projects_share_goes_to_its_active_siblings_only():
 
 
 def test_scheduler_usage_is_the_reference_usage_of():
-    data = grid(hours=2, sites=1, exchange="none", approach="active", window={"length": 600.0, "count": 3, "decay": 0.5})
-    from gridemu.emulator.scenario import load_scenario
+    data = grid(
+        hours=2, sites=1, exchange="none", approach="active", window={"length": 600.0, "count": 3, "decay": 0.5}
+    )
     from gridemu.emulator.engine import build_shard_specs
+    from gridemu.emulator.scenario import load_scenario
     from gridemu.emulator.shard import Shard
     from gridemu.scenarios.workload import generate_jobs
 
@@ -155,8 +176,15 @@ def test_xml_policy_files_equal_the_toml_tree(tmp_path):
     [
         ({"tree": {**TREE, "children": [{**TREE["children"][0], "share": -30}, TREE["children"][1]]}}, "share"),
         ({"tree": {**TREE, "children": [TREE["children"][0], {**TREE["children"][1], "share": 60}]}}, "add up to 90"),
-        ({"tree": {**TREE, "children": [{"name": "VO-A", "type": "VO", "share": 30, "ref": "nowhere"}, TREE["children"][1]]}},
-         "unknown policy reference 'nowhere'"),
+        (
+            {
+                "tree": {
+                    **TREE,
+                    "children": [{"name": "VO-A", "type": "VO", "share": 30, "ref": "nowhere"}, TREE["children"][1]],
+                }
+            },
+            "unknown policy reference 'nowhere'",
+        ),
         ({"approach": "recent"}, "policy.approach: unknown value 'recent'"),
         ({"window": {"length": 600.0, "decay": 1.5}}, r"policy.window.decay: must be in \(0, 1\]"),
         ({"default": "VO-Z"}, "policy.default: no entry 'VO-Z'"),
@@ -172,10 +200,25 @@ def test_bad_policies_name_the_key_or_entry(change, message):
 
 def test_a_policy_reference_cycle_is_an_error():
     data = grid(hours=1)
-    data["policy"]["tree"] = {**TREE, "children": [{"name": "VO-A", "type": "VO", "share": 30, "ref": "A"}, TREE["children"][1]]}
+    data["policy"]["tree"] = {
+        **TREE,
+        "children": [{"name": "VO-A", "type": "VO", "share": 30, "ref": "A"}, TREE["children"][1]],
+    }
     data["policy"]["providers"] = {
-        "A": {"tree": {"name": "A", "type": "subpolicy", "children": [{"name": "X", "type": "p", "share": 100, "ref": "B"}]}},
-        "B": {"tree": {"name": "B", "type": "subpolicy", "children": [{"name": "Y", "type": "p", "share": 100, "ref": "A"}]}},
+        "A": {
+            "tree": {
+                "name": "A",
+                "type": "subpolicy",
+                "children": [{"name": "X", "type": "p", "share": 100, "ref": "B"}],
+            }
+        },
+        "B": {
+            "tree": {
+                "name": "B",
+                "type": "subpolicy",
+                "children": [{"name": "Y", "type": "p", "share": 100, "ref": "A"}],
+            }
+        },
     }
     with pytest.raises(ScenarioError, match="cycle"):
         emulator.run(data)
@@ -213,7 +256,9 @@ def served_by_site_1(data: dict) -> None:
     tree["children"][0].pop("scope")
     tree["children"][0]["ref"] = "A"
     data["policy"]["tree"] = tree
-    data["policy"]["providers"] = {"A": {"site": 1, "tree": {"name": "A", "type": "subpolicy", "scope": "global", "children": projects}}}
+    data["policy"]["providers"] = {
+        "A": {"site": 1, "tree": {"name": "A", "type": "subpolicy", "scope": "global", "children": projects}}
+    }
 
 
 def test_subpolicies_reach_the_sites_by_message_and_mount_then(monkeypatch):
@@ -284,10 +329,15 @@ def test_a_group_that_leaves_the_tree_at_an_inner_entry_is_warned_about(capsys):
     assert "'P-A1x' is none of its children (P-A1, P-A2, P-A3)" in err
 
 
-@pytest.mark.parametrize("call", [
-    lambda v: v.policy_entries(), lambda v: v.usage_report(0.0), lambda v: v.cache_usage(0, {"VO-A": 1.0}),
-    lambda v: v.mount_subpolicy("VO-A"),
-])
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda v: v.policy_entries(),
+        lambda v: v.usage_report(0.0),
+        lambda v: v.cache_usage(0, {"VO-A": 1.0}),
+        lambda v: v.mount_subpolicy("VO-A"),
+    ],
+)
 def test_the_views_fairshare_methods_name_the_scheduler_they_need(call):
     from gridemu.model.jobs import empty_jobs
     from gridemu.sites.site import Site
@@ -295,7 +345,9 @@ def test_the_views_fairshare_methods_name_the_scheduler_they_need(call):
     from gridemu.sites.view import SiteView
 
     view = SiteView(Site(SiteSpec(0, "s0", "o0", (1.0,), "fcfs"), empty_jobs(0), 1.0, 0))
-    with pytest.raises(ScenarioError, match=r"scheduler.name: site s0: \w+ needs the fairshare scheduler .* not 'fcfs'"):
+    with pytest.raises(
+        ScenarioError, match=r"scheduler.name: site s0: \w+ needs the fairshare scheduler .* not 'fcfs'"
+    ):
         call(view)
 
 

@@ -7,6 +7,7 @@ Reading tested here (module docstring): an entry's ``scope`` is the scope of its
 source and governs its children's deviations, so in Figure 4 the VO deviations come from
 local usage and the project and user deviations from global usage.
 """
+
 from __future__ import annotations
 
 import math
@@ -17,11 +18,32 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gridemu.sites.fairshare import (
-    APPROACHES, Entry, PolicyError, UsageRecord, Windows, actual_shares, aggregate, depth, deviation_tuple, entries,
-    job_priority, leaves, map_path, priority, target_shares, usage_of,
+    APPROACHES,
+    Entry,
+    PolicyError,
+    UsageRecord,
+    Windows,
+    actual_shares,
+    aggregate,
+    depth,
+    deviation_tuple,
+    entries,
+    job_priority,
+    leaves,
+    map_path,
+    priority,
+    target_shares,
+    usage_of,
 )
 from gridemu.sites.fairshare_forms import (
-    default_scope_of, figure_2_xml, figure_4, mount, policy_from_dict, policy_from_toml, policy_from_xml, validate,
+    default_scope_of,
+    figure_2_xml,
+    figure_4,
+    mount,
+    policy_from_dict,
+    policy_from_toml,
+    policy_from_xml,
+    validate,
 )
 
 VO_A_URL = "http://vo-a.org/policy-provider"
@@ -282,8 +304,10 @@ def test_entry_equality_sees_scope_share_and_ref():
 
 def test_policy_from_dict_takes_the_root_table_or_the_document():
     root = {"name": "R", "type": "resource", "children": [{"name": "A", "type": "VO", "share": 100}]}
-    assert policy_from_dict(root) == policy_from_dict({"policy": root}) == E(
-        "R", "resource", 100, "local", E("A", "VO", 100, "local")
+    assert (
+        policy_from_dict(root)
+        == policy_from_dict({"policy": root})
+        == E("R", "resource", 100, "local", E("A", "VO", 100, "local"))
     )
 
 
@@ -307,15 +331,23 @@ def test_xml_usage_source_scope_attribute_wins():
 @pytest.mark.parametrize(
     "text, message",
     [
-        ('<policy-entry type="r" name="R"><child-entries><policy-entry type="VO" name="A"/>'
-         "</child-entries></policy-entry>", r"policy R/A: missing attribute 'share'"),
+        (
+            '<policy-entry type="r" name="R"><child-entries><policy-entry type="VO" name="A"/>'
+            "</child-entries></policy-entry>",
+            r"policy R/A: missing attribute 'share'",
+        ),
         ('<policy-entry type="r" name="R"><bogus/></policy-entry>', r"policy R: unexpected element <bogus>"),
         ('<policy-entry type="r" name="R" weight="2"/>', r"policy R: unknown attribute 'weight'"),
         ('<policy-entry name="R"/>', r"policy R: missing attribute 'type'"),
-        ('<policy-entry type="r" name="R"><child-entries><policy-entry type="VO" name="A" share="x"/>'
-         "</child-entries></policy-entry>", r"policy R/A: share must be a number, got 'x'"),
-        ('<policy-entry type="r" name="R"><policy-reference/></policy-entry>',
-         r"policy R: <policy-reference> must hold exactly one <at>"),
+        (
+            '<policy-entry type="r" name="R"><child-entries><policy-entry type="VO" name="A" share="x"/>'
+            "</child-entries></policy-entry>",
+            r"policy R/A: share must be a number, got 'x'",
+        ),
+        (
+            '<policy-entry type="r" name="R"><policy-reference/></policy-entry>',
+            r"policy R: <policy-reference> must hold exactly one <at>",
+        ),
         ("<policy-entry type='r' name='R'>", r"not well-formed XML"),
         ("<child-entries/><child-entries/>", r"policy subpolicy: <child-entries> given twice"),
     ],
@@ -328,13 +360,17 @@ def test_xml_errors_name_the_entry(text, message):
 @pytest.mark.parametrize(
     "text, message",
     [
-        ('[policy]\nname = "R"\ntype = "r"\n[[policy.children]]\nname = "A"\ntype = "VO"\n',
-         r"policy R/A: missing key 'share'"),
+        (
+            '[policy]\nname = "R"\ntype = "r"\n[[policy.children]]\nname = "A"\ntype = "VO"\n',
+            r"policy R/A: missing key 'share'",
+        ),
         ('[policy]\nname = "R"\ntype = "r"\nweight = 1\n', r"policy R: unknown key 'weight'"),
         ('[policy]\nname = "R"\ntype = "r"\nscope = "grid"\n', r"policy R: scope must be 'local' or 'global'"),
         ('[policy]\nname = "R/S"\ntype = "r"\n', r"name must be a non-empty string without '/'"),
-        ('[policy]\nname = "R"\ntype = "r"\n[[policy.children]]\ntype = "VO"\nshare = 1\n',
-         r"policy R: children\[0\]: missing key 'name'"),
+        (
+            '[policy]\nname = "R"\ntype = "r"\n[[policy.children]]\ntype = "VO"\nshare = 1\n',
+            r"policy R: children\[0\]: missing key 'name'",
+        ),
         ('name = "R"\n', r"policy: the document has no \[policy\] table"),
     ],
 )
@@ -348,7 +384,9 @@ def test_toml_errors_name_the_entry(text, message):
 
 def test_mount_unknown_reference_names_entry_and_ref():
     resource, vo_a, _ = figure_2_parsed()
-    with pytest.raises(PolicyError, match=r"policy Cluster/VO-B: unknown policy reference 'http://vo-b.org/policy-provider'"):
+    with pytest.raises(
+        PolicyError, match=r"policy Cluster/VO-B: unknown policy reference 'http://vo-b.org/policy-provider'"
+    ):
         mount(resource, {VO_A_URL: vo_a})
 
 
@@ -399,22 +437,32 @@ def _with_vo_a_children(*children):
 
 
 def test_validate_siblings_must_add_up_to_100():
-    bad = _with_vo_a_children(E("P-A1", "project", 50, "global"), E("P-A2", "project", 30, "global"),
-                              E("P-A3", "project", 10, "global"))
-    with pytest.raises(PolicyError, match=r"^policy Resource/VO-A: shares of the children of VO-A add up to 90, not 100$"):
+    bad = _with_vo_a_children(
+        E("P-A1", "project", 50, "global"), E("P-A2", "project", 30, "global"), E("P-A3", "project", 10, "global")
+    )
+    with pytest.raises(
+        PolicyError, match=r"^policy Resource/VO-A: shares of the children of VO-A add up to 90, not 100$"
+    ):
         validate(bad)
     # within the tolerance is fine
-    validate(_with_vo_a_children(E("P-A1", "project", 100 / 3, "global"), E("P-A2", "project", 100 / 3, "global"),
-                                 E("P-A3", "project", 100 / 3, "global")))
+    validate(
+        _with_vo_a_children(
+            E("P-A1", "project", 100 / 3, "global"),
+            E("P-A2", "project", 100 / 3, "global"),
+            E("P-A3", "project", 100 / 3, "global"),
+        )
+    )
 
 
 def test_validate_negative_and_zero_shares_name_the_entry():
-    negative = _with_vo_a_children(E("P-A1", "project", -50, "global"), E("P-A2", "project", 130, "global"),
-                                   E("P-A3", "project", 20, "global"))
+    negative = _with_vo_a_children(
+        E("P-A1", "project", -50, "global"), E("P-A2", "project", 130, "global"), E("P-A3", "project", 20, "global")
+    )
     with pytest.raises(PolicyError, match=r"^policy Resource/VO-A/P-A1: share must be positive, got -50$"):
         validate(negative)
-    zero = _with_vo_a_children(E("P-A1", "project", 50, "global"), E("P-A2", "project", 50, "global"),
-                               E("P-A3", "project", 0, "global"))
+    zero = _with_vo_a_children(
+        E("P-A1", "project", 50, "global"), E("P-A2", "project", 50, "global"), E("P-A3", "project", 0, "global")
+    )
     with pytest.raises(PolicyError, match=r"^policy Resource/VO-A/P-A3: share must be positive, got 0$"):
         validate(zero)
 
@@ -535,8 +583,11 @@ def test_priorities_of_figure_4_by_hand():
     assert prio("VO-B/P-B2") == 110 * 200**2 + 90 * 200 + 100 == 4_418_100
     assert prio("VO-C/P-A1") == 100 * 200**2 + 100 * 200 + 100 == 4_020_100
     # the least favored entity (VO-B, then P-B1, then U-B12) has the highest priority
-    order = sorted(["VO-A/P-A1", "VO-A/P-A2", "VO-A/P-A3", "VO-B/P-B1/U-B11", "VO-B/P-B1/U-B12", "VO-B/P-B2"],
-                   key=prio, reverse=True)
+    order = sorted(
+        ["VO-A/P-A1", "VO-A/P-A2", "VO-A/P-A3", "VO-B/P-B1/U-B11", "VO-B/P-B1/U-B12", "VO-B/P-B2"],
+        key=prio,
+        reverse=True,
+    )
     assert order == ["VO-B/P-B1/U-B12", "VO-B/P-B1/U-B11", "VO-B/P-B2", "VO-A/P-A2", "VO-A/P-A3", "VO-A/P-A1"]
 
 

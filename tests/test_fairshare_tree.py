@@ -1,5 +1,6 @@
 """Grid-wide fairshare usage summed up an aggregation tree (``exchange = "tree"``) or by
 push-sum gossip (``exchange = "gossip"``)."""
+
 from __future__ import annotations
 
 import pytest
@@ -55,7 +56,14 @@ def test_the_tree_sends_2_n_minus_1_rows_per_entry_where_all_to_all_sends_n_n_mi
 
 def test_tree_usage_compensates_an_imbalanced_workload_like_all_to_all():
     streams = [
-        {"group": g, "interval": 20.0, "size": 600.0, "spread": 0.4, "overestimate": [0.2, 0.4], **({"sites": [0]} if g == "VO-A/P-A2" else {})}
+        {
+            "group": g,
+            "interval": 20.0,
+            "size": 600.0,
+            "spread": 0.4,
+            "overestimate": [0.2, 0.4],
+            **({"sites": [0]} if g == "VO-A/P-A2" else {}),
+        }
         for g in LEAVES
     ]
     tree = final(emulator.run(grid(hours=12, streams=streams, exchange="tree")))["VO-A/P-A2"]
@@ -72,7 +80,9 @@ def test_a_tree_topology_carries_the_tree_and_other_topologies_are_refused():
         load_scenario(data)
     data = grid(sites=7, exchange="all")
     data["network"]["topology"] = "ring"
-    with pytest.raises(ScenarioError, match="network.topology: the fairshare protocol sends usage over a topology by gossip"):
+    with pytest.raises(
+        ScenarioError, match="network.topology: the fairshare protocol sends usage over a topology by gossip"
+    ):
         load_scenario(data)
 
 

@@ -1,5 +1,6 @@
 """Faults as part of a scenario ([faults], sites/faults.py): crashes, cut links, lost and late
 messages. Small instances checked by hand, determinism over shards and backends, errors."""
+
 from __future__ import annotations
 
 import math
@@ -20,11 +21,14 @@ def one_site(on_crash: str, crash: dict, procs: int = 2) -> dict:
     """One site of ``procs`` processors and three jobs: sizes 10 and 4 at t=0, 3 at t=5."""
     return {
         "sites": [{"name": "a", "procs": procs}],
-        "workload": {"kind": "jobs", "list": [
-            {"release": 0.0, "size": 10.0, "site": 0},
-            {"release": 0.0, "size": 4.0, "site": 0},
-            {"release": 5.0, "size": 3.0, "site": 0},
-        ]},
+        "workload": {
+            "kind": "jobs",
+            "list": [
+                {"release": 0.0, "size": 10.0, "site": 0},
+                {"release": 0.0, "size": 4.0, "site": 0},
+                {"release": 5.0, "size": 3.0, "site": 0},
+            ],
+        },
         "faults": {"on_crash": on_crash, "crash": [crash]},
     }
 
@@ -69,7 +73,7 @@ def test_a_site_down_holds_received_jobs_and_drops_reports():
     t = r.jobs
     at3 = t[t.exec_site == 3]
     assert not ((at3.start >= 5.0) & (at3.start < 40.0)).any()
-    assert ((at3.start == 40.0)).any()  # the held jobs start at the repair
+    assert (at3.start == 40.0).any()  # the held jobs start at the repair
     assert (t.state == "done").all()
 
     # Averaging: load reports that reach a site while it is down are lost there.
@@ -82,7 +86,9 @@ def test_a_site_down_holds_received_jobs_and_drops_reports():
 def test_a_cut_link_loses_reports_and_holds_jobs():
     # Two groups cut apart over [0, 200): no load report crosses, so averaging moves nothing
     # between them; every report sent across is counted lost by its sender.
-    data = small_grid("averaging", jobs=400, sites=4, faults={"partition": [{"groups": [[0, 1]], "at": 0.0, "duration": 200.0}]})
+    data = small_grid(
+        "averaging", jobs=400, sites=4, faults={"partition": [{"groups": [[0, 1]], "at": 0.0, "duration": 200.0}]}
+    )
     r = emulator.run(data)
     t = r.jobs
     across = (t.submit_site < 2) != (t.exec_site < 2)
@@ -129,7 +135,11 @@ def test_random_crashes_come_from_the_seed():
 
 
 FAULTS = {
-    "message_loss": 0.1, "message_delay": 0.2, "delay_max": 3.0, "mtbf": 150.0, "mttr": 10.0,
+    "message_loss": 0.1,
+    "message_delay": 0.2,
+    "delay_max": 3.0,
+    "mtbf": 150.0,
+    "mttr": 10.0,
     "crash": [{"site": 1, "at": 40.0, "duration": 25.0}],
     "link": [{"sites": [0, 2], "at": 10.0, "duration": 50.0}],
     "partition": [{"groups": [[0, 1], [2]], "at": 100.0, "duration": 30.0}],
@@ -161,7 +171,10 @@ def test_faults_give_the_same_job_table_on_ray(ray_session):
         ({"on_crash": "explode"}, "faults.on_crash"),
         ({"crash": [{"site": 9, "at": 1.0, "duration": 1.0}]}, "faults.crash[0].site"),
         ({"crash": [{"site": 0, "at": 1.0}]}, "faults.crash[0].duration"),
-        ({"crash": [{"site": 0, "at": 1.0, "duration": 5.0}, {"site": 0, "at": 3.0, "duration": 1.0}]}, "faults.crash[1]"),
+        (
+            {"crash": [{"site": 0, "at": 1.0, "duration": 5.0}, {"site": 0, "at": 3.0, "duration": 1.0}]},
+            "faults.crash[1]",
+        ),
         ({"link": [{"sites": [1, 1], "at": 0.0, "duration": 1.0}]}, "faults.link[0].sites"),
         ({"partition": [{"groups": [[0, 1], [1]], "at": 0.0, "duration": 1.0}]}, "faults.partition[0].groups[1][0]"),
         ({"crash": {"site": 0}}, "faults.crash"),

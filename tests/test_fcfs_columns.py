@@ -1,5 +1,6 @@
 """FCFS sites with a routing protocol run as numpy columns (sites/fcfs_columns.py): the
 same job table and the same per-site counters as the event loop, in every setting."""
+
 from __future__ import annotations
 
 import math
@@ -90,7 +91,9 @@ def test_rigid_jobs_wider_than_a_site_block_its_queue_as_in_the_event_loop():
     rng = np.random.default_rng(3)
     jobs = [
         {"release": float(t), "size": float(z), "site": int(s), "procs": int(q)}
-        for t, z, s, q in zip(np.sort(rng.uniform(0, 300, 400)), rng.gamma(2, 2, 400), rng.choice([0, 4, 5], 400), rng.integers(1, 6, 400))
+        for t, z, s, q in zip(
+            np.sort(rng.uniform(0, 300, 400)), rng.gamma(2, 2, 400), rng.choice([0, 4, 5], 400), rng.integers(1, 6, 400)
+        )
     ]
     data = routed_grid()
     data["sites"]["procs"] = [5, 2, 6, 3, 5, 5]
@@ -137,9 +140,11 @@ def test_cpu_and_messages_are_counted_per_site():
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.lists(st.tuples(st.integers(0, 5), st.integers(0, 4), st.integers(0, 3)), max_size=40),
-       st.lists(st.tuples(st.integers(0, 5), st.integers(0, 4)), max_size=40),
-       st.randoms(use_true_random=False))
+@given(
+    st.lists(st.tuples(st.integers(0, 5), st.integers(0, 4), st.integers(0, 3)), max_size=40),
+    st.lists(st.tuples(st.integers(0, 5), st.integers(0, 4)), max_size=40),
+    st.randoms(use_true_random=False),
+)
 def test_arrival_order_is_the_event_loops_order(messages, arrivals, rnd):
     """``arrival_order`` against a lexsort of the event loop's whole key, computed apart: by
     site, time, kind (messages before local arrivals), then source and sequence number, or

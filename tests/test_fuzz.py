@@ -4,6 +4,7 @@ empty lists and tables, unknown keys, removed keys) and asserts the rule every i
 follow: validation either accepts it or raises a ScenarioError naming a key, and a small run
 that was accepted either finishes with every check passed or stops with a GridemuError,
 never another exception, never a hang."""
+
 from __future__ import annotations
 
 import copy

@@ -5,6 +5,7 @@ the counterexamples of Propositions 1-3 for each of our busy schedulers and for 
 Theorem 1 (GM has EF, WPM and ILV) as hypothesis properties. Machine 0 has speed 1 (n1)
 and machine 1 speed 2 (n2) wherever speeds are [1, 2].
 """
+
 from __future__ import annotations
 
 from dataclasses import replace
@@ -13,8 +14,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gridemu.brokers.gm.fairness import ef_counts, ef_violations, ilv_violations, wpm_violations
 from gridemu.brokers.gm.algorithm import POLICIES, GmJob, Segment, gm_assign, gm_rank_key, machine_order, simulate
+from gridemu.brokers.gm.fairness import ef_counts, ef_violations, ilv_violations, wpm_violations
 from gridemu.scenarios import propositions
 
 BUSY = ("fcfs_fastest", "fcfs_any", "preempt")
@@ -88,7 +89,11 @@ def test_gm_job_waits_and_resumes_elsewhere():
     # migration 2), 3/2 = 1.5 -> ends 4.5.
     assert out.completion == {1: 4.5, 2: 3.0, 3: 3.0}
     assert out.migrations[1] == 2 and out.preemptions[1] == 2
-    assert [(s.machine, s.start, s.end) for s in out.segments if s.job == 1] == [(1, 0.0, 1.0), (0, 1.0, 2.0), (1, 3.0, 4.5)]
+    assert [(s.machine, s.start, s.end) for s in out.segments if s.job == 1] == [
+        (1, 0.0, 1.0),
+        (0, 1.0, 2.0),
+        (1, 3.0, 4.5),
+    ]
 
 
 def test_gm_back_to_the_same_machine_is_not_a_migration():
@@ -98,8 +103,10 @@ def test_gm_back_to_the_same_machine_is_not_a_migration():
     assert out.migrations == {1: 0, 2: 0} and out.preemptions == {1: 1, 2: 0}
 
 
-@pytest.mark.parametrize("cost,remote,sites,extra", [(0.0, 0.0, None, 0.0), (0.5, 0.0, None, 0.5),
-                                                     (0.5, 2.0, None, 0.5), (0.5, 2.0, [0, 1], 2.5)])
+@pytest.mark.parametrize(
+    "cost,remote,sites,extra",
+    [(0.0, 0.0, None, 0.0), (0.5, 0.0, None, 0.5), (0.5, 2.0, None, 0.5), (0.5, 2.0, [0, 1], 2.5)],
+)
 def test_migration_cost_is_setup_on_the_new_machine(cost, remote, sites, extra):
     jobs = [J(1, 0, 2, 1), J(2, 0, 4, 0)]
     out = simulate(jobs, [1.0, 2.0], "gm", migration_cost=cost, remote_cost=remote, sites=sites)
@@ -159,8 +166,10 @@ def test_which_group_each_scheduler_is_in(policy, machine):
 
 
 @pytest.mark.parametrize("X", [10, 20])
-@pytest.mark.parametrize("group,policies,d5", [(1, ("fcfs_any",), lambda X: 1.5 * X + 2),
-                                               (2, ("fcfs_fastest", "preempt"), lambda X: 1.5 * X + 1.5)])
+@pytest.mark.parametrize(
+    "group,policies,d5",
+    [(1, ("fcfs_any",), lambda X: 1.5 * X + 2), (2, ("fcfs_fastest", "preempt"), lambda X: 1.5 * X + 1.5)],
+)
 def test_proposition_1_ef_violated_by_busy_not_by_gm(X, group, policies, d5):
     jobs, speeds = proposition_1(X, group)
     for policy in policies:
@@ -261,8 +270,12 @@ def test_gm_has_ef_ilv_wpm_on_related_machines(inst):
 
 
 @settings(max_examples=40, deadline=None)
-@given(instances(speeds=st.sampled_from([1.0, 2.0, 3.0])), st.sampled_from(POLICIES),
-       st.sampled_from([0.0, 0.5]), st.lists(st.integers(0, 1), min_size=3, max_size=3))
+@given(
+    instances(speeds=st.sampled_from([1.0, 2.0, 3.0])),
+    st.sampled_from(POLICIES),
+    st.sampled_from([0.0, 0.5]),
+    st.lists(st.integers(0, 1), min_size=3, max_size=3),
+)
 def test_schedules_are_valid(inst, policy, cost, site_list):
     jobs, speeds = inst
     sites = site_list[: len(speeds)]
@@ -289,16 +302,23 @@ def test_schedules_are_valid(inst, policy, cost, site_list):
 # -------------------------------------------------------------------------- bad input
 
 
-@pytest.mark.parametrize("speeds,msg", [([1.0, 0.0], r"speeds\[1\]: must be > 0"), ([-2.0], r"speeds\[0\]: must be > 0"),
-                                        ([], "speeds: at least one")])
+@pytest.mark.parametrize(
+    "speeds,msg",
+    [([1.0, 0.0], r"speeds\[1\]: must be > 0"), ([-2.0], r"speeds\[0\]: must be > 0"), ([], "speeds: at least one")],
+)
 def test_bad_speeds(speeds, msg):
     with pytest.raises(ValueError, match=msg):
         simulate([J(1, 0, 1)], speeds)
 
 
-@pytest.mark.parametrize("job,msg", [(J(3, 0, 1, -1), r"job 3: priority v0 must be >= 0"),
-                                     (J(4, 0, 0), r"job 4: size t must be"),
-                                     (J(5, -1, 1), r"job 5: release r must be")])
+@pytest.mark.parametrize(
+    "job,msg",
+    [
+        (J(3, 0, 1, -1), r"job 3: priority v0 must be >= 0"),
+        (J(4, 0, 0), r"job 4: size t must be"),
+        (J(5, -1, 1), r"job 5: release r must be"),
+    ],
+)
 def test_bad_jobs(job, msg):
     with pytest.raises(ValueError, match=msg):
         simulate([J(1, 0, 1), job], [1.0])
@@ -366,8 +386,10 @@ _COARSE = st.sampled_from([0.0, 0.5, 1.0, 2.0, 3.0])  # ties in r, t, v0 and d o
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.lists(st.tuples(_COARSE, _COARSE, st.sampled_from([0.0, 1.0, 2.0]), _COARSE), min_size=1, max_size=60),
-       st.sampled_from([1, 4, 1024]))
+@given(
+    st.lists(st.tuples(_COARSE, _COARSE, st.sampled_from([0.0, 1.0, 2.0]), _COARSE), min_size=1, max_size=60),
+    st.sampled_from([1, 4, 1024]),
+)
 def test_ef_counts_and_violations_match_the_definitions_pair_by_pair(rows, block):
     # The checker sorts by release and skips the k released before a block's first j; a
     # small block makes many blocks, so ties across block edges are exercised.
@@ -400,7 +422,9 @@ def test_preempt_lower_priority_finishes_earlier_on_proposition_2(X):
 @settings(max_examples=150, deadline=None)
 @given(
     speeds=st.lists(st.sampled_from([0.5, 1.0, 2.0, 3.0]), min_size=1, max_size=7),
-    steps=st.lists(st.tuples(st.booleans(), st.integers(0, 6), st.integers(0, 3), st.integers(0, 10**6)), min_size=1, max_size=80),
+    steps=st.lists(
+        st.tuples(st.booleans(), st.integers(0, 6), st.integers(0, 3), st.integers(0, 10**6)), min_size=1, max_size=80
+    ),
 )
 def test_the_incremental_ranking_is_gm_assign_after_every_event(speeds, steps):
     # GmRanking (an arrival or a completion bisected into the ranked active set) must give

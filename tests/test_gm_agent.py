@@ -1,4 +1,5 @@
 """Greedy migration over messages (the ``gm`` protocol) and the busy schedulers in the emulator."""
+
 from __future__ import annotations
 
 import pandas as pd
@@ -7,8 +8,8 @@ import pytest
 import gridemu.emulator as emulator
 from gridemu.brokers.gm.algorithm import simulate
 from gridemu.brokers.gm.metrics import instance
-from gridemu.model.errors import InvariantError, ScenarioError
 from gridemu.emulator.scenario import load_scenario
+from gridemu.model.errors import InvariantError, ScenarioError
 from gridemu.scenarios.workload import generate_jobs
 
 MIXED = [{"name": "a", "speeds": [1.0, 2.0]}, {"name": "b", "speeds": [3.0]}, {"name": "c", "speeds": [1.0, 1.0, 0.5]}]
@@ -22,7 +23,12 @@ def grid(sites=MIXED, jobs=150, latency=1e-6, seed=3, **protocol) -> dict:
         "sites": [dict(s) for s in sites],
         "scheduler": {"name": "planned"},
         "workload": {
-            "kind": "poisson", "rate": [0.35] * n, "jobs": jobs, "alpha": 2.0, "beta": 2.0, "priority": list(range(n)),
+            "kind": "poisson",
+            "rate": [0.35] * n,
+            "jobs": jobs,
+            "alpha": 2.0,
+            "beta": 2.0,
+            "priority": list(range(n)),
         },
         "protocol": {"name": "gm", **protocol},
     }
@@ -97,7 +103,13 @@ def proposition(number: int, scheduler: str, X: int = 10, group: int = 1, varian
     data = {
         "network": {"latency": 1e-6},
         "sites": [{"name": "grid", "speeds": speeds, "scheduler": "planned" if scheduler == "gm" else scheduler}],
-        "workload": {"kind": "proposition", "number": number, "X": X if number < 3 else procs, "group": group, "variant": variant},
+        "workload": {
+            "kind": "proposition",
+            "number": number,
+            "X": X if number < 3 else procs,
+            "group": group,
+            "variant": variant,
+        },
     }
     if scheduler == "gm":
         data["protocol"] = {"name": "gm"}
@@ -156,12 +168,21 @@ def test_preempt_scheduler_resumes_a_job_on_its_own_processor_only():
     [
         ({"protocol": {"name": "gm", "migration_cost": -1.0}}, "protocol.migration_cost: must be >= 0"),
         ({"protocol": {"name": "gm", "integral": "yes"}}, "protocol.integral: must be true or false"),
-        ({"scheduler": {"name": "fcfs"}}, 'scheduler.name: the gm protocol starts jobs itself: set scheduler.name = "planned"'),
-        ({"workload": {"kind": "poisson", "rate": 0.3, "jobs": 10, "priority": [0, -1, 0]}}, r"workload.priority\[1\]: must be >= 0"),
+        (
+            {"scheduler": {"name": "fcfs"}},
+            'scheduler.name: the gm protocol starts jobs itself: set scheduler.name = "planned"',
+        ),
+        (
+            {"workload": {"kind": "poisson", "rate": 0.3, "jobs": 10, "priority": [0, -1, 0]}},
+            r"workload.priority\[1\]: must be >= 0",
+        ),
         ({"sites": [{"name": "a", "speeds": [1.0, 0.0]}]}, r"sites\[0\].speeds\[1\]: must be > 0"),
         ({"workload": {"kind": "proposition", "number": 4}}, "workload.number: must be 1, 2 or 3"),
         ({"workload": {"kind": "proposition", "number": 1, "X": 7}}, "workload.X: must be an even integer"),
-        ({"workload": {"kind": "proposition", "number": 1, "variant": "late"}}, "workload.variant: Proposition 1 has variants base"),
+        (
+            {"workload": {"kind": "proposition", "number": 1, "variant": "late"}},
+            "workload.variant: Proposition 1 has variants base",
+        ),
     ],
 )
 def test_bad_settings_name_the_key(change, message):
@@ -173,8 +194,13 @@ def test_bad_settings_name_the_key(change, message):
 
 def test_parallel_jobs_and_non_integral_releases_name_the_job():
     data = grid(MIXED, jobs=10)
-    data["workload"] = {"kind": "jobs", "list": [{"site": 0, "release": 0, "size": 2}, {"site": 0, "release": 1, "size": 2, "procs": 2}]}
-    with pytest.raises(ScenarioError, match="workload: job 1 needs 2 processors: the gm protocol schedules sequential jobs"):
+    data["workload"] = {
+        "kind": "jobs",
+        "list": [{"site": 0, "release": 0, "size": 2}, {"site": 0, "release": 1, "size": 2, "procs": 2}],
+    }
+    with pytest.raises(
+        ScenarioError, match="workload: job 1 needs 2 processors: the gm protocol schedules sequential jobs"
+    ):
         emulator.run(data)
     data["workload"]["list"][1].update(procs=1, release=1.5)
     data["protocol"]["integral"] = True
@@ -187,7 +213,10 @@ def test_integral_completions_are_checked():
     # at 1) runs on the slow one until then and moves to the fast one: with size 2, 1 unit
     # is left at speed 2, so it ends at 2.5, not an integral time.
     data = grid([{"name": "a", "speeds": [1.0, 2.0]}], jobs=2, integral=True)
-    data["workload"] = {"kind": "jobs", "list": [{"site": 0, "release": 0, "size": 4}, {"site": 0, "release": 1, "size": 2}]}
+    data["workload"] = {
+        "kind": "jobs",
+        "list": [{"site": 0, "release": 0, "size": 4}, {"site": 0, "release": 1, "size": 2}],
+    }
     with pytest.raises(InvariantError, match=r"integral times: job 1 completes at t=2.5"):
         emulator.run(data)
     data["workload"]["list"][1]["size"] = 3.0  # 2 units left at speed 2: ends at 3
@@ -206,10 +235,13 @@ def test_sampled_gm_places_a_waiting_job_where_a_probe_found_a_faster_processor_
         "network": {"latency": 0.1},
         "sites": [{"name": "a", "speeds": [1.0]}, {"name": "b", "speeds": [2.0]}],
         "scheduler": {"name": "planned"},
-        "workload": {"kind": "jobs", "list": [
-            {"release": 0.0, "size": 4.0, "site": "a", "priority": 1.0},
-            {"release": 0.0, "size": 4.0, "site": "a", "priority": 0.0},
-        ]},
+        "workload": {
+            "kind": "jobs",
+            "list": [
+                {"release": 0.0, "size": 4.0, "site": "a", "priority": 1.0},
+                {"release": 0.0, "size": 4.0, "site": "a", "priority": 0.0},
+            ],
+        },
         "protocol": {"name": "gm", "mode": "sampled", "samples": 1},
     }
     r = emulator.run(data)
@@ -228,11 +260,14 @@ def test_sampled_gm_steals_a_waiting_job_when_a_processor_goes_idle_by_hand():
         "network": {"latency": 0.1},
         "sites": [{"name": "a", "speeds": [1.0]}, {"name": "b", "speeds": [1.0]}],
         "scheduler": {"name": "planned"},
-        "workload": {"kind": "jobs", "list": [
-            {"release": 0.0, "size": 10.0, "site": "a", "priority": 1.0},
-            {"release": 0.0, "size": 1.0, "site": "b", "priority": 1.0},
-            {"release": 0.0, "size": 3.0, "site": "a", "priority": 0.0},
-        ]},
+        "workload": {
+            "kind": "jobs",
+            "list": [
+                {"release": 0.0, "size": 10.0, "site": "a", "priority": 1.0},
+                {"release": 0.0, "size": 1.0, "site": "b", "priority": 1.0},
+                {"release": 0.0, "size": 3.0, "site": "a", "priority": 0.0},
+            ],
+        },
         "protocol": {"name": "gm", "mode": "sampled", "samples": 1},
     }
     r = emulator.run(data)
@@ -246,7 +281,12 @@ def test_sampled_gm_steals_a_waiting_job_when_a_processor_goes_idle_by_hand():
 
 
 def test_sampled_gm_gives_one_job_table_for_any_shard_count_and_over_a_topology():
-    data = grid(sites=[{"name": f"s{k}", "speeds": [1.0 + k % 3, 0.5]} for k in range(8)], jobs=400, latency=0.05, mode="sampled")
+    data = grid(
+        sites=[{"name": f"s{k}", "speeds": [1.0 + k % 3, 0.5]} for k in range(8)],
+        jobs=400,
+        latency=0.05,
+        mode="sampled",
+    )
     tables = [emulator.run(data, shards=k).jobs.sort_values("job_id").reset_index(drop=True) for k in (1, 3, 8)]
     for t in tables[1:]:
         pd.testing.assert_frame_equal(t, tables[0])

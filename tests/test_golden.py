@@ -4,6 +4,7 @@ The digests in ``tests/data/golden_jobs.json`` were written by ``python -m tests
 --write`` before the kernel and the protocols were reorganized into plug-ins; a change of
 layout or speed must not change a single job.
 """
+
 from __future__ import annotations
 
 import json

@@ -1,4 +1,5 @@
 """The kernel: windows, backends, determinism, the FCFS recurrence, invariants."""
+
 from __future__ import annotations
 
 import math
@@ -10,15 +11,14 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import gridemu.emulator as emulator
-from gridemu.emulator.report import gantt_boxes
-from gridemu.sites.results import interval_set
 from gridemu.brokers import registry
 from gridemu.brokers.agent import Agent
 from gridemu.brokers.protocol import Protocol
 from gridemu.emulator.checks import check_causality, check_conservation, check_guarantees
 from gridemu.emulator.engine import pack_sites
-from gridemu.sites.results import site_runs_in_order
+from gridemu.emulator.report import gantt_boxes
 from gridemu.model.errors import InvariantError
+from gridemu.sites.results import interval_set, site_runs_in_order
 from tests.conftest import small_grid
 
 
@@ -109,9 +109,14 @@ def test_fcfs_recurrence_equals_event_loop(procs, horizon):
     assert (fast.jobs["proc"] == -1).all()
     # ... and the Gantt chart's rebuilt placement is the one the event loop records
     boxes = gantt_boxes(fast.jobs, {k: 4 for k in range(4)})
-    rebuilt = boxes.groupby("job_id").apply(lambda b: interval_set([p for r in b.itertuples() for p in range(r.proc, r.proc + r.count)]))
+    rebuilt = boxes.groupby("job_id").apply(
+        lambda b: interval_set([p for r in b.itertuples() for p in range(r.proc, r.proc + r.count)])
+    )
     ran = slow.jobs[slow.jobs["start"].notna()].set_index("job_id")
-    recorded = [s or str(p) if q == 1 else s or f"{p}-{p + q - 1}" for s, p, q in zip(ran["proc_set"], ran["proc"], ran["procs"])]
+    recorded = [
+        s or str(p) if q == 1 else s or f"{p}-{p + q - 1}"
+        for s, p, q in zip(ran["proc_set"], ran["proc"], ran["procs"])
+    ]
     assert rebuilt.loc[ran.index].tolist() == recorded
     assert fast.summary["global"]["events"] == slow.summary["global"]["events"]
     if math.isfinite(horizon):
@@ -237,8 +242,15 @@ def test_conservation_and_causality_on_random_scenarios(case):
 
 
 def _table(**cols):
-    base = {"job_id": [0, 1], "release": [0.0, 0.0], "size": [1.0, 1.0], "procs": [1, 1], "exec_site": [0, 0],
-            "start": [0.0, 0.0], "end": [1.0, 1.0]}
+    base = {
+        "job_id": [0, 1],
+        "release": [0.0, 0.0],
+        "size": [1.0, 1.0],
+        "procs": [1, 1],
+        "exec_site": [0, 0],
+        "start": [0.0, 0.0],
+        "end": [1.0, 1.0],
+    }
     base.update(cols)
     return pd.DataFrame(base)
 
@@ -256,8 +268,14 @@ def test_causality_check_names_the_job():
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.lists(st.tuples(st.sampled_from([0, 1, 65_536]), st.integers(0, 4), st.integers(0, 3), st.integers(1, 3)), min_size=1, max_size=12),
-       st.integers(2, 4))
+@given(
+    st.lists(
+        st.tuples(st.sampled_from([0, 1, 65_536]), st.integers(0, 4), st.integers(0, 3), st.integers(1, 3)),
+        min_size=1,
+        max_size=12,
+    ),
+    st.integers(2, 4),
+)
 def test_causality_check_finds_overbooking_exactly_where_a_count_does(jobs, procs):
     """Overbooking against a count at every start: processors of the jobs running then
     (started at or before it, ending after it; a job ending as another starts frees its
@@ -268,11 +286,22 @@ def test_causality_check_finds_overbooking_exactly_where_a_count_does(jobs, proc
     end = start + np.array([float(j[2]) for j in jobs])
     end[np.array([j[2] for j in jobs]) == 3] = np.nan  # still running at the end
     q = np.array([j[3] for j in jobs])
-    table = {"job_id": np.arange(len(jobs)), "release": np.zeros(len(jobs)), "procs": q, "exec_site": site, "start": start, "end": end}
+    table = {
+        "job_id": np.arange(len(jobs)),
+        "release": np.zeros(len(jobs)),
+        "procs": q,
+        "exec_site": site,
+        "start": start,
+        "end": end,
+    }
     site_procs = np.zeros(65_537, dtype=np.int64)
     site_procs[[0, 1, 65_536]] = procs
     stop = np.where(np.isnan(end), np.inf, end)
-    over = any(q[(site == site[k]) & (start <= start[k]) & (stop > start[k])].sum() > procs for k in range(len(jobs)) if q[k] <= procs)
+    over = any(
+        q[(site == site[k]) & (start <= start[k]) & (stop > start[k])].sum() > procs
+        for k in range(len(jobs))
+        if q[k] <= procs
+    )
     wide = bool((q > procs).any())
     if wide or over:
         with pytest.raises(InvariantError, match="processors"):
@@ -322,7 +351,9 @@ def test_conservation_check_names_the_job():
     with pytest.raises(InvariantError, match="job 2 was lost"):
         check_conservation(table.iloc[:2], submitted)
     # Pieces of a divisible job must add up to it, each piece held once.
-    pieces = pd.DataFrame({"job_id": [0, 1, 1, 2], "fragment": [0, 0, 7, 0], "release": 0.0, "size": [1.0, 0.25, 0.75, 1.0], "procs": 1})
+    pieces = pd.DataFrame(
+        {"job_id": [0, 1, 1, 2], "fragment": [0, 0, 7, 0], "release": 0.0, "size": [1.0, 0.25, 0.75, 1.0], "procs": 1}
+    )
     check_conservation(pieces, submitted)
     pieces.loc[2, "size"] = 0.5
     with pytest.raises(InvariantError, match="job 1 has size 1.0 but its pieces add up to 0.75"):
@@ -338,7 +369,9 @@ def test_conservation_check_names_the_job():
     with pytest.raises(InvariantError, match="job 1 has size 1.0 but its pieces add up to 2.0"):
         check_conservation(whole, submitted)
     with pytest.raises(InvariantError, match="job 3 appeared from nowhere"):
-        check_conservation(pd.DataFrame({"job_id": [0, 1, 2, 3], "fragment": 0, "release": 0.0, "size": 1.0, "procs": 1}), submitted)
+        check_conservation(
+            pd.DataFrame({"job_id": [0, 1, 2, 3], "fragment": 0, "release": 0.0, "size": 1.0, "procs": 1}), submitted
+        )
 
 
 def test_guarantee_check_names_the_late_job():
@@ -367,7 +400,9 @@ class _RudeAgent(Agent):
 
 def test_sending_before_the_declared_bound_stops_the_run(monkeypatch):
     monkeypatch.setitem(registry.PROTOCOLS, "rude", Protocol("rude", _RudeAgent, "sends before its bound"))
-    with pytest.raises(InvariantError, match=r"causality: site site\d sent a 'job' message .* before its declared send bound"):
+    with pytest.raises(
+        InvariantError, match=r"causality: site site\d sent a 'job' message .* before its declared send bound"
+    ):
         emulator.run(small_grid("local", jobs=50), overrides={"protocol.name": "rude"})
 
 
@@ -385,7 +420,10 @@ def test_latency_matrix_sets_lookahead_and_delays_transfers():
 
 
 @settings(max_examples=120, deadline=None)
-@given(st.lists(st.tuples(st.integers(0, 12), st.integers(0, 2)), max_size=14), st.sampled_from(["any", "permutation", "subset"]))
+@given(
+    st.lists(st.tuples(st.integers(0, 12), st.integers(0, 2)), max_size=14),
+    st.sampled_from(["any", "permutation", "subset"]),
+)
 def test_piece_order_sorts_by_job_then_fragment(rows, ids_are):
     """The piece table's order: by (job, fragment), stable. Whole jobs with distinct ids (all
     of 0..n-1, or a shard's share with gaps) take the table of positions; repeats, fragments
@@ -403,7 +441,12 @@ def test_piece_order_sorts_by_job_then_fragment(rows, ids_are):
 
 
 @settings(max_examples=120, deadline=None)
-@given(st.integers(0, 30), st.integers(1, 4), st.sampled_from(["sorted", "unsorted", "repeat", "pieces", "gap"]), st.integers(0, 2**16))
+@given(
+    st.integers(0, 30),
+    st.integers(1, 4),
+    st.sampled_from(["sorted", "unsorted", "repeat", "pieces", "gap"]),
+    st.integers(0, 2**16),
+)
 def test_shards_columns_join_in_piece_order(n, k, case, seed):
     """Shards' job columns joined into one set sorted by (job, fragment), equal keys in shard
     order: the ids scattered in place where each shard's are sorted and all of them are

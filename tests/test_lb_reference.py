@@ -4,6 +4,7 @@ Hand-computed instances pin down the exact semantics (event order, cutting from 
 of the queue, acceptance by deadline and participation level); a property test checks
 the invariants every run must keep.
 """
+
 from __future__ import annotations
 
 import math
@@ -16,8 +17,8 @@ from hypothesis import strategies as st
 from gridemu.brokers.averaging.algorithm import averaging_plan
 from gridemu.brokers.bilb.algorithm import bilb_plan
 from gridemu.brokers.bilb.reference import job_ends, reference_run
-from gridemu.model.rng import PURPOSE_COALITION, site_rng
 from gridemu.model.jobs import empty_jobs
+from gridemu.model.rng import PURPOSE_COALITION, site_rng
 
 
 def make_jobs(rows: list[tuple[float, float, int]]) -> np.ndarray:
@@ -34,8 +35,10 @@ def make_jobs(rows: list[tuple[float, float, int]]) -> np.ndarray:
 def as_rows(pieces: dict[str, np.ndarray]) -> list[tuple]:
     """(job_id, exec_site, size, start, end, deadline) per piece, in the returned order."""
     cols = ("job_id", "exec_site", "size", "start", "end", "deadline")
-    return [tuple(float(pieces[c][i]) if c not in ("job_id", "exec_site") else int(pieces[c][i]) for c in cols)
-            for i in range(len(pieces["job_id"]))]
+    return [
+        tuple(float(pieces[c][i]) if c not in ("job_id", "exec_site") else int(pieces[c][i]) for c in cols)
+        for i in range(len(pieces["job_id"]))
+    ]
 
 
 def fcfs_ends(jobs: np.ndarray, n_sites: int) -> dict[int, float]:
@@ -52,24 +55,25 @@ def fcfs_ends(jobs: np.ndarray, n_sites: int) -> dict[int, float]:
 
 
 def random_jobs(rng: np.random.Generator, n_jobs: int, n_sites: int) -> np.ndarray:
-    return make_jobs([
-        (float(rng.integers(0, 60)), float(rng.integers(1, 12)), int(rng.integers(0, n_sites)))
-        for _ in range(n_jobs)
-    ])
+    return make_jobs(
+        [(float(rng.integers(0, 60)), float(rng.integers(1, 12)), int(rng.integers(0, n_sites))) for _ in range(n_jobs)]
+    )
 
 
 # --- no cooperation: plain FCFS at every site ----------------------------------------------
 
 
-@pytest.mark.parametrize("protocol,kwargs", [
-    ("bilb", {"limits": [0.0] * 4}),
-    ("averaging_game", {"p": [0.0] * 4}),
-])
+@pytest.mark.parametrize(
+    "protocol,kwargs",
+    [
+        ("bilb", {"limits": [0.0] * 4}),
+        ("averaging_game", {"p": [0.0] * 4}),
+    ],
+)
 def test_without_cooperation_every_site_is_fcfs(protocol, kwargs):
     jobs = random_jobs(np.random.default_rng(3), 80, 4)
     plans = []
-    pieces = reference_run(jobs, 4, protocol=protocol, on_round=lambda t, L, plan, after: plans.append(plan),
-                           **kwargs)
+    pieces = reference_run(jobs, 4, protocol=protocol, on_round=lambda t, L, plan, after: plans.append(plan), **kwargs)
     assert all(plan == [] for plan in plans) and len(plans) > 10
     assert len(pieces["job_id"]) == len(jobs)  # nothing was cut
     by_id = {int(j["job_id"]): j for j in jobs}
@@ -90,8 +94,13 @@ def test_the_unprocessed_part_of_a_running_piece_is_cut():
     # with nothing queued it comes off the running piece, which now ends at 4.5 while the
     # cut part runs [1, 4.5] on site 1. Rounds stop once nothing is held any more.
     rounds = []
-    pieces = reference_run(make_jobs([(0, 8, 0)]), 2, protocol="bilb", limits=[100, 100],
-                           on_round=lambda t, L, plan, after: rounds.append((t, L, plan, after)))
+    pieces = reference_run(
+        make_jobs([(0, 8, 0)]),
+        2,
+        protocol="bilb",
+        limits=[100, 100],
+        on_round=lambda t, L, plan, after: rounds.append((t, L, plan, after)),
+    )
     assert as_rows(pieces) == [(0, 0, 4.5, 0.0, 4.5, 8.0), (0, 1, 3.5, 1.0, 4.5, 8.0)]
     assert rounds[0] == (0.0, [0.0, 0.0], [], [0.0, 0.0])
     assert rounds[1] == (1.0, [7.0, 0.0], [(0, 1, 3.5)], [3.5, 3.5])
@@ -110,8 +119,13 @@ def test_split_of_a_queued_job(protocol, limits):
     # is done, nothing is queued, so rounds stop. (The averaging game ignores limits: its
     # receivers are unbounded, so limits of 0 change nothing.)
     rounds = []
-    pieces = reference_run(make_jobs([(0, 2, 0), (0, 8, 0)]), 2, protocol=protocol, limits=limits,
-                           on_round=lambda t, L, plan, after: rounds.append((t, L, plan, after)))
+    pieces = reference_run(
+        make_jobs([(0, 2, 0), (0, 8, 0)]),
+        2,
+        protocol=protocol,
+        limits=limits,
+        on_round=lambda t, L, plan, after: rounds.append((t, L, plan, after)),
+    )
     assert as_rows(pieces) == [
         (0, 0, 2.0, 0.0, 2.0, 2.0),
         (1, 0, 3.5, 2.0, 5.5, 10.0),
@@ -141,8 +155,14 @@ def test_receivers_judge_in_the_plans_iteration_order(limits):
     # 3 + 4 = 7 <= 15, queue 6 <= l_1). Every site ends at 7: L = 6, 6, 6, nothing refused.
     # Judged by sender id instead, site 2 would take P2 first and refuse P3 (7 > 5).
     rounds = []
-    pieces = reference_run(THREE_SITES, 3, protocol="bilb", limits=limits, start=1.0,
-                           on_round=lambda t, L, plan, after: rounds.append((t, L, plan, after)))
+    pieces = reference_run(
+        THREE_SITES,
+        3,
+        protocol="bilb",
+        limits=limits,
+        start=1.0,
+        on_round=lambda t, L, plan, after: rounds.append((t, L, plan, after)),
+    )
     assert bilb_plan([14.0, 4.0, 0.0], limits) == [(1, 2, 2.0), (0, 1, 4.0), (0, 2, 4.0)]
     assert rounds[0] == (1.0, [14.0, 4.0, 0.0], [(1, 2, 2.0), (0, 1, 4.0), (0, 2, 4.0)], [6.0, 6.0, 6.0])
     assert as_rows(pieces) == [
@@ -171,8 +191,14 @@ def test_a_receiver_judges_after_its_own_pieces_left():
     # (Q = 5, 5 + 4 - 1 = 8 > 6) and P1 would be refused. Everything ends balanced at 7.
     rounds = []
     jobs = make_jobs([(0, 2, 2), (0, 2, 0), (0, 13, 2), (0, 3, 0)])
-    pieces = reference_run(jobs, 3, protocol="bilb", limits=[6, 100, 100], start=1.0,
-                           on_round=lambda t, L, plan, after: rounds.append((t, L, plan, after)))
+    pieces = reference_run(
+        jobs,
+        3,
+        protocol="bilb",
+        limits=[6, 100, 100],
+        start=1.0,
+        on_round=lambda t, L, plan, after: rounds.append((t, L, plan, after)),
+    )
     assert rounds[0] == (1.0, [4.0, 0.0, 14.0], [(0, 1, 2.0), (2, 0, 4.0), (2, 1, 4.0)], [6.0, 6.0, 6.0])
     assert as_rows(pieces) == [
         (0, 2, 2.0, 0.0, 2.0, 2.0),
@@ -188,8 +214,7 @@ def test_a_receiver_judges_after_its_own_pieces_left():
 
 def test_horizon_leaves_pieces_unfinished_or_unstarted():
     # site 0: job 0 runs [0, 8]; job 1 queued. Horizon 5 with no cooperation.
-    pieces = reference_run(make_jobs([(0, 8, 0), (0, 3, 0), (9, 1, 1)]), 2, protocol="bilb",
-                           limits=[0, 0], horizon=5.0)
+    pieces = reference_run(make_jobs([(0, 8, 0), (0, 3, 0), (9, 1, 1)]), 2, protocol="bilb", limits=[0, 0], horizon=5.0)
     assert pieces["job_id"].tolist() == [0, 1]  # job 2 never arrived
     assert pieces["start"][0] == 0.0 and math.isnan(pieces["end"][0])
     assert math.isnan(pieces["start"][1]) and math.isnan(pieces["end"][1])
@@ -207,8 +232,16 @@ def test_coalition_draws_depend_only_on_the_period():
     jobs = random_jobs(np.random.default_rng(5), 60, n)
     jobs["submit_site"][: len(jobs) // 2] = 0  # an overloaded site, so plans are not empty
     rounds = []
-    reference_run(jobs, n, protocol="averaging_game", p=[0.5] * n, start=start, period=period, seed=seed,
-                  on_round=lambda t, L, plan, after: rounds.append((t, L, plan)))
+    reference_run(
+        jobs,
+        n,
+        protocol="averaging_game",
+        p=[0.5] * n,
+        start=start,
+        period=period,
+        seed=seed,
+        on_round=lambda t, L, plan, after: rounds.append((t, L, plan)),
+    )
     assert PURPOSE_COALITION == 5
     last_q = math.floor((rounds[-1][0] - start) / period)
     rngs = [site_rng(seed, k, 5) for k in range(n)]
@@ -236,15 +269,18 @@ def test_runs_are_deterministic():
 # --- argument errors ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("kwargs,match", [
-    ({"protocol": "gossip"}, "unknown protocol"),
-    ({"protocol": "bilb", "limits": [1.0]}, "participation levels"),
-    ({"protocol": "bilb", "limits": [1.0, -1.0]}, "limits must be >= 0"),
-    ({"protocol": "averaging_game", "p": [0.5, 1.5]}, r"p must lie in \[0, 1\]"),
-    ({"protocol": "averaging_game", "p": [0.5]}, "probabilities"),
-    ({"protocol": "bilb", "min_gap": 0.0}, "min_gap"),
-    ({"protocol": "averaging_game", "period": -1.0}, "period"),
-])
+@pytest.mark.parametrize(
+    "kwargs,match",
+    [
+        ({"protocol": "gossip"}, "unknown protocol"),
+        ({"protocol": "bilb", "limits": [1.0]}, "participation levels"),
+        ({"protocol": "bilb", "limits": [1.0, -1.0]}, "limits must be >= 0"),
+        ({"protocol": "averaging_game", "p": [0.5, 1.5]}, r"p must lie in \[0, 1\]"),
+        ({"protocol": "averaging_game", "p": [0.5]}, "probabilities"),
+        ({"protocol": "bilb", "min_gap": 0.0}, "min_gap"),
+        ({"protocol": "averaging_game", "period": -1.0}, "period"),
+    ],
+)
 def test_bad_arguments(kwargs, match):
     with pytest.raises(ValueError, match=match):
         reference_run(make_jobs([(0, 1, 0)]), 2, **kwargs)
@@ -265,8 +301,9 @@ half_steps = st.integers(0, 40).map(lambda x: x / 2)
 @st.composite
 def instances(draw):
     n = draw(st.integers(2, 5))
-    rows = draw(st.lists(st.tuples(half_steps, st.integers(1, 20).map(lambda x: x / 2), st.integers(0, n - 1)),
-                         max_size=30))
+    rows = draw(
+        st.lists(st.tuples(half_steps, st.integers(1, 20).map(lambda x: x / 2), st.integers(0, n - 1)), max_size=30)
+    )
     protocol = draw(st.sampled_from(["bilb", "averaging_game"]))
     limits = draw(st.lists(st.one_of(st.just(math.inf), st.floats(0, 20)), min_size=n, max_size=n))
     p = draw(st.lists(st.sampled_from([0.0, 0.5, 0.8, 1.0]), min_size=n, max_size=n))
@@ -284,8 +321,15 @@ def instances(draw):
 def test_invariants(instance):
     jobs, n, protocol, limits, p, kwargs = instance
     rounds = []
-    pieces = reference_run(jobs, n, protocol=protocol, limits=limits, p=p,
-                           on_round=lambda t, L, plan, after: rounds.append((t, L, plan, after)), **kwargs)
+    pieces = reference_run(
+        jobs,
+        n,
+        protocol=protocol,
+        limits=limits,
+        p=p,
+        on_round=lambda t, L, plan, after: rounds.append((t, L, plan, after)),
+        **kwargs,
+    )
     by_id = {int(j["job_id"]): j for j in jobs}
     assert set(pieces["job_id"].tolist()) == set(by_id)
     assert np.all(np.isfinite(pieces["end"]))  # no horizon: everything finishes

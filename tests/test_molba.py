@@ -10,6 +10,7 @@ last job is low, ILBA delays no job, every schedule valid. LB = max(W̄, p_max).
 completes at the makespan is low (q ≤ m/2, line 2338), so the proposition's argument applies
 to each of them.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -20,15 +21,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import gridemu.brokers.molba.algorithm as molba_module
-from gridemu.brokers.molba.list_scheduling import (
-    Job,
-    Placement,
-    backfill_list_schedule,
-    check_schedule,
-    is_low,
-    list_schedule,
-    makespan,
-)
 from gridemu.brokers.molba.algorithm import (
     MolbaRun,
     ilba,
@@ -39,6 +31,15 @@ from gridemu.brokers.molba.algorithm import (
     molba_meta,
     molba_run,
     org_makespans,
+)
+from gridemu.brokers.molba.list_scheduling import (
+    Job,
+    Placement,
+    backfill_list_schedule,
+    check_schedule,
+    is_low,
+    list_schedule,
+    makespan,
 )
 
 
@@ -153,9 +154,7 @@ def figure_5_4_jobs(lengths):
     # Proposition 5.4 (lines 2445-2455): three jobs of length 1 and heights m/2-1, m/2+1,
     # m/2+2; four of height m/2-2 and lengths 1/4 ± ε. m=16 (for m ≥ 14 no three short jobs
     # fit one machine), ε = 1/16 so every time is exact in binary.
-    return [Job(1, 0, 1, 7), Job(2, 0, 1, 9), Job(3, 0, 1, 10)] + [
-        Job(4 + i, 0, p, 6) for i, p in enumerate(lengths)
-    ]
+    return [Job(1, 0, 1, 7), Job(2, 0, 1, 9), Job(3, 0, 1, 10)] + [Job(4 + i, 0, p, 6) for i, p in enumerate(lengths)]
 
 
 def test_figure_5_4_worst_list_schedule_and_the_optimum():
@@ -213,8 +212,13 @@ def test_figure_5_2_local_is_n_times_optimal_molba_and_ilba():
     run = molba_run(jobs, machines, 2)
     assert run.overloaded == [0] and run.moved == [3, 4]
     assert by_job(run.schedule) == by_job(
-        [P(0, 0, 0, 0, 1, 2, 3), P(1, 0, 1, 0, 1, 2, 3), P(2, 0, 2, 0, 1, 2, 3),
-         P(3, 1, 0, 0, 1, 2, 3), P(4, 2, 0, 0, 1, 2, 3)]
+        [
+            P(0, 0, 0, 0, 1, 2, 3),
+            P(1, 0, 1, 0, 1, 2, 3),
+            P(2, 0, 2, 0, 1, 2, 3),
+            P(3, 1, 0, 0, 1, 2, 3),
+            P(4, 2, 0, 0, 1, 2, 3),
+        ]
     )
     # MOLBA(3): 5 > 3+1; only job 4 starts after 3. Makespan 4 = 4·LB (tight).
     run3 = molba_run(jobs, machines, 3)
@@ -225,8 +229,13 @@ def test_figure_5_2_local_is_n_times_optimal_molba_and_ilba():
     # M4, then M0's three jobs to M1, M2 and back on M0, all at 0: the optimum.
     balanced = ilba(schedule, jobs, machines)
     assert by_job(balanced) == by_job(
-        [P(3, 3, 0, 0, 1, 2, 3), P(4, 4, 0, 0, 1, 2, 3), P(0, 1, 0, 0, 1, 2, 3),
-         P(1, 2, 0, 0, 1, 2, 3), P(2, 0, 0, 0, 1, 2, 3)]
+        [
+            P(3, 3, 0, 0, 1, 2, 3),
+            P(4, 4, 0, 0, 1, 2, 3),
+            P(0, 1, 0, 0, 1, 2, 3),
+            P(1, 2, 0, 0, 1, 2, 3),
+            P(2, 0, 0, 0, 1, 2, 3),
+        ]
     )
     assert makespan(balanced, jobs) == 1
 
@@ -541,12 +550,15 @@ def test_kernel_list_scheduling_is_molbas_local_schedule(model, m):
         ({"workload": {"kind": "rigid", "model": "uni"}}, "workload.jobs: give the number of jobs"),
         ({"workload": {"kind": "rigid", "model": "uni", "jobs": 0}}, "workload.jobs: must be > 0"),
         ({"sites": {"count": 3, "procs": [4, 4, 8]}}, r"sites.procs: rigid instances need machines of one width m"),
-        ({"sites": {"count": 3, "procs": 1}, "workload": {"kind": "rigid", "model": "lublin", "jobs": 5}}, "sites.procs: the lublin model needs q < m"),
+        (
+            {"sites": {"count": 3, "procs": 1}, "workload": {"kind": "rigid", "model": "lublin", "jobs": 5}},
+            "sites.procs: the lublin model needs q < m",
+        ),
     ],
 )
 def test_rigid_workload_errors_name_the_key(change, message):
-    from gridemu.model.errors import ScenarioError
     from gridemu.emulator.scenario import load_scenario
+    from gridemu.model.errors import ScenarioError
 
     data = {"sites": {"count": 3, "procs": 4}, "workload": {"kind": "rigid", "model": "uni", "jobs": 10}}
     for key, value in change.items():

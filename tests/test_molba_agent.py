@@ -1,4 +1,5 @@
 """The ``molba`` protocol: MOLBA and ILBA run over messages (thesis ch. 5, issue 4 part 3)."""
+
 from __future__ import annotations
 
 import pandas as pd
@@ -8,8 +9,8 @@ from hypothesis import strategies as st
 
 import gridemu.emulator as emulator
 from gridemu.brokers.molba.agent import Book, MolbaAgent, plan_time
-from gridemu.brokers.molba.list_scheduling import Job, check_schedule
 from gridemu.brokers.molba.algorithm import guarantee_violations, molba_plan
+from gridemu.brokers.molba.list_scheduling import Job, check_schedule
 from gridemu.emulator.scenario import load_scenario
 from gridemu.model.errors import InvariantError, ScenarioError
 
@@ -86,7 +87,11 @@ def test_decentralized_schedule_is_the_references(model, n_sites, m, jobs, proto
     # jobs leave their owner only where the plan says so, each by one request and one grant
     moved = sum(1 for pl in plan.final if pl.machine != next(j.org for j in inst if j.id == pl.job))
     assert proto["jobs_migrated"] == moved
-    assert result.summary["global"]["messages"].get("request", 0) == moved == result.summary["global"]["messages"].get("grant", 0)
+    assert (
+        result.summary["global"]["messages"].get("request", 0)
+        == moved
+        == result.summary["global"]["messages"].get("grant", 0)
+    )
 
 
 @settings(max_examples=25, deadline=None)
@@ -217,10 +222,19 @@ def test_without_retries_a_refused_job_runs_at_home_and_the_broken_guarantee_is_
         ({"protocol": {"name": "molba", "alpha": 0.5}}, r'protocol.alpha: must be "meta" or a number >= 1'),
         ({"protocol": {"name": "molba", "alpha": "fast"}}, "protocol.alpha: must be a number"),
         ({"protocol": {"name": "molba", "ilba": "yes"}}, "protocol.ilba: must be true or false"),
-        ({"scheduler": {"name": "list"}}, 'scheduler.name: the molba protocol runs the schedule it plans: set scheduler.name = "planned"'),
+        (
+            {"scheduler": {"name": "list"}},
+            'scheduler.name: the molba protocol runs the schedule it plans: set scheduler.name = "planned"',
+        ),
         ({"protocol": {"name": "local"}}, "scheduler.name: the planned scheduler starts only what a protocol planned"),
-        ({"workload": {"kind": "poisson", "rate": 1.0, "jobs": 10}}, "workload.kind: the molba protocol schedules off-line instances"),
-        ({"sites": {"count": 3, "procs": 4, "speed": [1.0, 2.0, 1.0]}}, "sites.speed: the molba protocol needs identical processors"),
+        (
+            {"workload": {"kind": "poisson", "rate": 1.0, "jobs": 10}},
+            "workload.kind: the molba protocol schedules off-line instances",
+        ),
+        (
+            {"sites": {"count": 3, "procs": 4, "speed": [1.0, 2.0, 1.0]}},
+            "sites.speed: the molba protocol needs identical processors",
+        ),
     ],
 )
 def test_bad_settings_name_the_key(change, message):
@@ -233,8 +247,14 @@ def test_bad_settings_name_the_key(change, message):
 @pytest.mark.parametrize(
     "row,message",
     [
-        ({"site": 0, "release": 5, "size": 1, "procs": 1}, r"workload.list\[1\].release: the molba protocol's model has no release dates"),
-        ({"site": 0, "release": 0, "size": 1, "procs": 9}, r"workload.list\[1\].procs: needs 9 processors but site site0 has 4"),
+        (
+            {"site": 0, "release": 5, "size": 1, "procs": 1},
+            r"workload.list\[1\].release: the molba protocol's model has no release dates",
+        ),
+        (
+            {"site": 0, "release": 0, "size": 1, "procs": 9},
+            r"workload.list\[1\].procs: needs 9 processors but site site0 has 4",
+        ),
         ({"site": 0, "release": 0, "size": 0, "procs": 1}, r"workload.list\[1\].size: must be > 0"),
         ({"site": 0, "release": 0, "size": 1, "procs": 0}, r"workload.list\[1\].procs: must be > 0"),
     ],
@@ -286,7 +306,12 @@ def test_aggregates_mode_moves_the_late_job_to_the_host_with_room_by_hand():
     r = emulator.run(data)
     t0 = plan_time(0.01, 1)
     got = executed(r, t0)
-    assert {j: (s, round(start, 9)) for j, (s, start) in got.items()} == {0: (0, 0.0), 1: (0, 1.0), 2: (0, 2.0), 3: (1, 0.0)}
+    assert {j: (s, round(start, 9)) for j, (s, start) in got.items()} == {
+        0: (0, 0.0),
+        1: (0, 1.0),
+        2: (0, 2.0),
+        3: (1, 0.0),
+    }
     proto = r.summary["protocol"]
     assert proto["makespan"] == pytest.approx(3.0) and proto["makespan_local"] == 4.0
     # Three loads to the aggregator (site 0) and W̄, p_max back (site 0 is the overloaded one:

@@ -1,12 +1,13 @@
 """``protocol.machines``: which organizations bring a machine to a molba instance (thesis
 section 5.6.1; the "owners" reading is the one Tables 5.1 and 5.2 agree with)."""
+
 from __future__ import annotations
 
 import pytest
 
 import gridemu.emulator as emulator
-from gridemu.brokers.molba.list_scheduling import Job, check_schedule
 from gridemu.brokers.molba.algorithm import lower_bound, molba_plan, molba_plan_for, owners_only
+from gridemu.brokers.molba.list_scheduling import Job, check_schedule
 from gridemu.emulator.scenario import load_scenario
 from gridemu.model.errors import ScenarioError
 
@@ -67,7 +68,9 @@ def test_decentralized_run_is_the_reference_under_owners(n_sites, jobs, seed, pr
     owning = {j.org for j in inst}
     assert len(owning) < n_sites  # the instance exercises the reading
     alpha = protocol.get("alpha")
-    plan = molba_plan_for("owners", inst, [8] * n_sites, None if alpha is None else float(alpha), protocol.get("ilba", True))
+    plan = molba_plan_for(
+        "owners", inst, [8] * n_sites, None if alpha is None else float(alpha), protocol.get("ilba", True)
+    )
     proto = result.summary["protocol"]
     got = {int(r.job_id): (int(r.exec_site), float(r.start) - proto["plan_time"]) for r in table.itertuples()}
     assert {j: (m, pytest.approx(s, abs=1e-9)) for j, (m, s) in placed(plan).items()} == got

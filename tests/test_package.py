@@ -1,4 +1,5 @@
 """One import name: ``import gridemu`` gives what a user needs (run, load, sweep, ...)."""
+
 from __future__ import annotations
 
 import pandas as pd
@@ -21,8 +22,14 @@ def test_run_write_and_load_give_the_same_tables(tmp_path):
 
 def test_sweep_and_scenarios_under_the_one_name(tmp_path):
     assert "quickstart" in gridemu.shipped_scenarios()
-    runs, orgs, table = gridemu.sweep("quickstart", [("protocol.name", ["local", "random"])], overrides={"workload.jobs": 200},
-                                      backend="inprocess", quiet=True, out=tmp_path / "s")
+    runs, orgs, table = gridemu.sweep(
+        "quickstart",
+        [("protocol.name", ["local", "random"])],
+        overrides={"workload.jobs": 200},
+        backend="inprocess",
+        quiet=True,
+        out=tmp_path / "s",
+    )
     assert sorted(runs["protocol.name"]) == ["local", "random"] and len(orgs) == 16
     assert set(dir(gridemu)) >= {"run", "load", "sweep", "resume", "load_scenario", "__version__"}
     with pytest.raises(AttributeError, match="module 'gridemu' has no attribute 'simulate'"):

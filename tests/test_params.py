@@ -1,5 +1,6 @@
 """A protocol's [protocol] keys are one frozen dataclass (brokers/params.py): checked by type,
 defaulted, documented, and handed to every agent frozen."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -116,7 +117,9 @@ def test_what_the_jobs_settle_is_no_key_and_the_resolved_scenario_runs_again(tmp
     assert main(["run", "dedicated", "--set", "workload.rounds=3", "--out", str(out), "--quiet"]) == 0
     resolved = tomllib.loads((out / "scenario.toml").read_text())["protocol"]
     assert "rounds" not in resolved and "period" not in resolved
-    assert json.loads((out / "summary.json").read_text())["protocol"]["rounds"] == 3  # the agents and the summary had them
+    assert (
+        json.loads((out / "summary.json").read_text())["protocol"]["rounds"] == 3
+    )  # the agents and the summary had them
     assert main(["validate", str(out / "scenario.toml")]) == 0
     sc = load_scenario(out / "scenario.toml")
     assert sc.params.rounds == 0  # until check_jobs has seen the jobs

@@ -1,5 +1,6 @@
 """Where jobs ran: the placement sites record (jobs.parquet's proc and proc_set), the Gantt
 chart drawn from it, and the exports other tools read (SWF, evalys's jobs CSV)."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -53,7 +54,9 @@ def test_a_site_of_mixed_speeds_records_the_fastest_free_processors():
 
 def test_rigid_jobs_record_their_processor_sets_without_overlap():
     data = {
-        "run": {"seed": 3}, "sites": {"count": 3, "procs": 16}, "scheduler": {"name": "list"},
+        "run": {"seed": 3},
+        "sites": {"count": 3, "procs": 16},
+        "scheduler": {"name": "list"},
         "workload": {"kind": "rigid", "model": "uni", "jobs": 60},
     }
     jobs = emulator.run(data).jobs
@@ -61,12 +64,15 @@ def test_rigid_jobs_record_their_processor_sets_without_overlap():
     assert_valid_placement(jobs, {0: 16, 1: 16, 2: 16})
 
 
-@pytest.mark.parametrize("scenario,overrides", [
-    ("gm-grid", {"workload.until": 60.0}),
-    ("quickstart", {"workload.jobs": 2000}),
-    ("molba", {}),
-    ("faults", {}),
-])
+@pytest.mark.parametrize(
+    "scenario,overrides",
+    [
+        ("gm-grid", {"workload.until": 60.0}),
+        ("quickstart", {"workload.jobs": 2000}),
+        ("molba", {}),
+        ("faults", {}),
+    ],
+)
 def test_shipped_runs_record_a_valid_placement(scenario, overrides):
     result = emulator.run(scenario, backend="inprocess", overrides=overrides)
     procs = dict(zip(result.sites["site_id"], result.sites["procs"]))
@@ -80,8 +86,12 @@ def test_shipped_runs_record_a_valid_placement(scenario, overrides):
 
 
 def test_fcfs_recurrence_sites_record_nothing_and_the_chart_rebuilds_their_placement(tmp_path):
-    result = emulator.run("quickstart", backend="inprocess", overrides={"protocol.name": "local", "workload.jobs": 3000},
-                          out=tmp_path / "local")
+    result = emulator.run(
+        "quickstart",
+        backend="inprocess",
+        overrides={"protocol.name": "local", "workload.jobs": 3000},
+        out=tmp_path / "local",
+    )
     jobs = result.jobs
     assert (jobs["proc"] == -1).all()  # the recurrence keeps free times, not processors
     procs = dict(zip(result.sites["site_id"], result.sites["procs"]))
@@ -113,10 +123,15 @@ def test_swf_export_has_one_line_of_18_fields_per_job(tmp_path):
     data = {
         "run": {"horizon": 30.0},
         "sites": [{"name": "a", "procs": 2}, {"name": "b", "procs": 1}],
-        "workload": {"kind": "jobs", "list": [
-            {"release": 0.0, "size": 5.0, "site": "a", "procs": 2}, {"release": 1.0, "size": 40.0, "site": "b"},
-            {"release": 2.0, "size": 3.0, "site": "a"}, {"release": 3.0, "size": 1.0, "site": "b"},
-        ]},
+        "workload": {
+            "kind": "jobs",
+            "list": [
+                {"release": 0.0, "size": 5.0, "site": "a", "procs": 2},
+                {"release": 1.0, "size": 40.0, "site": "b"},
+                {"release": 2.0, "size": 3.0, "site": "a"},
+                {"release": 3.0, "size": 1.0, "site": "b"},
+            ],
+        },
     }
     emulator.run(data, out=tmp_path / "r")
     assert main(["export", str(tmp_path / "r")]) == 0
@@ -133,14 +148,27 @@ def test_swf_export_has_one_line_of_18_fields_per_job(tmp_path):
 
 def test_evalys_export_numbers_processors_across_sites(tmp_path, capsys):
     data = {
-        "run": {"seed": 3}, "sites": {"count": 3, "procs": 16}, "scheduler": {"name": "list"},
+        "run": {"seed": 3},
+        "sites": {"count": 3, "procs": 16},
+        "scheduler": {"name": "list"},
         "workload": {"kind": "rigid", "model": "uni", "jobs": 40},
     }
     result = emulator.run(data, out=tmp_path / "r")
     assert main(["export", str(tmp_path / "r"), "--format", "evalys", "--out", str(tmp_path / "jobs.csv")]) == 0
     csv = pd.read_csv(tmp_path / "jobs.csv", dtype={"job_id": str, "allocated_resources": str})
-    for col in ("job_id", "submission_time", "requested_number_of_resources", "starting_time", "execution_time",
-                "finish_time", "waiting_time", "turnaround_time", "stretch", "allocated_resources", "success"):
+    for col in (
+        "job_id",
+        "submission_time",
+        "requested_number_of_resources",
+        "starting_time",
+        "execution_time",
+        "finish_time",
+        "waiting_time",
+        "turnaround_time",
+        "stretch",
+        "allocated_resources",
+        "success",
+    ):
         assert col in csv.columns
     jobs = result.jobs.set_index("job_id")
     for row in csv.itertuples():

@@ -7,6 +7,7 @@ The toy, ``relay``: every new job is sent ``hops`` sites further round the ring 
 transfer), and a ``hello`` notice about it travels the same way site by site, each site
 passing it on with one more hop: a small protocol that sends, answers and moves jobs.
 """
+
 from __future__ import annotations
 
 import json
@@ -26,7 +27,7 @@ import gridemu.emulator as emulator
 from gridemu.brokers import registry
 from gridemu.emulator.cli import main
 from gridemu.model.jobs import JOB_DTYPE
-from gridemu.plugin import Agent, Params, Protocol, RunFacts, ScenarioFacts, check_number, message, param
+from gridemu.plugin import Agent, Params, Protocol, RunFacts, message, param
 from tests.golden import digest
 from tests.test_checkpoint import stop_at
 
@@ -50,7 +51,9 @@ class RelayAgent(Agent):
 
     def on_hello(self, now: float, msg: Any) -> None:
         if msg.hops < self.params.hops:
-            self.site.send(now, (self.site.site_id + 1) % self.grid.n_sites, "hello", hops=msg.hops + 1, job_id=msg.job_id)
+            self.site.send(
+                now, (self.site.site_id + 1) % self.grid.n_sites, "hello", hops=msg.hops + 1, job_id=msg.job_id
+            )
 
     def send_bound(self) -> float:
         return min(self.site.next_release(), self.site.next_message_time())
@@ -66,7 +69,14 @@ def summary(facts: RunFacts) -> dict[str, Any]:
     return {"name": "relay", "hops": facts.params.hops, "jobs_moved": int(moved.sum())}
 
 
-RELAY = Protocol("relay", RelayAgent, "toy: relay each new job around the ring", params=RelayParams, messages=(HELLO,), summary=summary)
+RELAY = Protocol(
+    "relay",
+    RelayAgent,
+    "toy: relay each new job around the ring",
+    params=RelayParams,
+    messages=(HELLO,),
+    summary=summary,
+)
 
 
 @pytest.fixture
@@ -120,7 +130,10 @@ def test_a_protocol_defined_in_a_test_file_runs_through_the_cli(relay, tmp_path,
 def test_the_same_toy_run_gives_the_same_jobs_with_three_shards(relay, tmp_path):
     a, b = tmp_path / "a", tmp_path / "b"
     assert main(["run", scenario_file(tmp_path, 2), "--backend", "inprocess", "--out", str(a), "--quiet"]) == 0
-    assert main(["run", scenario_file(tmp_path, 2), "--backend", "inprocess", "--shards", "3", "--out", str(b), "--quiet"]) == 0
+    assert (
+        main(["run", scenario_file(tmp_path, 2), "--backend", "inprocess", "--shards", "3", "--out", str(b), "--quiet"])
+        == 0
+    )
     pd.testing.assert_frame_equal(pd.read_parquet(a / "jobs.parquet"), pd.read_parquet(b / "jobs.parquet"))
 
 
@@ -242,7 +255,11 @@ def doc_block(name: str) -> str:
 def doc_folder(tmp_path, monkeypatch):
     """scatter.py as the page writes it and my.toml naming it, in the working folder."""
     (tmp_path / "scatter.py").write_text(doc_block("scatter.py"))
-    (tmp_path / "my.toml").write_text(Path(scenario_file(tmp_path, 0)).read_text().replace('name = "relay"\nhops = 0', 'name = "scatter"\nshare = 0.6'))
+    (tmp_path / "my.toml").write_text(
+        Path(scenario_file(tmp_path, 0))
+        .read_text()
+        .replace('name = "relay"\nhops = 0', 'name = "scatter"\nshare = 0.6')
+    )
     monkeypatch.chdir(tmp_path)
     yield tmp_path
     registry.unregister("scatter")
@@ -276,7 +293,9 @@ def test_the_docs_plugin_cli_commands_run_in_process_and_on_ray(ray_session, doc
         assert args[0] == "gridemu" and main(args[1:]) == 0, line
         registry.unregister("scatter")  # each command is a new process
     assert "my.toml: ok" in capsys.readouterr().out
-    assert main(["run", "my.toml", "--plugin", "scatter.py", "--backend", "inprocess", "--out", "runs/i", "--quiet"]) == 0
+    assert (
+        main(["run", "my.toml", "--plugin", "scatter.py", "--backend", "inprocess", "--out", "runs/i", "--quiet"]) == 0
+    )
     pd.testing.assert_frame_equal(pd.read_parquet("runs/s/jobs.parquet"), pd.read_parquet("runs/i/jobs.parquet"))
     assert json.loads(Path("runs/s/summary.json").read_text())["protocol"]["name"] == "scatter"
 
@@ -286,7 +305,11 @@ def test_the_docs_plugin_cli_commands_run_in_process_and_on_ray(ray_session, doc
     [
         ("missing.py", None, "--plugin missing.py: no such file"),
         ("broken.py", "def f(:\n", "--plugin broken.py: importing it failed (SyntaxError"),
-        ("raises.py", "raise RuntimeError('no config')\n", "--plugin raises.py: importing it failed (RuntimeError: no config)"),
+        (
+            "raises.py",
+            "raise RuntimeError('no config')\n",
+            "--plugin raises.py: importing it failed (RuntimeError: no config)",
+        ),
         ("empty.py", "X = 1\n", "--plugin empty.py: defines no PROTOCOL and registers no protocol"),
         ("wrong.py", "PROTOCOL = 'scatter'\n", "--plugin wrong.py: PROTOCOL is a str, not a gridemu.plugin.Protocol"),
         ("no_such_module_here", None, "--plugin no_such_module_here: importing it failed (ModuleNotFoundError"),

@@ -1,6 +1,7 @@
 """The ``power_of_d`` protocol: the pure choice and samples, the agent against the
 centralized reference (brokers/power_of_d/reference.py), hand-checked runs, determinism
 over shards and backends, faults, and errors that name the key."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -18,8 +19,8 @@ from gridemu.model.rng import PURPOSE_POWER_OF_D, site_rng
 from gridemu.scenarios.workload import generate_jobs
 from tests.conftest import small_grid
 
-
 # ----------------------------------------------------------------------------- pure functions
+
 
 @pytest.mark.parametrize(
     ("own", "loads", "choice"),
@@ -50,7 +51,9 @@ def test_samples_are_one_random_neighbors_draw_per_job(neighbors, d):
     draw once per arrival from the same stream; never the site itself on the full graph."""
     n_sites, me = 10, 3
     nb = None if neighbors is None else neighbors[me]
-    grid = GridInfo(n_sites, tuple(range(n_sites)), 7, 0.5, neighbors=None if neighbors is None else (None, None, None, nb))
+    grid = GridInfo(
+        n_sites, tuple(range(n_sites)), 7, 0.5, neighbors=None if neighbors is None else (None, None, None, nb)
+    )
     agent = Agent.__new__(Agent)
     agent.site, agent.grid = _Site(me), grid
     rng = site_rng(7, me, PURPOSE_POWER_OF_D)
@@ -67,8 +70,11 @@ def test_no_samples_without_choices():
 
 # ----------------------------------------------------------------------------- the agent
 
+
 def _pod_grid(jobs: int = 1500, sites: int = 12, **protocol) -> dict:
-    data = small_grid("power_of_d", jobs=jobs, sites=sites, network={"topology": "random:3"}, metrics={"counterfactual": "none"})
+    data = small_grid(
+        "power_of_d", jobs=jobs, sites=sites, network={"topology": "random:3"}, metrics={"counterfactual": "none"}
+    )
     data["workload"]["rate"] = [3.0] + [0.9] * (sites - 1)
     data["protocol"].update(protocol)
     return data
@@ -85,9 +91,17 @@ def reference(data: dict, period: "float | None | str" = "scenario"):
     scenario = load_scenario(data)
     p, sub = scenario.data["protocol"], scenario_jobs(scenario)
     return simulate(
-        sub["release"], sub["size"], sub["site"], len(scenario.sites), scenario.topology.neighbors,
-        [len(s.speeds) for s in scenario.sites], p["d"], p["period"] if period == "scenario" else period,
-        float(scenario.data["network"]["latency"]), scenario.data["run"]["seed"], speed=[s.speeds[0] for s in scenario.sites],
+        sub["release"],
+        sub["size"],
+        sub["site"],
+        len(scenario.sites),
+        scenario.topology.neighbors,
+        [len(s.speeds) for s in scenario.sites],
+        p["d"],
+        p["period"] if period == "scenario" else period,
+        float(scenario.data["network"]["latency"]),
+        scenario.data["run"]["seed"],
+        speed=[s.speeds[0] for s in scenario.sites],
     )
 
 
@@ -154,7 +168,12 @@ def test_a_report_and_a_transfer_by_hand():
     stays; job 3 sees 2 here against 1 there and goes."""
     data = two_sites([(0.0, 0), (0.1, 1), (0.2, 0), (0.4, 0)], period=100.0)
     t = emulator.run(data).jobs.sort_values("job_id")
-    assert t[["exec_site", "start", "end"]].values.tolist() == [[0, 0.0, 10.0], [1, 0.1, 10.1], [1, 10.1, 20.1], [0, 10.0, 20.0]]
+    assert t[["exec_site", "start", "end"]].values.tolist() == [
+        [0, 0.0, 10.0],
+        [1, 0.1, 10.1],
+        [1, 10.1, 20.1],
+        [0, 10.0, 20.0],
+    ]
     full = reference(data, period=None)
     assert full.exec_site.tolist() == [0, 1, 0, 1]
     assert full.start.tolist() == [0.0, 0.1, 10.0, 10.1]
@@ -206,6 +225,7 @@ def test_full_information_is_never_worse_than_blind_placement_here():
 
 # ----------------------------------------------------------------------------- determinism
 
+
 def test_same_job_table_for_any_shard_count_and_on_ray(ray_session):
     data = _pod_grid(jobs=800, sites=6, d=2, period=3.0)
     base = emulator.run(data, backend="inprocess", shards=1)
@@ -216,13 +236,17 @@ def test_same_job_table_for_any_shard_count_and_on_ray(ray_session):
 
 # ----------------------------------------------------------------------------- faults
 
+
 def test_a_crash_that_loses_jobs_is_counted_again_at_the_next_report():
     """Site 0 runs job 0 from 0; it crashes at 1 (on_crash = "lose") and is repaired at 2.
     No hook tells the agent of the lost job: job 1, held while the site was down and handled
     at the repair, still counts it (1 here against 0 reported by site 1) and goes. The report
     at 5 counts the site again (0 jobs): job 2 at 6 ties with site 1 and stays."""
-    data = two_sites([(0.0, 0), (1.5, 0), (6.0, 0)], period=5.0,
-                     faults={"on_crash": "lose", "crash": [{"site": 0, "at": 1.0, "duration": 1.0}]})
+    data = two_sites(
+        [(0.0, 0), (1.5, 0), (6.0, 0)],
+        period=5.0,
+        faults={"on_crash": "lose", "crash": [{"site": 0, "at": 1.0, "duration": 1.0}]},
+    )
     t = emulator.run(data).jobs.sort_values("job_id")
     assert t[["state", "exec_site", "start"]].values.tolist() == [["lost", 0, 0.0], ["done", 1, 2.5], ["done", 0, 6.0]]
 
@@ -237,6 +261,7 @@ def test_faults_give_one_job_table_for_any_shard_count():
 
 
 # ----------------------------------------------------------------------------- scenario and errors
+
 
 @pytest.mark.parametrize(
     ("key", "value", "words"),

@@ -3,6 +3,7 @@ README's order (later commands read what earlier ones wrote: runs/q4, runs/long,
 README is the source of truth: a command added there is run here. ``my.toml``, the README's
 stand-in for a user's own scenario, is the quickstart scenario with 2,000 jobs.
 """
+
 from __future__ import annotations
 
 import os
@@ -51,8 +52,14 @@ def gridemu(command: str, cwd: Path) -> subprocess.CompletedProcess:
     for part in command.split("&&"):
         argv = shlex.split(part)
         assert argv[0] == "gridemu"
-        proc = subprocess.run([sys.executable, "-m", "gridemu.emulator.cli", *argv[1:]], cwd=cwd, env=env,
-                              capture_output=True, text=True, timeout=600)
+        proc = subprocess.run(
+            [sys.executable, "-m", "gridemu.emulator.cli", *argv[1:]],
+            cwd=cwd,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
         if proc.returncode:
             break
     return proc

@@ -4,6 +4,7 @@ Statistical tests use fixed seeds and large samples, with tolerances many standa
 wide, so they are deterministic and far from their thresholds; the hypothesis tests check
 properties that hold for every draw.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -78,6 +79,7 @@ seeds = st.integers(min_value=0, max_value=2**32 - 1)
 
 # --- Zipf owners --------------------------------------------------------------------------
 
+
 def test_zipf_probabilities_are_the_bounded_law():
     p = zipf_probabilities(4, 2.0)
     h = 1 + 1 / 4 + 1 / 9 + 1 / 16
@@ -111,6 +113,7 @@ def test_zipf_owners_in_range_and_deterministic(seed, n, n_orgs):
 
 
 # --- uni ------------------------------------------------------------------------------------
+
 
 @given(seed=seeds, n=st.integers(1, 200), n_orgs=st.integers(1, 20), m=st.integers(1, 600))
 @settings(max_examples=60, deadline=None)
@@ -152,6 +155,7 @@ def test_the_chapter_5_instance_of_a_drawn_array(gen):
 
 
 # --- Lublin–Feitelson ---------------------------------------------------------------------
+
 
 @given(seed=seeds, n=st.integers(1, 200), n_orgs=st.integers(1, 20), m=st.integers(2, 600))
 @settings(max_examples=60, deadline=None)
@@ -265,11 +269,18 @@ def test_spearman_helper():
 
 # --- bad input ------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("gen", [uni_jobs, lublin_jobs])
 @pytest.mark.parametrize(
     "args, name",
-    [((0, 3, 32), "n"), ((-1, 3, 32), "n"), ((10, 0, 32), "n_orgs"), ((10, 3, 0), "m"), ((2.5, 3, 32), "n"),
-     ((True, 3, 32), "n")],
+    [
+        ((0, 3, 32), "n"),
+        ((-1, 3, 32), "n"),
+        ((10, 0, 32), "n_orgs"),
+        ((10, 3, 0), "m"),
+        ((2.5, 3, 32), "n"),
+        ((True, 3, 32), "n"),
+    ],
 )
 def test_bad_counts_name_the_parameter(gen, args, name):
     with pytest.raises(ValueError, match=rf"^{name}:"):

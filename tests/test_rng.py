@@ -1,6 +1,7 @@
 """Per-site random streams made in bulk (``model.rng.site_rngs``) are numpy's own: the
 reference is ``default_rng(SeedSequence(seed, spawn_key=(site, purpose)))``, built here
 directly, not through gridemu's functions."""
+
 from __future__ import annotations
 
 import numpy as np

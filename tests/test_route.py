@@ -2,6 +2,7 @@
 a whole shard at once) must give the job table its agents give one job at a time: every
 registered protocol with a route runs both ways here. A route is taken only from a protocol
 that declares the ``stateless`` capability."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -38,7 +39,9 @@ def grid(protocol: str, setting: str) -> dict:
 def on_columns(data: dict) -> bool:
     scenario = load_scenario(data)
     jobs, groups = generate_jobs(scenario)
-    return all(isinstance(Shard(spec).engine, ColumnEngine) for spec in build_shard_specs(scenario, jobs, 2, groups=groups))
+    return all(
+        isinstance(Shard(spec).engine, ColumnEngine) for spec in build_shard_specs(scenario, jobs, 2, groups=groups)
+    )
 
 
 def test_random_is_a_routing_protocol_and_declares_it_stateless():
@@ -48,7 +51,9 @@ def test_random_is_a_routing_protocol_and_declares_it_stateless():
 
 #: A ring only for the protocols that run over any topology.
 CASES = [
-    (name, setting) for name in ROUTED for setting in ("plain", "speeds", "horizon", "ring")
+    (name, setting)
+    for name in ROUTED
+    for setting in ("plain", "speeds", "horizon", "ring")
     if setting != "ring" or registry.get(name).can("topologies")
 ]
 

@@ -9,6 +9,7 @@ that scans a whole list (``names.count(n)`` for every name: the duplicate-name c
 cost 89 s at 40,000 sites) is one call but costs the list's length, so calls of the list and
 tuple methods that scan (count, index, remove, insert) are charged that length.
 """
+
 from __future__ import annotations
 
 import sys
@@ -31,9 +32,14 @@ def grid(n: int) -> dict[str, Any]:
         "run": {"seed": 1},
         "network": {"latency": 0.5, "topology": "random:8"},
         "sites": {"count": n, "procs": 4},
-        "workload": {"kind": "jobs", "list": [
-            {"release": 0.0, "size": 4.0, "site": 0}, {"release": 1.0, "size": 2.0, "site": n // 2}, {"release": 2.0, "size": 3.0, "site": n - 1},
-        ]},
+        "workload": {
+            "kind": "jobs",
+            "list": [
+                {"release": 0.0, "size": 4.0, "site": 0},
+                {"release": 1.0, "size": 2.0, "site": n // 2},
+                {"release": 2.0, "size": 3.0, "site": n - 1},
+            ],
+        },
         "protocol": {"name": "averaging", "period": 20.0, "exchange": "neighbors"},
         "metrics": {"counterfactual": "local"},
     }

@@ -7,6 +7,7 @@ time-stepped Algorithm 3 and against REF as N grows; and properties every policy
 (greedy, submission order, one job per processor).
 Processor 0 belongs to organization 0 and processor 1 to organization 1 wherever procs = [1, 1].
 """
+
 from __future__ import annotations
 
 import itertools
@@ -22,8 +23,8 @@ from hypothesis import strategies as st
 
 from gridemu.brokers.directcontr.coalitions import REF_LIMIT, RefTask, ref_coalition
 from gridemu.brokers.directcontr.policies import POLICIES, directcontr_trace, simulate
-from gridemu.brokers.directcontr.simulation import Result, SJob, p_tot
 from gridemu.brokers.directcontr.shapley_value import fairness, psi_sp, shapley
+from gridemu.brokers.directcontr.simulation import Result, SJob, p_tot
 
 # ------------------------------------------------------------------------------ helpers
 
@@ -252,9 +253,11 @@ def shapley_by_permutations(v, players):
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.integers(0, 5).flatmap(
-    lambda n: st.tuples(st.just(n), st.lists(st.integers(-50, 50), min_size=2**n, max_size=2**n))
-))
+@given(
+    st.integers(0, 5).flatmap(
+        lambda n: st.tuples(st.just(n), st.lists(st.integers(-50, 50), min_size=2**n, max_size=2**n))
+    )
+)
 def test_shapley_equals_permutation_average(game):
     n, values = game
     players = list(range(10, 10 + n))  # labels need not be 0..n-1
@@ -362,10 +365,27 @@ def test_rand_equals_time_stepped_algorithm_3(inst, n, seed):
 @pytest.mark.parametrize(
     "procs, rows, t_end",
     [  # three organizations where the weights of the pair coalitions decide a start (found by search)
-        ([1, 1, 1],
-         [(2, 3, 5), (2, 5, 5), (0, 5, 3), (0, 0, 5), (0, 6, 4), (1, 3, 4), (0, 1, 1), (1, 4, 5), (1, 0, 2)], 20),
-        ([1, 1, 1],
-         [(0, 6, 5), (1, 2, 4), (0, 1, 1), (2, 6, 5), (2, 3, 3), (0, 6, 1), (1, 1, 4), (0, 0, 4), (2, 6, 5), (0, 1, 5)], 10),
+        (
+            [1, 1, 1],
+            [(2, 3, 5), (2, 5, 5), (0, 5, 3), (0, 0, 5), (0, 6, 4), (1, 3, 4), (0, 1, 1), (1, 4, 5), (1, 0, 2)],
+            20,
+        ),
+        (
+            [1, 1, 1],
+            [
+                (0, 6, 5),
+                (1, 2, 4),
+                (0, 1, 1),
+                (2, 6, 5),
+                (2, 3, 3),
+                (0, 6, 1),
+                (1, 1, 4),
+                (0, 0, 4),
+                (2, 6, 5),
+                (0, 1, 5),
+            ],
+            10,
+        ),
     ],
 )
 def test_ref_equals_time_stepped_algorithm_1_three_orgs(procs, rows, t_end):
@@ -373,9 +393,17 @@ def test_ref_equals_time_stepped_algorithm_1_three_orgs(procs, rows, t_end):
     res = simulate(jobs, procs, "ref", t_end)
     want = naive_ref(jobs, procs, t_end)
     assert res.start == {jid: s for jid, (s, _m) in want.items()}
-    assert res.phi == pytest.approx([float(x) for x in exact_shapley(
-        lambda c: Fraction(sum(simulate(*sub_instance(jobs, procs, c), "ref", t_end).psi)) if c else Fraction(0),
-        range(3)).values()])
+    assert res.phi == pytest.approx(
+        [
+            float(x)
+            for x in exact_shapley(
+                lambda c: (
+                    Fraction(sum(simulate(*sub_instance(jobs, procs, c), "ref", t_end).psi)) if c else Fraction(0)
+                ),
+                range(3),
+            ).values()
+        ]
+    )
 
 
 def test_ref_level_map_gets_every_coalition_size_and_pickles():

@@ -1,5 +1,6 @@
 """The statistics and the window rule of docs/results/shapley_tables.py (the script's own
 helpers, checked against figures computed here by other means)."""
+
 from __future__ import annotations
 
 import math
@@ -36,12 +37,17 @@ def test_paired_t_matches_the_t_distribution_quantiles():
 def _cell(tmp_path: Path, failures: list[tuple[int, str]]) -> Path:
     folder = tmp_path / "cell"
     folder.mkdir()
-    rows = [{"sites.procs.dist": d, "seed": s, "fairness_directcontr": float(s)} for d in ("zipf", "uniform")
-            for s in range(1, 8) if s not in {f[0] for f in failures}]
+    rows = [
+        {"sites.procs.dist": d, "seed": s, "fairness_directcontr": float(s)}
+        for d in ("zipf", "uniform")
+        for s in range(1, 8)
+        if s not in {f[0] for f in failures}
+    ]
     pd.DataFrame(rows).to_parquet(folder / "runs.parquet")
     if failures:
-        pd.DataFrame([{"sites.procs.dist": d, "seed": s, "error": e} for s, e in failures for d in ("zipf", "uniform")]
-                     ).to_csv(folder / "failures.csv", index=False)
+        pd.DataFrame(
+            [{"sites.procs.dist": d, "seed": s, "error": e} for s, e in failures for d in ("zipf", "uniform")]
+        ).to_csv(folder / "failures.csv", index=False)
     return folder
 
 
@@ -63,9 +69,11 @@ def test_read_cell_joins_a_cell_run_in_parts(tmp_path):
     for first in (1, 4):
         part = tmp_path / "cell" / f"part-{first}"
         part.mkdir(parents=True)
-        pd.DataFrame([{"sites.procs.dist": "uniform", "seed": s, "fairness_directcontr": 1.0}
-                      for s in range(first, first + 3)]).to_parquet(part / "runs.parquet")
+        pd.DataFrame(
+            [{"sites.procs.dist": "uniform", "seed": s, "fairness_directcontr": 1.0} for s in range(first, first + 3)]
+        ).to_parquet(part / "runs.parquet")
     (tmp_path / "cell" / "part-4" / "failures.csv").write_text(
-        "sites.procs.dist,seed,error\nuniform,7,WorkloadError: has no job to run\n")
+        "sites.procs.dist,seed,error\nuniform,7,WorkloadError: has no job to run\n"
+    )
     runs, empty = tables.read_cell(tmp_path / "cell", 5)
     assert runs["seed"].tolist() == [1, 2, 3, 4, 5] and empty == 1

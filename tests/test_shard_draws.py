@@ -1,6 +1,7 @@
 """Shards draw their own sites' jobs (workloads drawn site by site): the same jobs, numbered
 alike, as the driver's ``generate_jobs``, which is the reference here (it numbers all jobs at
 once with one sort; the shards rank theirs against each other's release keys)."""
+
 from __future__ import annotations
 
 import numpy as np

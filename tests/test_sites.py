@@ -1,5 +1,8 @@
 """Sites and local schedulers on hand-made instances; workloads; averaging plan; score."""
+
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pytest
@@ -9,6 +12,9 @@ from hypothesis import strategies as st
 import gridemu.emulator as emulator
 from gridemu.brokers.averaging.algorithm import averaging_plan
 from gridemu.emulator.results import score
+
+if TYPE_CHECKING:
+    from gridemu.sites.site import Site
 
 
 def explicit(jobs, procs=2, scheduler="fcfs", speeds=None, protocol="local"):
@@ -45,7 +51,12 @@ def test_list_scheduling_lets_a_job_that_fits_go_first():
 
 
 def test_spt_runs_shortest_first():
-    jobs = [{"release": 0.0, "size": 5.0}, {"release": 0.5, "size": 3.0}, {"release": 0.6, "size": 1.0}, {"release": 0.7, "size": 2.0}]
+    jobs = [
+        {"release": 0.0, "size": 5.0},
+        {"release": 0.5, "size": 3.0},
+        {"release": 0.6, "size": 1.0},
+        {"release": 0.7, "size": 2.0},
+    ]
     out = emulator.run(explicit(jobs, procs=1, scheduler="spt")).jobs.set_index("job_id")
     assert out["start"].tolist() == [0.0, 8.0, 5.0, 6.0]
 
@@ -74,13 +85,19 @@ def test_poisson_workload_splits_jobs_by_rate_and_draws_gamma_sizes():
 
 
 def test_poisson_until_generates_arrivals_up_to_that_time():
-    data = {"sites": {"count": 2, "procs": 2}, "workload": {"kind": "poisson", "rate": 0.5, "alpha": 1.0, "beta": 1.0, "until": 400.0}}
+    data = {
+        "sites": {"count": 2, "procs": 2},
+        "workload": {"kind": "poisson", "rate": 0.5, "alpha": 1.0, "beta": 1.0, "until": 400.0},
+    }
     jobs = emulator.run(data).jobs
     assert jobs["release"].max() < 400 and len(jobs) == pytest.approx(400, rel=0.2)
 
 
 def test_integral_poisson_workload_floors_releases_and_rounds_sizes_up():
-    data = {"sites": {"count": 2, "procs": 2}, "workload": {"kind": "poisson", "rate": 0.5, "alpha": 1.0, "beta": 1.0, "until": 400.0}}
+    data = {
+        "sites": {"count": 2, "procs": 2},
+        "workload": {"kind": "poisson", "rate": 0.5, "alpha": 1.0, "beta": 1.0, "until": 400.0},
+    }
     real = emulator.run(data).jobs
     whole = emulator.run(data | {"workload": data["workload"] | {"integral": True}}).jobs
     assert len(whole) == len(real)
@@ -90,17 +107,22 @@ def test_integral_poisson_workload_floors_releases_and_rounds_sizes_up():
     releases = emulator.run(data | {"workload": data["workload"] | {"integral": "releases"}}).jobs
     assert np.allclose(np.sort(releases["release"]), np.sort(whole["release"]))  # floored alike ...
     assert np.allclose(np.sort(releases["size"]), np.sort(real["size"]))  # ... sizes kept real
-    with pytest.raises(emulator.ScenarioError, match="workload.integral: must be true or false, or \"releases\" \\(floor releases only\\), got 'yes'"):
+    with pytest.raises(
+        emulator.ScenarioError,
+        match="workload.integral: must be true or false, or \"releases\" \\(floor releases only\\), got 'yes'",
+    ):
         emulator.run(data | {"workload": data["workload"] | {"integral": "yes"}})
 
 
 def test_site_processor_counts_drawn_uniform_and_zipf():
-    uni = emulator.load_scenario({"sites": {"count": 200, "procs": {"dist": "uniform", "low": 2, "high": 5}},
-                                  "workload": {"jobs": 1}})
+    uni = emulator.load_scenario(
+        {"sites": {"count": 200, "procs": {"dist": "uniform", "low": 2, "high": 5}}, "workload": {"jobs": 1}}
+    )
     counts = [s.procs for s in uni.sites]
     assert set(counts) == {2, 3, 4, 5}
-    zipf = emulator.load_scenario({"sites": {"count": 300, "procs": {"dist": "zipf", "a": 1.4267, "max": 64}},
-                                   "workload": {"jobs": 1}})
+    zipf = emulator.load_scenario(
+        {"sites": {"count": 300, "procs": {"dist": "zipf", "a": 1.4267, "max": 64}}, "workload": {"jobs": 1}}
+    )
     counts = np.array([s.procs for s in zipf.sites])
     assert counts.min() >= 1 and counts.max() <= 64 and (counts == 1).mean() > 0.3
 
@@ -163,7 +185,11 @@ def _averaging_by_the_text(loads: list[float]) -> list[tuple[int, int, float]]:
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.one_of(st.floats(0, 1000, allow_nan=False), st.sampled_from([0.0, 1.0, 2.0, 3.0])), min_size=1, max_size=40))
+@given(
+    st.lists(
+        st.one_of(st.floats(0, 1000, allow_nan=False), st.sampled_from([0.0, 1.0, 2.0, 3.0])), min_size=1, max_size=40
+    )
+)
 def test_averaging_plan_is_the_text_of_algorithm_4_1(loads):
     # averaging_plan goes on from the last receiver it filled (one pass); the text rescans
     # from the first receiver for every sender. Same transfers, bit for bit.
@@ -215,7 +241,14 @@ def test_score_computed_by_hand_on_a_two_site_instance():
 def test_usage_ledger_charges_processor_time_of_finished_jobs(recurrence):
     data = {
         "sites": {"count": 3, "procs": 4},
-        "workload": {"kind": "poisson", "rate": [1.0, 0.5, 0.5], "alpha": 2.0, "beta": 2.0, "jobs": 600, "procs": {"low": 1, "high": 3}},
+        "workload": {
+            "kind": "poisson",
+            "rate": [1.0, 0.5, 0.5],
+            "alpha": 2.0,
+            "beta": 2.0,
+            "jobs": 600,
+            "procs": {"low": 1, "high": 3},
+        },
         "run": {"horizon": 150.0},
     }
     res = emulator.run(data, recurrence=recurrence)
@@ -227,9 +260,15 @@ def test_usage_ledger_charges_processor_time_of_finished_jobs(recurrence):
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.tuples(st.integers(0, 40), st.integers(0, 3), st.floats(0, 100), st.floats(0, 10), st.integers(1, 4),
-                          st.booleans()), max_size=60),
-       st.sampled_from([(1, 1), (1, 15_000), (10**6, 1)]))
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(0, 40), st.integers(0, 3), st.floats(0, 100), st.floats(0, 10), st.integers(1, 4), st.booleans()
+        ),
+        max_size=60,
+    ),
+    st.sampled_from([(1, 1), (1, 15_000), (10**6, 1)]),
+)
 def test_usage_ledger_sums_each_site_and_group_in_slot_order(rows, spread):
     """Every way of finding the (site, group) pairs (bins where they are dense; sorts where
     the groups or the sites are spread, by radix or not) gives the sums of a loop in slot
@@ -255,13 +294,21 @@ def test_usage_ledger_sums_each_site_and_group_in_slot_order(rows, spread):
 
 
 def test_load_counts_queued_and_remaining_work_of_rigid_jobs():
-    from gridemu.emulator.scenario import load_scenario
     from gridemu.emulator.engine import build_shard_specs
+    from gridemu.emulator.scenario import load_scenario
     from gridemu.emulator.shard import Shard
     from gridemu.scenarios.workload import generate_jobs
 
-    data = explicit([{"release": 0.0, "size": 4.0, "procs": 2}, {"release": 0.0, "size": 3.0, "procs": 2},
-                     {"release": 0.5, "size": 1.0, "procs": 1}], procs=2, speeds=None, scheduler="fcfs")
+    data = explicit(
+        [
+            {"release": 0.0, "size": 4.0, "procs": 2},
+            {"release": 0.0, "size": 3.0, "procs": 2},
+            {"release": 0.5, "size": 1.0, "procs": 1},
+        ],
+        procs=2,
+        speeds=None,
+        scheduler="fcfs",
+    )
     sc = load_scenario(data)
     jobs, _ = generate_jobs(sc)
     shard = Shard(build_shard_specs(sc, jobs, 1, recurrence=False)[0])
@@ -342,7 +389,9 @@ def test_send_all_is_one_send_per_destination(latency):
     assert [r[2] for r in many.outbox] == [1, 2, 3, 4]
     # load sits in the first float slot (column 6), round in the first int slot (after the 4 float ones)
     assert [(r[1], r[3], r[4], r[6], r[10]) for r in many.outbox[1:]] == [(1, d, 1.0, 2.5, 4) for d in (0, 2, 3)]
-    assert [r[0] for r in many.outbox][1:] == [1.0 + (latency if isinstance(latency, float) else latency[d]) for d in (0, 2, 3)]
+    assert [r[0] for r in many.outbox][1:] == [
+        1.0 + (latency if isinstance(latency, float) else latency[d]) for d in (0, 2, 3)
+    ]
     assert list(many.sent) == list(one.sent) and many.msg_seq == one.msg_seq == 4
 
 
@@ -355,7 +404,6 @@ def test_send_all_refuses_a_site_off_the_topology_and_an_undeclared_kind():
         site.send_all(0.0, [0, 3], "ping", load=1.0)
     with pytest.raises(InvariantError, match="'pong' message, a kind its protocol does not declare"):
         site.send_all(0.0, [0], "pong")
-
 
 
 def test_a_site_takes_messages_in_order_after_completions_and_before_timers_and_arrivals():
@@ -407,8 +455,14 @@ def test_a_site_takes_messages_in_order_after_completions_and_before_timers_and_
     site.deliver([row(3.0, 0, 6), row(2.0, 2, 8)])  # merged with the two still pending
     site.advance(10.0)
     assert log[2:] == [
-        ("complete", 2.0), ("ping", 2.0, 0, 5), ("ping", 2.0, 2, 8), ("ping", 2.0, 3, 1), ("timer", 2.0, "t"), ("arrival", 2.0),
-        ("complete", 3.0), ("ping", 3.0, 0, 6),
+        ("complete", 2.0),
+        ("ping", 2.0, 0, 5),
+        ("ping", 2.0, 2, 8),
+        ("ping", 2.0, 3, 1),
+        ("timer", 2.0, "t"),
+        ("arrival", 2.0),
+        ("complete", 3.0),
+        ("ping", 3.0, 0, 6),
     ]
     assert site.received == 5 and site.pending_messages() == []
     assert site.next_message_time() == math.inf and site.next_agent_event_time() == math.inf

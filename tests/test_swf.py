@@ -1,4 +1,5 @@
 """Tests for scenarios/swf.py: SWF parsing and conversion to gridemu jobs."""
+
 from __future__ import annotations
 
 import gzip
@@ -10,6 +11,7 @@ import numpy as np
 import pytest
 
 from gridemu.model.errors import ScenarioError, WorkloadError
+from gridemu.model.jobs import JOB_DTYPE
 from gridemu.scenarios.swf import (
     SWF_DTYPE,
     SWF_FIELDS,
@@ -18,7 +20,6 @@ from gridemu.scenarios.swf import (
     read_swf_header,
     swf_to_jobs,
 )
-from gridemu.model.jobs import JOB_DTYPE
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = ROOT / "scenarios" / "data" / "tiny.swf"
@@ -289,9 +290,7 @@ def test_user_map_override_and_missing_user() -> None:
     user_map = {-1: 0, 3: 1, 5: 2, 7: 0, 12: 1, 20: 2}
     out = swf_to_jobs(recs, n_orgs=3, seed=99, user_map=user_map)
     assert out.org_of_user == user_map
-    assert sorted(out.group_names) == sorted(
-        ["org0/unknown", "org1/u3", "org2/u5", "org0/u7", "org1/u12", "org2/u20"]
-    )
+    assert sorted(out.group_names) == sorted(["org0/unknown", "org1/u3", "org2/u5", "org0/u7", "org1/u12", "org2/u20"])
     # Every job's owner is the org its user was mapped to (the user is in the group path).
     for job in out.jobs:
         org_part, user_part = out.group_names[job["group"]].split("/")
@@ -310,14 +309,21 @@ def test_user_map_override_and_missing_user() -> None:
 def test_users_to_organizations_by_field_and_by_work() -> None:
     # By a field: each user's most frequent group id; ids in order to organizations 0, 1, ...
     recs = records(
-        dict(user_id=1, group_id=7), dict(user_id=1, group_id=7), dict(user_id=1, group_id=9),
-        dict(user_id=2, group_id=9), dict(user_id=3, group_id=4), dict(user_id=4, group_id=11),
+        dict(user_id=1, group_id=7),
+        dict(user_id=1, group_id=7),
+        dict(user_id=1, group_id=9),
+        dict(user_id=2, group_id=9),
+        dict(user_id=3, group_id=4),
+        dict(user_id=4, group_id=11),
     )
     out = swf_to_jobs(recs, n_orgs=2, seed=0, orgs_by="group")
     assert out.org_of_user == {3: 0, 1: 1, 2: 0, 4: 1}  # group ids 4, 7, 9, 11 -> 0, 1, 0, 1
     # By work: the user of most work first, each to the organization of least work per processor.
     recs = records(
-        dict(user_id=1, run_time=900), dict(user_id=2, run_time=500), dict(user_id=3, run_time=400), dict(user_id=4, run_time=100),
+        dict(user_id=1, run_time=900),
+        dict(user_id=2, run_time=500),
+        dict(user_id=3, run_time=400),
+        dict(user_id=4, run_time=100),
     )
     out = swf_to_jobs(recs, n_orgs=2, seed=0, orgs_by="balanced", capacity=[1, 1])
     assert out.org_of_user == {1: 0, 2: 1, 3: 1, 4: 0}  # 900 | 0, 900 | 500, 900 | 900, then 1000 | 900
@@ -404,7 +410,10 @@ def test_a_trace_study_hears_about_organizations_without_jobs(capsys) -> None:
     # of suggesting the rule already in use.
     r = emulator.run({**data, "sites": {"count": 9, "procs": 64}})
     warned = " ".join(r.summary["global"]["workload_warnings"])
-    assert "the trace has 6 users with jobs here for 9 organizations" in warned and 'try orgs_by = "balanced"' not in warned
+    assert (
+        "the trace has 6 users with jobs here for 9 organizations" in warned
+        and 'try orgs_by = "balanced"' not in warned
+    )
     with pytest.raises(ScenarioError, match="unknown value 'users'") as err:
         emulator.run({**data, "workload": {**data["workload"], "orgs_by": "users"}})
     assert err.value.key == "workload.orgs_by"

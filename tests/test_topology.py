@@ -1,5 +1,6 @@
 """Network topologies (emulator/topology.py): their shapes, their checks, and protocols that
 send only along links (averaging over neighborhoods and by gossip, the random broker)."""
+
 from __future__ import annotations
 
 import random
@@ -38,7 +39,18 @@ def connected(neighbors) -> bool:
 
 SHAPE_CASES = [
     (spec, n)
-    for spec in ["ring", "random:2", "random:3", "random:8", "smallworld:2:0.5", "smallworld:4:0.3", "smallworld:6:1.0", "tree:2", "tree:5", "grid2d"]
+    for spec in [
+        "ring",
+        "random:2",
+        "random:3",
+        "random:8",
+        "smallworld:2:0.5",
+        "smallworld:4:0.3",
+        "smallworld:6:1.0",
+        "tree:2",
+        "tree:5",
+        "grid2d",
+    ]
     for n in [2, 16, 100]
     if n > int((spec.split(":") + ["0"])[1]) or spec.startswith("tree")  # K < n (the checks refuse more)
 ]
@@ -115,7 +127,12 @@ def test_edge_file_errors_name_the_line(tmp_path, text, words):
 
 
 def test_link_latencies_drawn_from_a_distribution_are_symmetric_and_set_the_lookahead():
-    data = small_grid("random", jobs=300, sites=6, network={"topology": "ring", "latency": {"dist": "uniform", "low": 0.5, "high": 2.0}})
+    data = small_grid(
+        "random",
+        jobs=300,
+        sites=6,
+        network={"topology": "ring", "latency": {"dist": "uniform", "low": 0.5, "high": 2.0}},
+    )
     scenario = load_scenario(data)
     lat = scenario.latency
     assert lat.shape == (6, 6) and np.allclose(lat, lat.T)
@@ -145,7 +162,9 @@ def test_an_edge_file_with_names_and_latencies_sets_the_links_and_the_lookahead(
 
 def test_protocols_that_need_the_full_graph_refuse_a_topology():
     data = small_grid("molba", sites=5, network={"topology": "ring"})
-    with pytest.raises(ScenarioError, match='network.topology: the molba protocol needs every site to hear every other'):
+    with pytest.raises(
+        ScenarioError, match='network.topology: the molba protocol needs every site to hear every other'
+    ):
         load_scenario(data)
 
 

@@ -1,17 +1,17 @@
 """Typed message fields (model/messages.py): declared types, refused declarations, casts on
 send, and the same values of the same types on every backend and shard count."""
+
 from __future__ import annotations
 
 import dataclasses
 
 import numpy as np
-import pandas as pd
 import pytest
 
 from gridemu import emulator
 from gridemu.brokers import registry
 from gridemu.emulator import backends, shard
-from gridemu.model.messages import MSG_DTYPE, N_FLOAT, N_INT, message, to_batch
+from gridemu.model.messages import N_FLOAT, N_INT, message, to_batch
 from tests import typed_fields_protocol
 
 KIND = typed_fields_protocol.SAMPLE
@@ -83,7 +83,10 @@ def test_a_job_goes_only_in_a_kind_that_carries_one():
 @pytest.mark.parametrize(
     ("fields", "error"),
     [
-        ({"a": (float, N_FLOAT), "b": float}, rf"field 'b' \(float\) does not fit: a message has {N_FLOAT} float slots and the fields before it leave 0"),
+        (
+            {"a": (float, N_FLOAT), "b": float},
+            rf"field 'b' \(float\) does not fit: a message has {N_FLOAT} float slots and the fields before it leave 0",
+        ),
         ({"a": (int, N_INT - 1), "b": bool, "c": int}, rf"field 'c' \(int\) does not fit: a message has {N_INT} int"),
         ({"a": str}, r"field 'a': type str is none of float, int, bool"),
         ({"a": (float, 0)}, r"field 'a': type \(float, 0\) is none of"),
@@ -118,8 +121,15 @@ def _scenario() -> dict:
 
 
 EXPECTED = {
-    (site, src): (repr(src * 7), repr(float(src * 3)), repr(bool(src % 2)), repr(tuple(float(np.float32(0.1 * src) * np.float32(i)) for i in range(3))))
-    for site in range(4) for src in range(4) if site != src
+    (site, src): (
+        repr(src * 7),
+        repr(float(src * 3)),
+        repr(bool(src % 2)),
+        repr(tuple(float(np.float32(0.1 * src) * np.float32(i)) for i in range(3))),
+    )
+    for site in range(4)
+    for src in range(4)
+    if site != src
 }
 
 

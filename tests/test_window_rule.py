@@ -1,5 +1,6 @@
 """The window rule (emulator/window.py) on its own: its cases, and its two promises as
 properties: a window always advances time, and nothing sent inside it is due inside it."""
+
 import math
 
 import pytest
@@ -17,7 +18,9 @@ horizons = st.one_of(st.just(math.inf), st.floats(min_value=1e-3, max_value=2e6,
 
 @st.composite
 def rules(draw) -> WindowRule:
-    return WindowRule.for_run(draw(lookaheads), draw(horizons), draw(times), periodic=draw(st.booleans()), progress=draw(st.booleans()))
+    return WindowRule.for_run(
+        draw(lookaheads), draw(horizons), draw(times), periodic=draw(st.booleans()), progress=draw(st.booleans())
+    )
 
 
 def test_the_window_reaches_the_earliest_send_bound_plus_the_lookahead():

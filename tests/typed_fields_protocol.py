@@ -7,6 +7,7 @@ for 2, 1 for True) shows in the records.
 A module of its own, not a test file: a shard's process (a Ray actor) must be able to import
 it to find the protocol.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -31,11 +32,19 @@ class TypedFieldsAgent(Agent):
         k = self.site.site_id
         # An integral float and a numpy int for the int field, an int for the float, 0/1
         # for the bool, a numpy float32 array for the float array.
-        self.broadcast(now, "sample", n=float(k * 7) if k % 2 else np.int64(k * 7), x=k * 3, flag=k % 2,
-                       loads=np.arange(3, dtype=np.float32) * np.float32(0.1 * k))
+        self.broadcast(
+            now,
+            "sample",
+            n=float(k * 7) if k % 2 else np.int64(k * 7),
+            x=k * 3,
+            flag=k % 2,
+            loads=np.arange(3, dtype=np.float32) * np.float32(0.1 * k),
+        )
 
     def on_sample(self, now: float, msg: Any) -> None:
-        self.records.append((now, self.site.site_id, msg.src, repr(msg.n), repr(msg.x), repr(msg.flag), repr(msg.loads)))
+        self.records.append(
+            (now, self.site.site_id, msg.src, repr(msg.n), repr(msg.x), repr(msg.flag), repr(msg.loads))
+        )
 
 
 PROTOCOL = Protocol("typed_fields", TypedFieldsAgent, "test: one message of every field type", messages=(SAMPLE,))

@@ -26,13 +26,14 @@ Choices the thesis leaves open for whole (non-divisible) jobs, documented here:
 The divisible-load version (thesis 4.5, pieces of jobs, announced finish times) is the
 ``averaging_game`` protocol (``brokers/averaging_game/agent.py``).
 """
+
 from __future__ import annotations
 
 import math
 from typing import TYPE_CHECKING, Any
 
-from gridemu.brokers.averaging.algorithm import averaging_plan
 from gridemu.brokers.agent import Agent, GridInfo
+from gridemu.brokers.averaging.algorithm import averaging_plan
 from gridemu.model.messages import message
 from gridemu.model.rng import PURPOSE_GOSSIP, site_rng
 

@@ -3,6 +3,7 @@
 The agent that runs it over messages is ``brokers/averaging/agent.py``; the divisible
 version (pieces of jobs, announced finish times) is the ``averaging_game`` protocol.
 """
+
 from __future__ import annotations
 
 from typing import Sequence

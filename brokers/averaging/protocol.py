@@ -1,4 +1,5 @@
 """``averaging``: averaging load balancing with whole jobs (thesis Algorithm 4.1)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
@@ -14,8 +15,10 @@ class AveragingParams(Params):
     period: float = param(100.0, "time between load reports", positive=True, finite=True)
     start: float | None = param(None, "time of the first report (default: one period)", nonneg=True, finite=True)
     exchange: str = param(
-        "neighbors", "neighbors: every site reports to its neighbors, each balances its neighborhood (all sites on the "
-        "full graph); gossip: each round, push-pull with one random neighbor", choices=EXCHANGES,
+        "neighbors",
+        "neighbors: every site reports to its neighbors, each balances its neighborhood (all sites on the "
+        "full graph); gossip: each round, push-pull with one random neighbor",
+        choices=EXCHANGES,
     )
 
     def validate(self, scenario: ScenarioFacts) -> AveragingParams:
@@ -24,7 +27,11 @@ class AveragingParams(Params):
 
 def traffic(params: AveragingParams, n: int, degree: float) -> Traffic:
     per_round = 2 * n if params.exchange == "gossip" else n * degree
-    return Traffic(per_time=per_round / params.period, round_every=params.period, what="load reports, not the transfers they decide")
+    return Traffic(
+        per_time=per_round / params.period,
+        round_every=params.period,
+        what="load reports, not the transfers they decide",
+    )
 
 
 def grid_info(scenario: ScenarioFacts) -> dict[str, Any]:
@@ -33,8 +40,12 @@ def grid_info(scenario: ScenarioFacts) -> dict[str, Any]:
 
 
 PROTOCOL = Protocol(
-    "averaging", AveragingAgent,
+    "averaging",
+    AveragingAgent,
     "periodic load reports to neighbors (or gossip); senders move whole queued jobs to sites below the mean (Alg. 4.1)",
-    params=AveragingParams, messages=(LOAD, GOSSIP, GOSSIP_REPLY), grid_info=grid_info,
-    traffic=traffic, capabilities=frozenset({"periodic", "topologies", "faults"}),
+    params=AveragingParams,
+    messages=(LOAD, GOSSIP, GOSSIP_REPLY),
+    grid_info=grid_info,
+    traffic=traffic,
+    capabilities=frozenset({"periodic", "topologies", "faults"}),
 )

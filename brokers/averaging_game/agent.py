@@ -6,13 +6,14 @@ The rounds, pieces and answers are the shared divisible-load agent's
 (``brokers/bilb/divisible.py``); here only the strategy and the plan. A site's offer
 declares 1 (in this period's coalition) or 0 (out); receivers are unbounded.
 """
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
 from gridemu.brokers.agent import GridInfo
-from gridemu.brokers.bilb.divisible import DivisibleAgent, Plan
 from gridemu.brokers.averaging.algorithm import averaging_plan
+from gridemu.brokers.bilb.divisible import DivisibleAgent, Plan
 from gridemu.brokers.bilb.strategies import adjust_join
 from gridemu.model.rng import PURPOSE_COALITION, site_rng
 

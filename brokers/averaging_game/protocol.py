@@ -1,6 +1,7 @@
 """``averaging_game``: divisible jobs cut into pieces; each period a random coalition averages
 its load (thesis 4.5, Alg. 4.1-4.2). Same keys (but ``join``), scores per period and divisible-job agent as ``bilb``
 (``brokers/bilb/``); only the strategy and the plan differ (``agent.py`` here)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
@@ -21,7 +22,10 @@ class AveragingGameParams(DivisibleParams):
     protocol: ClassVar[str] = "averaging_game"
 
     join: float | tuple[float, ...] | None = param(
-        None, "the probability p_k of joining the coalition, in [0, 1] (default 1, 0.5 when learning)", per_site=True, nonneg=True,
+        None,
+        "the probability p_k of joining the coalition, in [0, 1] (default 1, 0.5 when learning)",
+        per_site=True,
+        nonneg=True,
     )
 
     def validate(self, scenario: ScenarioFacts) -> AveragingGameParams:
@@ -35,8 +39,13 @@ class AveragingGameParams(DivisibleParams):
 
 
 PROTOCOL = Protocol(
-    "averaging_game", AveragingGameAgent,
+    "averaging_game",
+    AveragingGameAgent,
     "divisible jobs cut into pieces; each period a random coalition averages its load (thesis 4.5, Alg. 4.1-4.2)",
-    params=AveragingGameParams, messages=MESSAGES, summary=summary, traffic=traffic,
-    report=Report(level_label="p_k (join coalition)"), capabilities=frozenset({"periodic", "topologies"}),
+    params=AveragingGameParams,
+    messages=MESSAGES,
+    summary=summary,
+    traffic=traffic,
+    report=Report(level_label="p_k (join coalition)"),
+    capabilities=frozenset({"periodic", "topologies"}),
 )

@@ -5,14 +5,15 @@ foreign pieces only while its queue stays within l_k; with ``learn`` the level f
 section 4.7.3. The rounds, pieces and answers are the shared divisible-load agent's
 (``brokers/bilb/divisible.py``); here only the strategy and the plan.
 """
+
 from __future__ import annotations
 
 import math
 
 from gridemu.brokers.agent import GridInfo
+from gridemu.brokers.bilb.algorithm import bilb_plan, next_round_time
 from gridemu.brokers.bilb.divisible import DivisibleAgent, Plan
 from gridemu.brokers.bilb.params import BilbParams
-from gridemu.brokers.bilb.algorithm import bilb_plan, next_round_time
 from gridemu.brokers.bilb.strategies import adjust_limit
 
 

@@ -16,6 +16,7 @@ Reading of Algorithm 4.3 where the pseudo-code and the text disagree:
     (so loads 0, 4, 8 end at 4, 4, 4 rather than 4, 2, 6);
   * a space below zero (a receiver already past L̄_k or its l_l) is zero.
 """
+
 from __future__ import annotations
 
 from typing import Sequence
@@ -54,10 +55,7 @@ def bilb_plan(loads: Sequence[float], limits: Sequence[float]) -> list[tuple[int
         if surplus <= 0:
             continue
         before = order[:pos]
-        space = {
-            l: max(0.0, min(mean, limits[l]) - (loads[l] + received[l] - sent[l]))
-            for l in before
-        }
+        space = {l: max(0.0, min(mean, limits[l]) - (loads[l] + received[l] - sent[l])) for l in before}
         receivers = sorted(before, key=lambda l: (space[l], l))
         for i, l in enumerate(receivers):
             amount = min(surplus / (len(receivers) - i), space[l])

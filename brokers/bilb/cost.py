@@ -4,6 +4,7 @@
 whose local queue ends at L accepts a foreign load Φ, with local jobs arriving as a
 Poisson process of rate λ (equation 4.1, closed form below it).
 """
+
 from __future__ import annotations
 
 import math

@@ -66,15 +66,17 @@ Choices the thesis leaves open (documented in ``docs/results/bilb.md`` too):
   * What a site knows of its jobs' finish times, and when strategies are updated: see
     ``brokers/bilb/ledger.py``.
 """
+
 from __future__ import annotations
 
 import math
 from typing import Any
 
 from gridemu.brokers.agent import Agent, GridInfo
+from gridemu.brokers.bilb.algorithm import CUT_EPS as EPS
+from gridemu.brokers.bilb.algorithm import SAME_INSTANT
 from gridemu.brokers.bilb.ledger import PeriodLedger
 from gridemu.brokers.bilb.params import DivisibleParams
-from gridemu.brokers.bilb.algorithm import CUT_EPS as EPS, SAME_INSTANT
 from gridemu.model.errors import InvariantError
 from gridemu.model.jobs import STATE_CODE
 from gridemu.model.messages import message
@@ -129,8 +131,18 @@ class DivisibleAgent(PeriodLedger, Agent):
     name = "divisible"
     intercepts_arrivals = True
     record_columns = (
-        "time", "site", "period", "level", "member", "ratio", "flow", "flow_local", "rounds",
-        "work_sent", "work_received", "refused",
+        "time",
+        "site",
+        "period",
+        "level",
+        "member",
+        "ratio",
+        "flow",
+        "flow_local",
+        "rounds",
+        "work_sent",
+        "work_received",
+        "refused",
     )
 
     def __init__(self, site, grid: GridInfo, params: DivisibleParams):
@@ -285,7 +297,8 @@ class DivisibleAgent(PeriodLedger, Agent):
     def _offer(self, now: float, src: int, load: float, level: float) -> None:
         if src in self.offers or self.expect is not None:
             raise InvariantError(
-                f"site {self.site.name}: an offer from site {src} came before the round of t={self.round_time} was settled"
+                f"site {self.site.name}: an offer from site {src} came "
+                f"before the round of t={self.round_time} was settled"
             )
         self.offers[src] = (load, level)
         if len(self.offers) == len(self.members):
@@ -310,7 +323,9 @@ class DivisibleAgent(PeriodLedger, Agent):
             self._local_round(now, members, offers, mine)
         self._settle(now)
 
-    def _local_round(self, now: float, members: list[int], offers: dict[int, tuple[float, float]], mine: list[tuple[int, float]]) -> None:
+    def _local_round(
+        self, now: float, members: list[int], offers: dict[int, tuple[float, float]], mine: list[tuple[int, float]]
+    ) -> None:
         """A round over a topology (or with gossip partners): this site's part of its own neighborhood's plan.
 
         Neighboring plans differ, so a receiver cannot know who sends to it; but every plan
@@ -361,7 +376,11 @@ class DivisibleAgent(PeriodLedger, Agent):
         # A piece that started at the round's instant is still queued (``starting = "queued"``):
         # before or after the round time is float rounding (a BILB round comes when the least
         # loaded queue empties). ``starting = "running"`` says it has started; the reference agrees.
-        running = [x for x in site.running_slots() if self.cut_running or (self.starting_queued and site.start_time(x) >= self.round_time - SAME_INSTANT)]
+        running = [
+            x
+            for x in site.running_slots()
+            if self.cut_running or (self.starting_queued and site.start_time(x) >= self.round_time - SAME_INSTANT)
+        ]
         queue = running + site.queue_order()
         i = len(queue) - 1
         end = site.load(now)  # when the piece queue[i] ends
@@ -401,7 +420,8 @@ class DivisibleAgent(PeriodLedger, Agent):
                 site.send(now, dst, "fragment", slot=-1.0, tag=LAST)
 
     def _judge(self, now: float, msg) -> None:
-        """Accept an offered piece (a ``fragment`` message) if it fits the declared level and keeps its job's deadline."""
+        """Accept an offered piece (a ``fragment`` message) if it fits the declared level and keeps
+        its job's deadline."""
         site = self.site
         size = float(msg.size) / self.speed
         deadline = float(msg.deadline)

@@ -10,6 +10,7 @@ Mixed into ``brokers/bilb/divisible.py``'s agent, which supplies ``site``, ``sta
 ``init_ledger``, ``local_job``, ``heard``, ``settle_periods`` and ``counts`` (this period's
 rounds, work sent, work received and pieces refused, which it adds to).
 """
+
 from __future__ import annotations
 
 import bisect
@@ -75,7 +76,19 @@ class PeriodLedger:
             self.adjust(ratio)
         rounds, sent, received, refused = self.counts
         self.records.append(
-            (begin + self.period, site.site_id, period_no, self.strategy(), self.member, ratio, flow, flow_local,
-             rounds, sent, received, refused)
+            (
+                begin + self.period,
+                site.site_id,
+                period_no,
+                self.strategy(),
+                self.member,
+                ratio,
+                flow,
+                flow_local,
+                rounds,
+                sent,
+                received,
+                refused,
+            )
         )
         self.counts = [0, 0.0, 0.0, 0]

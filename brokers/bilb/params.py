@@ -1,6 +1,7 @@
 """The keys of the thesis ch. 4 protocols on divisible jobs: ``bilb`` and ``averaging_game``
 run the same agent (``divisible.py``) and share every key but the strategy's own (``limit``,
 ``join``)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -35,46 +36,75 @@ class DivisibleParams(Params):
 
     protocol: ClassVar[str] = "bilb"  # the name errors give
 
-    period: float = param(1000.0, "T, the time between strategy decisions (strategies are evaluated once per period)", positive=True, finite=True)
+    period: float = param(
+        1000.0,
+        "T, the time between strategy decisions (strategies are evaluated once per period)",
+        positive=True,
+        finite=True,
+    )
     start: float = param(0.0, "time of the first round", nonneg=True, finite=True)
     min_gap: float = param(
-        1.0, "least time between two rounds (the thesis simulator's time unit; over a network topology, the time between "
-        "rounds); also at least (2N+3) x the largest latency", positive=True, finite=True,
+        1.0,
+        "least time between two rounds (the thesis simulator's time unit; over a network topology, the time between "
+        "rounds); also at least (2N+3) x the largest latency",
+        positive=True,
+        finite=True,
     )
     learn: bool = param(False, "learn the strategy: Algorithm 4.2 (p_k) or section 4.7.3 (l_k), with coefficient eta")
     cut_running: bool = param(True, "also send away the unprocessed part of the running piece")
-    discrete: bool = param(False, "rounds only at whole time units, after that unit's arrivals (the thesis's discrete simulator; start must be whole)")
+    discrete: bool = param(
+        False,
+        "rounds only at whole time units, after that unit's arrivals "
+        "(the thesis's discrete simulator; start must be whole)",
+    )
     starting: str = param(
-        "queued", "a piece that starts at a round's very instant counts as queued (may be cut, whole or not) or running "
-        "(cut only with cut_running; in discrete time, the unit's new job on an idle processor started before the round)",
+        "queued",
+        "a piece that starts at a round's very instant counts as queued (may be cut, whole or not) or running (cut "
+        "only with cut_running; in discrete time, the unit's new job on an idle processor started before the round)",
         choices=STARTING,
     )
     local_from: str = param(
-        "window", "F~_k, the flow time alone, queues the window's jobs from an empty processor at the window's start (window), "
+        "window",
+        "F~_k, the flow time alone, queues the window's jobs from an empty processor at the window's start (window), "
         "every job of the period from its start (period: J_k of Algorithm 4.2) or every job since the run began (run)",
         choices=LOCAL_FROM,
     )
     round_timing: str = param(
-        "plan", "BILB: the next round at min_k(L_k + Phi_k - Psi_k) of the plan carried out (plan), or of the plan with every "
-        "l_k unbounded (unbounded); the averaging game's rounds, at L-bar, are the same either way", choices=ROUND_TIMINGS,
+        "plan",
+        "BILB: the next round at min_k(L_k + Phi_k - Psi_k) of the plan carried out (plan), or of the plan with every "
+        "l_k unbounded (unbounded); the averaging game's rounds, at L-bar, are the same either way",
+        choices=ROUND_TIMINGS,
     )
     exchange: str = param(
-        "neighbors", "neighbors: each site plans its closed neighborhood (the whole grid on the full graph); gossip: each "
-        "round with the neighbor it draws and those that drew it", choices=EXCHANGES,
+        "neighbors",
+        "neighbors: each site plans its closed neighborhood (the whole grid on the full graph); gossip: each "
+        "round with the neighbor it draws and those that drew it",
+        choices=EXCHANGES,
     )
     eta: float = param(0.1, "the learning coefficient, in (0, 1]", positive=True, finite=True)
-    window: tuple[float, float] = param((0.2, 0.8), "the part [from, to] of a period whose jobs are evaluated (thesis: 0.2T to 0.8T)", check=check_window, kind="[from, to]")
+    window: tuple[float, float] = param(
+        (0.2, 0.8),
+        "the part [from, to] of a period whose jobs are evaluated (thesis: 0.2T to 0.8T)",
+        check=check_window,
+        kind="[from, to]",
+    )
 
     def validate(self, scenario: ScenarioFacts) -> DivisibleParams:
         name, sites = self.protocol, scenario.sites
         for site in sites:
             if site.procs != 1:
-                raise ScenarioError("sites.procs", f"the {name} protocol needs one processor per site (thesis 4.1); site {site.name} has {site.procs}")
+                raise ScenarioError(
+                    "sites.procs",
+                    f"the {name} protocol needs one processor per site (thesis 4.1); site {site.name} has {site.procs}",
+                )
         require_identical_processors(name, scenario, " (thesis 4.1)")
         if scenario.data["scheduler"]["name"] != "fcfs" or any(s.scheduler != "fcfs" for s in sites):
             raise ScenarioError("scheduler.name", f"the {name} protocol needs FCFS local queues (thesis 4.1)")
         if self.discrete and self.start != int(self.start):
-            raise ScenarioError("protocol.start", f"with protocol.discrete = true rounds run at whole time units; start must be one, got {self.start:g}")
+            raise ScenarioError(
+                "protocol.start",
+                f"with protocol.discrete = true rounds run at whole time units; start must be one, got {self.start:g}",
+            )
         if self.eta > 1:
             raise ScenarioError("protocol.eta", f"the learning coefficient must be in (0, 1], got {self.eta}")
         return self
@@ -82,4 +112,6 @@ class DivisibleParams(Params):
 
 @dataclass(frozen=True)
 class BilbParams(DivisibleParams):
-    limit: float | tuple[float, ...] = param(1000.0, "the declared participation level l_k (>= 0)", per_site=True, nonneg=True)
+    limit: float | tuple[float, ...] = param(
+        1000.0, "the declared participation level l_k (>= 0)", per_site=True, nonneg=True
+    )

@@ -2,6 +2,7 @@
 
 Its keys (``params.py``) are shared with ``averaging_game`` (``brokers/averaging_game/``),
 which runs the same divisible-job agent (``brokers/bilb/divisible.py``) with another plan."""
+
 from __future__ import annotations
 
 from gridemu.brokers.bilb.agent import BilbAgent
@@ -14,14 +15,20 @@ from gridemu.brokers.protocol import Protocol, Report, Traffic
 def traffic(params: DivisibleParams, n: int, degree: float) -> Traffic:
     per_round = 4 * n if params.exchange == "gossip" else n * degree
     return Traffic(
-        per_time=per_round / params.min_gap, round_every=params.min_gap,
+        per_time=per_round / params.min_gap,
+        round_every=params.min_gap,
         what="offers and answers, if a round runs every min_gap while work is left",
     )
 
 
 PROTOCOL = Protocol(
-    "bilb", BilbAgent,
+    "bilb",
+    BilbAgent,
     "bounded iterative load balancing on divisible jobs with declared levels l_k (thesis Alg. 4.3, 4.7.3)",
-    params=BilbParams, messages=MESSAGES, summary=summary, traffic=traffic,
-    report=Report(level_label="declared level l_k", level_log=True), capabilities=frozenset({"periodic", "topologies"}),
+    params=BilbParams,
+    messages=MESSAGES,
+    summary=summary,
+    traffic=traffic,
+    report=Report(level_label="declared level l_k", level_log=True),
+    capabilities=frozenset({"periodic", "topologies"}),
 )

@@ -30,6 +30,7 @@ Model (every rule here is part of the contract with the decentralized version):
 Because pieces are only ever appended at the end of a queue and accepted only if they
 finish by their deadline, every job finishes by its announced deadline.
 """
+
 from __future__ import annotations
 
 import heapq
@@ -144,7 +145,13 @@ def _start_next(site: Site, now: float, events: _Events) -> None:
 
 
 def _cut_from_end(
-    site: Site, amount: float, created: list[Piece], t: float, events: _Events, cut_running: bool, starting_queued: bool = True,
+    site: Site,
+    amount: float,
+    created: list[Piece],
+    t: float,
+    events: _Events,
+    cut_running: bool,
+    starting_queued: bool = True,
 ) -> list[Piece]:
     """Phase 1 for one transfer: take ``amount`` from the end of the queue.
 
@@ -206,7 +213,10 @@ def _carry_out(
     # Phase 1: transfers in plan order (a cut touches its sender's queue only).
     cuts: list[tuple[Piece, int, int]] = []  # (piece, sender, receiver), in plan then cut order
     for k, receiver, amount in plan:
-        cuts.extend((piece, k, receiver) for piece in _cut_from_end(sites[k], amount, created, t, events, cut_running, starting_queued))
+        cuts.extend(
+            (piece, k, receiver)
+            for piece in _cut_from_end(sites[k], amount, created, t, events, cut_running, starting_queued)
+        )
 
     # Phase 2: least loaded first. Both plans only send to less loaded sites (earlier in
     # this order), so a receiver's own outgoing pieces are settled before it judges what it
@@ -227,7 +237,7 @@ def _carry_out(
             piece.cut = False
 
 
-def _check_args(
+def _check_args(  # noqa: C901
     jobs: np.ndarray,
     n_sites: int,
     protocol: str,

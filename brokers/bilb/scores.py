@@ -1,6 +1,7 @@
 """The thesis ch. 4 protocols' scores per period (section 4.5.2), added to each
 organization's entry of ``summary.json`` by their summary (``bilb`` and ``averaging_game``):
 ``score_period_mean``, ``score_period_std`` and ``periods_scored``."""
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -17,7 +18,12 @@ if TYPE_CHECKING:  # pandas only for annotations: shard actors start without it
 
 
 def period_scores(
-    table: pd.DataFrame, n_orgs: int, start: float, period: float, window: tuple[float, float], local_from: str = "window",
+    table: pd.DataFrame,
+    n_orgs: int,
+    start: float,
+    period: float,
+    window: tuple[float, float],
+    local_from: str = "window",
 ) -> np.ndarray:
     """Scores S_k per organization and period, as thesis section 4.5.2 measures them.
 
@@ -35,10 +41,16 @@ def period_scores(
     phase = (rel - start) / period
     q = np.floor(phase).astype(np.int64)
     inside = (phase - q >= window[0]) & (phase - q <= window[1]) & (q >= 0)
-    queued = {"window": inside, "period": (q >= 0) & (phase - q <= window[1]), "run": np.ones(len(rel), bool)}[local_from]
+    queued = {"window": inside, "period": (q >= 0) & (phase - q <= window[1]), "run": np.ones(len(rel), bool)}[
+        local_from
+    ]
     n_periods = int(q.max()) + 1 if len(q) else 0
     out = np.full((n_orgs, n_periods), np.nan)
-    sub = table[queued].assign(period=q[queued], counted=inside[queued]).sort_values(["owner", "release", "job_id"], kind="stable")
+    sub = (
+        table[queued]
+        .assign(period=q[queued], counted=inside[queued])
+        .sort_values(["owner", "release", "job_id"], kind="stable")
+    )
     # Where the queue alone restarts empty: each period (window, period) or never (run).
     restart = ["owner"] if local_from == "run" else ["owner", "period"]
     parts = []
@@ -61,7 +73,9 @@ def period_scores(
 def summary(facts: RunFacts) -> Summary:
     """Each organization's mean and spread of S_k over the periods scored."""
     params, orgs = facts.params, facts.scenario.orgs
-    per_period = period_scores(facts.jobs, len(orgs), params.start, params.period, tuple(params.window), params.local_from)
+    per_period = period_scores(
+        facts.jobs, len(orgs), params.start, params.period, tuple(params.window), params.local_from
+    )
     out = {}
     for k, org in enumerate(orgs):
         got = per_period[k][~np.isnan(per_period[k])]

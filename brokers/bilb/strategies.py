@@ -5,6 +5,7 @@ Algorithm 4.2 adjusts the probability p_k of joining the averaging coalition; se
 compare the sum of flow times F_k the organization got with F̃_k, what it would have had
 computing every job alone (Algorithm 4.2 lines 1-5).
 """
+
 from __future__ import annotations
 
 from typing import Sequence

@@ -37,6 +37,7 @@ may take that completion from the job's size. Only a lag growing with T covers i
 ``sampled`` mode (``brokers/directcontr/sampled.py``) decides on the real clock instead.
 Times must be integers (the papers' model), so instants and sizes are exact.
 """
+
 from __future__ import annotations
 
 import heapq
@@ -188,4 +189,3 @@ class DirectContrAgent(Agent):
         t = self.started[job_id][2] + int(round(site.size(slot)))  # completion on the schedule's clock
         self.broadcast(now, "completion", instant=float(t), job_id=job_id)
         self._completed(job_id, t)
-

@@ -68,6 +68,7 @@ The Shapley-fair scheduling modules: :mod:`.shapley_value` (ψ_sp, the Shapley v
 :mod:`.shapley_coalitions` (REF and RAND(N), which schedule subcoalitions) and
 :mod:`.shapley_policies` (DIRECTCONTR, the baselines and ``simulate``, the entry point).
 """
+
 from __future__ import annotations
 
 import heapq
@@ -77,8 +78,8 @@ from itertools import combinations
 
 import numpy as np
 
-from gridemu.brokers.directcontr.simulation import SJob, _Keyed, _local_jobs, _proc_layout, _Sim, _sp_array
 from gridemu.brokers.directcontr.shapley_value import _Piecewise, _shapley_exact, _shapley_scale, _twice_psi
+from gridemu.brokers.directcontr.simulation import SJob, _Keyed, _local_jobs, _proc_layout, _Sim, _sp_array
 
 REF_LIMIT = 10
 
@@ -151,13 +152,12 @@ def _simulate_ref(jobs: list[SJob], procs: list[int], t_end: int, level_map) -> 
     for size in range(1, k + 1):
         tasks = []
         for members in combinations(range(k), size):
-            subs = tuple(
-                (sub, sched[sub]) for r in range(1, size) for sub in combinations(members, r)
-            )
+            subs = tuple((sub, sched[sub]) for r in range(1, size) for sub in combinations(members, r))
             gp = tuple(g for u in members for g in range(first[u], first[u] + procs[u]))
             tasks.append(
-                RefTask(members, tuple(j for u in members for j in by_org[u]), gp,
-                        tuple(owner[g] for g in gp), t_end, subs)
+                RefTask(
+                    members, tuple(j for u in members for j in by_org[u]), gp, tuple(owner[g] for g in gp), t_end, subs
+                )
             )
         for res in level_map(ref_coalition, tasks):
             sched[tuple(res.members)] = _sp_array(res.starts, size_of)
@@ -210,6 +210,7 @@ def _rand_estimator(jobs, procs, t_end, samples, seed) -> tuple[_Piecewise, int]
     org = np.array([j.org for j in ordered], dtype=np.int64)
     release = np.array([j.release for j in ordered], dtype=np.int64)
     size = np.array([j.size for j in ordered], dtype=np.int64)
+
     def schedules():  # one at a time: each is reduced and dropped before the next is built
         for c, w in sorted(weight.items()):
             mine = np.isin(org, c)

@@ -8,6 +8,7 @@ size to a ``level_map``. This one splits a level into one Ray task per chunk of
 coalitions (about two per CPU, so a 252-coalition level costs a handful of calls, not 252).
 ``bench/shapley_cost.py`` measures the speedup on trace windows.
 """
+
 from __future__ import annotations
 
 from typing import Any, Callable, Iterable

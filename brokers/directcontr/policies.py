@@ -61,6 +61,7 @@ The Shapley-fair scheduling modules: :mod:`.shapley_value` (ψ_sp, the Shapley v
 :mod:`.shapley_coalitions` (REF and RAND(N), which schedule subcoalitions) and
 :mod:`.shapley_policies` (DIRECTCONTR, the baselines and ``simulate``, the entry point).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -71,8 +72,18 @@ import numpy as np
 
 from gridemu.brokers.directcontr.coalitions import REF_LIMIT, _rand_estimator, _simulate_ref
 from gridemu.brokers.directcontr.simulation import (
-    Result, SJob, _argbest, _as_int, _check_jobs, _check_procs, _check_shares, _Keyed, _local_jobs, _proc_layout,
-    _psi_of, _Sim,
+    Result,
+    SJob,
+    _argbest,
+    _as_int,
+    _check_jobs,
+    _check_procs,
+    _check_shares,
+    _Keyed,
+    _local_jobs,
+    _proc_layout,
+    _psi_of,
+    _Sim,
 )
 
 POLICIES = ("ref", "rand", "directcontr", "roundrobin", "fairshare", "utfairshare", "currfairshare")
@@ -166,8 +177,15 @@ class _DirectContr(_Sim):
     def _snapshot(self, t, gamma):
         if self.record:
             self.trace.append(
-                DCState(t, tuple(int(m) for m in gamma), tuple(self.fin_ut), tuple(self.fin_con), tuple(self.phi),
-                        tuple(self.psi), tuple(self.current))
+                DCState(
+                    t,
+                    tuple(int(m) for m in gamma),
+                    tuple(self.fin_ut),
+                    tuple(self.fin_con),
+                    tuple(self.phi),
+                    tuple(self.psi),
+                    tuple(self.current),
+                )
             )
 
     def end_event(self, t):
@@ -244,13 +262,21 @@ def simulate(
     elif policy == "roundrobin":
         sim = _RoundRobin(org_jobs, owner, t_end).run()
     elif policy == "fairshare":
-        sim = _Keyed(org_jobs, owner, t_end,
-                     lambda s, t: [Fraction(s.assigned(u, t)) / share_f[u] for u in range(k)],
-                     largest=False).run()
+        sim = _Keyed(
+            org_jobs,
+            owner,
+            t_end,
+            lambda s, t: [Fraction(s.assigned(u, t)) / share_f[u] for u in range(k)],
+            largest=False,
+        ).run()
     elif policy == "utfairshare":
-        sim = _Keyed(org_jobs, owner, t_end,
-                     lambda s, t: [Fraction(s.psi2(u, t), 2) / share_f[u] for u in range(k)],
-                     largest=False).run()
+        sim = _Keyed(
+            org_jobs,
+            owner,
+            t_end,
+            lambda s, t: [Fraction(s.psi2(u, t), 2) / share_f[u] for u in range(k)],
+            largest=False,
+        ).run()
     else:  # currfairshare
         sim = _CurrFairShare(org_jobs, owner, t_end, share_f).run()
     start = {jid: s for jid, s, _m in sim.starts}

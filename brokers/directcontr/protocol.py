@@ -8,6 +8,7 @@ The decentralized run's figure is beside those of the centralized algorithms lis
 when the run used the Ray backend): a reference computed here from the whole instance, never
 through the agents.
 """
+
 from __future__ import annotations
 
 import math
@@ -18,18 +19,25 @@ import numpy as np
 
 from gridemu.brokers.agent import Agent, GridInfo
 from gridemu.brokers.directcontr.agent import MESSAGES, DirectContrAgent
-from gridemu.brokers.directcontr.sampled import MESSAGES as SAMPLED_MESSAGES, DirectContrSampledAgent
-from gridemu.brokers.directcontr.policies import POLICIES as SHAPLEY_POLICIES, simulate
-from gridemu.brokers.directcontr.simulation import SJob, p_tot
+from gridemu.brokers.directcontr.policies import POLICIES as SHAPLEY_POLICIES
+from gridemu.brokers.directcontr.policies import simulate
+from gridemu.brokers.directcontr.sampled import MESSAGES as SAMPLED_MESSAGES
+from gridemu.brokers.directcontr.sampled import DirectContrSampledAgent
 from gridemu.brokers.directcontr.shapley_value import fairness, psi_sp
+from gridemu.brokers.directcontr.simulation import SJob, p_tot
 from gridemu.brokers.params import Params, param
 from gridemu.brokers.protocol import (
-    Protocol, RunFacts, ScenarioFacts, Traffic, require_full_graph_when_replicated, require_identical_processors,
-    require_one_site_per_org, require_scheduler,
+    Protocol,
+    RunFacts,
+    ScenarioFacts,
+    Traffic,
+    require_full_graph_when_replicated,
+    require_identical_processors,
+    require_one_site_per_org,
+    require_scheduler,
 )
 from gridemu.model.checks import check_integral, check_sequential
 from gridemu.model.errors import ScenarioError
-
 
 MODES = ("replicated", "sampled")
 
@@ -38,7 +46,11 @@ def check_compare(key: str, compare: Any, scenario: ScenarioFacts) -> tuple[str,
     if not isinstance(compare, list) or any(p not in SHAPLEY_POLICIES for p in compare):
         raise ScenarioError(key, f"a list of algorithms among {', '.join(SHAPLEY_POLICIES)}, got {compare!r}")
     if "ref" in compare and len(scenario.sites) > 10:
-        raise ScenarioError(key, f"REF is exponential and takes at most 10 organizations, here {len(scenario.sites)}: compare rand or directcontr instead")
+        raise ScenarioError(
+            key,
+            "REF is exponential and takes at most 10 organizations, here "
+            f"{len(scenario.sites)}: compare rand or directcontr instead",
+        )
     return tuple(compare)
 
 
@@ -49,14 +61,19 @@ class DirectContrParams(Params):
     is measured)."""
 
     mode: str = param(
-        "replicated", "replicated: every site takes the centralized step for every instant, from broadcasts (the reference); "
-        "sampled: each site gives its free processors to the largest phi - psi among its own and `choices` sampled sites' "
-        "(brokers/directcontr/sampled.py)", choices=MODES,
+        "replicated",
+        "replicated: every site takes the centralized step for every instant, from broadcasts (the reference); "
+        "sampled: each site gives its free processors to the largest phi - psi among its own and `choices` sampled "
+        "sites' (brokers/directcontr/sampled.py)",
+        choices=MODES,
     )
     choices: int = param(2, "sites a site samples in mode sampled (d)", nonneg=True, most=1000)
     compare: tuple[str, ...] | None = param(
-        None, "the centralized algorithms also run on the same jobs for the summary (default: all; ref, the baseline of "
-        "Δψ/p_tot, takes at most 10 organizations and is left out above)", check=check_compare, kind="list of names",
+        None,
+        "the centralized algorithms also run on the same jobs for the summary (default: all; ref, the baseline of "
+        "Δψ/p_tot, takes at most 10 organizations and is left out above)",
+        check=check_compare,
+        kind="list of names",
     )
     # RAND(N) simulates N random orders of the coalitions per window: past 10^6 a run would not end.
     samples: int = param(10, "RAND's N: random orders of the coalitions per window", positive=True, most=1_000_000)
@@ -118,8 +135,9 @@ def summary(facts: RunFacts) -> dict[str, Any]:
         from gridemu.brokers.directcontr.parallel import ray_level_map
 
         level_map = ray_level_map
-    results = {p: simulate(jobs, procs, p, t_end, seed=seed, samples=proto.samples, level_map=level_map)
-               for p in proto.compare}
+    results = {
+        p: simulate(jobs, procs, p, t_end, seed=seed, samples=proto.samples, level_map=level_map) for p in proto.compare
+    }
     psi = executed_psi(table, k, t_end)
     out: dict[str, Any] = {"name": "directcontr", "t_end": t_end, "psi": psi}
     # The fair schedule every Δψ/p_tot is measured against: REF (exact Shapley values, up to
@@ -160,15 +178,24 @@ def agent(site, grid: GridInfo, params: DirectContrParams) -> Agent:
 def traffic(params: DirectContrParams, n: int, degree: float) -> Traffic:
     if params.mode == "sampled":
         d = params.choices
-        return Traffic(per_job=3 * d + 3, what="at most a probing round and a need, 2d and d, and ask, transfer and finished")
+        return Traffic(
+            per_job=3 * d + 3, what="at most a probing round and a need, 2d and d, and ask, transfer and finished"
+        )
     return Traffic(per_job=2 * (n - 1), what="release and completion broadcasts, not requests")
 
 
 PROTOCOL = Protocol(
-    "directcontr", agent,
-    "Shapley-fair scheduling: every site takes DIRECTCONTR's step from broadcasts, or decides from d sampled sites' keys (mode)",
-    params=DirectContrParams, messages=MESSAGES + SAMPLED_MESSAGES, check_jobs=check_jobs,
-    grid_info=grid_info, summary=summary, traffic=traffic, capabilities=frozenset({"starts_jobs", "topologies"}),
+    "directcontr",
+    agent,
+    "Shapley-fair scheduling: every site takes DIRECTCONTR's step "
+    "from broadcasts, or decides from d sampled sites' keys (mode)",
+    params=DirectContrParams,
+    messages=MESSAGES + SAMPLED_MESSAGES,
+    check_jobs=check_jobs,
+    grid_info=grid_info,
+    summary=summary,
+    traffic=traffic,
+    capabilities=frozenset({"starts_jobs", "topologies"}),
 )
 
 if TYPE_CHECKING:  # pandas only for annotations: shard actors start without it

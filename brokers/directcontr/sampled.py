@@ -38,6 +38,7 @@ after the processor freed (2L). The price is that each decision sees d + 1 organ
 keys instead of all of them; ``docs/results/decentralization.md`` measures Δψ/p_tot against
 the centralized DIRECTCONTR as N grows.
 """
+
 from __future__ import annotations
 
 from collections import deque
@@ -117,8 +118,12 @@ class DirectContrSampledAgent(Agent):
         return self.site.free_count() - self.held
 
     def _state(self, now: float) -> dict[str, float]:
-        return {"key": self.key.at(now), "slope": self.key.slope(now), "curve": self.key.c2,
-                "waiting": float(len(self.waiting))}
+        return {
+            "key": self.key.at(now),
+            "slope": self.key.slope(now),
+            "curve": self.key.c2,
+            "waiting": float(len(self.waiting)),
+        }
 
     # local events ---------------------------------------------------------------------
     def on_arrival(self, now: float, slot: int) -> bool:

@@ -31,6 +31,7 @@ The Shapley-fair scheduling modules: :mod:`.shapley_value` (ψ_sp, the Shapley v
 :mod:`.shapley_coalitions` (REF and RAND(N), which schedule subcoalitions) and
 :mod:`.shapley_policies` (DIRECTCONTR, the baselines and ``simulate``, the entry point).
 """
+
 from __future__ import annotations
 
 import math
@@ -168,8 +169,11 @@ class _Piecewise:
             order = np.argsort(tau, kind="stable")
             tau, delta, weight = tau[order], delta[order], weight[order]
             bound = float(np.abs(weight).max()) * float(
-                (np.abs(delta[:, 0].astype(float)) * float(x) * x + np.abs(delta[:, 1].astype(float)) * float(x)
-                 + np.abs(delta[:, 2].astype(float))).sum()
+                (
+                    np.abs(delta[:, 0].astype(float)) * float(x) * x
+                    + np.abs(delta[:, 1].astype(float)) * float(x)
+                    + np.abs(delta[:, 2].astype(float))
+                ).sum()
             )
             if bound < _INT64_SAFE / 4 and delta.dtype != object:
                 cum = np.cumsum(weight[:, None] * delta, axis=0)

@@ -48,6 +48,7 @@ The Shapley-fair scheduling modules: :mod:`.shapley_value` (ψ_sp, the Shapley v
 :mod:`.shapley_coalitions` (REF and RAND(N), which schedule subcoalitions) and
 :mod:`.shapley_policies` (DIRECTCONTR, the baselines and ``simulate``, the entry point).
 """
+
 from __future__ import annotations
 
 import heapq

@@ -51,6 +51,7 @@ or, with none yet, waits for the answer to its own request (one in flight at a t
 answers every neighbor that asked when the copy comes. At the first fetch a site d hops
 from the provider mounts after d + 1 latencies.
 """
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
@@ -251,7 +252,9 @@ class FairshareAgent(Agent):
         if step == self.steps:
             own = self.own.pop(r)
             n = self.grid.n_sites
-            self.site.replace_usage(-1, {e: max(0.0, n * s / self.weight - own.get(e, 0.0)) for e, s in self.mass.items()})
+            self.site.replace_usage(
+                -1, {e: max(0.0, n * s / self.weight - own.get(e, 0.0)) for e, s in self.mass.items()}
+            )
             return
         dst = self.random_neighbor(self.rng)
         self.weight /= 2
@@ -306,7 +309,9 @@ class FairshareAgent(Agent):
         got = self.fetching.pop(entry, {})
         want = self.site.subpolicy(entry)
         if got != want:
-            raise InvariantError(f"site {self.site.name}: the subpolicy served for {entry} changed during the run ({got} != {want})")
+            raise InvariantError(
+                f"site {self.site.name}: the subpolicy served for {entry} changed during the run ({got} != {want})"
+            )
         self.copies[entry] = got
         self.site.mount_subpolicy(entry)
         for dst in self.pending.pop(entry, ()):
@@ -324,7 +329,9 @@ class FairshareAgent(Agent):
 
     def _aggregate(self, service: int, sums: dict[str, float]) -> None:
         # The service's sum includes this site's last report: keep the others' part only.
-        self.site.cache_usage(-1 - service, {entry: max(0.0, u - self.last_sent.get(entry, 0.0)) for entry, u in sums.items()})
+        self.site.cache_usage(
+            -1 - service, {entry: max(0.0, u - self.last_sent.get(entry, 0.0)) for entry, u in sums.items()}
+        )
 
     def send_bound(self) -> float:
         return self.site.next_agent_event_time()

@@ -1,4 +1,5 @@
 """``fairshare``: usage reports for grid-wide hierarchical fairshare (fairshare paper)."""
+
 from __future__ import annotations
 
 import math
@@ -29,15 +30,29 @@ class FairshareParams(Params):
 
     refresh: float = param(60.0, "seconds between usage reports", positive=True, finite=True)
     exchange: str = param(
-        "all", "how usage travels: all (every site to every other), service (to per-VO usage services), tree (up and down "
-        "an aggregation tree), gossip (push-sum with random neighbors), none", choices=EXCHANGES,
+        "all",
+        "how usage travels: all (every site to every other), service (to per-VO usage services), tree (up and down "
+        "an aggregation tree), gossip (push-sum with random neighbors), none",
+        choices=EXCHANGES,
     )
-    gossip_rounds: int | None = param(None, "push-sum steps per refresh for exchange = gossip (default 2⌈log2 N⌉, at least 4)", positive=True)
-    fanout: int | None = param(None, 'of the aggregation tree for exchange = "tree" (default 4; a tree:F network topology sets it to F)', positive=True)
-    policy_refresh: float = param(3600.0, "how often sites fetch the mounted subpolicies from their providers", positive=True, finite=True)
+    gossip_rounds: int | None = param(
+        None, "push-sum steps per refresh for exchange = gossip (default 2⌈log2 N⌉, at least 4)", positive=True
+    )
+    fanout: int | None = param(
+        None,
+        'of the aggregation tree for exchange = "tree" (default 4; a tree:F network topology sets it to F)',
+        positive=True,
+    )
+    policy_refresh: float = param(
+        3600.0, "how often sites fetch the mounted subpolicies from their providers", positive=True, finite=True
+    )
     services: tuple[tuple[str, int], ...] | None = param(
-        None, "{VO = site index}: where each top-level entry's usage service runs, for exchange = service (default: VO i at "
-        "site i mod N)", check=check_services, to_table=dict, kind="table",
+        None,
+        "{VO = site index}: where each top-level entry's usage service runs, for exchange = service (default: VO i at "
+        "site i mod N)",
+        check=check_services,
+        to_table=dict,
+        kind="table",
     )
 
     def validate(self, scenario: ScenarioFacts) -> FairshareParams:
@@ -58,12 +73,16 @@ class FairshareParams(Params):
             if not (params.exchange in ("gossip", "none") or (params.exchange == "tree" and shape == "tree")):
                 raise ScenarioError(
                     "network.topology",
-                    f'the fairshare protocol sends usage over a topology by gossip (exchange = "gossip") or along an aggregation '
-                    f'tree (exchange = "tree" with topology = "tree:F"); got exchange = {params.exchange!r}, topology = {topology!r}',
+                    'the fairshare protocol sends usage over a topology by gossip (exchange = "gossip") or along an '
+                    'aggregation tree (exchange = "tree" with topology = "tree:F"); got exchange = '
+                    f'{params.exchange!r}, topology = {topology!r}',
                 )
             if params.exchange == "tree":
                 if params.fanout is not None and params.fanout != int(f):
-                    raise ScenarioError("protocol.fanout", f"the aggregation tree is the network's {topology}: leave fanout out or set it to {f}")
+                    raise ScenarioError(
+                        "protocol.fanout",
+                        f"the aggregation tree is the network's {topology}: leave fanout out or set it to {f}",
+                    )
                 fanout = int(f)  # the tree of the network
         require_scheduler("fairshare", scenario, "fairshare", "serves the fairshare scheduler")
         if "policy" not in scenario.data:
@@ -73,12 +92,26 @@ class FairshareParams(Params):
 
 def traffic(params: FairshareParams, n: int, degree: float) -> Traffic:
     per_refresh = {
-        "all": n * (n - 1), "service": 2 * n, "tree": 2 * (n - 1), "gossip": n * params.gossip_rounds, "none": 0,
+        "all": n * (n - 1),
+        "service": 2 * n,
+        "tree": 2 * (n - 1),
+        "gossip": n * params.gossip_rounds,
+        "none": 0,
     }[params.exchange]
-    return Traffic(per_time=per_refresh / params.refresh, round_every=params.refresh, what=f"usage reports, exchange = {params.exchange}")
+    return Traffic(
+        per_time=per_refresh / params.refresh,
+        round_every=params.refresh,
+        what=f"usage reports, exchange = {params.exchange}",
+    )
 
 
 PROTOCOL = Protocol(
-    "fairshare", FairshareAgent, "usage reports (all-to-all, per-VO services, an aggregation tree or push-sum gossip) for grid-wide hierarchical fairshare",
-    params=FairshareParams, messages=MESSAGES, traffic=traffic, capabilities=frozenset({"periodic", "topologies"}),
+    "fairshare",
+    FairshareAgent,
+    "usage reports (all-to-all, per-VO services, an aggregation "
+    "tree or push-sum gossip) for grid-wide hierarchical fairshare",
+    params=FairshareParams,
+    messages=MESSAGES,
+    traffic=traffic,
+    capabilities=frozenset({"periodic", "topologies"}),
 )

@@ -29,6 +29,7 @@ With negligible latency and zero cost the run equals the centralized reference
 ``migrations`` in the result files counts moves between sites (each transfer of the job,
 also before its first start) plus moves between processors of one site after it started.
 """
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any

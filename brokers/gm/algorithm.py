@@ -95,6 +95,7 @@ Readings where the text is ambiguous or silent (the paper's wording in quotes):
     (a job that migrates twice ends after a comparable later job that never migrates) and
     WPM; ILV still holds (the higher-ranked jobs never see the lower ones).
 """
+
 from __future__ import annotations
 
 import bisect
@@ -257,7 +258,7 @@ class GmRanking:
 # --------------------------------------------------------------------------- simulation
 
 
-def simulate(
+def simulate(  # noqa: C901
     jobs: Sequence[GmJob],
     speeds: Sequence[float],
     policy: str = "gm",

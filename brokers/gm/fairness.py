@@ -18,6 +18,7 @@ Readings where the text is ambiguous or silent (the paper's wording in quotes):
     h we test J' = h_θ(J) (no lower jobs at all), the instance the proof of Proposition 3
     uses. Conditions 2-3 ("r_j' ≠ r_k'") are checked: a shared release raises ValueError.
 """
+
 from __future__ import annotations
 
 import math

@@ -1,5 +1,6 @@
 """A run's jobs as the migration paper's job types (its summary, ``brokers/metrics.py``'s
 ``fairness`` section and the result scripts read runs so)."""
+
 from __future__ import annotations
 
 import numpy as np

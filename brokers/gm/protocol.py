@@ -1,4 +1,5 @@
 """``gm``: online greedy migration (migration-fairness paper), and its summary."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -8,17 +9,23 @@ import numpy as np
 
 from gridemu.brokers.agent import GridInfo
 from gridemu.brokers.gm.agent import MESSAGES, GmAgent
-from gridemu.brokers.gm.sampled import MESSAGES as SAMPLED_MESSAGES, GmSampledAgent
 from gridemu.brokers.gm.algorithm import simulate
 from gridemu.brokers.gm.metrics import instance
+from gridemu.brokers.gm.sampled import MESSAGES as SAMPLED_MESSAGES
+from gridemu.brokers.gm.sampled import GmSampledAgent
 from gridemu.brokers.metrics import fairness_summary
 from gridemu.brokers.params import Params, param
 from gridemu.brokers.protocol import (
-    Protocol, RunFacts, ScenarioFacts, Summary, Traffic, require_full_graph_when_replicated, require_scheduler,
+    Protocol,
+    RunFacts,
+    ScenarioFacts,
+    Summary,
+    Traffic,
+    require_full_graph_when_replicated,
+    require_scheduler,
 )
 from gridemu.model.checks import check_sequential
 from gridemu.model.errors import InvariantError, ScenarioError
-
 
 MODES = ("replicated", "sampled")
 #: The centralized reference (simulate) sorts the active jobs at every event and records
@@ -32,12 +39,18 @@ class GmParams(Params):
     """Settings of greedy migration."""
 
     migration_cost: float = param(0.0, "time a moved job spends before it progresses again", nonneg=True, finite=True)
-    remote_cost: float = param(0.0, "added when a job moves between sites (e.g. its memory over the link bandwidth)", nonneg=True, finite=True)
-    integral: bool = param(False, "the paper's assumption that every release and completion happens at an integral time, checked")
+    remote_cost: float = param(
+        0.0, "added when a job moves between sites (e.g. its memory over the link bandwidth)", nonneg=True, finite=True
+    )
+    integral: bool = param(
+        False, "the paper's assumption that every release and completion happens at an integral time, checked"
+    )
     mode: str = param(
-        "replicated", "replicated: every site ranks every job of the grid from broadcasts (the centralized algorithm, "
-        "replayed); sampled: each site runs GM on its own processors and places and steals jobs by asking `samples` sites "
-        "(brokers/gm/sampled.py)", choices=MODES,
+        "replicated",
+        "replicated: every site ranks every job of the grid from broadcasts (the centralized algorithm, replayed); "
+        "sampled: each site runs GM on its own processors and places and "
+        "steals jobs by asking `samples` sites (brokers/gm/sampled.py)",
+        choices=MODES,
     )
     samples: int = param(2, "sites asked per decision in mode sampled (d)", nonneg=True, most=1000)
 
@@ -54,7 +67,10 @@ def check_jobs(params: GmParams, jobs: np.ndarray, scenario: ScenarioFacts) -> N
         bad = np.flatnonzero(jobs["release"] != np.round(jobs["release"]))
         if len(bad):
             j = jobs[bad[0]]
-            raise ScenarioError("protocol.integral", f"job {int(j['job_id'])} is released at t={float(j['release'])}, not an integral time")
+            raise ScenarioError(
+                "protocol.integral",
+                f"job {int(j['job_id'])} is released at t={float(j['release'])}, not an integral time",
+            )
 
 
 def grid_info(scenario: ScenarioFacts) -> dict[str, Any]:
@@ -62,7 +78,9 @@ def grid_info(scenario: ScenarioFacts) -> dict[str, Any]:
     return {"site_speeds": tuple(tuple(s.speeds) for s in scenario.sites)}
 
 
-def gm_summary(submitted: np.ndarray, table: pd.DataFrame, pieces: pd.DataFrame, site_speeds: list[list[float]], params: GmParams) -> dict[str, Any]:
+def gm_summary(
+    submitted: np.ndarray, table: pd.DataFrame, pieces: pd.DataFrame, site_speeds: list[list[float]], params: GmParams
+) -> dict[str, Any]:
     """The ``protocol`` section of a gm run: moves, and the run against the centralized reference.
 
     ``reference_max_diff`` is the largest |d_j − d_j(reference)| against
@@ -87,7 +105,9 @@ def gm_summary(submitted: np.ndarray, table: pd.DataFrame, pieces: pd.DataFrame,
         if len(bad):
             raise InvariantError(f"integral times: job {int(end.index[bad[0]])} completes at t={end.iloc[bad[0]]}")
     if done and len(jobs) * len(speeds) > REFERENCE_PAIRS:
-        out["reference_skipped"] = f"{len(jobs):,} jobs x {len(speeds):,} processors is more than {REFERENCE_PAIRS:.0e} pairs"
+        out["reference_skipped"] = (
+            f"{len(jobs):,} jobs x {len(speeds):,} processors is more than {REFERENCE_PAIRS:.0e} pairs"
+        )
     elif done:
         costs = {"migration_cost": params.migration_cost, "remote_cost": params.remote_cost}
         ref = simulate(jobs, speeds, "gm", sites=sites, **costs).completion
@@ -106,7 +126,9 @@ def agent(site, grid: GridInfo, params: GmParams) -> GmAgent:
 
 def traffic(params: GmParams, n: int, degree: float) -> Traffic:
     if params.mode == "sampled":
-        return Traffic(per_job=3 * params.samples, what="at most probes, answers and steals, d each per job; not the moves")
+        return Traffic(
+            per_job=3 * params.samples, what="at most probes, answers and steals, d each per job; not the moves"
+        )
     return Traffic(per_job=2 * (n - 1), what="arrival and completion broadcasts, not migrations")
 
 
@@ -119,9 +141,16 @@ def summary(facts: RunFacts) -> Summary:
 
 
 PROTOCOL = Protocol(
-    "gm", agent, "online greedy migration: replicated from broadcasts, or each site with its own and d sampled sites' (mode)",
-    params=GmParams, messages=MESSAGES + SAMPLED_MESSAGES, check_jobs=check_jobs, grid_info=grid_info, summary=summary,
-    traffic=traffic, capabilities=frozenset({"starts_jobs", "topologies"}),
+    "gm",
+    agent,
+    "online greedy migration: replicated from broadcasts, or each site with its own and d sampled sites' (mode)",
+    params=GmParams,
+    messages=MESSAGES + SAMPLED_MESSAGES,
+    check_jobs=check_jobs,
+    grid_info=grid_info,
+    summary=summary,
+    traffic=traffic,
+    capabilities=frozenset({"starts_jobs", "topologies"}),
 )
 
 if TYPE_CHECKING:  # pandas only for annotations: shard actors start without it

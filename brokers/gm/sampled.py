@@ -26,6 +26,7 @@ its arrival, d per completion that leaves a processor idle, one per move. Decisi
 local, so GM's grid-wide guarantees (EF, WPM, ILV) hold within a site, not between sites;
 ``docs/results/decentralization.md`` measures how far the grid is from them.
 """
+
 from __future__ import annotations
 
 import bisect
@@ -89,7 +90,10 @@ class GmSampledAgent(GmAgent):
 
     def on_job(self, now: float, msg) -> None:
         """A job sent here (placed or stolen): ranked with the jobs held here."""
-        self.hold(GmJob(int(msg.job_id), float(msg.release), float(msg.size), float(msg.priority)), self.site.receive_job(now, msg))
+        self.hold(
+            GmJob(int(msg.job_id), float(msg.release), float(msg.size), float(msg.priority)),
+            self.site.receive_job(now, msg),
+        )
         self.decide(now)
 
     def on_probe(self, now: float, msg) -> None:

@@ -49,14 +49,15 @@ identical processors everywhere); "counted by processors" suffices for the hosts
 because a rigid job may use any q free processors (no contiguity), so count-feasible start
 times always admit an explicit assignment (the reference's plan names one).
 """
+
 from __future__ import annotations
 
 import math
 from typing import TYPE_CHECKING, Any
 
 from gridemu.brokers.agent import Agent, GridInfo
-from gridemu.brokers.molba.list_scheduling import Job, list_schedule, makespan
 from gridemu.brokers.molba.algorithm import MolbaPlan, molba_plan_for
+from gridemu.brokers.molba.list_scheduling import Job, list_schedule, makespan
 from gridemu.model.errors import InvariantError
 from gridemu.model.messages import message
 
@@ -85,7 +86,9 @@ def plan_time(max_latency: float, retries: int) -> float:
     return (PLAN_DELAYS + 2 * retries) * max_latency
 
 
-def bringing(loads: dict[int, tuple[float, float, float, int]], reading: str) -> dict[int, tuple[float, float, float, int]]:
+def bringing(
+    loads: dict[int, tuple[float, float, float, int]], reading: str
+) -> dict[int, tuple[float, float, float, int]]:
     """The load reports (C_loc, work, p_max, m) of the organizations that bring their machine
     under ``protocol.machines``: every one (``all``), or (``owners``) those with work > 0. A
     job has p > 0 and q ≥ 1, so work > 0 is "owns a job", and the report needs no new field."""
@@ -229,9 +232,12 @@ class MolbaAgent(Agent):
     def _offers_in(self, now: float) -> None:
         if len(self.offers) < self.grid.n_sites or len(self.loads) < self.grid.n_sites:
             return
-        jobs = tuple(sorted(
-            (Job(i, k, p, q) for k, rows in self.offers.items() for i, p, q, _ in rows if i >= 0), key=lambda j: j.id
-        ))
+        jobs = tuple(
+            sorted(
+                (Job(i, k, p, q) for k, rows in self.offers.items() for i, p, q, _ in rows if i >= 0),
+                key=lambda j: j.id,
+            )
+        )
         machines = tuple(self.loads[k][3] for k in range(self.grid.n_sites))
         # Every site computes the plan itself, from the same offers (its cost is this site's).
         self.plan = plan = molba_plan_for(self.machines, jobs, machines, self.alpha, self.balance)
@@ -241,7 +247,8 @@ class MolbaAgent(Agent):
             for i, _, _, start in rows:
                 if i >= 0 and local[i] != start:
                     raise InvariantError(
-                        f"site {self.site.name}: job {i} starts at {start} in site {k}'s published profile but at {local[i]} in the plan"
+                        f"site {self.site.name}: job {i} starts at {start} in site "
+                        f"{k}'s published profile but at {local[i]} in the plan"
                     )
         me = self.site.site_id
         self.plan_jobs = by_id = {j.id: j for j in jobs}
@@ -253,7 +260,9 @@ class MolbaAgent(Agent):
             job = by_id[pl.job]
             if job.org == me and pl.machine != me:
                 slot = self.slot_of[job.id]
-                self.site.send(now, pl.machine, "request", job=self.site.job_record(slot), start=pl.start, slot=float(slot))
+                self.site.send(
+                    now, pl.machine, "request", job=self.site.job_record(slot), start=pl.start, slot=float(slot)
+                )
         waiting, self.waiting = self.waiting, []
         for msg in waiting:
             self._judge(now, msg)
@@ -284,7 +293,11 @@ class MolbaAgent(Agent):
                 if pl.machine != me:
                     planned = self.plan_jobs[pl.job]
                     self.views[pl.machine].add(pl.start, planned.p, planned.q)
-        options = [(view.earliest(0.0, job.p, job.q), k) for k, view in self.views.items() if k not in refusers and job.q <= view.m]
+        options = [
+            (view.earliest(0.0, job.p, job.q), k)
+            for k, view in self.views.items()
+            if k not in refusers and job.q <= view.m
+        ]
         if not options:
             self.promise(job.id, self.book.earliest(0.0, job.p, job.q), job.p, job.q)
             return
@@ -297,7 +310,8 @@ class MolbaAgent(Agent):
         return Job(job_id, site.site_id, float(site.size(slot)) / self.speed, int(site.procs(slot)))
 
     def promise(self, job_id: int, start: float, p: float, q: int) -> None:
-        """Book the job here and have the planned scheduler start it at T0 + start (subclasses book through this too)."""
+        """Book the job here and have the planned scheduler start it at T0 + start (subclasses book
+        through this too)."""
         self.book.add(start, p, q)
         due = self.t0 + start
         self.site.plan(job_id, due)

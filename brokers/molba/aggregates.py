@@ -33,6 +33,7 @@ W̄ and p_max and shares hosts over the sites that reported work only: a site th
 job brings no machine, so it is never a host. Messages: 2(N - 1) to aggregate, at most N
 host rows, and three per offered job (request, answer, transfer) plus two per retry.
 """
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
@@ -54,7 +55,9 @@ MESSAGES = (GRID, HOST)
 AGGREGATOR = 0
 
 
-def share_hosts(loads: dict[int, tuple[float, float, float, int]], keep_until: float, threshold: float) -> dict[int, list[int]]:
+def share_hosts(
+    loads: dict[int, tuple[float, float, float, int]], keep_until: float, threshold: float
+) -> dict[int, list[int]]:
     """The aggregator's split of the hosts among the overloaded organizations (O': C_loc >
     ``threshold``), from the loads (C_loc, work, p_max, m) alone: each host goes to one site
     of O', the roomiest host (m·(threshold - C_loc), processor-time before the threshold)
@@ -95,7 +98,12 @@ class MolbaAggregatesAgent(MolbaAgent):
             jobs = self.own_jobs()
             self.jobs = {j.id: j for j in jobs}
             self.local = list_schedule(jobs, self.site.m, machine=self.site.site_id)
-            report = (makespan(self.local, jobs), sum(j.p * j.q for j in jobs), max((j.p for j in jobs), default=0.0), self.site.m)
+            report = (
+                makespan(self.local, jobs),
+                sum(j.p * j.q for j in jobs),
+                max((j.p for j in jobs), default=0.0),
+                self.site.m,
+            )
             self.c_loc = report[0]
             self.reported = True
             if self.site.site_id == AGGREGATOR:

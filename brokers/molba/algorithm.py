@@ -28,6 +28,7 @@ are in ``list_scheduling.py``):
     its local makespan, or the makespan exceeds 3·max(p_max, W̄), run MOLBA(3) and return
     that, unchecked (the thesis says no more).
 """
+
 from __future__ import annotations
 
 import math
@@ -35,8 +36,19 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from gridemu.brokers.molba.list_scheduling import (
-    Job, Placement, board_of, bls, canonical, check_job, check_machines, check_schedule, highest_first, index_jobs, is_low,
-    list_schedule, makespan,
+    Job,
+    Placement,
+    bls,
+    board_of,
+    canonical,
+    check_job,
+    check_machines,
+    check_schedule,
+    highest_first,
+    index_jobs,
+    is_low,
+    list_schedule,
+    makespan,
 )
 
 
@@ -49,9 +61,7 @@ def _check_jobs_on_own_machines(jobs: Sequence[Job], machines: Sequence[int]) ->
         if isinstance(job.org, bool) or not isinstance(job.org, int) or not 0 <= job.org < len(machines):
             raise ValueError(f"job {job.id}: org {job.org!r} names no machine (there are {len(machines)})")
         if job.q > machines[job.org]:
-            raise ValueError(
-                f"job {job.id}: q={job.q} exceeds m={machines[job.org]} of its own machine {job.org}"
-            )
+            raise ValueError(f"job {job.id}: q={job.q} exceeds m={machines[job.org]} of its own machine {job.org}")
     return by_id
 
 
@@ -215,7 +225,9 @@ class MolbaPlan:
         return self.run.schedule
 
 
-def molba_plan(jobs: Sequence[Job], machines: Sequence[int], alpha: float | None = None, balance: bool = True) -> MolbaPlan:
+def molba_plan(
+    jobs: Sequence[Job], machines: Sequence[int], alpha: float | None = None, balance: bool = True
+) -> MolbaPlan:
     """Local, MOLBA and MOLBA+ILBA schedules of one instance (section 5.6.1's comparison).
 
     ``alpha=None`` runs the meta-algorithm (MOLBA(2), else MOLBA(3)); a number runs
@@ -250,9 +262,7 @@ def owners_only(jobs: Sequence[Job], machines: Sequence[int]) -> tuple[list[Job]
     return [Job(j.id, index[j.org], j.p, j.q) for j in jobs], [machines[k] for k in orgs], orgs
 
 
-def instance_for(
-    reading: str, jobs: Sequence[Job], machines: Sequence[int]
-) -> tuple[list[Job], list[int], list[int]]:
+def instance_for(reading: str, jobs: Sequence[Job], machines: Sequence[int]) -> tuple[list[Job], list[int], list[int]]:
     """The instance a ``protocol.machines`` reading schedules: (jobs, machines, ``orgs``: the
     instance's index -> original organization); "all" keeps the instance as it is."""
     if reading == "owners":
@@ -266,6 +276,7 @@ def relabel(plan: MolbaPlan, orgs: Sequence[int], n_orgs: int) -> MolbaPlan:
     """``plan`` of the instance of :func:`instance_for` back in the original organizations'
     indices (machine i is M_{orgs[i]}), over ``n_orgs`` organizations: an organization that
     brought no machine runs nothing and its local makespan C_loc is 0 (it owns no job)."""
+
     def back(schedule: Sequence[Placement]) -> list[Placement]:
         return canonical(Placement(pl.job, orgs[pl.machine], pl.start, pl.processors) for pl in schedule)
 
@@ -273,7 +284,9 @@ def relabel(plan: MolbaPlan, orgs: Sequence[int], n_orgs: int) -> MolbaPlan:
     c_loc = [0.0] * n_orgs
     for i, c in enumerate(run.local_makespans):
         c_loc[orgs[i]] = c
-    run_back = MolbaRun(run.alpha, back(run.local), c_loc, [orgs[k] for k in run.overloaded], list(run.moved), back(run.schedule))
+    run_back = MolbaRun(
+        run.alpha, back(run.local), c_loc, [orgs[k] for k in run.overloaded], list(run.moved), back(run.schedule)
+    )
     return MolbaPlan(run_back, plan.meta, plan.balanced, back(plan.final))
 
 
@@ -300,7 +313,11 @@ def later_than_alone(
 
 
 def guarantee_violations(
-    plan: MolbaPlan, jobs: Sequence[Job], machines: Sequence[int], schedule: Sequence[Placement] | None = None, tol: float = 1e-9
+    plan: MolbaPlan,
+    jobs: Sequence[Job],
+    machines: Sequence[int],
+    schedule: Sequence[Placement] | None = None,
+    tol: float = 1e-9,
 ) -> list[str]:
     """Which of the chapter's guarantees ``schedule`` (default: ``plan.final``) breaks.
 

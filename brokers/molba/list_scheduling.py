@@ -32,6 +32,7 @@ Readings where the text is ambiguous (thesis line numbers in brackets):
   * Highest First: non-increasing q, ties by job id (the thesis gives no tie rule).
   * A job is *low* when q ≤ m/2 [2338], m being the processors of the machine it runs on.
 """
+
 from __future__ import annotations
 
 import heapq
@@ -137,8 +138,7 @@ def check_schedule(schedule: Sequence[Placement], jobs: Sequence[Job], machines:
         for proc in pl.processors:
             if not 0 <= proc < machines[pl.machine]:
                 raise ValueError(
-                    f"job {pl.job}: processor {proc} out of range on machine {pl.machine} "
-                    f"(m={machines[pl.machine]})"
+                    f"job {pl.job}: processor {proc} out of range on machine {pl.machine} (m={machines[pl.machine]})"
                 )
             busy.setdefault((pl.machine, proc), []).append((pl.start, pl.start + job.p, pl.job))
     missing = sorted(set(by_id) - seen)

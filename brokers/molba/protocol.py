@@ -1,4 +1,5 @@
 """``molba``: MOLBA and ILBA planned over messages (thesis ch. 5), and its summary."""
+
 from __future__ import annotations
 
 import math
@@ -9,19 +10,33 @@ import numpy as np
 
 from gridemu.brokers.agent import GridInfo
 from gridemu.brokers.molba.agent import MESSAGES, MolbaAgent, plan_time
-from gridemu.brokers.molba.aggregates import MESSAGES as AGGREGATE_MESSAGES, MolbaAggregatesAgent
-from gridemu.brokers.molba.list_scheduling import Job, Placement, makespan
+from gridemu.brokers.molba.aggregates import MESSAGES as AGGREGATE_MESSAGES
+from gridemu.brokers.molba.aggregates import MolbaAggregatesAgent
 from gridemu.brokers.molba.algorithm import (
-    MACHINES, guarantee_violations, instance_for, later_than_alone, local_schedule, lower_bound, molba_plan, org_makespans,
+    MACHINES,
+    guarantee_violations,
+    instance_for,
+    later_than_alone,
+    local_schedule,
+    lower_bound,
+    molba_plan,
+    org_makespans,
 )
+from gridemu.brokers.molba.list_scheduling import Job, Placement, makespan
 from gridemu.brokers.params import Params, param
 from gridemu.brokers.protocol import (
-    GanttCompare, Protocol, Report, RunFacts, ScenarioFacts, Traffic, require_identical_processors, require_one_site_per_org,
+    GanttCompare,
+    Protocol,
+    Report,
+    RunFacts,
+    ScenarioFacts,
+    Traffic,
+    require_identical_processors,
+    require_one_site_per_org,
     require_scheduler,
 )
 from gridemu.model.checks import check_number
 from gridemu.model.errors import InvariantError, ScenarioError
-
 
 MODES = ("replicated", "aggregates")
 
@@ -39,18 +54,27 @@ def check_alpha(key: str, alpha: Any, scenario: ScenarioFacts) -> str | float:
 class MolbaParams(Params):
     """Settings of the thesis ch. 5 protocol."""
 
-    alpha: str | float = param("meta", '"meta": MOLBA(2), else MOLBA(3), as section 5.6.1; or a number >= 1 for MOLBA(α)', check=check_alpha, kind='"meta" or number')
+    alpha: str | float = param(
+        "meta",
+        '"meta": MOLBA(2), else MOLBA(3), as section 5.6.1; or a number >= 1 for MOLBA(α)',
+        check=check_alpha,
+        kind='"meta" or number',
+    )
     ilba: bool = param(True, "balance MOLBA's schedule with ILBA (Algorithm 5.4)")
     retries: int = param(1, "other hosts a refused request tries before the job runs at home", nonneg=True)
     mode: str = param(
-        "replicated", "replicated: every site broadcasts its jobs and computes the same central plan; aggregates: sites "
-        "publish four numbers each to an aggregator, which shares the hosts among the overloaded sites, and hosts grant "
-        "requested slots on their own books (brokers/molba/aggregates.py)", choices=MODES,
+        "replicated",
+        "replicated: every site broadcasts its jobs and computes the same central plan; aggregates: sites publish "
+        "four numbers each to an aggregator, which shares the hosts among the overloaded sites, and hosts grant "
+        "requested slots on their own books (brokers/molba/aggregates.py)",
+        choices=MODES,
     )
     machines: str = param(
-        "all", "which organizations bring their machine: all (section 5.1's model) or owners (only those that own a job: "
-        "the reading of Tables 5.1 and 5.2); a site that owns no job then stays in the run but hosts nothing and counts in "
-        "no bound", choices=MACHINES,
+        "all",
+        "which organizations bring their machine: all (section 5.1's model) or owners (only those that own a job: the "
+        "reading of Tables 5.1 and 5.2); a site that owns no job then "
+        "stays in the run but hosts nothing and counts in no bound",
+        choices=MACHINES,
     )
 
     def validate(self, scenario: ScenarioFacts) -> MolbaParams:
@@ -60,10 +84,16 @@ class MolbaParams(Params):
         wl = scenario.workload
         kind = wl.get("kind", "poisson")
         if kind not in ("rigid", "jobs"):
-            raise ScenarioError("workload.kind", f"the molba protocol schedules off-line instances: rigid or jobs (all released at 0), got {kind!r}")
+            raise ScenarioError(
+                "workload.kind",
+                f"the molba protocol schedules off-line instances: rigid or jobs (all released at 0), got {kind!r}",
+            )
         for i, row in enumerate(wl.get("list", []) if kind == "jobs" else []):
             if isinstance(row, dict) and row.get("release", 0) != 0:
-                raise ScenarioError(f"workload.list[{i}].release", "the molba protocol's model has no release dates (thesis 5.1): give 0")
+                raise ScenarioError(
+                    f"workload.list[{i}].release",
+                    "the molba protocol's model has no release dates (thesis 5.1): give 0",
+                )
         return self
 
 
@@ -77,7 +107,9 @@ def instance(jobs: pd.DataFrame | np.ndarray, site_procs: list[int], speed: floa
     ]
 
 
-def molba_summary(submitted: np.ndarray, table: pd.DataFrame, site_procs: list[int], speed: float, params: MolbaParams, t0: float) -> dict[str, Any]:
+def molba_summary(
+    submitted: np.ndarray, table: pd.DataFrame, site_procs: list[int], speed: float, params: MolbaParams, t0: float
+) -> dict[str, Any]:
     """The ``protocol`` section of a molba run's summary, and its guarantee checks.
 
     The reference (``brokers.molba.algorithm``) runs on the whole instance, with the
@@ -93,7 +125,9 @@ def molba_summary(submitted: np.ndarray, table: pd.DataFrame, site_procs: list[i
     index = {k: i for i, k in enumerate(orgs)}  # site id -> machine of the instance
     alpha = params.alpha
     # The reference, computed here on the whole instance: never the agents' own plans.
-    plan = molba_plan(tuple(sorted(jobs, key=lambda j: j.id)), tuple(machines), None if alpha == "meta" else float(alpha), params.ilba)
+    plan = molba_plan(
+        tuple(sorted(jobs, key=lambda j: j.id)), tuple(machines), None if alpha == "meta" else float(alpha), params.ilba
+    )
     lb = lower_bound(jobs, machines)
     out: dict[str, Any] = {
         "name": "molba",
@@ -120,7 +154,10 @@ def molba_summary(submitted: np.ndarray, table: pd.DataFrame, site_procs: list[i
         stray = table[~table["exec_site"].isin(list(orgs))]
         if len(stray):
             r = stray.iloc[0]
-            raise InvariantError(f"job {int(r.job_id)}: ran on site {int(r.exec_site)}, which owns no job and so brings no machine (protocol.machines = {reading!r})")
+            raise InvariantError(
+                f"job {int(r.job_id)}: ran on site {int(r.exec_site)}, which owns no job and so brings no machine "
+                f"(protocol.machines = {reading!r})"
+            )
         executed = [
             Placement(int(r.job_id), index[int(r.exec_site)], float(r.start) - t0, ())
             for r in table[["job_id", "exec_site", "start"]].itertuples()
@@ -146,7 +183,10 @@ def local_table(jobs: pd.DataFrame, machines: list[int], t0: float) -> pd.DataFr
     """A molba run's jobs as the local schedule runs them (at home, from T0): the left half
     of ``gridemu report --gantt``. Lengths are read back from the executed times."""
     length = (jobs["end"] - jobs["start"]).to_numpy()
-    inst = [Job(int(i), int(s), float(p), int(q)) for i, s, p, q in zip(jobs["job_id"], jobs["submit_site"], length, jobs["procs"])]
+    inst = [
+        Job(int(i), int(s), float(p), int(q))
+        for i, s, p, q in zip(jobs["job_id"], jobs["submit_site"], length, jobs["procs"])
+    ]
     start = {pl.job: pl.start for pl in local_schedule(inst, machines)}
     out = jobs.copy()
     out["exec_site"] = out["submit_site"]
@@ -165,7 +205,9 @@ def gantt_compare(jobs: pd.DataFrame, sites: pd.DataFrame, proto: dict[str, Any]
     """The local schedule (every job at home, from T0) beside the executed MOLBA(+ILBA) one."""
     local = local_table(jobs, sites.sort_values("site_id")["procs"].tolist(), proto["plan_time"])
     name = "MOLBA+ILBA" if proto["makespan_molba_ilba"] is not None else "MOLBA"
-    return GanttCompare(f"local (makespan {proto['makespan_local']:g})", local, f"{name}, executed (makespan {proto['makespan']:g})")
+    return GanttCompare(
+        f"local (makespan {proto['makespan_local']:g})", local, f"{name}, executed (makespan {proto['makespan']:g})"
+    )
 
 
 def agent(site, grid: GridInfo, params: MolbaParams) -> MolbaAgent | MolbaAggregatesAgent:
@@ -174,14 +216,22 @@ def agent(site, grid: GridInfo, params: MolbaParams) -> MolbaAgent | MolbaAggreg
 
 def traffic(params: MolbaParams, n: int, degree: float) -> Traffic:
     if params.mode == "aggregates":
-        return Traffic(per_job=0.0, what=f"{2 * (n - 1):,} to aggregate the loads, then 3 per job an overloaded site offers")
+        return Traffic(
+            per_job=0.0, what=f"{2 * (n - 1):,} to aggregate the loads, then 3 per job an overloaded site offers"
+        )
     return Traffic(per_job=n - 1, what="each job offered to every other site, not requests and grants")
 
 
 PROTOCOL = Protocol(
-    "molba", agent, "MOLBA(α) and ILBA planned over messages, replicated at every site or from published aggregates (mode)",
-    params=MolbaParams, messages=MESSAGES + AGGREGATE_MESSAGES, summary=summary,
-    traffic=traffic, report=Report(gantt_compare=gantt_compare), capabilities=frozenset({"starts_jobs"}),
+    "molba",
+    agent,
+    "MOLBA(α) and ILBA planned over messages, replicated at every site or from published aggregates (mode)",
+    params=MolbaParams,
+    messages=MESSAGES + AGGREGATE_MESSAGES,
+    summary=summary,
+    traffic=traffic,
+    report=Report(gantt_compare=gantt_compare),
+    capabilities=frozenset({"starts_jobs"}),
 )
 
 if TYPE_CHECKING:  # pandas only for annotations: shard actors start without it

@@ -14,6 +14,7 @@ The site's own count is kept by the hooks (a job kept or received: +1, a complet
 a crash that loses its running jobs (``[faults] on_crash = "lose"``) tells no hook, so each
 report counts the site's queue and running jobs again.
 """
+
 from __future__ import annotations
 
 import math

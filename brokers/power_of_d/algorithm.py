@@ -3,6 +3,7 @@
 The agent that runs them over messages is ``brokers/power_of_d/agent.py``; the centralized
 simulator that runs them on the whole state is ``brokers/power_of_d/reference.py``.
 """
+
 from __future__ import annotations
 
 from typing import Sequence
@@ -25,7 +26,9 @@ def power_of_d_choice(own_load: float, sampled_loads: Sequence[float]) -> int:
     return choice
 
 
-def power_of_d_samples(seed: int, site_id: int, neighbors: "Sequence[int] | None", n_sites: int, n_jobs: int, d: int) -> list[list[int]]:
+def power_of_d_samples(
+    seed: int, site_id: int, neighbors: "Sequence[int] | None", n_sites: int, n_jobs: int, d: int
+) -> list[list[int]]:
     """The d sites (with replacement) each of a site's ``n_jobs`` submitted jobs compares
     itself with, in submission order: among its ``neighbors``, or every other site when
     ``neighbors`` is None (the full graph). One vectorized draw from the site's own stream;

@@ -1,6 +1,7 @@
 """``power_of_d``: each new job goes to the least loaded of its site and d sampled neighbors,
 by the loads the neighbors report every period (Mitzenmacher's power of d choices with
 stale information)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -17,16 +18,24 @@ MAX_D = 1000
 @dataclass(frozen=True)
 class PowerOfDParams(Params):
     d: int = param(
-        2, "how many neighbors (drawn with replacement) each new job compares its site with: 0 (every job stays) to 1000",
-        nonneg=True, most=MAX_D,
+        2,
+        "how many neighbors (drawn with replacement) each new job compares its site with: 0 (every job stays) to 1000",
+        nonneg=True,
+        most=MAX_D,
     )
-    period: float = param(10.0, "time between two load reports to the neighbors, the first at 0", positive=True, finite=True)
+    period: float = param(
+        10.0, "time between two load reports to the neighbors, the first at 0", positive=True, finite=True
+    )
 
 
 def traffic(params: PowerOfDParams, n: int, degree: float) -> Traffic:
     reports = n * degree / params.period if params.d and n > 1 else 0.0
-    return Traffic(per_job=1.0 if params.d else 0.0, per_time=reports, round_every=params.period,
-                   what="load reports to the neighbors every period, and at most one transfer a job")
+    return Traffic(
+        per_job=1.0 if params.d else 0.0,
+        per_time=reports,
+        round_every=params.period,
+        what="load reports to the neighbors every period, and at most one transfer a job",
+    )
 
 
 def summary(facts: RunFacts) -> dict[str, Any]:
@@ -35,8 +44,12 @@ def summary(facts: RunFacts) -> dict[str, Any]:
 
 
 PROTOCOL = Protocol(
-    "power_of_d", PowerOfDAgent,
+    "power_of_d",
+    PowerOfDAgent,
     "each new job goes to the least loaded of its site and d sampled neighbors, by loads reported every period",
-    params=PowerOfDParams, messages=(REPORT,), summary=summary, traffic=traffic,
+    params=PowerOfDParams,
+    messages=(REPORT,),
+    summary=summary,
+    traffic=traffic,
     capabilities=frozenset({"periodic", "topologies", "faults"}),
 )

@@ -21,6 +21,7 @@ information:
 Each message and each job is one heap event (a report to 8 neighbors is 8 events), so it
 is also the bare event loop ``bench/power_of_d.py`` measures gridemu against.
 """
+
 from __future__ import annotations
 
 import heapq
@@ -48,9 +49,19 @@ class Schedule:
     transfers: int
 
 
-def simulate(release: Sequence[float], size: Sequence[float], site: Sequence[int], n_sites: int,
-             neighbors: "Sequence[Sequence[int]] | None", m: "int | Sequence[int]", d: int, period: float | None,
-             latency: float, seed: int, speed: "float | Sequence[float]" = 1.0) -> Schedule:
+def simulate(  # noqa: C901
+    release: Sequence[float],
+    size: Sequence[float],
+    site: Sequence[int],
+    n_sites: int,
+    neighbors: "Sequence[Sequence[int]] | None",
+    m: "int | Sequence[int]",
+    d: int,
+    period: float | None,
+    latency: float,
+    seed: int,
+    speed: "float | Sequence[float]" = 1.0,
+) -> Schedule:
     """Run every job (given in job-id order: ``release``, ``size``, submitting ``site``) to
     its end. ``neighbors``: each site's
     sorted neighbors, None for the full graph; ``m`` and ``speed``: one for all sites or one
@@ -72,7 +83,7 @@ def simulate(release: Sequence[float], size: Sequence[float], site: Sequence[int
     held = [0] * n_sites  # jobs queued and running at each site
     coming = [0] * n_sites  # full information: jobs on their way to each site
     known: list[dict[int, float]] = [{} for _ in range(n_sites)]  # reports heard + jobs sent since
-    msg_seq, nxt = [0] * n_sites, [0] * n_sites
+    msg_seq = [0] * n_sites
     stale = period is not None
     reporting = stale and d > 0 and n_sites > 1
     heap: list[tuple] = []

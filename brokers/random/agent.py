@@ -4,6 +4,7 @@ The draw includes the submitting site itself (then the job stays, with no messag
 network topology it is among the site and its neighbors.
 A job that arrived by transfer is never brokered again.
 """
+
 from __future__ import annotations
 
 from typing import Sequence
@@ -15,7 +16,9 @@ from gridemu.brokers.params import Params
 from gridemu.model.rng import PURPOSE_BROKER, site_rngs
 
 
-def random_routes(grid: GridInfo, site_ids: Sequence[int], n_jobs: Sequence[int], params: Params | None = None) -> list[np.ndarray]:
+def random_routes(
+    grid: GridInfo, site_ids: Sequence[int], n_jobs: Sequence[int], params: Params | None = None
+) -> list[np.ndarray]:
     """The random broker's decision: each of a site's submitted jobs (``n_jobs`` of them), in
     submission order, goes to a site drawn uniformly from all sites (its own included), or
     in a network topology from the site itself and its neighbors, from the site's own

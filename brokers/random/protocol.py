@@ -1,9 +1,10 @@
 """``random``: a broker sends each newly submitted job to a uniformly random site."""
+
 from __future__ import annotations
 
-from gridemu.brokers.random.agent import RandomBrokerAgent, random_routes
 from gridemu.brokers.params import Params
 from gridemu.brokers.protocol import Protocol, Traffic
+from gridemu.brokers.random.agent import RandomBrokerAgent, random_routes
 
 
 def traffic(params: Params, n: int, degree: float) -> Traffic:

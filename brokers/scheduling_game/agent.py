@@ -32,6 +32,7 @@ instance per round, the repeated game of section 3.5). L is the slowest link's l
 Completion times are counted from S, the instant every machine starts (the thesis's model
 starts at 0); the summary computes the same scores on its own from the job table.
 """
+
 from __future__ import annotations
 
 import math
@@ -60,6 +61,8 @@ DONE = message("done", end=float, round=int, job_id=int)
 MESSAGES = (LISTING, ORDER, PROMISE, DONE)
 #: Message delays before the machines start: transfers, listings, orders.
 START_DELAYS = 3
+
+
 def round_release(r: int, period: float) -> float:
     """When round r's jobs are released: r × period (one round at 0 when period is infinite)."""
     return 0.0 if r == 0 else r * period
@@ -67,7 +70,11 @@ def round_release(r: int, period: float) -> float:
 
 def round_index(release: Any, period: float) -> Any:
     """The round of a release time (or an array of them): the inverse of :func:`round_release`."""
-    return np.zeros(np.shape(release), dtype=np.int64) if math.isinf(period) else np.rint(np.divide(release, period)).astype(np.int64)
+    return (
+        np.zeros(np.shape(release), dtype=np.int64)
+        if math.isinf(period)
+        else np.rint(np.divide(release, period)).astype(np.int64)
+    )
 
 
 def start_time(release: float, lat: float) -> float:
@@ -147,7 +154,9 @@ class DedicatedAgent(Agent):
                 self._listed(now, r, self.site.site_id, [self._listing(slot) for slot in slots])
                 return
             for i, slot in enumerate(slots):
-                self.site.send(now, self.coordinator, "listing", self.site.job(slot), last=float(i == len(slots) - 1), round=r)
+                self.site.send(
+                    now, self.coordinator, "listing", self.site.job(slot), last=float(i == len(slots) - 1), round=r
+                )
             if not slots:
                 self.site.send(now, self.coordinator, "listing", (), last=1.0, round=r)
         elif what == "due":
@@ -167,7 +176,9 @@ class DedicatedAgent(Agent):
         jobs = [self._listing(slot) for slot in slots]
         order = self.orders.pop(r, {})
         if move == "follow" and len(order) != len(jobs):
-            raise InvariantError(f"site {self.site.name}: round {r}'s proposed order names {len(order)} of its {len(jobs)} jobs")
+            raise InvariantError(
+                f"site {self.site.name}: round {r}'s proposed order names {len(order)} of its {len(jobs)} jobs"
+            )
         slot_of = {j.job_id: s for j, s in zip(jobs, slots)}
         due = now
         for job_id in machine_order(jobs, self.site.site_id, move, order):
@@ -193,7 +204,9 @@ class DedicatedAgent(Agent):
         done.add(machine)
         if len(done) < self.grid.n_sites:
             return
-        plan = round_plan([listed.get(l, []) for l in range(self.grid.n_sites)], self.proposal, self.pick, self.max_steps)
+        plan = round_plan(
+            [listed.get(l, []) for l in range(self.grid.n_sites)], self.proposal, self.pick, self.max_steps
+        )
         for l, positions in enumerate(plan.orders):
             for job_id, pos in sorted(positions.items(), key=lambda kv: kv[1]):
                 self._to(now, l, "order", job_id=job_id, position=float(pos), round=r)
@@ -220,7 +233,10 @@ class DedicatedAgent(Agent):
         self._promised({"machine": msg.machine, "total": msg.total, "mjf": msg.mjf, "round": msg.round})
 
     def _promised(self, fields: dict[str, Any]) -> None:
-        self.promised.setdefault(int(fields["round"]), {})[int(fields["machine"])] = (float(fields["total"]), float(fields["mjf"]))
+        self.promised.setdefault(int(fields["round"]), {})[int(fields["machine"])] = (
+            float(fields["total"]),
+            float(fields["mjf"]),
+        )
 
     # step 5 ---------------------------------------------------------------------------
     def on_complete(self, now: float, slot: int) -> None:
@@ -228,7 +244,9 @@ class DedicatedAgent(Agent):
         if int(job.owner) == self.site.site_id:
             self._ended(now, self.round_of(float(job.release)), self.site.site_id, now)
         else:
-            self.site.send(now, int(job.owner), "done", end=now, job_id=int(job.job_id), round=self.round_of(float(job.release)))
+            self.site.send(
+                now, int(job.owner), "done", end=now, job_id=int(job.job_id), round=self.round_of(float(job.release))
+            )
 
     def on_done(self, now: float, msg: Any) -> None:
         self._ended(now, int(msg.round), int(msg.src), float(msg.end))

@@ -1,7 +1,8 @@
 """The grid of dedicated resources (thesis ch. 3, "Resource Sharing"): the model, SPT and MJF,
 the SPT schedules of a machine, Exhaustive Search (Algorithm 3.3), payoffs, scores and the
 instances of Figures 3.5 and 3.6 (the random and exponential workloads of section 3.7.1 are
-``scenarios/dedicated.py``, drawn as ``sizes[k][l]``: ``DedicatedInstance.of(sizes)``). DYN, EW and AEW are in :mod:`.dedicated_search`.
+``scenarios/dedicated.py``, drawn as ``sizes[k][l]``: ``DedicatedInstance.of(sizes)``). DYN, EW
+and AEW are in :mod:`.dedicated_search`.
 
 Source: ``shared/papers/multi-organization-grid-thesis.txt``, sections 3.1-3.7.
 
@@ -26,6 +27,7 @@ Representation:
 * **MJF** (:func:`mjf_grid`): machine l runs owner l's jobs first, then the foreign jobs in
   SPT order (ties by owner id).
 """
+
 from __future__ import annotations
 
 import math
@@ -121,8 +123,9 @@ def completion_sums(instance: DedicatedInstance, grid: Grid) -> np.ndarray:
     """[C_1, .., C_N] of a grid schedule: C_k = Σ_l C_{k,l}."""
     if len(grid) != instance.n_machines:
         raise ValueError(f"a grid schedule has one schedule per machine ({instance.n_machines})")
-    return sum((machine_sums(instance, l, s) for l, s in enumerate(grid)),
-               np.zeros(instance.n_orgs, dtype=instance.dtype))
+    return sum(
+        (machine_sums(instance, l, s) for l, s in enumerate(grid)), np.zeros(instance.n_orgs, dtype=instance.dtype)
+    )
 
 
 def constraint_check(jobs: Sequence[Sequence[Number]], schedule: Sequence[int], q: Sequence[Number]) -> bool:
@@ -202,14 +205,14 @@ def _machine_table(instance: DedicatedInstance, l: int) -> tuple[list[Schedule],
     n = instance.n_orgs
     if not scheds[0]:
         return scheds, np.zeros((1, n), dtype=instance.dtype)
-    own = np.array(scheds, dtype=np.int64)                       # (m, n_.l) owner ids
-    rank = np.zeros_like(own)                                    # i: the i-th job of its owner
+    own = np.array(scheds, dtype=np.int64)  # (m, n_.l) owner ids
+    rank = np.zeros_like(own)  # i: the i-th job of its owner
     for k in range(n):
         mine = own == k
         rank[mine] = (np.cumsum(mine, axis=1) - 1)[mine]
     table = np.zeros((n, max(1, max(instance.counts(l)))), dtype=instance.dtype)
     for k in range(n):
-        table[k, :len(instance.sizes[k][l])] = instance.sizes[k][l]
+        table[k, : len(instance.sizes[k][l])] = instance.sizes[k][l]
     finish = np.cumsum(table[own, rank], axis=1)
     out = np.zeros((len(scheds), n), dtype=instance.dtype)
     for k in range(n):
@@ -254,7 +257,7 @@ def _choose(costs: np.ndarray, costs_mjf: np.ndarray | None, by_sum: bool) -> in
         return None
     if costs_mjf is None:
         keys = (c.max(axis=1), c.sum(axis=1)) if by_sum else (c.sum(axis=1), c.max(axis=1))
-        return int(np.lexsort(keys)[0])                     # lexsort: the last key is primary
+        return int(np.lexsort(keys)[0])  # lexsort: the last key is primary
     u = np.asarray(costs_mjf, dtype=float)[None, :] - c
     ok = np.flatnonzero(np.all(u >= 0, axis=1))
     if len(ok) == 0:

@@ -22,6 +22,7 @@ dominated by a point with a strictly smaller sum, so the points are taken in ord
 their sums and each block is compared with the non-dominated points already found
 (transitivity: a point dominated by a dominated point is dominated by a kept one too).
 """
+
 from __future__ import annotations
 
 from typing import Sequence
@@ -104,8 +105,8 @@ def _dominated_by(front: np.ndarray, fsum: np.ndarray, block: np.ndarray, bsum: 
         return out
     step = max(1, _CHUNK // block.shape[1])
     for s in range(0, front.shape[1], step):
-        dom = fsum[s:s + step, None] < bsum[None, :]
-        for f, b in zip(front[:, s:s + step], block):
+        dom = fsum[s : s + step, None] < bsum[None, :]
+        for f, b in zip(front[:, s : s + step], block):
             dom &= f[:, None] <= b[None, :]
         out |= dom.any(axis=0)
     return out

@@ -16,6 +16,7 @@ two are the classic ones of the repeated Prisoner's Dilemma. A player can only p
 its own machine, so its punishment falls on every organization with jobs there, the
 defector's and the others' alike (the text's "refusing to cooperate with the free-rider").
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -24,7 +25,15 @@ from typing import NamedTuple, Sequence
 import numpy as np
 
 from gridemu.brokers.scheduling_game.dedicated import (
-    DedicatedInstance, Grid, completion_sums, constrained_equitable, machine_sums, min_max, min_sum, mjf_grid, spt_grid,
+    DedicatedInstance,
+    Grid,
+    completion_sums,
+    constrained_equitable,
+    machine_sums,
+    min_max,
+    min_sum,
+    mjf_grid,
+    spt_grid,
 )
 from gridemu.brokers.scheduling_game.search import adjusted_equitable_walk, dynamic_programming, equitable_walk
 
@@ -130,7 +139,9 @@ class RoundPlan:
     promises: list[dict[int, tuple[float, float]]]
 
 
-def round_plan(listings: Sequence[Sequence[Listing]], proposal: str, pick: str, max_steps: int | None = None) -> RoundPlan:
+def round_plan(
+    listings: Sequence[Sequence[Listing]], proposal: str, pick: str, max_steps: int | None = None
+) -> RoundPlan:
     """The grid scheduler's step of a round (``brokers/scheduling_game/agent.py``, step 3)."""
     instance, ids = instance_of(listings)
     grid, mjf = propose(instance, proposal, pick, max_steps), mjf_grid(instance)

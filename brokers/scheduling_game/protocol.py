@@ -10,6 +10,7 @@ played, read from the order its jobs started in; and, for tit-for-tat and grim, 
 strategy had to play given the promises broken in earlier rounds (again from the job table).
 A machine that ran an order its strategy does not allow stops the run.
 """
+
 from __future__ import annotations
 
 import math
@@ -18,13 +19,37 @@ from typing import Any
 
 import numpy as np
 
-from gridemu.brokers.scheduling_game.agent import MESSAGES, START_DELAYS, DedicatedAgent, round_index, round_release, start_time
+from gridemu.brokers.params import Params, param
+from gridemu.brokers.protocol import (
+    Protocol,
+    Report,
+    RunFacts,
+    ScenarioFacts,
+    Traffic,
+    require_one_site_per_org,
+    require_scheduler,
+)
+from gridemu.brokers.scheduling_game.agent import (
+    MESSAGES,
+    START_DELAYS,
+    DedicatedAgent,
+    round_index,
+    round_release,
+    start_time,
+)
 from gridemu.brokers.scheduling_game.dedicated import machine_sums, mjf_grid, spt_grid
 from gridemu.brokers.scheduling_game.game import (
-    MOVES, PICKS, PROPOSALS, STRATEGIES, Listing, broke_promise, instance_of, next_move, owner_sequence, propose,
+    MOVES,
+    PICKS,
+    PROPOSALS,
+    STRATEGIES,
+    Listing,
+    broke_promise,
+    instance_of,
+    next_move,
+    owner_sequence,
+    propose,
 )
-from gridemu.brokers.params import Params, param
-from gridemu.brokers.protocol import Protocol, Report, RunFacts, ScenarioFacts, Traffic, require_one_site_per_org, require_scheduler
 from gridemu.model.checks import check_sequential
 from gridemu.model.errors import InvariantError, ScenarioError
 
@@ -40,14 +65,21 @@ class SchedulingGameParams(Params):
     """The game's settings; ``period`` and ``rounds`` are the workload's (``check_jobs``)."""
 
     strategy: tuple[str, ...] = param(
-        "follow", "per site: follow (the proposal), mjf (My Jobs First), spt, tit-for-tat (MJF the round after one in which a "
-        "machine ran its jobs later than promised), grim (MJF for ever after)", choices=STRATEGIES, per_site=True,
+        "follow",
+        "per site: follow (the proposal), mjf (My Jobs First), spt, tit-for-tat (MJF the round after one in which a "
+        "machine ran its jobs later than promised), grim (MJF for ever after)",
+        choices=STRATEGIES,
+        per_site=True,
     )
     proposal: str = param(
-        "aew", "the grid scheduler's set: aew (Adjusted Equitable Walk, u_k >= 0), dyn (DYN's exact acceptable equitable "
-        "set), ew (Equitable Walk on C_k, unconstrained), spt", choices=PROPOSALS,
+        "aew",
+        "the grid scheduler's set: aew (Adjusted Equitable Walk, u_k >= 0), dyn (DYN's exact acceptable equitable "
+        "set), ew (Equitable Walk on C_k, unconstrained), spt",
+        choices=PROPOSALS,
     )
-    pick: str = param("min-max", "which solution: min-max (largest least gain; least max C_k for ew) or min-sum", choices=PICKS)
+    pick: str = param(
+        "min-max", "which solution: min-max (largest least gain; least max C_k for ew) or min-sum", choices=PICKS
+    )
     max_steps: int = param(MAX_STEPS, "the most steps of an EW or AEW walk", positive=True, most=1e12)
     coordinator: int = param(0, "the site of the grid scheduler", nonneg=True)
     period: float = param(math.inf, "P, the time between rounds: the second release time", derived=True)
@@ -56,14 +88,26 @@ class SchedulingGameParams(Params):
     def validate(self, scenario: ScenarioFacts) -> SchedulingGameParams:
         n = len(scenario.sites)
         if self.coordinator >= n:
-            raise ScenarioError("protocol.coordinator", f"must name a site by its index, 0 to {n - 1}, got {self.coordinator}")
-        require_scheduler("scheduling_game", scenario, "planned", "runs each machine's jobs in the order its strategy chooses")
+            raise ScenarioError(
+                "protocol.coordinator", f"must name a site by its index, 0 to {n - 1}, got {self.coordinator}"
+            )
+        require_scheduler(
+            "scheduling_game", scenario, "planned", "runs each machine's jobs in the order its strategy chooses"
+        )
         require_one_site_per_org("scheduling_game", scenario, " (organization k owns machine k)")
         if any(s.procs != 1 or s.speeds[0] != 1.0 for s in scenario.sites):
-            raise ScenarioError("sites.procs", "the scheduling_game protocol's machines have one processor of speed 1 (thesis 3.1): sizes are run times")
+            raise ScenarioError(
+                "sites.procs",
+                "the scheduling_game protocol's machines have one "
+                "processor of speed 1 (thesis 3.1): sizes are run times",
+            )
         kind = scenario.workload.get("kind", "poisson")
         if kind not in ("dedicated", "jobs", "csv"):
-            raise ScenarioError("workload.kind", f'the scheduling_game protocol runs dedicated jobs: kind "dedicated", or a job list with a target column, got {kind!r}')
+            raise ScenarioError(
+                "workload.kind",
+                'the scheduling_game protocol runs dedicated jobs: kind '
+                f'"dedicated", or a job list with a target column, got {kind!r}',
+            )
         return self
 
 
@@ -77,7 +121,11 @@ def check_jobs(params: SchedulingGameParams, jobs: np.ndarray, scenario: Scenari
     bad = np.flatnonzero((jobs["target_site"] < 0) | (jobs["target_site"] >= n))
     if len(bad):
         j = jobs[bad[0]]
-        raise ScenarioError("workload", f"job {int(j['job_id'])} names no target site: every job of the scheduling_game protocol must (a target column)")
+        raise ScenarioError(
+            "workload",
+            f"job {int(j['job_id'])} names no target site: every job "
+            "of the scheduling_game protocol must (a target column)",
+        )
     releases = np.unique(jobs["release"])
     period = float(releases[1]) if len(releases) > 1 else math.inf
     rounds = round_index(jobs["release"], period)
@@ -86,7 +134,8 @@ def check_jobs(params: SchedulingGameParams, jobs: np.ndarray, scenario: Scenari
     if releases[0] != 0.0 or len(off):
         j = jobs[off[0]] if len(off) else jobs[np.argmin(jobs["release"])]
         raise ScenarioError(
-            "workload", f"job {int(j['job_id'])} is released at {float(j['release']):g}: the scheduling_game protocol plays rounds "
+            "workload",
+            f"job {int(j['job_id'])} is released at {float(j['release']):g}: the scheduling_game protocol plays rounds "
             f"released together at 0, P, 2P, ... (P = {period:g}, the second release time)",
         )
     load = np.zeros((int(rounds.max()) + 1, n))
@@ -95,8 +144,10 @@ def check_jobs(params: SchedulingGameParams, jobs: np.ndarray, scenario: Scenari
     if need > period:
         r, l = np.unravel_index(int(np.argmax(load)), load.shape)
         raise ScenarioError(
-            "workload.period", f"round {r}'s machine {scenario.sites[l].name} runs {load[r, l]:g} time units of jobs, and the "
-            f"messages take {(START_DELAYS + 1) * scenario.max_latency:g} more: rounds must be at least {need:g} apart, they are {period:g}",
+            "workload.period",
+            f"round {r}'s machine {scenario.sites[l].name} runs {load[r, l]:g} time units of jobs, and the messages "
+            f"take {(START_DELAYS + 1) * scenario.max_latency:g} more: "
+            f"rounds must be at least {need:g} apart, they are {period:g}",
         )
     return replace(params, period=period, rounds=int(rounds.max()) + 1)
 
@@ -118,15 +169,28 @@ def summary(facts: RunFacts) -> dict[str, Any]:
         mask = rounds == r
         if np.isnan(end[mask]).any():
             break  # the horizon cut this round: it is not scored
-        ids, owners, targets, sizes = sub["job_id"][mask], sub["owner"][mask], sub["target_site"][mask], sub["size"][mask]
-        listings = [[Listing(int(i), int(k), float(p)) for i, k, p, t in zip(ids, owners, sizes, targets) if t == l] for l in range(n)]
+        ids, owners, targets, sizes = (
+            sub["job_id"][mask],
+            sub["owner"][mask],
+            sub["target_site"][mask],
+            sub["size"][mask],
+        )
+        listings = [
+            [Listing(int(i), int(k), float(p)) for i, k, p, t in zip(ids, owners, sizes, targets) if t == l]
+            for l in range(n)
+        ]
         instance, _ = instance_of(listings)
-        grids = {"follow": propose(instance, params.proposal, params.pick, params.max_steps), "mjf": mjf_grid(instance), "spt": spt_grid(instance)}
+        grids = {
+            "follow": propose(instance, params.proposal, params.pick, params.max_steps),
+            "mjf": mjf_grid(instance),
+            "spt": spt_grid(instance),
+        }
         s0 = start_time(round_release(r, period), lat)
         c_exec = np.zeros((n, n))  # [k, l]
         np.add.at(c_exec, (owners, targets), end[mask] - s0)
         c_prop, c_mjf, c_spt = (
-            np.array([machine_sums(instance, l, grids[m][l]) for l in range(n)], dtype=float).T for m in ("follow", "mjf", "spt")
+            np.array([machine_sums(instance, l, grids[m][l]) for l in range(n)], dtype=float).T
+            for m in ("follow", "mjf", "spt")
         )
         moves = []
         for l in range(n):
@@ -136,8 +200,9 @@ def summary(facts: RunFacts) -> dict[str, Any]:
             expected = next_move(params.strategy[l], history[l])
             if expected not in allowed:
                 raise InvariantError(
-                    f"round {r}: machine {sites[l].name} ran its jobs as {' '.join(map(str, ran))} (owners in start order), "
-                    f"not as {params.strategy[l]} plays it ({expected}) after the promises broken before: {history[l]}"
+                    f"round {r}: machine {sites[l].name} ran its jobs as {' '.join(map(str, ran))} (owners in start "
+                    f"order), not as {params.strategy[l]} plays it ({expected}) "
+                    f"after the promises broken before: {history[l]}"
                 )
             moves.append(expected)
             played[l][expected] += 1
@@ -151,24 +216,43 @@ def summary(facts: RunFacts) -> dict[str, Any]:
             totals[name] += float(c.sum())
         u = c_mjf.sum(axis=1) - c_exec.sum(axis=1)
         rows += [
-            {"round": r, "org": k, "move": moves[k], "C": float(c_exec[k].sum()), "C_mjf": float(c_mjf[k].sum()),
-             "C_proposal": float(c_prop[k].sum()), "u": float(u[k]), "u_proposal": float(c_mjf[k].sum() - c_prop[k].sum()),
-             "broken": broken[k]}
+            {
+                "round": r,
+                "org": k,
+                "move": moves[k],
+                "C": float(c_exec[k].sum()),
+                "C_mjf": float(c_mjf[k].sum()),
+                "C_proposal": float(c_prop[k].sum()),
+                "u": float(u[k]),
+                "u_proposal": float(c_mjf[k].sum() - c_prop[k].sum()),
+                "broken": broken[k],
+            }
             for k in range(n)
         ]
     scored = len({row["round"] for row in rows})
     per_org = []
     for k in range(n):
         mine = [row for row in rows if row["org"] == k]
-        per_org.append({
-            "org": k, "strategy": params.strategy[k], "moves": played[k],
-            "payoff_mean": float(np.mean([row["u"] for row in mine])) if mine else None,
-            "payoff_if_all_follow": float(np.mean([row["u_proposal"] for row in mine])) if mine else None,
-        })
+        per_org.append(
+            {
+                "org": k,
+                "strategy": params.strategy[k],
+                "moves": played[k],
+                "payoff_mean": float(np.mean([row["u"] for row in mine])) if mine else None,
+                "payoff_if_all_follow": float(np.mean([row["u_proposal"] for row in mine])) if mine else None,
+            }
+        )
     out = {
-        "name": "scheduling_game", "rounds": params.rounds, "rounds_scored": scored, "period": period, "start_delay": START_DELAYS * lat,
-        "proposal": params.proposal, "pick": params.pick, "coordinator": params.coordinator,
-        "sum_C": totals, "per_org": per_org,
+        "name": "scheduling_game",
+        "rounds": params.rounds,
+        "rounds_scored": scored,
+        "period": period,
+        "start_delay": START_DELAYS * lat,
+        "proposal": params.proposal,
+        "pick": params.pick,
+        "coordinator": params.coordinator,
+        "sum_C": totals,
+        "per_org": per_org,
         # Section 3.7.1's sum score of what was executed against MJF, over all scored rounds.
         "sum_score_executed": 1.0 - totals["executed"] / totals["mjf"] if totals["mjf"] else None,
         "sum_score_proposal": 1.0 - totals["proposal"] / totals["mjf"] if totals["mjf"] else None,
@@ -181,13 +265,22 @@ def summary(facts: RunFacts) -> dict[str, Any]:
 
 
 def traffic(params: SchedulingGameParams, n: int, degree: float) -> Traffic:
-    return Traffic(per_job=4.0, what="per job a transfer, a listing, an order and a completion note (fewer for jobs on their own machine), and N² promises a round")
+    return Traffic(
+        per_job=4.0,
+        what="per job a transfer, a listing, an order and a completion note "
+        "(fewer for jobs on their own machine), and N² promises a round",
+    )
 
 
 PROTOCOL = Protocol(
-    "scheduling_game", DedicatedAgent,
+    "scheduling_game",
+    DedicatedAgent,
     "the scheduling game on dedicated machines (thesis ch. 3): a grid scheduler proposes, each machine's owner decides",
-    params=SchedulingGameParams, messages=MESSAGES, check_jobs=check_jobs,
-    summary=summary, traffic=traffic, report=Report(level_label="payoff u_k = C_k(MJF) - C_k", level_range=None),
+    params=SchedulingGameParams,
+    messages=MESSAGES,
+    check_jobs=check_jobs,
+    summary=summary,
+    traffic=traffic,
+    report=Report(level_label="payoff u_k = C_k(MJF) - C_k", level_range=None),
     capabilities=frozenset({"starts_jobs", "targets"}),
 )

@@ -29,6 +29,7 @@ Readings:
   rather than J_{1,1}^1, both giving θ̄ = [7, 13]); ``later_ties=True`` reproduces it.
 * EW, line 6: k = argmax C; ties go to the lowest k.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -36,7 +37,14 @@ from itertools import accumulate
 
 import numpy as np
 
-from gridemu.brokers.scheduling_game.dedicated import DedicatedInstance, Grid, Solutions, completion_sums, mjf_grid, spt_grid
+from gridemu.brokers.scheduling_game.dedicated import (
+    DedicatedInstance,
+    Grid,
+    Solutions,
+    completion_sums,
+    mjf_grid,
+    spt_grid,
+)
 from gridemu.brokers.scheduling_game.equitable import equitably_optimal_subset, pareto_optimal_subset
 
 
@@ -61,8 +69,10 @@ class _Slots:
 
     def decode(self, key: int) -> Grid:
         key, mask = int(key), (1 << self.bits) - 1
-        return tuple(tuple((key >> (self.bits * (off + i))) & mask for i in range(n))
-                     for off, n in zip(self.offsets, self.lengths))
+        return tuple(
+            tuple((key >> (self.bits * (off + i))) & mask for i in range(n))
+            for off, n in zip(self.offsets, self.lengths)
+        )
 
     def encode(self, grid: Grid) -> int:
         return sum(k * self.weight(l, i) for l, s in enumerate(grid) for i, k in enumerate(s))
@@ -92,20 +102,20 @@ def pareto_schedules(instance: DedicatedInstance, j: tuple[int, ...], ref: dict,
         for l in range(n):
             if j[k * n + l] == 0:
                 continue
-            prev = j[:k * n + l] + (j[k * n + l] - 1,) + j[k * n + l + 1:]
+            prev = j[: k * n + l] + (j[k * n + l] - 1,) + j[k * n + l + 1 :]
             cur = pareto_schedules(instance, prev, ref, slots)
-            i = j[k * n + l]                                 # J_{k,l}^i, the i-th shortest (from 1)
+            i = j[k * n + l]  # J_{k,l}^i, the i-th shortest (from 1)
             p = instance.sizes[k][l][i - 1]
             delta = np.zeros(n, dtype=instance.dtype)
-            delta[k] += p                                                         # line A
-            for kk in range(n):                                                   # line B
+            delta[k] += p  # line A
+            for kk in range(n):  # line B
                 delta[kk] += p * (len(instance.sizes[kk][l]) - j[kk * n + l])
-            position = sum(j[kk * n + l] for kk in range(n)) - 1                   # end of M_l
+            position = sum(j[kk * n + l] for kk in range(n)) - 1  # end of M_l
             keys.append(cur.keys + k * slots.weight(l, position))
             costs.append(cur.costs + delta)
-    all_keys, first = np.unique(np.concatenate(keys), return_index=True)         # one copy each
+    all_keys, first = np.unique(np.concatenate(keys), return_index=True)  # one copy each
     all_costs = np.concatenate(costs)[first]
-    keep = pareto_optimal_subset(all_costs)                                       # line C
+    keep = pareto_optimal_subset(all_costs)  # line C
     ref[j] = Front(all_keys[keep], all_costs[keep])
     return ref[j]
 
@@ -135,14 +145,15 @@ def _dominates(a: list, b: list) -> bool:
     return a != b and all(x <= y for x, y in zip(a, b))
 
 
-def _walk(instance: DedicatedInstance, offset: np.ndarray, later_ties: bool, max_steps: int | None,
-          start: Grid | None) -> Solutions:
+def _walk(
+    instance: DedicatedInstance, offset: np.ndarray, later_ties: bool, max_steps: int | None, start: Grid | None
+) -> Solutions:
     """Algorithm 3.6 on the cost vector c = C - offset (offset 0: EW on C; offset C(MJF): AEW,
     c = -u). Each step the worst organization k = argmax c advances one of its jobs past the
     foreign job just before it: the not-yet-visited swap with an equitably-optimal c'."""
     n = instance.n_orgs
     slots = _Slots.of(instance)
-    grid = spt_grid(instance) if start is None else start                         # line 1
+    grid = spt_grid(instance) if start is None else start  # line 1
     owners = [list(s) for s in grid]
     sizes = []
     for l, s in enumerate(grid):
@@ -155,13 +166,13 @@ def _walk(instance: DedicatedInstance, offset: np.ndarray, later_ties: bool, max
     weights = [[slots.weight(l, i) for i in range(len(s))] for l, s in enumerate(grid)]
     c = [x.item() for x in completion_sums(instance, grid) - offset]
     key = slots.encode(grid)
-    taboo = {key}                                                                 # line 2 (and the start)
+    taboo = {key}  # line 2 (and the start)
     visited_keys, visited_costs = [key], [c]
     steps, best = 0, None
     while max_steps is None or steps < max_steps:
-        k = max(range(n), key=c.__getitem__)                                      # line 6
+        k = max(range(n), key=c.__getitem__)  # line 6
         best = best_t = None
-        for l in range(n):                                                        # lines 7-21
+        for l in range(n):  # lines 7-21
             own, sz, w = owners[l], sizes[l], weights[l]
             for i in range(1, len(own)):
                 kp = own[i - 1]
@@ -176,9 +187,9 @@ def _walk(instance: DedicatedInstance, offset: np.ndarray, later_ties: bool, max
                 t = _theta(c2)
                 if best_t is None or _dominates(t, best_t) or (later_ties and t == best_t):
                     best, best_t = (l, i, new_key, c2), t
-        if best is None:                                                          # line 26
+        if best is None:  # line 26
             break
-        l, i, key, c = best                                                       # lines 23-25
+        l, i, key, c = best  # lines 23-25
         owners[l][i - 1], owners[l][i] = owners[l][i], owners[l][i - 1]
         sizes[l][i - 1], sizes[l][i] = sizes[l][i], sizes[l][i - 1]
         taboo.add(key)
@@ -186,14 +197,15 @@ def _walk(instance: DedicatedInstance, offset: np.ndarray, later_ties: bool, max
         visited_costs.append(c)
         steps += 1
     arr = np.array(visited_costs, dtype=instance.dtype)
-    eq = equitably_optimal_subset(arr)                                            # line 27
+    eq = equitably_optimal_subset(arr)  # line 27
     out = Solutions(tuple(slots.decode(visited_keys[i]) for i in eq), arr[eq] + offset)
     out.extra.update(visited=len(visited_keys), finished=best is None)
     return out
 
 
-def equitable_walk(instance: DedicatedInstance, later_ties: bool = False, max_steps: int | None = None,
-                   start: Grid | None = None) -> Solutions:
+def equitable_walk(
+    instance: DedicatedInstance, later_ties: bool = False, max_steps: int | None = None, start: Grid | None = None
+) -> Solutions:
     """Algorithm 3.6 (EW): a taboo walk from **SPT** that keeps improving the organization with
     the largest C_k; returns the equitably-optimal subset of the visited grid schedules.
     ``max_steps`` stops the walk early (the thesis: EW "can be stopped at any moment");
@@ -202,8 +214,9 @@ def equitable_walk(instance: DedicatedInstance, later_ties: bool = False, max_st
     return _walk(instance, np.zeros(instance.n_orgs, dtype=instance.dtype), later_ties, max_steps, start)
 
 
-def adjusted_equitable_walk(instance: DedicatedInstance, later_ties: bool = False,
-                            max_steps: int | None = None, start: Grid | None = None) -> Solutions:
+def adjusted_equitable_walk(
+    instance: DedicatedInstance, later_ties: bool = False, max_steps: int | None = None, start: Grid | None = None
+) -> Solutions:
     """AEW (section 3.6): the walk of EW maximizing u_k = C_k(MJF) - C_k (the worst organization
     is argmin u, dominance is ≺_e on -u). Returns the equitably-optimal subset in u of the
     visited schedules (``costs`` are still C); the acceptable ones have every u_k ≥ 0."""

@@ -1,9 +1,10 @@
 """The studies of docs/results/bilb.md beyond the thesis's tables: stale offers and round spacing.
 
-    bash docs/results/bilb-extra.sh                            # the runs (OUT=runs/bilb-extra)
-    python -m gridemu.experiments.bilb_extra runs/bilb-extra          # print the tables
-    python -m gridemu.experiments.bilb_extra runs/bilb-extra --write  # into bilb.md
+bash docs/results/bilb-extra.sh                            # the runs (OUT=runs/bilb-extra)
+python -m gridemu.experiments.bilb_extra runs/bilb-extra          # print the tables
+python -m gridemu.experiments.bilb_extra runs/bilb-extra --write  # into bilb.md
 """
+
 from __future__ import annotations
 
 import sys
@@ -24,14 +25,17 @@ def staleness(folder: Path) -> str:
     table = scores(folder)
     runs = pd.read_parquet(folder / "runs.parquet")
     per_run = runs.groupby("network.latency")[["messages_refuse", "messages_total"]].mean()
-    lines = ["| link latency | typical score | overloaded score | refusals per run | messages per run |", "|---|---|---|---|---|"]
+    lines = [
+        "| link latency | typical score | overloaded score | refusals per run | messages per run |",
+        "|---|---|---|---|---|",
+    ]
     for _, row in table.sort_values("network.latency").iterrows():
         lat = row["network.latency"]
         typical, ci = mean_ci(row["typical_runs"])
         refused = per_run.loc[lat, "messages_refuse"]
         lines.append(
-            f"| {lat:g} | {typical:.2f} ± {ci:.2f} | {row['org0_score']:.2f} | {0 if refused != refused else refused:,.0f} "
-            f"| {per_run.loc[lat, 'messages_total']:,.0f} |"
+            f"| {lat:g} | {typical:.2f} ± {ci:.2f} | {row['org0_score']:.2f} | "
+            f"{0 if refused != refused else refused:,.0f} | {per_run.loc[lat, 'messages_total']:,.0f} |"
         )
     return "\n".join(lines)
 
@@ -42,7 +46,9 @@ def gap(folder: Path) -> str:
     lines = ["| least time between rounds | l = 1 | l = 1000 |", "|---|---|---|"]
     for g, part in table.groupby("protocol.min_gap"):
         by_level = {lv: mean_ci(r["all_runs"]) for lv, r in part.set_index("protocol.limit").iterrows()}
-        lines.append(f"| {g:g} | " + " | ".join(f"{by_level[lv][0]:.2f} ± {by_level[lv][1]:.2f}" for lv in (1, 1000)) + " |")
+        lines.append(
+            f"| {g:g} | " + " | ".join(f"{by_level[lv][0]:.2f} ± {by_level[lv][1]:.2f}" for lv in (1, 1000)) + " |"
+        )
     return "\n".join(lines)
 
 

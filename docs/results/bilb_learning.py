@@ -3,7 +3,8 @@
     bash docs/results/bilb-learning.sh                               # the runs (OUT=runs/bilb-learning)
     python -m gridemu.experiments.bilb_learning runs/bilb-learning          # print the table
     python -m gridemu.experiments.bilb_learning runs/bilb-learning --write  # into bilb.md
-    python -m gridemu.experiments.bilb_learning runs/bilb-learning-period --write=period  # the local_from = "period" runs
+    # the local_from = "period" runs, into bilb.md:
+    python -m gridemu.experiments.bilb_learning runs/bilb-learning-period --write=period
 
 Each figure is one continuous run whose organizations learn their strategy once per period
 (p_k by Algorithm 4.2, l_k by section 4.7.3). A strategy has *settled* from the first period
@@ -11,6 +12,7 @@ after which the mean of every later window of W periods stays within 10 % of the
 last W periods (W = 20); the table gives that period (the latest over the organizations), the
 final means and their range over the periods after settling.
 """
+
 from __future__ import annotations
 
 import sys
@@ -23,6 +25,8 @@ import pandas as pd
 from gridemu.experiments.decentralization_tables import write_between
 
 DOC = Path(__file__).with_name("bilb.md")
+
+
 def markers(tag: str) -> tuple[str, str]:
     name = f"learning-{tag}" if tag else "learning"
     return f"<!-- {name}:begin (bilb_learning.py --write{'=' + tag if tag else ''}) -->", f"<!-- {name}:end -->"
@@ -34,10 +38,16 @@ TOLERANCE = 0.10
 #: folder -> (figure, what the thesis says)
 FIGURES = {
     "fig43a": ("4.3 (a) averaging game, homogeneous, N = 10", 'p_k "oscillates between 0.8 and 0.9 with a few peaks"'),
-    "fig43b": ("4.3 (b) averaging game, organization 0 overloaded, N = 10", 'p_1 "slightly higher" than in (a); the others "oscillate around 0.1"'),
+    "fig43b": (
+        "4.3 (b) averaging game, organization 0 overloaded, N = 10",
+        'p_1 "slightly higher" than in (a); the others "oscillate around 0.1"',
+    ),
     "fig44a": ("4.4 (a) BILB, homogeneous, N = 2", 'l_k "quickly reach the upper bound" (1000)'),
     "fig44b": ("4.4 (b) BILB, homogeneous, N = 10", "l_k reach the upper bound"),
-    "fig45a": ("4.5 (a) BILB, organization 0 overloaded, N = 2", "the other organization's l_2 falls below 1.5 (rounded to 1)"),
+    "fig45a": (
+        "4.5 (a) BILB, organization 0 overloaded, N = 2",
+        "the other organization's l_2 falls below 1.5 (rounded to 1)",
+    ),
     "fig45b": ("4.5 (b) BILB, organization 0 overloaded, N = 10", "every l_k eventually reaches the upper bound"),
 }
 
@@ -79,7 +89,8 @@ def figure_row(folder: Path) -> dict[str, object]:
 
 def main(root: Path, write: bool, tag: str = "") -> None:
     lines = [
-        f"| figure | thesis | periods run | settled from period | organization 0, last {WINDOW} periods | the others, last {WINDOW} periods | range once settled |",
+        f"| figure | thesis | periods run | settled from period | organization 0, last {WINDOW} periods | "
+        f"the others, last {WINDOW} periods | range once settled |",
         "|---|---|---|---|---|---|---|",
     ]
     for name, (figure, thesis) in FIGURES.items():
@@ -91,7 +102,8 @@ def main(root: Path, write: bool, tag: str = "") -> None:
         lo, hi = r["others"]
         others = f"{lo:.3g}" if abs(hi - lo) < 5e-4 * max(1.0, abs(hi)) else f"{lo:.3g} to {hi:.3g}"
         lines.append(
-            f"| {figure} | {thesis} | {r['periods']} | {settled} | {r['org0']:.3g} | {others} | {r['range'][0]:.3g} to {r['range'][1]:.3g} |"
+            f"| {figure} | {thesis} | {r['periods']} | {settled} | {r['org0']:.3g} | {others} | "
+            f"{r['range'][0]:.3g} to {r['range'][1]:.3g} |"
         )
     text = "\n".join(lines)
     print(text)

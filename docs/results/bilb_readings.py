@@ -13,6 +13,7 @@ discrete), ``starting`` (queued / running; varied with whole pieces in discrete 
 10 are Table 4.3's l = 1000 cells, counted once in "all"). Table 4.2 at α = β = 1 is shown
 beside as a check outside the target.
 """
+
 from __future__ import annotations
 
 import math
@@ -73,10 +74,20 @@ def readings(root: Path) -> list[str]:
 
 def main(root: Path, write: bool) -> None:
     summary = [
-        "| running piece | round timing | time | starting | F̃ from | Table 4.2 | Table 4.3, l ≤ 4 | Table 4.3, l ≥ 5 | Table 4.5 | all 34 cells | runs per cell | check: Table 4.2, α = β = 1 |",
+        "| running piece | round timing | time | starting | F̃ from | Table 4.2 | Table 4.3, l ≤ 4 | "
+        "Table 4.3, l ≥ 5 | Table 4.5 | all 34 cells | runs per cell | check: Table 4.2, α = β = 1 |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    detail_keys = [("4.2", 10, 0), ("4.2", 30, 0), ("4.3", 2, 1), ("4.3", 10, 1), ("4.3", 10, 3), ("4.3", 10, 5), ("4.3", 10, 1000), ("4.5", 30, 1000)]
+    detail_keys = [
+        ("4.2", 10, 0),
+        ("4.2", 30, 0),
+        ("4.3", 2, 1),
+        ("4.3", 10, 1),
+        ("4.3", 10, 3),
+        ("4.3", 10, 5),
+        ("4.3", 10, 1000),
+        ("4.5", 30, 1000),
+    ]
     names = {("4.2", 10, 0): "4.2 N=10", ("4.2", 30, 0): "4.2 N=30", ("4.5", 30, 1000): "4.5 N=30"}
     detail = [
         "| reading | " + " | ".join(names.get(k, f"4.3 N={k[1]} l={k[2]}") for k in detail_keys) + " |",
@@ -97,14 +108,17 @@ def main(root: Path, write: bool) -> None:
             unique = {k: v for k, v in got.items() if not (k[0] == "4.5" and k[1] in (2, 10))}
             runs = min(v[3] for v in got.values())
             summary.append(
-                f"| {cut} | {timing} | {time} | {starting} | {local_from} | {rel_error(got, lambda k: k[0] == '4.2'):.2f} "
-                f"| {rel_error(got, lambda k: k[0] == '4.3' and k[2] <= 4):.2f} | {rel_error(got, lambda k: k[0] == '4.3' and k[2] >= 5):.2f} "
-                f"| {rel_error(got, lambda k: k[0] == '4.5'):.2f} | **{rel_error(unique, lambda k: True):.2f}** | {runs} "
-                f"| {rel_error(check, lambda k: True):.2f} |"
+                f"| {cut} | {timing} | {time} | {starting} | {local_from} | "
+                f"{rel_error(got, lambda k: k[0] == '4.2'):.2f} | "
+                f"{rel_error(got, lambda k: k[0] == '4.3' and k[2] <= 4):.2f} | "
+                f"{rel_error(got, lambda k: k[0] == '4.3' and k[2] >= 5):.2f} | "
+                f"{rel_error(got, lambda k: k[0] == '4.5'):.2f} | **{rel_error(unique, lambda k: True):.2f}** | "
+                f"{runs} | {rel_error(check, lambda k: True):.2f} |"
             )
             detail.append(
                 f"| {cut}, {timing}, {time}, {starting}, {local_from} | "
-                + " | ".join(f"{got[k][1]:.3g} ± {got[k][2]:.2g}" for k in detail_keys) + " |"
+                + " | ".join(f"{got[k][1]:.3g} ± {got[k][2]:.2g}" for k in detail_keys)
+                + " |"
             )
     text = "\n".join(summary)
     cells_text = "\n".join(detail)

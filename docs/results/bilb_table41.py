@@ -9,6 +9,7 @@ Pure numpy, no emulator run: a few seconds. The game's payoffs come from
 Monte Carlo check recomputes EG from the definition of g(r, L, Φ) alone, so a wrong closed
 form (or a wrong transcription of it) would show as an estimate outside its interval.
 """
+
 from __future__ import annotations
 
 import math
@@ -49,8 +50,9 @@ def delay(arrival: np.ndarray, load: float, foreign: float) -> np.ndarray:
     return np.where(r < load, foreign, np.where(r < load + foreign, load + foreign - r, 0.0))
 
 
-def monte_carlo_eg(load: float, foreign: float, rate: float = RATE, draws: int = MC_DRAWS,
-                   seed: int = MC_SEED) -> tuple[float, float]:
+def monte_carlo_eg(
+    load: float, foreign: float, rate: float = RATE, draws: int = MC_DRAWS, seed: int = MC_SEED
+) -> tuple[float, float]:
     """EG(L, Φ) (equation 4.1) estimated as the mean of g(r, L, Φ) over r ~ Exp(λ) (the gap to
     the next Poisson arrival), with the half-width of its 95 % confidence interval."""
     r = np.random.default_rng(seed).exponential(1.0 / rate, draws)
@@ -66,8 +68,14 @@ def payoffs(load: float, foreign: float, rate: float = RATE) -> dict[str, float]
     what accept costs the receiver against reject (whose payoff is 0), positive when accept
     is dominated (Corollary 4.1)."""
     eg = expected_delay(load, foreign, rate)
-    return {"eg": eg, "sender": foreign, "receiver": -eg, "social": foreign - eg,
-            "accept_loss": 0.0 - (-eg), "cooperate": (foreign - eg) / 2}
+    return {
+        "eg": eg,
+        "sender": foreign,
+        "receiver": -eg,
+        "social": foreign - eg,
+        "accept_loss": 0.0 - (-eg),
+        "cooperate": (foreign - eg) / 2,
+    }
 
 
 def social_limit(foreign: float, rate: float = RATE) -> float:
@@ -77,11 +85,14 @@ def social_limit(foreign: float, rate: float = RATE) -> float:
 
 def symbolic_tables() -> str:
     """Table 4.1 a and b as the thesis prints them (row player's payoff first)."""
-    a = md_table(["(a) simple game", "accept (printed: receive)", "reject"],
-                 [["send", "Φ_k, −EG(L_k, Φ_k)", "0, 0"], ["compute locally", "0, 0", "0, 0"]])
-    b = md_table(["(b) cooperation game", "cooperate", "compute locally"],
-                 [["cooperate", "½(Φ_k − EG(L_k, Φ_k)), ½(Φ_k − EG(L_k, Φ_k))", "0, 0"],
-                  ["compute locally", "0, 0", "0, 0"]])
+    a = md_table(
+        ["(a) simple game", "accept (printed: receive)", "reject"],
+        [["send", "Φ_k, −EG(L_k, Φ_k)", "0, 0"], ["compute locally", "0, 0", "0, 0"]],
+    )
+    b = md_table(
+        ["(b) cooperation game", "cooperate", "compute locally"],
+        [["cooperate", "½(Φ_k − EG(L_k, Φ_k)), ½(Φ_k − EG(L_k, Φ_k))", "0, 0"], ["compute locally", "0, 0", "0, 0"]],
+    )
     return a + "\n\n" + b
 
 
@@ -92,33 +103,74 @@ def game_table(loads: Sequence[float] = LOADS, foreign: Sequence[float] = FOREIG
     for phi in foreign:
         for load in loads:
             p = payoffs(load, phi, rate)
-            rows.append([f"{load:g}", f"{phi:g}", f"{p['sender']:.3f}", f"{p['receiver']:.3f}",
-                         f"{p['social']:.3f}", f"{p['accept_loss']:.3f}", f"{p['cooperate']:.3f}"])
-    return md_table(["L", "Φ", "(a) sender: send, accepted", "(a) receiver: accept",
-                     "(a) social outcome (Prop. 4.2)", "(a) what accept costs the receiver against reject (Cor. 4.1)",
-                     "(b) each: cooperate, cooperate"], rows)
+            rows.append(
+                [
+                    f"{load:g}",
+                    f"{phi:g}",
+                    f"{p['sender']:.3f}",
+                    f"{p['receiver']:.3f}",
+                    f"{p['social']:.3f}",
+                    f"{p['accept_loss']:.3f}",
+                    f"{p['cooperate']:.3f}",
+                ]
+            )
+    return md_table(
+        [
+            "L",
+            "Φ",
+            "(a) sender: send, accepted",
+            "(a) receiver: accept",
+            "(a) social outcome (Prop. 4.2)",
+            "(a) what accept costs the receiver against reject (Cor. 4.1)",
+            "(b) each: cooperate, cooperate",
+        ],
+        rows,
+    )
 
 
 def limit_table(foreign: Sequence[float] = LIMIT_FOREIGN, rate: float = RATE) -> str:
     """The social outcome at L = 0 against Φ, approaching 1/λ from below."""
-    rows = [[f"{phi:g}", f"{social_limit(phi, rate):.4f}", f"{1 / rate - social_limit(phi, rate):.4f}"] for phi in foreign]
+    rows = [
+        [f"{phi:g}", f"{social_limit(phi, rate):.4f}", f"{1 / rate - social_limit(phi, rate):.4f}"] for phi in foreign
+    ]
     return md_table(["Φ", "Φ − EG(0, Φ)", f"1/λ − (Φ − EG(0, Φ)), 1/λ = {1 / rate:g}"], rows)
 
 
-def mc_results(points: Sequence[tuple[float, float]] = MC_POINTS, rate: float = RATE, draws: int = MC_DRAWS,
-               seed: int = MC_SEED) -> list[tuple[float, float, float, float, float]]:
+def mc_results(
+    points: Sequence[tuple[float, float]] = MC_POINTS, rate: float = RATE, draws: int = MC_DRAWS, seed: int = MC_SEED
+) -> list[tuple[float, float, float, float, float]]:
     """(L, Φ, EG from expected_delay, Monte Carlo mean, 95 % half-width) per point; one seed per
     point, derived from ``seed``, so each line is reproducible on its own."""
-    return [(load, phi, expected_delay(load, phi, rate), *monte_carlo_eg(load, phi, rate, draws, seed + i))
-            for i, (load, phi) in enumerate(points)]
+    return [
+        (load, phi, expected_delay(load, phi, rate), *monte_carlo_eg(load, phi, rate, draws, seed + i))
+        for i, (load, phi) in enumerate(points)
+    ]
 
 
 def mc_table(results: Sequence[tuple[float, float, float, float, float]], draws: int = MC_DRAWS) -> str:
     """expected_delay beside the Monte Carlo estimate of EG from g's definition."""
-    rows = [[f"{load:g}", f"{phi:g}", f"{eg:.4f}", f"{mean:.4f} ± {half:.4f}", f"{(mean - eg) / half:+.2f}",
-             "yes" if abs(mean - eg) <= half else "**no**"] for load, phi, eg, mean, half in results]
-    return md_table(["L", "Φ", "EG (expected_delay)", f"Monte Carlo mean of g ± 95 % CI ({draws:,} draws)",
-                     "(estimate − EG) / half-width", "EG inside the interval"], rows)
+    rows = [
+        [
+            f"{load:g}",
+            f"{phi:g}",
+            f"{eg:.4f}",
+            f"{mean:.4f} ± {half:.4f}",
+            f"{(mean - eg) / half:+.2f}",
+            "yes" if abs(mean - eg) <= half else "**no**",
+        ]
+        for load, phi, eg, mean, half in results
+    ]
+    return md_table(
+        [
+            "L",
+            "Φ",
+            "EG (expected_delay)",
+            f"Monte Carlo mean of g ± 95 % CI ({draws:,} draws)",
+            "(estimate − EG) / half-width",
+            "EG inside the interval",
+        ],
+        rows,
+    )
 
 
 def render(rate: float = RATE) -> str:
@@ -146,10 +198,19 @@ the thesis's informal picture of players who alternate between sending and recei
 game it solves. The Monte Carlo check draws the next local job's arrival r ~ Exp(λ) and
 averages g(r, L, Φ) from its definition: EG's closed form lies inside {inside} of the {len(mc)}
 95 % intervals (about one in twenty may miss by chance alone)."""
-    return "\n\n".join([text, "Table 4.1 as printed:", symbolic_tables(),
-                        "Evaluated (time units; the receiver's and the sender's payoffs are those of the (send, accept) cell):",
-                        game_table(rate=rate), "The social outcome at L = 0 as Φ grows:", limit_table(rate=rate),
-                        "EG against its definition:", mc_table(mc)])
+    return "\n\n".join(
+        [
+            text,
+            "Table 4.1 as printed:",
+            symbolic_tables(),
+            "Evaluated (time units; the receiver's and the sender's payoffs are those of the (send, accept) cell):",
+            game_table(rate=rate),
+            "The social outcome at L = 0 as Φ grows:",
+            limit_table(rate=rate),
+            "EG against its definition:",
+            mc_table(mc),
+        ]
+    )
 
 
 def emit(text: str, markers: tuple[str, str], argv: Sequence[str]) -> None:

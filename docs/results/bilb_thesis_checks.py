@@ -17,6 +17,7 @@ and a little queueing theory, with no emulator run (a few seconds):
     set against the printed half-ranges and against Table 4.2's α = 1 / α = 2 ratio, and the
     scores against the largest score that removing all waiting (M/G/1, load 0.2) could give.
 """
+
 from __future__ import annotations
 
 import math
@@ -43,12 +44,19 @@ HOM4 = ("score", "score ±", "std", "std ±")  # Tables 4.2 (homogeneous), 4.3 a
 # Readings of a printed row: printed field -> the field of the source row it would hold.
 SAME = {f: f for f in ROW6}
 # "typical and overloaded swapped": the two groups changed places, the ± left out
-SWAPPED = {"typical score": "overloaded score", "typical std": "overloaded std",
-           "overloaded score": "typical score", "overloaded std": "typical std"}
+SWAPPED = {
+    "typical score": "overloaded score",
+    "typical std": "overloaded std",
+    "overloaded score": "typical score",
+    "overloaded std": "typical std",
+}
 # "overloaded first": the source row read as overloaded (score, std), then typical (score, ±,
 # std, ±), and poured in that order into the printed template's six slots
-OVERLOADED_FIRST = dict(zip(ROW6, ("overloaded score", "overloaded std", "typical score", "typical score ±",
-                                   "typical std", "typical std ±")))
+OVERLOADED_FIRST = dict(
+    zip(
+        ROW6, ("overloaded score", "overloaded std", "typical score", "typical score ±", "typical std", "typical std ±")
+    )
+)
 READINGS = {"same fields": SAME, "typical ↔ overloaded swapped": SWAPPED, "overloaded first": OVERLOADED_FIRST}
 RUNS = 1000  # runs per row of Tables 4.3-4.5 ("each row is an average over 1000 runs")
 
@@ -87,8 +95,10 @@ def t44_row(n: int, level: int) -> list[Source]:
     if n == 10:
         return [Source("4.4", f"N=10, l={level}", f, v) for f, v in zip(ROW6, ten)]
     printed = dict(zip(TWO4, two))
-    return [Source("4.4", f"N=2, l={level}", f, printed[f]) if f in printed else Source("4.4*", f"N=2, l={level}", f, 0.0)
-            for f in ROW6]
+    return [
+        Source("4.4", f"N=2, l={level}", f, printed[f]) if f in printed else Source("4.4*", f"N=2, l={level}", f, 0.0)
+        for f in ROW6
+    ]
 
 
 def same_setting(n: int, ab: float, level: int) -> list[Source]:
@@ -100,7 +110,9 @@ def same_setting(n: int, ab: float, level: int) -> list[Source]:
         pool += [s for s in t44_row(n, level) if s.table == "4.4"]
         pool += [Source("4.3", f"N={n}, l={level}", f, v) for f, v in zip(HOM4, T43[level][n == 10])]
     het_typ, het_ovl = T42_HET[n, ab]
-    pool += [Source("4.2 het", f"N={n}, α={ab:g}", f, v) for f, (v, _) in zip(ROW6, numbers(het_typ) + numbers(het_ovl))]
+    pool += [
+        Source("4.2 het", f"N={n}, α={ab:g}", f, v) for f, (v, _) in zip(ROW6, numbers(het_typ) + numbers(het_ovl))
+    ]
     pool += [Source("4.2 hom", f"N={n}, α={ab:g}", f, v) for f, (v, _) in zip(HOM4, numbers(T42_HOM[n, ab]))]
     return pool
 
@@ -108,7 +120,7 @@ def same_setting(n: int, ab: float, level: int) -> list[Source]:
 # ---------------------------------------------------------------- matching
 def units(cell: Printed, value: float) -> float:
     """|value - printed| in units of the printed last digit (≤ 0.5: the value prints as it)."""
-    return abs(value - cell.value) * 10 ** cell.decimals
+    return abs(value - cell.value) * 10**cell.decimals
 
 
 def rounds_to(cell: Printed, value: float) -> bool:
@@ -118,14 +130,16 @@ def rounds_to(cell: Printed, value: float) -> bool:
 
 def truncates_to(cell: Printed, value: float) -> bool:
     """Whether ``value`` cut (not rounded) to the printed decimals reads as ``cell``."""
-    return math.isclose(math.trunc(value * 10 ** cell.decimals) / 10 ** cell.decimals, cell.value, abs_tol=1e-9)
+    return math.isclose(math.trunc(value * 10**cell.decimals) / 10**cell.decimals, cell.value, abs_tol=1e-9)
 
 
 def fit(cells: Sequence[Printed], source: Sequence[Source], pairs: Sequence[tuple[int, int]]) -> tuple[int, float]:
     """How an assignment (printed index, source index) fits: (values that round to the
     printed cell, total distance in last-digit units)."""
-    return (sum(rounds_to(cells[i], source[j].value) for i, j in pairs),
-            sum(units(cells[i], source[j].value) for i, j in pairs))
+    return (
+        sum(rounds_to(cells[i], source[j].value) for i, j in pairs),
+        sum(units(cells[i], source[j].value) for i, j in pairs),
+    )
 
 
 def best_assignment(cells: Sequence[Printed], source: Sequence[Source]) -> list[tuple[int, int]]:
@@ -151,7 +165,9 @@ def named(cells: Sequence[Printed], source: Sequence[Source], mapping: dict[str,
     return [(i, where[mapping[c.field]]) for i, c in enumerate(cells) if mapping.get(c.field) in where]
 
 
-def level_control(cells: Sequence[Printed], n: int, mapping: dict[str, str] | None = None) -> list[tuple[int, int, float]]:
+def level_control(
+    cells: Sequence[Printed], n: int, mapping: dict[str, str] | None = None
+) -> list[tuple[int, int, float]]:
     """The fit of a reading (``mapping``; None: the best assignment, searched anew per row)
     against Table 4.4's row at every level: (l, exact matches, total distance). A row made
     from level l fits there far better than anywhere else."""
@@ -191,15 +207,20 @@ def reference_ranges() -> tuple[float, float, float]:
     return half, min(ratios), max(ratios)
 
 
-def plausibility(cells: Sequence[Printed], n: int, mapping: dict[str, str]) -> tuple[float | None, float | None, bool | None]:
+def plausibility(
+    cells: Sequence[Printed], n: int, mapping: dict[str, str]
+) -> tuple[float | None, float | None, bool | None]:
     """A row under a reading, against what every row of Tables 4.2-4.4 shows: typical
     half-range / |typical score| (None below |score| 0.05), overloaded std / score (None at
     score 0), and, at N = 2, whether both typical half-ranges are 0 (one typical organization)."""
     row = true_fields(cells, mapping)
     score, half = row["typical score"], row["typical score ±"]
     ovl, ovl_std = row["overloaded score"], row["overloaded std"]
-    return (abs(half) / abs(score) if abs(score) >= 0.05 else None, ovl_std / ovl if ovl > 0 else None,
-            (half == 0 and row["typical std ±"] == 0) if n == 2 else None)
+    return (
+        abs(half) / abs(score) if abs(score) >= 0.05 else None,
+        ovl_std / ovl if ovl > 0 else None,
+        (half == 0 and row["typical std ±"] == 0) if n == 2 else None,
+    )
 
 
 # ---------------------------------------------------------------- queueing bound (part b)
@@ -230,8 +251,9 @@ def spread_bound(whole: float, processors: int) -> float:
     return processors * (whole + 1) - 1
 
 
-def period_bound(rate: float, alpha: float, beta: float, periods: int = PERIODS, seed: int = SEED,
-                 discrete: bool = False) -> tuple[float, float]:
+def period_bound(
+    rate: float, alpha: float, beta: float, periods: int = PERIODS, seed: int = SEED, discrete: bool = False
+) -> tuple[float, float]:
     """The whole-job bound as the thesis scores: per period T = 1000 from an empty queue, the
     jobs released in [0.2T, 0.8T], F̃ by Algorithm 4.2 lines 1-5 from the period's start, and
     the mean over periods of F̃/Σp - 1 (a mean of ratios, as the thesis averages per-period
@@ -280,13 +302,27 @@ def cell_table(n: int, ab: float) -> tuple[str, dict[str, object]]:
             row.append(f"{s.field} {fmt(s.value)}{'*' if s.table == '4.4*' else ''} ({units(c, s.value):.1f}){mark}")
         hits = [f"{s.table} {s.row} {s.field} {fmt(s.value)}" for s in pool if rounds_to(c, s.value)]
         rows.append(row + ["; ".join(hits) if hits else "none"])
-    table = md_table(["printed field", "printed", *hyps, "every number of Tables 4.2-4.4 (same N; 4.3-4.4 also same l) that rounds to it"], rows)
+    table = md_table(
+        [
+            "printed field",
+            "printed",
+            *hyps,
+            "every number of Tables 4.2-4.4 (same N; 4.3-4.4 also same l) that rounds to it",
+        ],
+        rows,
+    )
     typical = next(s for s in source if s.field == "typical score")
     typical_std = next(s for s in source if s.field == "typical std").value
-    figures = {"level": level, "cells": cells, "source": source, "hyps": hyps,
-               "fits": {name: (*fit(cells, source, pairs), len(pairs)) for name, pairs in hyps.items()},
-               "z": rerun_z(cells[0], typical, typical_std, n - 1),
-               "control_best": level_control(cells, n), "control_first": level_control(cells, n, OVERLOADED_FIRST)}
+    figures = {
+        "level": level,
+        "cells": cells,
+        "source": source,
+        "hyps": hyps,
+        "fits": {name: (*fit(cells, source, pairs), len(pairs)) for name, pairs in hyps.items()},
+        "z": rerun_z(cells[0], typical, typical_std, n - 1),
+        "control_best": level_control(cells, n),
+        "control_first": level_control(cells, n, OVERLOADED_FIRST),
+    }
     return table, figures
 
 
@@ -321,19 +357,37 @@ def plausibility_table() -> tuple[str, dict[str, int]]:
     half_max, ratio_min, ratio_max = reference_ranges()
     inside = {"as printed": 0, "overloaded first": 0}
     rows = []
-    for (n, ab) in sorted(T45_HET, key=lambda k: (-k[1], k[0])):
+    for n, ab in sorted(T45_HET, key=lambda k: (-k[1], k[0])):
         level, cells = printed_het(n, ab)
         for name, mapping in (("as printed", SAME), ("overloaded first", OVERLOADED_FIRST)):
             half, ratio, zero = plausibility(cells, n, mapping)
-            ok = ((half is None or half <= half_max) and (ratio is None or ratio_min <= ratio <= ratio_max)
-                  and zero is not False)
+            ok = (
+                (half is None or half <= half_max)
+                and (ratio is None or ratio_min <= ratio <= ratio_max)
+                and zero is not False
+            )
             inside[name] += ok
-            rows.append([f"N = {n}, α = β = {ab:g}, l = {level}", name, "—" if half is None else f"{half:.2f}",
-                         "—" if ratio is None else f"{ratio:.2f}", {None: "—", True: "yes", False: "**no**"}[zero],
-                         "yes" if ok else "**no**"])
-    table = md_table(["Table 4.5 row", "reading", f"typical ± / abs(score) (elsewhere ≤ {half_max:.2f})",
-                      f"overloaded std / score (elsewhere {ratio_min:.2f} to {ratio_max:.2f})",
-                      "N = 2: typical half-ranges 0 (one typical organization)", "inside every range"], rows)
+            rows.append(
+                [
+                    f"N = {n}, α = β = {ab:g}, l = {level}",
+                    name,
+                    "—" if half is None else f"{half:.2f}",
+                    "—" if ratio is None else f"{ratio:.2f}",
+                    {None: "—", True: "yes", False: "**no**"}[zero],
+                    "yes" if ok else "**no**",
+                ]
+            )
+    table = md_table(
+        [
+            "Table 4.5 row",
+            "reading",
+            f"typical ± / abs(score) (elsewhere ≤ {half_max:.2f})",
+            f"overloaded std / score (elsewhere {ratio_min:.2f} to {ratio_max:.2f})",
+            "N = 2: typical half-ranges 0 (one typical organization)",
+            "inside every range",
+        ],
+        rows,
+    )
     return table, inside
 
 
@@ -347,7 +401,8 @@ def part_a() -> str:
     worst = max(calib, key=lambda c: c[1])
     zs = sorted({round(z, 1) for _, _, z in calib})
     plaus, inside = plausibility_table()
-    lines = [f"""**(a) The heterogeneous rows.** Only two of them have a printed counterpart of the same
+    lines = [
+        f"""**(a) The heterogeneous rows.** Only two of them have a printed counterpart of the same
 setting: Table 4.4 has α = β = 2 and N = 2 and 10 only, so Table 4.5's heterogeneous N = 2,
 l = 1 and N = 10, l = 5 rows (the levels the text says were taken from Table 4.4) are set
 against Table 4.4's rows at those levels; the N = 5 and 30 rows and every α = β = 1 row
@@ -361,25 +416,34 @@ printed last digit (✓: it rounds to the printed number; "cut ✓": it does if 
 organization). Two printings of one setting in the thesis (Table 4.5's homogeneous l = 1000
 rows and Table 4.3's l = 1000 rows, N = 2 and 10) differ by up to {worst[1]:.3f} ({worst[0]}),
 their scores by {zs[0]} and {zs[-1]} standard errors of a {RUNS}-run mean: those rows were rerun, not copied,
-so even a correct row need not match Table 4.4 to the last digit."""]
+so even a correct row need not match Table 4.4 to the last digit."""
+    ]
     for (n, ab), table in tables:
-        lines.append(f"Table 4.5, N = {n}, α = β = {ab:g}, l = {figs[n, ab]['level']}, against Table 4.4, "
-                     f"N = {n}, l = {figs[n, ab]['level']}:")
+        lines.append(
+            f"Table 4.5, N = {n}, α = β = {ab:g}, l = {figs[n, ab]['level']}, against Table 4.4, "
+            f"N = {n}, l = {figs[n, ab]['level']}:"
+        )
         lines.append(table)
-    lines.append("The fit of the best assignment and of the overloaded-first reading against Table 4.4's row at "
-                 "every level (exact matches, total distance in last-digit units; the level Table 4.5 names in bold):")
+    lines.append(
+        "The fit of the best assignment and of the overloaded-first reading against Table 4.4's row at "
+        "every level (exact matches, total distance in last-digit units; the level Table 4.5 names in bold):"
+    )
     lines.append(control_table(figs))
     lines.append(verdict_a(figs))
-    lines.append(f"""Plausibility of every heterogeneous row, as printed and read overloaded first, against
+    lines.append("""Plausibility of every heterogeneous row, as printed and read overloaded first, against
 what all rows of Tables 4.2-4.4 keep (a typical half-range small beside its score; an
 overloaded organization's std of the order of its score; no typical half-range at N = 2):""")
     lines.append(plaus)
     first = [true_fields(printed_het(*key)[1], OVERLOADED_FIRST) for key in T45_HET]
     typical, overloaded = [r["typical score"] for r in first], [r["overloaded score"] for r in first]
-    swap = [f"{f['fits']['typical ↔ overloaded swapped'][0]} of {f['fits']['typical ↔ overloaded swapped'][2]}"  # type: ignore[index]
-            for f in figs.values()]
-    lines.append(f"""As printed, {inside['as printed']} of the {len(T45_HET)} rows keep those ranges; read overloaded first,
-{inside['overloaded first']} of {len(T45_HET)} do. Read that way no score is negative (typical {min(typical):.2f} to {max(typical):.2f},
+    swap = [
+        f"{f['fits']['typical ↔ overloaded swapped'][0]} of {f['fits']['typical ↔ overloaded swapped'][2]}"  # type: ignore[index]
+        for f in figs.values()
+    ]
+    lines.append(f"""As printed, {inside['as printed']} of the {len(T45_HET)} rows keep those ranges; read overloaded \
+first,
+{inside['overloaded first']} of {len(T45_HET)} do. Read that way no score is negative (typical {min(typical):.2f} to \
+{max(typical):.2f},
 overloaded {min(overloaded):.2f} to {max(overloaded):.2f}), which is what the text claims of the table ("it allows
 positive gains for all the organizations even when one of the resources is overloaded").
 
@@ -401,24 +465,36 @@ def verdict_a(figs: dict[tuple[int, float], dict[str, object]]) -> str:
         control = sorted(f["control_first"], key=lambda r: r[2])  # type: ignore[arg-type]
         own = next(r for r in control if r[0] == f["level"])
         runner = next(r for r in control if r[0] != f["level"])
-        place = ("better than at any other level" if control[0] is own
-                 else f"only {ordinal(control.index(own) + 1)} best of the 14 levels")
+        place = (
+            "better than at any other level"
+            if control[0] is own
+            else f"only {ordinal(control.index(own) + 1)} best of the 14 levels"
+        )
         hits, dist, k = fits["overloaded first"]  # type: ignore[index]
         cells, source = f["cells"], f["source"]
-        main = [units(cells[i], source[j].value) for i, j in f["hyps"]["overloaded first"]  # type: ignore[index]
-                if "±" not in source[j].field]
+        main = [
+            units(cells[i], source[j].value)
+            for i, j in f["hyps"]["overloaded first"]  # type: ignore[index]
+            if "±" not in source[j].field
+        ]
         if hits == k:
-            what = (f"every number is Table 4.4's l = {f['level']} cell to the printed rounding: **copied cells, "
-                    f"entered overloaded first**")
+            what = (
+                f"every number is Table 4.4's l = {f['level']} cell to the printed rounding: **copied cells, "
+                f"entered overloaded first**"
+            )
         else:
-            what = (f"only {hits} of {k} numbers are Table 4.4's l = {f['level']} cells to the printed rounding, the "
-                    f"scores and standard deviations within {max(main):.1f} units: **not copied cells but, most likely, "
-                    f"a rerun of that setting entered overloaded first** (its two half-ranges are too alike to "
-                    f"tell which is which: the best assignment swaps them at the same total distance)")
-        out.append(f"- **N = {n}, l = {f['level']}**: " + "; ".join(parts) + f". As a rerun of the same fields, the "
-                   f"printed typical score would be {f['z']:.0f} standard errors of a {RUNS}-run mean off Table 4.4's. "
-                   f"Read overloaded first, the row fits Table 4.4 at l = {f['level']} {place} ({own[2]:.1f} units; "
-                   f"next l = {runner[0]}, {runner[2]:.1f}); {what}.")
+            what = (
+                f"only {hits} of {k} numbers are Table 4.4's l = {f['level']} cells to the printed rounding, the "
+                f"scores and standard deviations within {max(main):.1f} units: **not copied cells but, most likely, "
+                f"a rerun of that setting entered overloaded first** (its two half-ranges are too alike to "
+                f"tell which is which: the best assignment swaps them at the same total distance)"
+            )
+        out.append(
+            f"- **N = {n}, l = {f['level']}**: " + "; ".join(parts) + f". As a rerun of the same fields, the "
+            f"printed typical score would be {f['z']:.0f} standard errors of a {RUNS}-run mean off Table 4.4's. "
+            f"Read overloaded first, the row fits Table 4.4 at l = {f['level']} {place} ({own[2]:.1f} units; "
+            f"next l = {runner[0]}, {runner[2]:.1f}); {what}."
+        )
     return "\n".join(out)
 
 
@@ -446,13 +522,35 @@ def part_b() -> str:
             facts["over"].append(n)
         if a2[0] > bound2:
             facts["over2"].append(n)
-        rows.append([n, T45_HOM[n, 2.0], T45_HOM[n, 1.0], f"{a1[0] - a2[0]:+.2f} ({a1[1] + a2[1]:.2f})",
-                     f"{a1[2] - a2[2]:+.2f} ({a1[3] + a2[3]:.2f})", f"{a1[0] / a2[0]:.2f}", f"{r42:.2f}",
-                     f"{a2[0] * r42:.2f}", f"{a1[0] / bound1:.1f}", f"{spread_bound(bound1, n):.2f}"])
-    table = md_table(["N", "α = β = 2 (printed)", "α = β = 1 (printed)", "score difference (sum of the two ±)",
-                      "std difference (sum of the two ±)", "score ratio α=1 / α=2, Table 4.5", "same ratio, Table 4.2",
-                      "α = 2 score × Table 4.2's ratio", f"α = 1 score / whole-job bound {bound1:.2f}",
-                      "bound if a job may run on all N processors at once"], rows)
+        rows.append(
+            [
+                n,
+                T45_HOM[n, 2.0],
+                T45_HOM[n, 1.0],
+                f"{a1[0] - a2[0]:+.2f} ({a1[1] + a2[1]:.2f})",
+                f"{a1[2] - a2[2]:+.2f} ({a1[3] + a2[3]:.2f})",
+                f"{a1[0] / a2[0]:.2f}",
+                f"{r42:.2f}",
+                f"{a2[0] * r42:.2f}",
+                f"{a1[0] / bound1:.1f}",
+                f"{spread_bound(bound1, n):.2f}",
+            ]
+        )
+    table = md_table(
+        [
+            "N",
+            "α = β = 2 (printed)",
+            "α = β = 1 (printed)",
+            "score difference (sum of the two ±)",
+            "std difference (sum of the two ±)",
+            "score ratio α=1 / α=2, Table 4.5",
+            "same ratio, Table 4.2",
+            "α = 2 score × Table 4.2's ratio",
+            f"α = 1 score / whole-job bound {bound1:.2f}",
+            "bound if a job may run on all N processors at once",
+        ],
+        rows,
+    )
     t42 = [numbers(T42_HOM[n, 1.0])[0][0] for n in (2, 5, 10, 30)]
     text = f"""**(b) The homogeneous α = β = 1 rows.** At α = β = 1 (gamma(1, 1) sizes: E[S] = {mean1:g},
 E[S²] = {second1:g}) and λ = {RATE:g} each site alone is an M/G/1 queue at load ρ = {RATE * mean1:g}, with mean
@@ -477,31 +575,39 @@ def verdict_b(facts: dict[str, list], bound1: float, bound2: float, t42: list[fl
     smaller = [1 / r for r in facts["ratio42"]]
     same = [n for n in s1 if s1[n] == s2[n]]
     listing = lambda ns: ", ".join(str(n) for n in ns) or "none"  # noqa: E731
-    return f"""Every printed α = β = 1 score ({", ".join(f"{v:.2f}" for v in s1.values())}) is above the whole-job bound {bound1:.2f}
-(N = {listing(facts["over"])}), by a factor {min(s1.values()) / bound1:.1f} to {max(s1.values()) / bound1:.1f}: reaching them needs one job's work to
+    return f"""Every printed α = β = 1 score ({", ".join(f"{v:.2f}" for v in s1.values())}) is above the whole-job \
+bound {bound1:.2f}
+(N = {listing(facts["over"])}), by a factor {min(s1.values()) / bound1:.1f} to {max(s1.values()) / bound1:.1f}: \
+reaching them needs one job's work to
 run on several processors at once (a job divided over idle processors as it arrives, or
 while it runs). Table 4.2's own α = β = 1 scores ({", ".join(f"{v:.2f}" for v in t42)}) are at most
-{max(t42) / bound1:.1f} times the bound, and its α = 2 scores ({", ".join(f"{v:.2f}" for v in t42_2)}) stay under theirs ({bound2:.2f}):
+{max(t42) / bound1:.1f} times the bound, and its α = 2 scores ({", ".join(f"{v:.2f}" for v in t42_2)}) stay under \
+theirs ({bound2:.2f}):
 the thesis's averaging game gains about what removing all waiting gives, not a multiple of
 it. The α = 1 scores of Table 4.5 equal its α = 2 ones within the sum of the printed
 half-ranges at N = {listing(facts["within"])} (to the last digit at N = {listing(same)}), where Table 4.2's ratio would
-make them {min(smaller):.0f} to {max(smaller):.0f} times smaller; they are not literal copies, though: N = {listing(apart)} differs
-beyond the half-ranges ({", ".join(f"{s1[n]:.2f} against {s2[n]:.2f}" for n in apart)}), and the half-ranges and standard
+make them {min(smaller):.0f} to {max(smaller):.0f} times smaller; they are not literal copies, though: N = \
+{listing(apart)} differs
+beyond the half-ranges ({", ".join(f"{s1[n]:.2f} against {s2[n]:.2f}" for n in apart)}), and the half-ranges and \
+standard
 deviations differ in every row. Nor does the bound settle it: Table 4.5's α = 2 scores
 already exceed their whole-job bound ({bound2:.2f}) at N = {listing(facts["over2"])}, so the thesis's BILB runs,
 unlike its averaging-game runs, let work run on several processors at once, and a
 simulator that does so can gain a multiple of the bound at load 0.2 too (up to the last
 column). **Verdict (b): not conclusive.** The α = 1 rows look like the α = 2 rows entered
 again ({len(facts["within"])} scores of 4 within the half-ranges, {len(same)} to the last digit), which fits a copy
-error, and they are {min(s1.values()) / bound1:.1f} to {max(s1.values()) / bound1:.1f} times what balancing queued work alone could give; but
+error, and they are {min(s1.values()) / bound1:.1f} to {max(s1.values()) / bound1:.1f} times what balancing queued \
+work alone could give; but
 nothing printed excludes a BILB simulator that divides jobs over idle processors and
 gains that much at light load."""
 
 
 def render() -> str:
     """The whole t45-checks section of bilb.md."""
-    return (f"Regenerate with `python -m gridemu.experiments.bilb_thesis_checks --write` (the thesis's numbers "
-            f"from `bilb_tables.py`; no emulator run, a few seconds).\n\n{part_a()}\n\n{part_b()}")
+    return (
+        f"Regenerate with `python -m gridemu.experiments.bilb_thesis_checks --write` (the thesis's numbers "
+        f"from `bilb_tables.py`; no emulator run, a few seconds).\n\n{part_a()}\n\n{part_b()}"
+    )
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ centralized DIRECTCONTR on the same jobs (the summary runs it, never through the
 "msgs/job": every message over the jobs; "wait": mean time from release to start; "cpu
 µs/job": the sites' own CPU seconds per job; "wall s": the run's kernel seconds.
 """
+
 from __future__ import annotations
 
 import sys
@@ -28,9 +29,17 @@ import pandas as pd  # noqa: E402
 from gridemu.experiments.decentralization_tables import log_axis, messages_axis, save_figure, sites_axis, write_between  # noqa: E402
 
 BEGIN, END = "<!-- directcontr:begin (decentralization_directcontr.py --write) -->", "<!-- directcontr:end -->"
-LAT_BEGIN, LAT_END = "<!-- directcontr-latency:begin (decentralization_directcontr.py --write) -->", "<!-- directcontr-latency:end -->"
-PARTS = ("directcontr-replicated", "directcontr-replicated-300", "directcontr-sampled", "directcontr-sampled-300",
-         "directcontr-sampled-1000")
+LAT_BEGIN, LAT_END = (
+    "<!-- directcontr-latency:begin (decentralization_directcontr.py --write) -->",
+    "<!-- directcontr-latency:end -->",
+)
+PARTS = (
+    "directcontr-replicated",
+    "directcontr-replicated-300",
+    "directcontr-sampled",
+    "directcontr-sampled-300",
+    "directcontr-sampled-1000",
+)
 KEEP = ["jobs", "fairness", "fairness_directcontr", "msgs_per_job", "mean_wait_time", "cpu_us_per_job", "wall_seconds"]
 
 
@@ -57,7 +66,9 @@ def load(root: Path) -> pd.DataFrame:
     out = df.groupby(["variant", "organizations"])[KEEP].mean().reset_index()
     out["runs"] = df.groupby(["variant", "organizations"]).size().to_numpy()
     rank = {v: i for i, v in enumerate(sorted(out["variant"].unique(), key=_rank))}
-    return out.sort_values(["variant", "organizations"], key=lambda c: c.map(rank) if c.name == "variant" else c, ignore_index=True)
+    return out.sort_values(
+        ["variant", "organizations"], key=lambda c: c.map(rank) if c.name == "variant" else c, ignore_index=True
+    )
 
 
 def _rank(variant: str) -> tuple:
@@ -70,13 +81,15 @@ def _num(x: float, fmt: str) -> str:
 
 
 def table(df: pd.DataFrame) -> str:
-    out = ["| DIRECTCONTR | organizations | runs | jobs | Δψ/p_tot | central | msgs/job | wait | cpu µs/job | wall s |",
-           "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    out = [
+        "| DIRECTCONTR | organizations | runs | jobs | Δψ/p_tot | central | msgs/job | wait | cpu µs/job | wall s |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
     for _, r in df.iterrows():
         out.append(
             f"| {r.variant} | {int(r.organizations):,} | {int(r.runs)} | {r.jobs:,.0f} | {_num(r.fairness, '.2f')} | "
-            f"{_num(r.fairness_directcontr, '.2f')} | {r.msgs_per_job:.2f} | {r.mean_wait_time:.1f} | {r.cpu_us_per_job:.0f} | "
-            f"{r.wall_seconds:.1f} |"
+            f"{_num(r.fairness_directcontr, '.2f')} | {r.msgs_per_job:.2f} | {r.mean_wait_time:.1f} | "
+            f"{r.cpu_us_per_job:.0f} | {r.wall_seconds:.1f} |"
         )
     return "\n".join(out)
 
@@ -84,10 +97,15 @@ def table(df: pd.DataFrame) -> str:
 def latency_table(root: Path) -> str:
     df = _derived(pd.read_parquet(root / "directcontr-latency" / "runs.parquet"))
     g = df.groupby(["protocol.mode", "network.latency"])[KEEP].mean().reset_index()
-    out = ["| mode (30 organizations) | latency L | Δψ/p_tot | central | msgs/job | wait |", "|---|---:|---:|---:|---:|---:|"]
+    out = [
+        "| mode (30 organizations) | latency L | Δψ/p_tot | central | msgs/job | wait |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
     for _, r in g.iterrows():
-        out.append(f"| {r['protocol.mode']} | {r['network.latency']:g} | {r.fairness:.2f} | {r.fairness_directcontr:.2f} | "
-                   f"{r.msgs_per_job:.2f} | {r.mean_wait_time:.1f} |")
+        out.append(
+            f"| {r['protocol.mode']} | {r['network.latency']:g} | {r.fairness:.2f} | {r.fairness_directcontr:.2f} | "
+            f"{r.msgs_per_job:.2f} | {r.mean_wait_time:.1f} |"
+        )
     return "\n".join(out)
 
 
@@ -99,7 +117,9 @@ def plot(df: pd.DataFrame) -> Path:
         axes[0].plot(g["organizations"], g["msgs_per_job"].clip(lower=0.01), label=variant, **style)
         axes[1].plot(g["organizations"], g["fairness"], label=variant, **style)
         axes[2].plot(g["organizations"], g["mean_wait_time"], label=variant, **style)
-    central = df[df["variant"].str.startswith("sampled")].groupby("organizations")["fairness_directcontr"].mean().dropna()
+    central = (
+        df[df["variant"].str.startswith("sampled")].groupby("organizations")["fairness_directcontr"].mean().dropna()
+    )
     axes[1].plot(central.index, central.to_numpy(), ls="--", color="grey", marker="s", label="centralized DIRECTCONTR")
     for ax in axes:
         sites_axis(ax, sorted(df["organizations"].unique()))

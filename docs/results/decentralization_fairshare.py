@@ -18,6 +18,7 @@ run in full up to 64 sites; beyond, a run of 3 refresh periods
 measures its rows per refresh only (every site sends every entry it has usage for to the
 N - 1 others: 1,024 sites make about 8 million rows a refresh).
 """
+
 from __future__ import annotations
 
 import sys
@@ -34,13 +35,18 @@ SHORT = 180.0  # seconds: the all-to-all runs that only count rows (3 refreshes)
 
 
 def scenario(n: int, exchange: str, seconds: float) -> dict:
-    streams = [{"group": g, "interval": 180.0 / n, "size": 600.0, "spread": 0.4, "overestimate": [0.2, 0.4]} for g in LEAVES]
+    streams = [
+        {"group": g, "interval": 180.0 / n, "size": 600.0, "spread": 0.4, "overestimate": [0.2, 0.4]} for g in LEAVES
+    ]
     return grid(hours=seconds / 3600.0, sites=n, exchange=exchange, streams=streams)
 
 
 def main(argv: list[str]) -> int:
-    rows = ["| exchange | sites | jobs | usage rows | rows/refresh | rows/site/refresh | dev (points) | entries settled | wall s |",
-            "|---|---:|---:|---:|---:|---:|---:|---|---:|"]
+    rows = [
+        "| exchange | sites | jobs | usage rows | rows/refresh | "
+        "rows/site/refresh | dev (points) | entries settled | wall s |",
+        "|---|---:|---:|---:|---:|---:|---:|---|---:|",
+    ]
     per_refresh: dict[tuple[str, int], float] = {}
     for n in SIZES:
         for exchange in ("all", "service", "tree", "gossip", "none"):
@@ -58,7 +64,8 @@ def main(argv: list[str]) -> int:
             done = [t for t in settled if t is not None]
             when = f"{len(done)} of {len(settled)}, last at {max(done):,.0f} s" if done and seconds > SHORT else "-"
             rows.append(
-                f"| {exchange} | {n:,} | {len(res.jobs):,} | {usage:,} | {usage / refreshes:,.0f} | {usage / refreshes / n:.1f} | {dev} | {when} | {wall:.1f} |"
+                f"| {exchange} | {n:,} | {len(res.jobs):,} | {usage:,} | {usage / refreshes:,.0f} | "
+                f"{usage / refreshes / n:.1f} | {dev} | {when} | {wall:.1f} |"
             )
             print(rows[-1], flush=True)
     ratio = [f"| {n:,} | {per_refresh['all', n] / per_refresh['tree', n]:.0f}× |" for n in SIZES]

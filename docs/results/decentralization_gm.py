@@ -13,6 +13,7 @@ probes, bids, steals and job transfers) over the jobs; "moves/job": the job tabl
 per 1,000 comparable pairs; "vs central": the largest difference of a completion time from
 the centralized GM simulator's (not computed past 5·10^6 jobs × processors).
 """
+
 from __future__ import annotations
 
 import sys
@@ -39,7 +40,9 @@ def load(root: Path) -> pd.DataFrame:
             runs["variant"] = "replicated (full graph)"
         else:
             where = "random:8" if part.endswith("random8") else "full graph"
-            runs["variant"] = runs["protocol.samples"].map(lambda d: f"sampled d = {int(d)} ({where})" if d else "local GM only (d = 0)")
+            runs["variant"] = runs["protocol.samples"].map(
+                lambda d: f"sampled d = {int(d)} ({where})" if d else "local GM only (d = 0)"
+            )
         runs["sites"] = runs["sites.count"] if "sites.count" in runs else runs["sites"]
         rows.append(runs)
     df = pd.concat(rows, ignore_index=True)
@@ -48,10 +51,21 @@ def load(root: Path) -> pd.DataFrame:
     df["cpu_us_per_job"] = 1e6 * df["site_cpu_seconds"] / df["jobs"]
     if "reference_max_diff" not in df:
         df["reference_max_diff"] = float("nan")
-    keep = ["jobs", "mean_flow_time", "msgs_per_job", "moves_per_job", "cpu_us_per_job", "ef_per_1000_pairs", "reference_max_diff", "wall_seconds"]
+    keep = [
+        "jobs",
+        "mean_flow_time",
+        "msgs_per_job",
+        "moves_per_job",
+        "cpu_us_per_job",
+        "ef_per_1000_pairs",
+        "reference_max_diff",
+        "wall_seconds",
+    ]
     order = {v: i for i, v in enumerate(dict.fromkeys(sorted(df["variant"], key=_rank)))}
     out = df.groupby(["variant", "sites"])[keep].mean().reset_index()
-    return out.sort_values(["variant", "sites"], key=lambda c: c.map(order) if c.name == "variant" else c, ignore_index=True)
+    return out.sort_values(
+        ["variant", "sites"], key=lambda c: c.map(order) if c.name == "variant" else c, ignore_index=True
+    )
 
 
 def _rank(variant: str) -> tuple:
@@ -59,13 +73,16 @@ def _rank(variant: str) -> tuple:
 
 
 def table(df: pd.DataFrame) -> str:
-    out = ["| GM | sites | jobs | flow | msgs/job | moves/job | cpu µs/job | EF/1000 | vs central | wall s |",
-           "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    out = [
+        "| GM | sites | jobs | flow | msgs/job | moves/job | cpu µs/job | EF/1000 | vs central | wall s |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
     for _, r in df.iterrows():
         ref = f"{r.reference_max_diff:.1f}" if r.reference_max_diff == r.reference_max_diff else "-"
         out.append(
-            f"| {r.variant} | {int(r.sites):,} | {r.jobs:,.0f} | {r.mean_flow_time:.2f} | {r.msgs_per_job:.2f} | {r.moves_per_job:.2f} | "
-            f"{r.cpu_us_per_job:.0f} | {r.ef_per_1000_pairs:.2f} | {ref} | {r.wall_seconds:.1f} |"
+            f"| {r.variant} | {int(r.sites):,} | {r.jobs:,.0f} | {r.mean_flow_time:.2f} | {r.msgs_per_job:.2f} | "
+            f"{r.moves_per_job:.2f} | {r.cpu_us_per_job:.0f} | "
+            f"{r.ef_per_1000_pairs:.2f} | {ref} | {r.wall_seconds:.1f} |"
         )
     return "\n".join(out)
 
@@ -73,8 +90,12 @@ def table(df: pd.DataFrame) -> str:
 def plot(df: pd.DataFrame) -> Path:
     fig, axes = plt.subplots(1, 3, figsize=(14, 4.2), constrained_layout=True)
     for variant, g in df.groupby("variant", sort=False):
-        style = dict(marker="o", lw=2.4 if variant.startswith("replicated") else 1.4,
-                     color="black" if variant.startswith("replicated") else None, ls=":" if "random" in variant else "-")
+        style = dict(
+            marker="o",
+            lw=2.4 if variant.startswith("replicated") else 1.4,
+            color="black" if variant.startswith("replicated") else None,
+            ls=":" if "random" in variant else "-",
+        )
         axes[0].plot(g["sites"], g["msgs_per_job"].clip(lower=0.01), label=variant, **style)
         axes[1].plot(g["sites"], g["mean_flow_time"], label=variant, **style)
         axes[2].plot(g["sites"], g["ef_per_1000_pairs"].clip(lower=0.001), label=variant, **style)

@@ -13,6 +13,7 @@ algorithms computed by the summary on the whole instance (never by the agents), 
 executed schedule. "msgs/job": every message over the jobs; "moved": jobs run away from
 home; "wall s": the run's kernel seconds.
 """
+
 from __future__ import annotations
 
 import sys
@@ -39,18 +40,35 @@ def load(root: Path) -> pd.DataFrame:
     df = pd.concat(rows, ignore_index=True)
     df["msgs_per_job"] = df["messages_total"] / df["jobs"]
     df["moved_share"] = df["jobs_migrated"] / df["jobs"]
-    keep = ["jobs", "overloaded", "score_local", "score_molba", "score_molba_ilba", "score", "msgs_per_job", "moved_share", "wall_seconds"]
+    keep = [
+        "jobs",
+        "overloaded",
+        "score_local",
+        "score_molba",
+        "score_molba_ilba",
+        "score",
+        "msgs_per_job",
+        "moved_share",
+        "wall_seconds",
+    ]
     out = df.groupby(["protocol.mode", "organizations"])[keep].mean().reset_index()
-    return out.sort_values(["protocol.mode", "organizations"], key=lambda c: c.map({"replicated": 0, "aggregates": 1}) if c.name == "protocol.mode" else c)
+    return out.sort_values(
+        ["protocol.mode", "organizations"],
+        key=lambda c: c.map({"replicated": 0, "aggregates": 1}) if c.name == "protocol.mode" else c,
+    )
 
 
 def table(df: pd.DataFrame) -> str:
-    out = ["| MOLBA | organizations | jobs | \\|O'\\| | score local | MOLBA | MOLBA+ILBA | run | msgs/job | moved | wall s |",
-           "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    out = [
+        "| MOLBA | organizations | jobs | \\|O'\\| | score local | "
+        "MOLBA | MOLBA+ILBA | run | msgs/job | moved | wall s |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
     for _, r in df.iterrows():
         out.append(
-            f"| {r['protocol.mode']} | {int(r.organizations)} | {r.jobs:,.0f} | {r.overloaded:.1f} | {r.score_local:.2f} | {r.score_molba:.3f} | "
-            f"{r.score_molba_ilba:.3f} | {r.score:.3f} | {r.msgs_per_job:.2f} | {100 * r.moved_share:.0f} % | {r.wall_seconds:.2f} |"
+            f"| {r['protocol.mode']} | {int(r.organizations)} | {r.jobs:,.0f} | {r.overloaded:.1f} | "
+            f"{r.score_local:.2f} | {r.score_molba:.3f} | {r.score_molba_ilba:.3f} | {r.score:.3f} | "
+            f"{r.msgs_per_job:.2f} | {100 * r.moved_share:.0f} % | {r.wall_seconds:.2f} |"
         )
     return "\n".join(out)
 
@@ -65,7 +83,9 @@ def plot(df: pd.DataFrame) -> Path:
         axes[1].plot(g["organizations"], g["score"], label=f"run: {label}", **style)
     central = df.groupby("organizations")[["score_molba", "score_molba_ilba"]].mean()
     axes[1].plot(central.index, central["score_molba"], ls="--", color="grey", marker="s", label="centralized MOLBA")
-    axes[1].plot(central.index, central["score_molba_ilba"], ls=":", color="grey", marker="^", label="centralized MOLBA+ILBA")
+    axes[1].plot(
+        central.index, central["score_molba_ilba"], ls=":", color="grey", marker="^", label="centralized MOLBA+ILBA"
+    )
     for ax in axes:
         sites_axis(ax, sorted(df["organizations"].unique()))
         ax.set_xlabel("organizations (one site of 128 processors each)")

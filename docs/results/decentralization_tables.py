@@ -15,6 +15,7 @@ run of the same size; "local": every organization alone (the counterfactual run)
 "S_k sd": the standard deviation over organizations of the score S_k of thesis 4.5.2
 (positive: better off than alone), "S_k mean" its mean.
 """
+
 from __future__ import annotations
 
 import sys
@@ -24,7 +25,6 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 DOC = Path(__file__).with_name("decentralization.md")
@@ -62,46 +62,73 @@ def load(root: Path, parts: tuple[str, ...]) -> pd.DataFrame:
     df = pd.concat(rows, ignore_index=True)
     df = df.groupby(["variant", "sites"], sort=False).mean(numeric_only=True).reset_index()
     first = {v: i for i, v in enumerate(dict.fromkeys(df["variant"]))}  # the sweeps' order, sizes ascending
-    return df.sort_values(["variant", "sites"], key=lambda c: c.map(first) if c.name == "variant" else c, ignore_index=True)
+    return df.sort_values(
+        ["variant", "sites"], key=lambda c: c.map(first) if c.name == "variant" else c, ignore_index=True
+    )
 
 
 def gap_table(root: Path) -> str:
     """BILB over random:8 at 256 sites against the time between rounds (sweep ``bilb-gap``)."""
     df = per_run(root, "bilb-gap").groupby("protocol.min_gap").mean(numeric_only=True).reset_index()
-    out = ["| min_gap (time units between rounds) | msgs/job | rows/site/t | flow | local | flow/local |", "|---:|---:|---:|---:|---:|---:|"]
+    out = [
+        "| min_gap (time units between rounds) | msgs/job | rows/site/t | flow | local | flow/local |",
+        "|---:|---:|---:|---:|---:|---:|",
+    ]
     for _, r in df.iterrows():
-        out.append(f"| {r['protocol.min_gap']:g} | {r.msgs_per_job:.2f} | {r.rows_per_site_t:.3f} | {r.mean_flow_time:.2f} | "
-                   f"{r.flow_local:.2f} | {r.mean_flow_time / r.flow_local:.2f} |")
+        out.append(
+            f"| {r['protocol.min_gap']:g} | {r.msgs_per_job:.2f} | {r.rows_per_site_t:.3f} | {r.mean_flow_time:.2f} | "
+            f"{r.flow_local:.2f} | {r.mean_flow_time / r.flow_local:.2f} |"
+        )
     return "\n".join(out)
 
 
 def tables(df: pd.DataFrame) -> str:
     full = df[df["variant"] == "full"].set_index("sites")["mean_flow_time"]
-    out = ["| variant | sites | jobs | msgs/job | rows/site/t | cpu µs/job | flow | flow/full | local | S_k mean | S_k sd |",
-           "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    out = [
+        "| variant | sites | jobs | msgs/job | rows/site/t | "
+        "cpu µs/job | flow | flow/full | local | S_k mean | S_k sd |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
     for _, r in df.iterrows():
         ratio = f"{r.mean_flow_time / full[r.sites]:.2f}" if r.sites in full.index else "-"
         out.append(
             f"| {r.variant} | {int(r.sites):,} | {r.jobs:,.0f} | {r.msgs_per_job:.2f} | {r.rows_per_site_t:.3f} | "
-            f"{r.cpu_us_per_job:.0f} | {r.mean_flow_time:.2f} | {ratio} | {r.flow_local:.2f} | {r.score_avg:+.3f} | {r.score_sd:.3f} |"
+            f"{r.cpu_us_per_job:.0f} | {r.mean_flow_time:.2f} | {ratio} | "
+            f"{r.flow_local:.2f} | {r.score_avg:+.3f} | {r.score_sd:.3f} |"
         )
-    growth = ["", "| variant | msgs/job at 16 sites | at the most sites run | largest / smallest over N |", "|---|---:|---:|---:|"]
+    growth = [
+        "",
+        "| variant | msgs/job at 16 sites | at the most sites run | largest / smallest over N |",
+        "|---|---:|---:|---:|",
+    ]
     for variant, g in df.groupby("variant", sort=False):
         m = g.set_index("sites")["msgs_per_job"]
-        growth.append(f"| {variant} | {m.iloc[0]:.2f} | {m.iloc[-1]:.2f} ({int(m.index[-1]):,} sites) | {m.max() / m.min():.2f} |")
+        growth.append(
+            f"| {variant} | {m.iloc[0]:.2f} | {m.iloc[-1]:.2f} ({int(m.index[-1]):,} sites) | {m.max() / m.min():.2f} |"
+        )
     return "\n".join(out + growth)
 
 
 def plots(df: pd.DataFrame, name: str, protocol: str) -> Path:
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), constrained_layout=True)
     # One color per topology in every figure; gossip dotted in its topology's color.
-    colors = {"full": "black", "ring": "tab:red", "random:8": "tab:green", "grid2d": "tab:orange",
-              "smallworld:8:0.1": "tab:purple", "tree:4": "tab:brown"}
+    colors = {
+        "full": "black",
+        "ring": "tab:red",
+        "random:8": "tab:green",
+        "grid2d": "tab:orange",
+        "smallworld:8:0.1": "tab:purple",
+        "tree:4": "tab:brown",
+    }
     for variant, g in df.groupby("variant", sort=False):
         topology = variant.removeprefix("gossip, ")
         gossip = variant.startswith("gossip")
-        style = dict(marker="s" if gossip else "o", lw=2.4 if variant == "full" else 1.4,
-                     color=colors.get(topology, "tab:gray"), ls=":" if gossip else "-")
+        style = dict(
+            marker="s" if gossip else "o",
+            lw=2.4 if variant == "full" else 1.4,
+            color=colors.get(topology, "tab:gray"),
+            ls=":" if gossip else "-",
+        )
         axes[0].plot(g["sites"], g["msgs_per_job"], label=variant, **style)
         axes[1].plot(g["sites"], g["mean_flow_time"] / g["flow_local"], label=variant, **style)
     axes[1].axhline(1.0, color="grey", ls="--", lw=1, label="every site alone (no balancing)")

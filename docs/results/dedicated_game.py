@@ -9,6 +9,7 @@ sizes 1..10) with ``workload.rounds`` = ROUNDS and ``protocol.strategy`` set as 
 the same seed, so every profile plays the same instances. Organization 1 is the one that
 deviates. Figures are from each run's summary.json (computed from the job table).
 """
+
 from __future__ import annotations
 
 import sys
@@ -56,7 +57,8 @@ def ci(x: np.ndarray) -> str:
 
 def table() -> tuple[str, dict]:
     lines = [
-        "| profile | mean u_1 (organization 1) | mean u of the others | rounds someone has u_k < 0 | ΣC score (1 − ΣC / ΣC(MJF)) | MJF played, share of machine-rounds |",
+        "| profile | mean u_1 (organization 1) | mean u of the others | rounds someone has u_k < 0 | "
+        "ΣC score (1 − ΣC / ΣC(MJF)) | MJF played, share of machine-rounds |",
         "|---|---|---|---|---|---|",
     ]
     curves = {}
@@ -81,9 +83,15 @@ def by_orgs() -> str:
         "|---|---|---|---|",
     ]
     for n in ORGS:
+
         def run(strategy):
             return payoff_matrix(play(strategy, {"sites.count": n}, rounds=ROUNDS_BY_N), ROUNDS_BY_N, n)
-        coop, alone, tft = run("follow"), run({"default": "follow", 1: "mjf"}), run({"default": "tit-for-tat", 1: "mjf"})
+
+        coop, alone, tft = (
+            run("follow"),
+            run({"default": "follow", 1: "mjf"}),
+            run({"default": "tit-for-tat", 1: "mjf"}),
+        )
         others = [k for k in range(n) if k != 1]
         lines.append(
             f"| {n} | {ci(coop.mean(axis=1))} | {ci(alone[:, 1])} / {ci(alone[:, others].mean(axis=1))} "
@@ -103,15 +111,21 @@ def figure(curves: dict) -> None:
     rounds = np.arange(1, ROUNDS + 1)
     for ax, label in zip(axes, shown):
         u = curves[label]
-        for k, style in ((1, dict(color="black", lw=2.0, label="organization 1")), (0, dict(color="tab:blue", lw=1.2, label="organization 0")),
-                         (2, dict(color="tab:orange", lw=1.2, label="organization 2"))):
+        for k, style in (
+            (1, dict(color="black", lw=2.0, label="organization 1")),
+            (0, dict(color="tab:blue", lw=1.2, label="organization 0")),
+            (2, dict(color="tab:orange", lw=1.2, label="organization 2")),
+        ):
             ax.plot(rounds, np.cumsum(u[:, k]), **style)
         ax.axhline(0, color="grey", lw=0.8, ls=":")
         ax.set_title(label.replace(" (cooperation)", ""), fontsize=9)
         ax.set_xlabel("round")
     axes[0].set_ylabel("cumulative payoff Σ u_k\n(time units gained over MJF)")
     axes[0].legend(fontsize=8, loc="upper left")
-    fig.suptitle(f"The scheduling game, 3 organizations, 8 jobs per machine, {ROUNDS} rounds (gridemu run dedicated)", fontsize=10)
+    fig.suptitle(
+        f"The scheduling game, 3 organizations, 8 jobs per machine, {ROUNDS} rounds (gridemu run dedicated)",
+        fontsize=10,
+    )
     fig.tight_layout()
     IMG.parent.mkdir(exist_ok=True)
     fig.savefig(IMG, dpi=110)

@@ -19,6 +19,7 @@ A cell reads "thesis / gridemu". Scores are percentages (1 - ΣC/ΣC(MJF), 1 - m
 section 3.7.1), σ the standard deviation over instances (percentage points); Δ-scores are the
 exact method's score minus the heuristic's.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -32,11 +33,19 @@ import numpy as np
 import pandas as pd
 
 from gridemu.brokers.scheduling_game.dedicated import (
-    DedicatedInstance, constrained_equitable, completion_sums, exhaustive_search,
-    min_max, min_sum, mjf_grid, schedule_count, scores, spt_grid,
+    DedicatedInstance,
+    completion_sums,
+    constrained_equitable,
+    exhaustive_search,
+    min_max,
+    min_sum,
+    mjf_grid,
+    schedule_count,
+    scores,
+    spt_grid,
 )
-from gridemu.brokers.scheduling_game.search import adjusted_equitable_walk, dynamic_programming, equitable_walk
 from gridemu.brokers.scheduling_game.equitable import cumulative_ordered, equitably_optimal_subset
+from gridemu.brokers.scheduling_game.search import adjusted_equitable_walk, dynamic_programming, equitable_walk
 from gridemu.scenarios.dedicated import LARGE, SMALL, SMALL_3, DataSet, exponential_instance
 
 DOC = Path(__file__).with_name("dedicated.md")
@@ -81,9 +90,15 @@ def run_exact(task: tuple) -> dict:
     aew, rec["t_aew"] = _cpu(adjusted_equitable_walk, inst)
     pareto = dyn.extra["pareto"]
     cons = constrained_equitable(pareto, mjf)
-    rec.update(pareto=len(pareto), eq=len(dyn), eq_cons=len(cons), agree=set(es.schedules) == set(dyn.schedules),
-               eq_u=len(equitably_optimal_subset(pareto.costs - mjf[None, :])),
-               ew_visited=ew.extra["visited"], aew_visited=aew.extra["visited"])
+    rec.update(
+        pareto=len(pareto),
+        eq=len(dyn),
+        eq_cons=len(cons),
+        agree=set(es.schedules) == set(dyn.schedules),
+        eq_u=len(equitably_optimal_subset(pareto.costs - mjf[None, :])),
+        ew_visited=ew.extra["visited"],
+        aew_visited=aew.extra["visited"],
+    )
     rec.update({f"ex_{k}": v for k, v in _choices(dyn.costs, mjf, False).items()})
     rec.update({f"exc_{k}": v for k, v in _choices(cons.costs, mjf, True).items()})
     rec.update({f"ew_{k}": v for k, v in _choices(ew.costs, mjf, False).items()})
@@ -107,10 +122,20 @@ def run_large(task: tuple) -> dict:
     mjf = completion_sums(inst, mjf_grid(inst))
     ew, t_ew = _cpu(equitable_walk, inst, max_steps=max_steps)
     aew, t_aew = _cpu(adjusted_equitable_walk, inst, max_steps=max_steps)
-    rec = dict(set=name, N=n_orgs, n=n, max=pmax, index=index, t_ew=t_ew, t_aew=t_aew,
-               ew_visited=ew.extra["visited"], aew_visited=aew.extra["visited"],
-               ew_finished=ew.extra["finished"], aew_finished=aew.extra["finished"],
-               aew_acceptable=bool(np.all(mjf[None, :] - aew.costs >= 0, axis=1).any()))
+    rec = dict(
+        set=name,
+        N=n_orgs,
+        n=n,
+        max=pmax,
+        index=index,
+        t_ew=t_ew,
+        t_aew=t_aew,
+        ew_visited=ew.extra["visited"],
+        aew_visited=aew.extra["visited"],
+        ew_finished=ew.extra["finished"],
+        aew_finished=aew.extra["finished"],
+        aew_acceptable=bool(np.all(mjf[None, :] - aew.costs >= 0, axis=1).any()),
+    )
     rec.update({f"ew_{k}": v for k, v in _choices(ew.costs, mjf, False).items()})
     rec.update({f"aew_{k}": v for k, v in _choices(aew.costs, mjf, True).items()})
     return rec
@@ -121,8 +146,16 @@ def run_exponential(n: int) -> dict:
     inst = DedicatedInstance.of(exponential_instance(n))
     es, t_es = _cpu(exhaustive_search, inst)
     dyn, t_dyn = _cpu(dynamic_programming, inst)
-    return dict(set="exponential", n=n, t_es=t_es, t_dyn=t_dyn, all=es.extra["all"],
-                pareto=len(dyn.extra["pareto"]), eq=len(dyn), agree=set(es.schedules) == set(dyn.schedules))
+    return dict(
+        set="exponential",
+        n=n,
+        t_es=t_es,
+        t_dyn=t_dyn,
+        all=es.extra["all"],
+        pareto=len(dyn.extra["pareto"]),
+        eq=len(dyn),
+        agree=set(es.schedules) == set(dyn.schedules),
+    )
 
 
 def _per_job_owner(rng: np.random.Generator, n_orgs: int, n: int, max_size: int) -> DedicatedInstance:
@@ -141,8 +174,11 @@ def run_split(task: tuple) -> dict:
     out = dict(N=n_orgs, n=n, max=pmax, index=index)
     for rule in ("composition", "per-job"):
         # "composition": the data set's own instance (Tables 3.5-3.11 use the same ones)
-        inst = DedicatedInstance.of((SMALL if n_orgs == 2 else SMALL_3).instance(n_orgs, n, pmax, index)) if rule == "composition" else \
-            _per_job_owner(np.random.default_rng([7, n_orgs, n, pmax, index]), n_orgs, n, pmax)
+        inst = (
+            DedicatedInstance.of((SMALL if n_orgs == 2 else SMALL_3).instance(n_orgs, n, pmax, index))
+            if rule == "composition"
+            else _per_job_owner(np.random.default_rng([7, n_orgs, n, pmax, index]), n_orgs, n, pmax)
+        )
         mjf, spt = completion_sums(inst, mjf_grid(inst)), completion_sums(inst, spt_grid(inst))
         out[f"{rule}_all"], out[f"{rule}_spt"] = schedule_count(inst), 100 * scores(spt, mjf)[0]
     return out
@@ -151,30 +187,51 @@ def run_split(task: tuple) -> dict:
 # ---------------------------------------------------------------------------- the runs
 def plan(quick: bool, large_per_cell: int, max_steps: int) -> dict[str, list]:
     def cells(ds: DataSet, per_cell: int, jobs=None) -> list:
-        return [(ds.name, big_n, n, p, i) for big_n, n, p in ds.cells() if jobs is None or n in jobs
-                for i in range(per_cell)]
+        return [
+            (ds.name, big_n, n, p, i)
+            for big_n, n, p in ds.cells()
+            if jobs is None or n in jobs
+            for i in range(per_cell)
+        ]
+
     per = 5 if quick else 50
     split = [t[1:] for t in cells(SMALL, per) + cells(SMALL_3, per)]
     if quick:
-        return {"small": cells(SMALL, 5, (5, 8, 10)), "small-3": cells(SMALL_3, 5, (4, 5)),
-                "exponential": list(range(3, 10)), "split": split,
-                "large": [t + (max_steps,) for t in cells(LARGE, 2, (10, 15)) if t[1] <= 4]}
-    return {"small": cells(SMALL, SMALL.per_cell), "small-3": cells(SMALL_3, SMALL_3.per_cell),
-            "exponential": list(range(3, 12)), "split": split,
-            "large": [t + (max_steps,) for t in cells(LARGE, large_per_cell)]}
+        return {
+            "small": cells(SMALL, 5, (5, 8, 10)),
+            "small-3": cells(SMALL_3, 5, (4, 5)),
+            "exponential": list(range(3, 10)),
+            "split": split,
+            "large": [t + (max_steps,) for t in cells(LARGE, 2, (10, 15)) if t[1] <= 4],
+        }
+    return {
+        "small": cells(SMALL, SMALL.per_cell),
+        "small-3": cells(SMALL_3, SMALL_3.per_cell),
+        "exponential": list(range(3, 12)),
+        "split": split,
+        "large": [t + (max_steps,) for t in cells(LARGE, large_per_cell)],
+    }
 
 
 def compute(tasks: dict[str, list], out: Path, workers: int, meta: dict) -> tuple[dict[str, pd.DataFrame], dict]:
     out.mkdir(parents=True, exist_ok=True)
-    runners = {"small": run_exact, "small-3": run_exact, "exponential": run_exponential, "large": run_large,
-               "split": run_split}
+    runners = {
+        "small": run_exact,
+        "small-3": run_exact,
+        "exponential": run_exponential,
+        "large": run_large,
+        "split": run_split,
+    }
     frames, meta = {}, dict(meta, wall={})
     with mp.Pool(min(2, workers)) as pool:
         for name, todo in tasks.items():
             start = time.time()
             # the biggest first, so the two workers finish together
-            todo = sorted(todo, key=lambda t: t if isinstance(t, int) else t[:3] if name == "split" else (t[1], t[2]),
-                          reverse=True)
+            todo = sorted(
+                todo,
+                key=lambda t: t if isinstance(t, int) else t[:3] if name == "split" else (t[1], t[2]),
+                reverse=True,
+            )
             rows = list(pool.imap_unordered(runners[name], todo, chunksize=1))
             with open(out / f"{name}.jsonl", "w") as fh:
                 fh.writelines(json.dumps(r) + "\n" for r in rows)
@@ -188,6 +245,7 @@ def compute(tasks: dict[str, list], out: Path, workers: int, meta: dict) -> tupl
 def load(src: Path) -> tuple[dict[str, pd.DataFrame], dict]:
     frames = {p.stem: pd.read_json(p, lines=True) for p in sorted(src.glob("*.jsonl"))}
     return frames, json.loads((src / "meta.json").read_text())
+
 
 # ------------------------------------------------------------------ the thesis's values
 def _rows(text: str) -> dict:
@@ -229,7 +287,14 @@ T311 = _rows("""4 6.4 5.8 4.6 4.8 7.5 7.1 5.4 7.9\n5 6.6 5.7 5.1 5.1 7.7 6.6 6.0
 #: "min-max" group has the larger sum score in every row of 3.8 and 3.9, the printed
 #: "min-sum" group in every row of 3.10 and 3.11.
 MIN_SUM_GROUP = {"3.8": 0, "3.9": 0, "3.10": 1, "3.11": 1}
-T312 = _rows("5 0.01 0.00 0.00\n8 0.16 0.01 0.01\n10 0.88 0.03 0.03\n11 1.84 0.04 0.06\n12 4.04 0.06 0.08\naverage 1.39 0.03 0.04")
+T312 = _rows(
+    "5 0.01 0.00 0.00\n"
+    "8 0.16 0.01 0.01\n"
+    "10 0.88 0.03 0.03\n"
+    "11 1.84 0.04 0.06\n"
+    "12 4.04 0.06 0.08\n"
+    "average 1.39 0.03 0.04"
+)
 # Table 3.13: N -> EW, AEW for the average, then n = 10, 15, 20, 25
 T313 = _rows("""2 11.69 19.99 0.06 0.05 1.23 1.24 20.43 26.29 25.05 52.40
 3 89.43 80.12 8.20 2.79 58.29 58.62 124.41 107.24 166.84 151.86
@@ -242,7 +307,9 @@ average 193.33 165.84 90.66 68.45 158.80 139.51 228.12 201.71 295.75 253.68""")
 # Tables 3.14-3.15: % equitably dominated (EW, AEW), % found (EW, AEW)
 T314 = _rows("""5 2.27 1.50 89.38 94.49\n8 9.99 5.46 74.51 84.72\n10 17.78 8.95 61.59 77.52\n11 18.52 10.72 60.47 75.83
 12 22.20 13.61 54.57 70.24\naverage 14.15 8.05 68.10 80.56""")
-T315 = _rows("4 4.57 5.87 70.92 77.45\n5 12.57 14.16 53.13 68.66\n6 15.64 9.08 39.41 61.11\naverage 10.92 9.70 54.49 69.07")
+T315 = _rows(
+    "4 4.57 5.87 70.92 77.45\n5 12.57 14.16 53.13 68.66\n6 15.64 9.08 39.41 61.11\naverage 10.92 9.70 54.49 69.07"
+)
 # Tables 3.16-3.19: Δ min-sum (sum mean, σ, max mean, σ), Δ min-max (the same)
 T316 = _rows("""5 0 0 0 0 -0.08 0.70 0.11 0.49\n8 0 0 0 0 0.01 0.31 0.07 0.24\n10 0 0 0 0 0.04 0.18 0.04 0.13
 11 0 0 0 0 0.04 0.28 0.06 0.21\n12 0 0 0 0 0.04 0.19 0.04 0.11\naverage 0 0 0 0 0.01 0.39 0.06 0.27""")
@@ -365,79 +432,224 @@ def tables(frames: dict[str, pd.DataFrame], meta: dict) -> list[tuple[str, str, 
         agree = f"{int(d['agree'].sum())} of {len(d)}" if "agree" in d else "–"
         run.append([name, str(len(d)), _f(meta.get("wall", {}).get(name), 0), agree])
     total = sum(meta.get("wall", {}).values())
-    add("run", f"Computed {'with --quick' if meta.get('quick') else 'in full'}; {total:.0f} s wall on two worker "
+    add(
+        "run",
+        f"Computed {'with --quick' if meta.get('quick') else 'in full'}; {total:.0f} s wall on two worker "
         f"processes; EW and AEW on *large* capped at {meta.get('max_steps', 0):,} steps per walk.\n\n"
-        + _table(run[0], run[1:]))
+        + _table(run[0], run[1:]),
+    )
     if small is not None:
         ns, ps = sorted(small.n.unique()), sorted(small["max"].unique())
         rt = [("DYN", "t_dyn"), ("ES", "t_es")]
-        add("table-3.1", _runtime_table(small, "n", ns, T31, rt, [("DYN/ES", 0, 1)],
-            f"**Table 3.1** Mean run time of DYN and ES by n_{{.,k}}, *small* data set "
-            f"({_per_row(small, 'n')} instances per row; thesis 200).", 3))
-        add("table-3.2", _runtime_table(small, "max", ps, T32, rt, [("DYN/ES", 0, 1)],
-            f"**Table 3.2** Mean run time by max p, *small* data set ({_per_row(small, 'max')} per row; thesis 200).", 3))
+        add(
+            "table-3.1",
+            _runtime_table(
+                small,
+                "n",
+                ns,
+                T31,
+                rt,
+                [("DYN/ES", 0, 1)],
+                f"**Table 3.1** Mean run time of DYN and ES by n_{{.,k}}, *small* data set "
+                f"({_per_row(small, 'n')} instances per row; thesis 200).",
+                3,
+            ),
+        )
+        add(
+            "table-3.2",
+            _runtime_table(
+                small,
+                "max",
+                ps,
+                T32,
+                rt,
+                [("DYN/ES", 0, 1)],
+                "**Table 3.2** Mean run time by max p, *small* data "
+                f"set ({_per_row(small, 'max')} per row; thesis 200).",
+                3,
+            ),
+        )
         cnt = ["all", "pareto", "eq", "eq_cons", "eq_u"]
-        heads = ["all solutions", "pareto-optimal", "equitable unconstrained", "equitable constrained",
-                 "equitable in u, feasibility not applied"]
-        add("table-3.5", _stats_table(small, "n", ns, T35, cnt, heads,
-            "**Table 3.5** Number of solutions by n_{.,k}, *small* data set."))
-        add("table-3.6", _stats_table(small, "max", ps, T36, cnt, heads,
-            "**Table 3.6** Number of solutions by max p, *small* data set."))
-        for num, prefix, th, what in (("3.8", "ex_", T38, "unconstrained optimization of [C_k]"),
-                                      ("3.9", "exc_", T39, "constrained optimization of [u_k]")):
+        heads = [
+            "all solutions",
+            "pareto-optimal",
+            "equitable unconstrained",
+            "equitable constrained",
+            "equitable in u, feasibility not applied",
+        ]
+        add(
+            "table-3.5",
+            _stats_table(
+                small, "n", ns, T35, cnt, heads, "**Table 3.5** Number of solutions by n_{.,k}, *small* data set."
+            ),
+        )
+        add(
+            "table-3.6",
+            _stats_table(
+                small, "max", ps, T36, cnt, heads, "**Table 3.6** Number of solutions by max p, *small* data set."
+            ),
+        )
+        for num, prefix, th, what in (
+            ("3.8", "ex_", T38, "unconstrained optimization of [C_k]"),
+            ("3.9", "exc_", T39, "constrained optimization of [u_k]"),
+        ):
             order = [0, 1, 2, 3] if MIN_SUM_GROUP[num] == 0 else [2, 3, 0, 1]
-            add(f"table-{num}", _stats_table(small, "n", ns, th, [prefix + c for c in SCORE_COLS], SCORE_HEADS,
-                f"**Table {num}** Scores (%) of the exact solutions, {what}, *small* data set. The thesis's "
-                f"printed \"{'min-max' if MIN_SUM_GROUP[num] == 0 else 'min-sum'}\" group is shown under min-sum.",
-                th_order=order))
-        add("table-3.12", _runtime_table(small, "n", ns, T312, [("DYN", "t_dyn"), ("EW", "t_ew"), ("AEW", "t_aew")],
-            [("EW/DYN", 1, 0), ("AEW/EW", 2, 1)],
-            "**Table 3.12** Mean run time of DYN (with its equitable filter), EW and AEW, *small* data set.", 3))
-        add("table-3.14", _mean_table(small, "n", ns, T314, ["ew_dom", "aew_dom", "ew_found", "aew_found"],
-            ["EW % eq. dominated", "AEW % eq. dominated", "EW % found", "AEW % found"],
-            "**Table 3.14** EW's and AEW's solutions against the exact sets, *small* data set."))
+            add(
+                f"table-{num}",
+                _stats_table(
+                    small,
+                    "n",
+                    ns,
+                    th,
+                    [prefix + c for c in SCORE_COLS],
+                    SCORE_HEADS,
+                    f"**Table {num}** Scores (%) of the exact solutions, {what}, *small* data set. The thesis's "
+                    f"printed \"{'min-max' if MIN_SUM_GROUP[num] == 0 else 'min-sum'}\" group is shown under min-sum.",
+                    th_order=order,
+                ),
+            )
+        add(
+            "table-3.12",
+            _runtime_table(
+                small,
+                "n",
+                ns,
+                T312,
+                [("DYN", "t_dyn"), ("EW", "t_ew"), ("AEW", "t_aew")],
+                [("EW/DYN", 1, 0), ("AEW/EW", 2, 1)],
+                "**Table 3.12** Mean run time of DYN (with its equitable filter), EW and AEW, *small* data set.",
+                3,
+            ),
+        )
+        add(
+            "table-3.14",
+            _mean_table(
+                small,
+                "n",
+                ns,
+                T314,
+                ["ew_dom", "aew_dom", "ew_found", "aew_found"],
+                ["EW % eq. dominated", "AEW % eq. dominated", "EW % found", "AEW % found"],
+                "**Table 3.14** EW's and AEW's solutions against the exact sets, *small* data set.",
+            ),
+        )
     if small3 is not None:
         ns = sorted(small3.n.unique())
-        add("table-3.4", _runtime_table(small3, "n", ns, T34, [("DYN", "t_dyn"), ("ES", "t_es")], [("DYN/ES", 0, 1)],
-            f"**Table 3.4** Mean run time of DYN and ES, *small-3* data set ({_per_row(small3, 'n')} per row; "
-            "the thesis has no n = 6 row: ES did not finish).", 3))
-        add("table-3.7", _stats_table(small3, "n", ns, T37, ["all", "pareto", "eq", "eq_cons", "eq_u"],
-            ["all solutions", "pareto-optimal", "equitable unconstrained", "equitable constrained",
-             "equitable in u, feasibility not applied"],
-            "**Table 3.7** Number of solutions, *small-3* data set."))
+        add(
+            "table-3.4",
+            _runtime_table(
+                small3,
+                "n",
+                ns,
+                T34,
+                [("DYN", "t_dyn"), ("ES", "t_es")],
+                [("DYN/ES", 0, 1)],
+                f"**Table 3.4** Mean run time of DYN and ES, *small-3* data set ({_per_row(small3, 'n')} per row; "
+                "the thesis has no n = 6 row: ES did not finish).",
+                3,
+            ),
+        )
+        add(
+            "table-3.7",
+            _stats_table(
+                small3,
+                "n",
+                ns,
+                T37,
+                ["all", "pareto", "eq", "eq_cons", "eq_u"],
+                [
+                    "all solutions",
+                    "pareto-optimal",
+                    "equitable unconstrained",
+                    "equitable constrained",
+                    "equitable in u, feasibility not applied",
+                ],
+                "**Table 3.7** Number of solutions, *small-3* data set.",
+            ),
+        )
         for num, prefix, th, what in (("3.10", "ex_", T310, "unconstrained"), ("3.11", "exc_", T311, "constrained")):
             order = [0, 1, 2, 3] if MIN_SUM_GROUP[num] == 0 else [2, 3, 0, 1]
-            add(f"table-{num}", _stats_table(small3, "n", ns, th, [prefix + c for c in SCORE_COLS], SCORE_HEADS,
-                f"**Table {num}** Scores (%) of the exact solutions, {what} optimization, *small-3* data set "
-                f"(the thesis's groups as printed).", th_order=order))
-        add("table-3.15", _mean_table(small3, "n", ns, T315, ["ew_dom", "aew_dom", "ew_found", "aew_found"],
-            ["EW % eq. dominated", "AEW % eq. dominated", "EW % found", "AEW % found"],
-            "**Table 3.15** EW's and AEW's solutions against the exact sets, *small-3* data set."))
-    for num, d, th, algo in (("3.16", small, T316, "ew"), ("3.17", small, T317, "aew"),
-                             ("3.18", small3, T318, "ew"), ("3.19", small3, T319, "aew")):
+            add(
+                f"table-{num}",
+                _stats_table(
+                    small3,
+                    "n",
+                    ns,
+                    th,
+                    [prefix + c for c in SCORE_COLS],
+                    SCORE_HEADS,
+                    f"**Table {num}** Scores (%) of the exact solutions, {what} optimization, *small-3* data set "
+                    f"(the thesis's groups as printed).",
+                    th_order=order,
+                ),
+            )
+        add(
+            "table-3.15",
+            _mean_table(
+                small3,
+                "n",
+                ns,
+                T315,
+                ["ew_dom", "aew_dom", "ew_found", "aew_found"],
+                ["EW % eq. dominated", "AEW % eq. dominated", "EW % found", "AEW % found"],
+                "**Table 3.15** EW's and AEW's solutions against the exact sets, *small-3* data set.",
+            ),
+        )
+    for num, d, th, algo in (
+        ("3.16", small, T316, "ew"),
+        ("3.17", small, T317, "aew"),
+        ("3.18", small3, T318, "ew"),
+        ("3.19", small3, T319, "aew"),
+    ):
         if d is None:
             continue
         exact = "ex_" if algo == "ew" else "exc_"
         d = d.copy()
         for c in SCORE_COLS:
-            d["d_" + c] = pd.to_numeric(d[exact + c], errors="coerce") - pd.to_numeric(d[f"{algo}_{c}"], errors="coerce")
+            d["d_" + c] = pd.to_numeric(d[exact + c], errors="coerce") - pd.to_numeric(
+                d[f"{algo}_{c}"], errors="coerce"
+            )
         skipped = int(d[f"d_{SCORE_COLS[0]}"].isna().sum())
         moved = 100 * (d["d_minsum_max"].abs() > 1e-9).mean()
-        add(f"table-{num}", _stats_table(d, "n", sorted(d.n.unique()), th, ["d_" + c for c in SCORE_COLS],
-            ["Δ " + h for h in SCORE_HEADS],
-            f"**Table {num}** Δ-scores (percentage points, exact minus {algo.upper()}), "
-            f"{'*small*' if d is small or d.N.iloc[0] == 2 else '*small-3*'} data set"
-            + (f"; instances without an acceptable AEW solution, left out: {skipped}." if algo == "aew" else
-               f"; Δ min-sum max ≠ 0 in {moved:.1f} % of the instances (ties between SPT schedules)."), 2))
+        add(
+            f"table-{num}",
+            _stats_table(
+                d,
+                "n",
+                sorted(d.n.unique()),
+                th,
+                ["d_" + c for c in SCORE_COLS],
+                ["Δ " + h for h in SCORE_HEADS],
+                f"**Table {num}** Δ-scores (percentage points, exact minus {algo.upper()}), "
+                f"{'*small*' if d is small or d.N.iloc[0] == 2 else '*small-3*'} data set"
+                + (
+                    f"; instances without an acceptable AEW solution, left out: {skipped}."
+                    if algo == "aew"
+                    else f"; Δ min-sum max ≠ 0 in {moved:.1f} % of the instances (ties between SPT schedules)."
+                ),
+                2,
+            ),
+        )
     if expo is not None:
         rows = []
         for _, r in expo.sort_values("n").iterrows():
             th = T33.get(str(int(r.n)))
-            rows.append([str(int(r.n)), _pair(th[0] if th else None, r.t_dyn, 3), _pair(th[1] if th else None, r.t_es, 3),
-                         f"{_f(_ratio(th[0], th[1])) if th else '–'} / {_f(_ratio(r.t_dyn, r.t_es))}",
-                         _pair(th[2] if th else None, r["all"], 0), _pair(th[3] if th else None, r.pareto, 0), str(int(r["eq"]))])
-        add("table-3.3", "**Table 3.3** DYN and ES on the exponential instances (Figure 3.2).\n\n"
-            + _table(["n", "DYN [s]", "ES [s]", "DYN/ES", "all", "pareto", "equitable (gridemu)"], rows))
+            rows.append(
+                [
+                    str(int(r.n)),
+                    _pair(th[0] if th else None, r.t_dyn, 3),
+                    _pair(th[1] if th else None, r.t_es, 3),
+                    f"{_f(_ratio(th[0], th[1])) if th else '–'} / {_f(_ratio(r.t_dyn, r.t_es))}",
+                    _pair(th[2] if th else None, r["all"], 0),
+                    _pair(th[3] if th else None, r.pareto, 0),
+                    str(int(r["eq"])),
+                ]
+            )
+        add(
+            "table-3.3",
+            "**Table 3.3** DYN and ES on the exponential instances (Figure 3.2).\n\n"
+            + _table(["n", "DYN [s]", "ES [s]", "DYN/ES", "all", "pareto", "equitable (gridemu)"], rows),
+        )
     if large is not None:
         out.extend(_large_tables(large, meta))
     split = frames.get("split")
@@ -447,15 +659,40 @@ def tables(frames: dict[str, pd.DataFrame], meta: dict) -> list[tuple[str, str, 
             th = (T35 if big_n == 2 else T37).get(str(n))
             th_score = (T38 if big_n == 2 else T310).get(str(n))
             grp = MIN_SUM_GROUP["3.8" if big_n == 2 else "3.10"]
-            rows.append([str(big_n), str(n), str(len(d)), th[0] if th else "–", _f(d.composition_all.mean(), 1),
-                         _f(d["per-job_all"].mean(), 1), th_score[4 * grp] if th_score else "–",
-                         _f(d.composition_spt.mean(), 1), _f(d["per-job_spt"].mean(), 1)])
-        add("split", "Both readings of how the jobs of a machine are split among organizations: "
+            rows.append(
+                [
+                    str(big_n),
+                    str(n),
+                    str(len(d)),
+                    th[0] if th else "–",
+                    _f(d.composition_all.mean(), 1),
+                    _f(d["per-job_all"].mean(), 1),
+                    th_score[4 * grp] if th_score else "–",
+                    _f(d.composition_spt.mean(), 1),
+                    _f(d["per-job_spt"].mean(), 1),
+                ]
+            )
+        add(
+            "split",
+            "Both readings of how the jobs of a machine are split among organizations: "
             "\"composition\" (gridemu's, uniform over the splits; for N = 2 the text's rule) and \"per-job\" "
             "(each job's owner uniform). Mean |Π^SPT| (\"all solutions\") and mean sum score of **SPT** "
             "(the min-sum solution, %) against the thesis's (Tables 3.5, 3.7, 3.8, 3.10).\n\n"
-            + _table(["N", "n", "instances", "all: thesis", "composition", "per-job",
-                      "SPT sum score: thesis", "composition", "per-job"], rows))
+            + _table(
+                [
+                    "N",
+                    "n",
+                    "instances",
+                    "all: thesis",
+                    "composition",
+                    "per-job",
+                    "SPT sum score: thesis",
+                    "composition",
+                    "per-job",
+                ],
+                rows,
+            ),
+        )
     return out
 
 
@@ -472,24 +709,56 @@ def _large_tables(large: pd.DataFrame, meta: dict) -> list[tuple[str, str, str]]
         row, crow = [label], [label]
         for j, sub in enumerate([d] + [d[d.n == n] for n in n_vals]):
             col = 0 if j == 0 else 1 + [10, 15, 20, 25].index(n_vals[j - 1])
-            row += [_pair(th[2 * col] if th else None, sub.t_ew.mean()), _pair(th[2 * col + 1] if th else None, sub.t_aew.mean())]
+            row += [
+                _pair(th[2 * col] if th else None, sub.t_ew.mean()),
+                _pair(th[2 * col + 1] if th else None, sub.t_aew.mean()),
+            ]
             if j:
-                crow.append(f"{100 * (~sub.ew_finished.astype(bool)).mean():.0f} / {100 * (~sub.aew_finished.astype(bool)).mean():.0f}")
+                crow.append(
+                    f"{100 * (~sub.ew_finished.astype(bool)).mean():.0f} / "
+                    f"{100 * (~sub.aew_finished.astype(bool)).mean():.0f}"
+                )
         row.append(f"{_f(_ratio(th[1], th[0])) if th else '–'} / {_f(_ratio(d.t_aew.mean(), d.t_ew.mean()))}")
         rows.append(row)
         caps.append(crow)
-    out.append((*_marker("table-3.13"),
-                f"**Table 3.13** Mean run time (s) of EW and AEW, *large* data set ({per} instances per cell; thesis 50), "
-                f"each walk capped at {cap} steps.\n\n" + _table(head, rows)))
-    out.append((*_marker("table-3.13-caps"),
-                f"Walks stopped by the cap of {cap} steps (% of instances, EW / AEW), *large* data set.\n\n"
-                + _table(["N"] + [str(n) for n in n_vals], caps)))
+    out.append(
+        (
+            *_marker("table-3.13"),
+            f"**Table 3.13** Mean run time (s) of EW and AEW, *large* data set ({per} instances per cell; thesis 50), "
+            f"each walk capped at {cap} steps.\n\n" + _table(head, rows),
+        )
+    )
+    out.append(
+        (
+            *_marker("table-3.13-caps"),
+            f"Walks stopped by the cap of {cap} steps (% of instances, EW / AEW), *large* data set.\n\n"
+            + _table(["N"] + [str(n) for n in n_vals], caps),
+        )
+    )
     for num, algo, th in (("3.20", "ew", T320), ("3.21", "aew", T321)):
         d = large if algo == "ew" else large[large.aew_acceptable.astype(bool)]
-        note = "" if algo == "ew" else f" Instances without an acceptable solution ({int((~large.aew_acceptable.astype(bool)).sum())}) left out."
-        out.append((*_marker(f"table-{num}"), _stats_table(d, "N", big_ns, th, [f"{algo}_{c}" for c in SCORE_COLS], SCORE_HEADS,
+        note = (
+            ""
+            if algo == "ew"
+            else " Instances without an acceptable solution "
+            f"({int((~large.aew_acceptable.astype(bool)).sum())}) left out."
+        )
+        out.append(
+            (
+                *_marker(f"table-{num}"),
+                _stats_table(
+                    d,
+                    "N",
+                    big_ns,
+                    th,
+                    [f"{algo}_{c}" for c in SCORE_COLS],
+                    SCORE_HEADS,
                     f"**Table {num}** Scores (%) of {algo.upper()}'s solutions, *large* data set "
-                    f"({_per_row(large, 'N')} instances per row; thesis 200), walks capped at {cap} steps.{note}", 2)))
+                    f"({_per_row(large, 'N')} instances per row; thesis 200), walks capped at {cap} steps.{note}",
+                    2,
+                ),
+            )
+        )
     rows = []
     for label, d in [(str(b), large[large.N == b]) for b in big_ns] + [("sum", large)]:
         th = T322.get(label)
@@ -500,9 +769,14 @@ def _large_tables(large: pd.DataFrame, meta: dict) -> list[tuple[str, str, str]]
             cells.append(f"{t} of {50 * (7 if label == 'sum' else 1)} / {int(sub.aew_acceptable.sum())} of {len(sub)}")
         cells.append(f"{th[4] if th else '–'} / {int(d.aew_acceptable.sum())} of {len(d)}")
         rows.append([label] + cells)
-    out.append((*_marker("table-3.22"), "**Table 3.22** Instances in which AEW found an acceptable result "
-                f"(every u_k ≥ 0), *large* data set, walks capped at {cap} steps.\n\n"
-                + _table(["N"] + [str(n) for n in n_vals] + ["sum"], rows)))
+    out.append(
+        (
+            *_marker("table-3.22"),
+            "**Table 3.22** Instances in which AEW found an acceptable result "
+            f"(every u_k ≥ 0), *large* data set, walks capped at {cap} steps.\n\n"
+            + _table(["N"] + [str(n) for n in n_vals] + ["sum"], rows),
+        )
+    )
     return out
 
 

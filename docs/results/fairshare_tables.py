@@ -7,6 +7,7 @@ points), mean absolute deviation over the second half of the run, and the time (
 which the share stays within ±2 points of its target; then the staleness sweep. Writes
 each run's share figure to docs/results/img/fairshare-<run>.png.
 """
+
 from __future__ import annotations
 
 import json
@@ -42,26 +43,39 @@ def main(root: str) -> None:
         summary = json.loads((run / "summary.json").read_text())
         policy = summary["policy"]
         print(f"**{name}**: {title}.\n")
-        print("| entry | target % | final share % | final deviation (points) | mean abs deviation, 2nd half | within ±2 points from (h) |")
+        print(
+            "| entry | target % | final share % | final deviation (points) | "
+            "mean abs deviation, 2nd half | within ±2 points from (h) |"
+        )
         print("|---|---|---|---|---|---|")
         for entry, v in policy["entries"].items():
-            print(f"| {entry} | {100 * v['target']:.0f} | {100 * v['final_share']:.1f} | {v['final_deviation_points']:+.1f} | "
-                  f"{v['mean_abs_deviation_points']:.2f} | {hours(v['within_2_points_from'])} |")
-        print(f"\nMean absolute deviation over entries: {policy['mean_abs_deviation_points']:.2f} points; "
-              f"largest final deviation {policy['max_final_deviation_points']:.1f}.\n")
+            print(
+                f"| {entry} | {100 * v['target']:.0f} | {100 * v['final_share']:.1f} | "
+                f"{v['final_deviation_points']:+.1f} | {v['mean_abs_deviation_points']:.2f} | "
+                f"{hours(v['within_2_points_from'])} |"
+            )
+        print(
+            f"\nMean absolute deviation over entries: {policy['mean_abs_deviation_points']:.2f} points; "
+            f"largest final deviation {policy['max_final_deviation_points']:.1f}.\n"
+        )
         ts = pd.read_parquet(run / "timeseries.parquet")
         IMG.mkdir(exist_ok=True)
         shutil.copy(plot_shares(run, ts, f"{name}: {title}"), IMG / f"fairshare-{name}.png")
     sweep = Path(root) / "staleness" / "runs.parquet"
     if sweep.exists():
         runs = pd.read_parquet(sweep)
-        table = runs.groupby(["policy.approach", "protocol.refresh"])[["mean_abs_deviation_points", "max_final_deviation_points"]].agg(["mean", "std"])
+        table = runs.groupby(["policy.approach", "protocol.refresh"])[
+            ["mean_abs_deviation_points", "max_final_deviation_points"]
+        ].agg(["mean", "std"])
         print("| approach | refresh (s) | mean abs deviation (points) | largest final deviation (points) | runs |")
         print("|---|---|---|---|---|")
         counts = runs.groupby(["policy.approach", "protocol.refresh"]).size()
         for (approach, refresh), row in table.iterrows():
-            print(f"| {approach} | {refresh:g} | {row[('mean_abs_deviation_points', 'mean')]:.2f} ± {row[('mean_abs_deviation_points', 'std')]:.2f} | "
-                  f"{row[('max_final_deviation_points', 'mean')]:.1f} | {counts[(approach, refresh)]} |")
+            print(
+                f"| {approach} | {refresh:g} | "
+                f"{row[('mean_abs_deviation_points', 'mean')]:.2f} ± {row[('mean_abs_deviation_points', 'std')]:.2f} | "
+                f"{row[('max_final_deviation_points', 'mean')]:.1f} | {counts[(approach, refresh)]} |"
+            )
 
 
 if __name__ == "__main__":

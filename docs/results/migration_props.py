@@ -7,6 +7,7 @@ Runs the shipped scenarios gm-prop1, gm-prop2 and gm-prop3 under each busy sched
 one; ``preempt``: priority preemption without migration) and under the ``gm`` protocol, and
 prints the completion times d_j with the property each run keeps or breaks.
 """
+
 from __future__ import annotations
 
 import sys
@@ -38,14 +39,20 @@ def main(xs: list[int]) -> None:
         for s in SCHEDULERS:
             for group in (1, 2):
                 d, summary = run("gm-prop1", s, X=X, group=group)
-                print(f"| {s} | {group} ({'n1' if group == 1 else 'n2'}) | {fmt(d)} | {summary['fairness']['ef_violations']} |")
+                print(
+                    f"| {s} | {group} ({'n1' if group == 1 else 'n2'}) | {fmt(d)} | "
+                    f"{summary['fairness']['ef_violations']} |"
+                )
         print(f"\n**Proposition 2 (WPM), X = {X}**: releasing j4 later (X + 2) must not make it finish earlier.\n")
         print("| scheduler | group | d4, released at X | d4, released at X + 2 | WPM |\n|---|---|---|---|---|")
         for s in SCHEDULERS:
             for group in (1, 2):
                 base, _ = run("gm-prop2", s, X=X, group=group)
                 late, _ = run("gm-prop2", s, X=X, group=group, variant="late")
-                print(f"| {s} | {group} | {base['j4']:g} | {late['j4']:g} | {'broken' if late['j4'] < base['j4'] else 'kept'} |")
+                print(
+                    f"| {s} | {group} | {base['j4']:g} | {late['j4']:g} | "
+                    f"{'broken' if late['j4'] < base['j4'] else 'kept'} |"
+                )
         print()
     print("**Proposition 3 (ILV)**, n = 3 machines: j4 (v0 = 2) alone must finish as with the low jobs present.\n")
     print("| scheduler | d_j with J | d4 with J' = {j4} | ILV |\n|---|---|---|---|")

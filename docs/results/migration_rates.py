@@ -17,14 +17,15 @@ schedulers are global, as in the paper), then:
 Then GM again with a migration cost c per move (setup time without progress) for
 c = 0.5, 1, 2, 5: the paper proves the properties for c = 0 only.
 """
+
 from __future__ import annotations
 
 import argparse
 
 import numpy as np
 
-from gridemu.brokers.gm.fairness import ef_counts, ilv_violations, wpm_violations
 from gridemu.brokers.gm.algorithm import GmJob, simulate
+from gridemu.brokers.gm.fairness import ef_counts, ilv_violations, wpm_violations
 
 SPEEDS = (0.5, 1.0, 2.0, 3.0)
 
@@ -48,8 +49,12 @@ def rates(instances: list[tuple[list[GmJob], list[float]]], policy: str, cost: f
         jobs += len(jobs_)
         migrations += sum(out.migrations.values())
     return {
-        "ef_per_1000_pairs": 1000 * ef / pairs, "wpm_per_1000_jobs": 1000 * wpm / jobs, "ilv_per_1000_jobs": 1000 * ilv / jobs,
-        "migrations_per_job": migrations / jobs, "pairs": pairs, "jobs": jobs,
+        "ef_per_1000_pairs": 1000 * ef / pairs,
+        "wpm_per_1000_jobs": 1000 * wpm / jobs,
+        "ilv_per_1000_jobs": 1000 * ilv / jobs,
+        "migrations_per_job": migrations / jobs,
+        "pairs": pairs,
+        "jobs": jobs,
     }
 
 
@@ -61,15 +66,23 @@ def main() -> None:
     args = ap.parse_args()
     rng = np.random.default_rng(args.seed)
     instances = [draw(rng, args.jobs) for _ in range(args.instances)]
-    print("| scheduler | migration cost | EF per 1,000 pairs | WPM per 1,000 jobs | ILV per 1,000 jobs | migrations per job |")
+    print(
+        "| scheduler | migration cost | EF per 1,000 pairs | "
+        "WPM per 1,000 jobs | ILV per 1,000 jobs | migrations per job |"
+    )
     print("|---|---|---|---|---|---|")
     rows = [(p, 0.0) for p in ("fcfs_fastest", "fcfs_any", "preempt", "gm")] + [("gm", c) for c in (0.5, 1.0, 2.0, 5.0)]
     for policy, cost in rows:
         r = rates(instances, policy, cost)
-        print(f"| {policy} | {cost:g} | {r['ef_per_1000_pairs']:.2f} | {r['wpm_per_1000_jobs']:.2f} | "
-              f"{r['ilv_per_1000_jobs']:.2f} | {r['migrations_per_job']:.2f} |", flush=True)
-    print(f"\n{args.instances} instances of {args.jobs} jobs on 4 machines (seed {args.seed}); "
-          f"{r['pairs']:,} comparable pairs in all.")
+        print(
+            f"| {policy} | {cost:g} | {r['ef_per_1000_pairs']:.2f} | {r['wpm_per_1000_jobs']:.2f} | "
+            f"{r['ilv_per_1000_jobs']:.2f} | {r['migrations_per_job']:.2f} |",
+            flush=True,
+        )
+    print(
+        f"\n{args.instances} instances of {args.jobs} jobs on 4 machines (seed {args.seed}); "
+        f"{r['pairs']:,} comparable pairs in all."
+    )
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ The effect of m (section 5.7): two-tailed Welch ("type 3") t-tests between m = 3
 and between 128 and 512, every other variable pooled, per score. p comes from Student's t
 with the Welch-Satterthwaite degrees of freedom (:func:`welch`).
 """
+
 from __future__ import annotations
 
 import math
@@ -38,32 +39,48 @@ MS = (32, 128, 512)
 # (section 5.6.2): (N, n) -> (local s, σ, MOLBA s, σ, MOLBA+ILBA s, σ); n = 0 is "average",
 # (0, 0) the overall average.
 T51 = {
-    (2, 0): (1.64, 0.19, 1.64, 0.19, 1.19, 0.06), (2, 10): (1.85, 0.38, 1.85, 0.38, 1.42, 0.17),
-    (2, 50): (1.63, 0.20, 1.63, 0.19, 1.17, 0.04), (2, 100): (1.59, 0.13, 1.59, 0.13, 1.12, 0.03),
+    (2, 0): (1.64, 0.19, 1.64, 0.19, 1.19, 0.06),
+    (2, 10): (1.85, 0.38, 1.85, 0.38, 1.42, 0.17),
+    (2, 50): (1.63, 0.20, 1.63, 0.19, 1.17, 0.04),
+    (2, 100): (1.59, 0.13, 1.59, 0.13, 1.12, 0.03),
     (2, 500): (1.50, 0.06, 1.50, 0.06, 1.05, 0.02),
-    (5, 0): (2.74, 0.40, 2.03, 0.14, 1.21, 0.09), (5, 10): (1.97, 0.53, 1.84, 0.42, 1.29, 0.26),
-    (5, 50): (3.11, 0.52, 2.17, 0.09, 1.29, 0.06), (5, 100): (3.04, 0.39, 2.09, 0.05, 1.19, 0.03),
+    (5, 0): (2.74, 0.40, 2.03, 0.14, 1.21, 0.09),
+    (5, 10): (1.97, 0.53, 1.84, 0.42, 1.29, 0.26),
+    (5, 50): (3.11, 0.52, 2.17, 0.09, 1.29, 0.06),
+    (5, 100): (3.04, 0.39, 2.09, 0.05, 1.19, 0.03),
     (5, 500): (2.85, 0.17, 2.02, 0.01, 1.08, 0.01),
-    (10, 0): (4.19, 0.65, 2.08, 0.18, 1.27, 0.10), (10, 10): (1.98, 0.62, 1.76, 0.40, 1.19, 0.22),
-    (10, 50): (4.69, 0.96, 2.32, 0.18, 1.46, 0.10), (10, 100): (5.10, 0.71, 2.20, 0.10, 1.31, 0.05),
+    (10, 0): (4.19, 0.65, 2.08, 0.18, 1.27, 0.10),
+    (10, 10): (1.98, 0.62, 1.76, 0.40, 1.19, 0.22),
+    (10, 50): (4.69, 0.96, 2.32, 0.18, 1.46, 0.10),
+    (10, 100): (5.10, 0.71, 2.20, 0.10, 1.31, 0.05),
     (10, 500): (5.01, 0.29, 2.04, 0.02, 1.12, 0.02),
-    (20, 0): (5.96, 0.97, 2.10, 0.21, 1.32, 0.11), (20, 10): (1.78, 0.71, 1.53, 0.44, 1.13, 0.20),
-    (20, 50): (5.72, 1.20, 2.44, 0.23, 1.55, 0.12), (20, 100): (7.29, 1.30, 2.35, 0.13, 1.43, 0.08),
+    (20, 0): (5.96, 0.97, 2.10, 0.21, 1.32, 0.11),
+    (20, 10): (1.78, 0.71, 1.53, 0.44, 1.13, 0.20),
+    (20, 50): (5.72, 1.20, 2.44, 0.23, 1.55, 0.12),
+    (20, 100): (7.29, 1.30, 2.35, 0.13, 1.43, 0.08),
     (20, 500): (9.05, 0.69, 2.10, 0.03, 1.18, 0.02),
     (0, 0): (3.64, 2.31, 1.96, 0.37, 1.25, 0.19),
 }
 T52 = {
-    (2, 0): (1.22, 0.28, 1.22, 0.28, 1.09, 0.11), (2, 10): (1.03, 0.16, 1.03, 0.16, 1.00, 0.00),
-    (2, 50): (1.10, 0.27, 1.10, 0.27, 1.02, 0.08), (2, 100): (1.21, 0.33, 1.21, 0.33, 1.07, 0.15),
+    (2, 0): (1.22, 0.28, 1.22, 0.28, 1.09, 0.11),
+    (2, 10): (1.03, 0.16, 1.03, 0.16, 1.00, 0.00),
+    (2, 50): (1.10, 0.27, 1.10, 0.27, 1.02, 0.08),
+    (2, 100): (1.21, 0.33, 1.21, 0.33, 1.07, 0.15),
     (2, 500): (1.53, 0.36, 1.53, 0.36, 1.26, 0.20),
-    (5, 0): (1.17, 0.29, 1.10, 0.18, 1.02, 0.05), (5, 10): (1.02, 0.14, 1.01, 0.08, 1.00, 0.00),
-    (5, 50): (1.08, 0.24, 1.02, 0.08, 1.01, 0.04), (5, 100): (1.14, 0.28, 1.07, 0.17, 1.01, 0.05),
+    (5, 0): (1.17, 0.29, 1.10, 0.18, 1.02, 0.05),
+    (5, 10): (1.02, 0.14, 1.01, 0.08, 1.00, 0.00),
+    (5, 50): (1.08, 0.24, 1.02, 0.08, 1.01, 0.04),
+    (5, 100): (1.14, 0.28, 1.07, 0.17, 1.01, 0.05),
     (5, 500): (1.46, 0.47, 1.32, 0.38, 1.05, 0.11),
-    (10, 0): (1.15, 0.27, 1.03, 0.06, 1.00, 0.01), (10, 10): (1.01, 0.08, 1.00, 0.02, 1.00, 0.00),
-    (10, 50): (1.06, 0.22, 1.00, 0.03, 1.00, 0.00), (10, 100): (1.10, 0.22, 1.01, 0.04, 1.00, 0.00),
+    (10, 0): (1.15, 0.27, 1.03, 0.06, 1.00, 0.01),
+    (10, 10): (1.01, 0.08, 1.00, 0.02, 1.00, 0.00),
+    (10, 50): (1.06, 0.22, 1.00, 0.03, 1.00, 0.00),
+    (10, 100): (1.10, 0.22, 1.01, 0.04, 1.00, 0.00),
     (10, 500): (1.44, 0.55, 1.09, 0.16, 1.01, 0.05),
-    (20, 0): (1.12, 0.26, 1.01, 0.03, 1.00, 0.00), (20, 10): (1.02, 0.12, 1.00, 0.00, 1.00, 0.00),
-    (20, 50): (1.05, 0.18, 1.00, 0.01, 1.00, 0.00), (20, 100): (1.10, 0.24, 1.00, 0.01, 1.00, 0.00),
+    (20, 0): (1.12, 0.26, 1.01, 0.03, 1.00, 0.00),
+    (20, 10): (1.02, 0.12, 1.00, 0.00, 1.00, 0.00),
+    (20, 50): (1.05, 0.18, 1.00, 0.01, 1.00, 0.00),
+    (20, 100): (1.10, 0.24, 1.00, 0.01, 1.00, 0.00),
     (20, 500): (1.32, 0.48, 1.03, 0.08, 1.00, 0.02),
     (0, 0): (1.17, 0.35, 1.09, 0.23, 1.03, 0.10),
 }
@@ -74,7 +91,9 @@ def load(root: Path, folder: str) -> pd.DataFrame | None:
     """The runs of one reading: the three per-m sweeps of molba-tables.sh, or one table."""
     parts = [root / f"{folder}-m{m}" / "runs.parquet" for m in MS]
     if all(p.exists() for p in parts):
-        return pd.concat([pd.read_parquet(p).assign(**{"sites.procs": m}) for p, m in zip(parts, MS)], ignore_index=True)
+        return pd.concat(
+            [pd.read_parquet(p).assign(**{"sites.procs": m}) for p, m in zip(parts, MS)], ignore_index=True
+        )
     path = root / folder / "runs.parquet"
     return pd.read_parquet(path) if path.exists() else None
 
@@ -100,7 +119,7 @@ def rows(runs: pd.DataFrame) -> dict[tuple[int, int], tuple[float, ...]]:
 
 def table(thesis: dict, ours: dict) -> str:
     lines = [
-        f"| N | n | local s | local σ | MOLBA s | MOLBA σ | MOLBA+ILBA s | MOLBA+ILBA σ | exec s | instances |",
+        "| N | n | local s | local σ | MOLBA s | MOLBA σ | MOLBA+ILBA s | MOLBA+ILBA σ | exec s | instances |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     order = sorted((k for k in thesis if k != (0, 0)), key=lambda k: (k[0], k[1])) + [(0, 0)]
@@ -111,7 +130,10 @@ def table(thesis: dict, ours: dict) -> str:
         if o is None:
             cells = [f"{a:.2f} / -" for a in t] + ["-", "0"]
         else:
-            cells = [f"{a:.2f} / {b:.2f}" for a, b in zip(t, o[:6])] + [f"{o[6]:.2f}" if o[6] == o[6] else "-", str(o[7])]
+            cells = [f"{a:.2f} / {b:.2f}" for a, b in zip(t, o[:6])] + [
+                f"{o[6]:.2f}" if o[6] == o[6] else "-",
+                str(o[7]),
+            ]
         bold = "**" if key[1] == 0 else ""
         lines.append(f"| {bold}{label_N}{bold} | {bold}{label_n}{bold} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
@@ -162,13 +184,19 @@ def by_m(runs: pd.DataFrame, thesis: bool) -> str:
     means = runs.groupby("sites.procs")[SCORES].mean()
     lines = ["| m | instances | local | MOLBA | MOLBA+ILBA |", "|---|---|---|---|---|"]
     count = runs.groupby("sites.procs").size()
-    lines += [f"| {int(m)} | {int(count[m])} | " + " | ".join(f"{v:.3f}" for v in row) + " |" for m, row in means.iterrows()]
+    lines += [
+        f"| {int(m)} | {int(count[m])} | " + " | ".join(f"{v:.3f}" for v in row) + " |" for m, row in means.iterrows()
+    ]
     lines += ["", "| Welch t-test, two-tailed p | local | MOLBA | MOLBA+ILBA |", "|---|---|---|---|"]
     for lo, hi in THESIS_P:
         a, b = (runs[runs["sites.procs"] == m] for m in (lo, hi))
         ps = [welch(a[c].to_numpy(float), b[c].to_numpy(float)) for c in SCORES]
         ref = THESIS_P[(lo, hi)] if thesis else (None,) * 3
-        lines.append(f"| m = {lo} vs {hi} | " + " | ".join(f"{t} / {p:.2g}" if t is not None else f"{p:.2g}" for t, p in zip(ref, ps)) + " |")
+        lines.append(
+            f"| m = {lo} vs {hi} | "
+            + " | ".join(f"{t} / {p:.2g}" if t is not None else f"{p:.2g}" for t, p in zip(ref, ps))
+            + " |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -176,8 +204,10 @@ def worst(runs: pd.DataFrame) -> str:
     lines = []
     for col in SCORES:
         r = runs.loc[runs[col].idxmax()]
-        lines.append(f"- worst {col.removeprefix('score_')}: {r[col]:.2f} (N = {int(r['sites.count'])}, n = {int(r['workload.jobs'])}, "
-                     f"m = {int(r['sites.procs'])}, seed {int(r['seed'])})")
+        lines.append(
+            f"- worst {col.removeprefix('score_')}: {r[col]:.2f} (N = {int(r['sites.count'])}, n = "
+            f"{int(r['workload.jobs'])}, m = {int(r['sites.procs'])}, seed {int(r['seed'])})"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -186,11 +216,17 @@ def section(name: str, runs: pd.DataFrame, thesis: dict, tests_in_thesis: bool) 
     if runs["score"].notna().any():
         mismatch = (runs["score"] - runs["score_molba_ilba"]).abs().max()
         refusals = int(runs["messages_refuse"].fillna(0).sum()) if "messages_refuse" in runs else 0
-        out.append(f"Executed vs reference MOLBA+ILBA score, largest difference over {len(runs)} runs: {mismatch:.2g}; "
-                   f"refusals: {refusals}.\n")
-    out.append(f"MOLBA(3) chosen by the meta-algorithm in {int((runs['alpha'] == 3).sum())} of {len(runs)} instances.\n")
-    out.append("Mean score per m (all N and n), and the t-tests of section 5.7" +
-               (" (thesis / gridemu):\n" if tests_in_thesis else " (the thesis reports them for *uni* only):\n"))
+        out.append(
+            f"Executed vs reference MOLBA+ILBA score, largest difference over {len(runs)} runs: {mismatch:.2g}; "
+            f"refusals: {refusals}.\n"
+        )
+    out.append(
+        f"MOLBA(3) chosen by the meta-algorithm in {int((runs['alpha'] == 3).sum())} of {len(runs)} instances.\n"
+    )
+    out.append(
+        "Mean score per m (all N and n), and the t-tests of section 5.7"
+        + (" (thesis / gridemu):\n" if tests_in_thesis else " (the thesis reports them for *uni* only):\n")
+    )
     out.append(by_m(runs, tests_in_thesis))
     out.append(worst(runs))
     return "\n".join(out)
@@ -199,8 +235,10 @@ def section(name: str, runs: pd.DataFrame, thesis: dict, tests_in_thesis: bool) 
 def main(argv: list[str]) -> int:
     root = Path(argv[0]) if argv and not argv[0].startswith("--") else Path("runs/molba-tables")
     readings = (
-        ("Table 5.1, uni, machines = all", "uni", T51, True), ("Table 5.1, uni, machines = owners", "uni-owners", T51, True),
-        ("Table 5.2, swf, machines = all", "swf", T52, False), ("Table 5.2, swf, machines = owners", "swf-owners", T52, False),
+        ("Table 5.1, uni, machines = all", "uni", T51, True),
+        ("Table 5.1, uni, machines = owners", "uni-owners", T51, True),
+        ("Table 5.2, swf, machines = all", "swf", T52, False),
+        ("Table 5.2, swf, machines = owners", "swf-owners", T52, False),
     )
     for name, folder, thesis, tests in readings:
         runs = load(root, folder)
@@ -210,7 +248,9 @@ def main(argv: list[str]) -> int:
         text = section(name, runs, thesis, tests)
         print(f"**{name}** (thesis / gridemu)\n\n{text}")
         if "--write" in argv:
-            write_between(f"<!-- molba-{folder}:begin (molba_tables.py --write) -->", f"<!-- molba-{folder}:end -->", text, DOC)
+            write_between(
+                f"<!-- molba-{folder}:begin (molba_tables.py --write) -->", f"<!-- molba-{folder}:end -->", text, DOC
+            )
     return 0
 
 

@@ -20,6 +20,7 @@ About 3 CPU minutes (two worker processes; 20 minutes of wall time on 2 cores sh
 with other work). Imports gridemu only (and
 matplotlib for the figure).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -40,8 +41,15 @@ SEEDS = (1, 2, 3)
 
 
 def overrides(seed: int, d: int, period: float) -> dict:
-    return {"run.seed": seed, "sites.count": SITES, "workload.jobs": JOBS, "network.latency": LATENCY,
-            "protocol.d": d, "protocol.period": period, "metrics.counterfactual": "none"}
+    return {
+        "run.seed": seed,
+        "sites.count": SITES,
+        "workload.jobs": JOBS,
+        "network.latency": LATENCY,
+        "protocol.d": d,
+        "protocol.period": period,
+        "metrics.counterfactual": "none",
+    }
 
 
 def stale_point(args: tuple[int, int, float]) -> tuple[int, int, float, float, float]:
@@ -65,8 +73,18 @@ def full_point(args: tuple[int, int]) -> tuple[int, int, float]:
     seed, d = args
     scenario = load_scenario("power-of-d", overrides(seed, d, 1.0))
     jobs, _ = generate_jobs(scenario)
-    r = simulate(jobs["release"], jobs["size"], jobs["submit_site"], len(scenario.sites), scenario.topology.neighbors, 1, d, None,
-                 LATENCY, scenario.seed)
+    r = simulate(
+        jobs["release"],
+        jobs["size"],
+        jobs["submit_site"],
+        len(scenario.sites),
+        scenario.topology.neighbors,
+        1,
+        d,
+        None,
+        LATENCY,
+        scenario.seed,
+    )
     return seed, d, float(np.mean(r.end - jobs["release"]))
 
 
@@ -106,8 +124,13 @@ def figure(stale: list, full: list, periods: tuple[float, ...], seeds: tuple[int
     for d in DS:
         means = [statistics.mean(f for _, dd, p, f, _ in stale if dd == d and p == period) for period in periods]
         ax.plot(periods, means, marker="o", color=colors[d], label=f"d = {d}, reports every T")
-        ax.axhline(statistics.mean(f for _, dd, f in full if dd == d), color=colors[d], linestyle="--", linewidth=1,
-                   label=f"d = {d}, full information")
+        ax.axhline(
+            statistics.mean(f for _, dd, f in full if dd == d),
+            color=colors[d],
+            linestyle="--",
+            linewidth=1,
+            label=f"d = {d}, full information",
+        )
     ax.set_xscale("log")
     ax.set_xticks(periods)
     ax.set_xticklabels([f"{p:g}" for p in periods])

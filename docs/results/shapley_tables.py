@@ -11,6 +11,7 @@ the paired t-test. Then the number of organizations ([L] Figure 4, drawn to
 img/shapley-orgs.png) and what latency costs. ``--write`` puts the text between the
 markers of shapley.md instead of printing it.
 """
+
 from __future__ import annotations
 
 import math
@@ -32,22 +33,54 @@ IMG_FIRST = Path(__file__).with_name("img") / "shapley-orgs-first.png"
 L_FIGURES = {"roundrobin": 42120, "rand": 91, "directcontr": 480}
 L_FIGURES_MAX = {"roundrobin": 6e5, "directcontr": 25608}
 ALGOS = ["roundrobin", "rand", "directcontr", "fairshare", "utfairshare", "currfairshare"]
-NAMES = {"roundrobin": "ROUNDROBIN", "rand": "RAND (N = 15)", "directcontr": "DIRECTCONTR", "fairshare": "FAIRSHARE",
-         "utfairshare": "UTFAIRSHARE", "currfairshare": "CURRFAIRSHARE", "ref": "REF",
-         "fairness": "DIRECTCONTR, decentralized (this run)", "directcontr_index": "DIRECTCONTR, processors by number"}
+NAMES = {
+    "roundrobin": "ROUNDROBIN",
+    "rand": "RAND (N = 15)",
+    "directcontr": "DIRECTCONTR",
+    "fairshare": "FAIRSHARE",
+    "utfairshare": "UTFAIRSHARE",
+    "currfairshare": "CURRFAIRSHARE",
+    "ref": "REF",
+    "fairness": "DIRECTCONTR, decentralized (this run)",
+    "directcontr_index": "DIRECTCONTR, processors by number",
+}
 # The papers' figures, (avg, st. dev.): [S] Tables 1 (5·10^4 s) and 2 (5·10^5 s), 5 organizations,
 # Zipf and uniform splits not told apart; [L] Table 1 (5·10^5 s, uniform split, 5 organizations).
 S_TABLE1 = {
-    "lpc-egee": {"roundrobin": (238, 353), "rand": (8, 21), "directcontr": (5, 11), "fairshare": (16, 25),
-                 "utfairshare": (16, 25), "currfairshare": (87, 106)},
-    "ricc": {"roundrobin": (2839, 357), "rand": (162, 187), "directcontr": (537, 303), "fairshare": (626, 309),
-             "utfairshare": (515, 284), "currfairshare": (1231, 243)},
+    "lpc-egee": {
+        "roundrobin": (238, 353),
+        "rand": (8, 21),
+        "directcontr": (5, 11),
+        "fairshare": (16, 25),
+        "utfairshare": (16, 25),
+        "currfairshare": (87, 106),
+    },
+    "ricc": {
+        "roundrobin": (2839, 357),
+        "rand": (162, 187),
+        "directcontr": (537, 303),
+        "fairshare": (626, 309),
+        "utfairshare": (515, 284),
+        "currfairshare": (1231, 243),
+    },
 }
 S_TABLE2 = {
-    "lpc-egee": {"roundrobin": (4511, 6257), "rand": (562, 1670), "directcontr": (410, 1083), "fairshare": (575, 1404),
-                 "utfairshare": (888, 2101), "currfairshare": (1082, 2091)},
-    "ricc": {"roundrobin": (10850, 13773), "rand": (771, 1479), "directcontr": (1808, 3397), "fairshare": (2746, 4070),
-             "utfairshare": (4963, 6080), "currfairshare": (5387, 9083)},
+    "lpc-egee": {
+        "roundrobin": (4511, 6257),
+        "rand": (562, 1670),
+        "directcontr": (410, 1083),
+        "fairshare": (575, 1404),
+        "utfairshare": (888, 2101),
+        "currfairshare": (1082, 2091),
+    },
+    "ricc": {
+        "roundrobin": (10850, 13773),
+        "rand": (771, 1479),
+        "directcontr": (1808, 3397),
+        "fairshare": (2746, 4070),
+        "utfairshare": (4963, 6080),
+        "currfairshare": (5387, 9083),
+    },
 }
 L_TABLE1 = {
     "lpc-egee": {"rand": (161, 435), "directcontr": (218, 659), "roundrobin": (3774, 14244)},
@@ -56,12 +89,20 @@ L_TABLE1 = {
 # folder under runs/shapley -> (the page's marker name, title, [S] figures, [L] figures)
 CELLS = {
     "lpc-egee": ("table1-lpc", "LPC-EGEE, 70 processors, windows of 5·10⁴ s ([S] Table 1)", S_TABLE1["lpc-egee"], None),
-    "lpc-egee-long": ("table2-lpc", "LPC-EGEE, 70 processors, windows of 5·10⁵ s ([S] Table 2, [L] Table 1)",
-                      S_TABLE2["lpc-egee"], L_TABLE1["lpc-egee"]),
+    "lpc-egee-long": (
+        "table2-lpc",
+        "LPC-EGEE, 70 processors, windows of 5·10⁵ s ([S] Table 2, [L] Table 1)",
+        S_TABLE2["lpc-egee"],
+        L_TABLE1["lpc-egee"],
+    ),
     "lpc-egee-17": ("table2-lpc17", "LPC-EGEE, 17 processors (contended), windows of 5·10⁵ s", None, None),
     "ricc": ("table1-ricc", "RICC, 8192 processors, windows of 5·10⁴ s ([S] Table 1)", S_TABLE1["ricc"], None),
-    "ricc-long": ("table2-ricc", "RICC, 8192 processors, windows of 5·10⁵ s ([S] Table 2, [L] Table 1)",
-                  S_TABLE2["ricc"], L_TABLE1["ricc"]),
+    "ricc-long": (
+        "table2-ricc",
+        "RICC, 8192 processors, windows of 5·10⁵ s ([S] Table 2, [L] Table 1)",
+        S_TABLE2["ricc"],
+        L_TABLE1["ricc"],
+    ),
 }
 
 
@@ -108,7 +149,11 @@ def read_cell(folder: Path, windows: int, split: str = "uniform") -> tuple[pd.Da
 
 def cell_table(runs: pd.DataFrame, paper_s: dict | None, paper_l: dict | None, empty: int = 0) -> str:
     dists = [d for d in ("zipf", "uniform") if d in set(runs["sites.procs.dist"])]
-    head = ["algorithm"] + (["[S] avg / st. dev."] if paper_s else []) + (["[L] avg / st. dev. (uniform)"] if paper_l else [])
+    head = (
+        ["algorithm"]
+        + (["[S] avg / st. dev."] if paper_s else [])
+        + (["[L] avg / st. dev. (uniform)"] if paper_l else [])
+    )
     for d in dists:
         head += [f"{d}: mean [95 % CI]", f"{d}: st. dev. / median"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
@@ -129,15 +174,17 @@ def cell_table(runs: pd.DataFrame, paper_s: dict | None, paper_l: dict | None, e
         part = runs[runs["sites.procs.dist"] == d]
         scores = part[[f"fairness_{a}" for a in ALGOS]].to_numpy(float)
         contended = float((scores > 0).any(axis=1).mean())
-        ranking = " < ".join(f"{NAMES[a]} {fmt(part[f'fairness_{a}'].mean())}"
-                             for a in sorted(ALGOS, key=lambda a: part[f"fairness_{a}"].mean()))
+        ranking = " < ".join(
+            f"{NAMES[a]} {fmt(part[f'fairness_{a}'].mean())}"
+            for a in sorted(ALGOS, key=lambda a: part[f"fairness_{a}"].mean())
+        )
         dc, fs = part["fairness_directcontr"].to_numpy(float), part["fairness_fairshare"].to_numpy(float)
         lower, n, p = sign_test(dc, fs)
         diff = dc - fs
         m, h = mean_ci(diff)
         notes.append(
-            f"* **{d}** ({len(part)} windows, {contended:.0%} contended, {int(part['jobs'].mean())} jobs a window on average). "
-            f"Ranking by mean: {ranking}. DIRECTCONTR − FAIRSHARE = {fmt(m)} [{fmt(m - h)}, {fmt(m + h)}] "
+            f"* **{d}** ({len(part)} windows, {contended:.0%} contended, {int(part['jobs'].mean())} jobs a window on "
+            f"average). Ranking by mean: {ranking}. DIRECTCONTR − FAIRSHARE = {fmt(m)} [{fmt(m - h)}, {fmt(m + h)}] "
             f"(paired t p = {paired_t(diff):.2g}); DIRECTCONTR is the fairer in {lower} of the {n} windows where they "
             f"differ (sign test p = {p:.2g})."
         )
@@ -152,9 +199,12 @@ def orgs_table(runs: pd.DataFrame) -> str:
     for (total, dist), part in runs.groupby(["sites.procs.total", "sites.procs.dist"]):
         n = part.groupby("sites.count").size().min()
         how = "one run a point" if n == 1 else f"means over {n} windows, with the 95 % half-width"
-        lines += [f"**{int(total)} processors, {dist}** ({how})", "",
-                  "| organizations | " + " | ".join(NAMES[a] for a in algos) + " | decentralized |",
-                  "|---|" + "---|" * (len(algos) + 1)]
+        lines += [
+            f"**{int(total)} processors, {dist}** ({how})",
+            "",
+            "| organizations | " + " | ".join(NAMES[a] for a in algos) + " | decentralized |",
+            "|---|" + "---|" * (len(algos) + 1),
+        ]
         for k, sub in part.groupby("sites.count"):
             stats = [mean_ci(sub[c].to_numpy(float)) for c in [f"fairness_{a}" for a in algos] + ["fairness"]]
             cells = [fmt(m) if n == 1 else f"{fmt(m)} ± {fmt(h)}" for m, h in stats]
@@ -165,12 +215,16 @@ def orgs_table(runs: pd.DataFrame) -> str:
 
 def first_summary(runs: pd.DataFrame) -> str:
     """Our figures over every point of the first-5·10^6-s grid, beside [L]'s over its Figures 4 and 5."""
-    lines = ["| algorithm | [L] mean over its runs | ours, mean over the points | [L] largest | ours, largest |",
-             "|---|---|---|---|---|"]
+    lines = [
+        "| algorithm | [L] mean over its runs | ours, mean over the points | [L] largest | ours, largest |",
+        "|---|---|---|---|---|",
+    ]
     for a in ("roundrobin", "rand", "directcontr", "fairshare"):
         col = runs[f"fairness_{a}"]
-        lines.append(f"| {NAMES[a]} | {L_FIGURES.get(a, '')} | {fmt(col.mean())} | "
-                     f"{fmt(L_FIGURES_MAX[a]) if a in L_FIGURES_MAX else ''} | {fmt(col.max())} |")
+        lines.append(
+            f"| {NAMES[a]} | {L_FIGURES.get(a, '')} | {fmt(col.mean())} | "
+            f"{fmt(L_FIGURES_MAX[a]) if a in L_FIGURES_MAX else ''} | {fmt(col.max())} |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -207,8 +261,11 @@ def orgs_figure(runs: pd.DataFrame, path: Path, title: str) -> None:
         ax.set_ylabel("Δψ/p_tot (time units, log scale)")
         ax.grid(alpha=0.3)
     axes.flat[0].legend(fontsize=8)
-    fig.suptitle(title + "\nREF itself is 0 by definition and not drawn; nor is a value of 0 (the algorithm gave REF's schedule)",
-                 fontsize=10)
+    fig.suptitle(
+        title
+        + "\nREF itself is 0 by definition and not drawn; nor is a value of 0 (the algorithm gave REF's schedule)",
+        fontsize=10,
+    )
     fig.tight_layout()
     fig.savefig(path, dpi=110)
 
@@ -234,16 +291,24 @@ def main(root: str, write: bool, windows: int = 100) -> None:
         out["orgs"] = orgs_table(runs)
         if write:
             n = runs.groupby(["sites.procs.total", "sites.procs.dist", "sites.count"]).size().min()
-            orgs_figure(runs, IMG, "LPC-EGEE, random windows of 5·10⁵ s: unfairness against REF by the number of "
-                        f"organizations (mean of {n} windows, 95 % bootstrap CI)")
+            orgs_figure(
+                runs,
+                IMG,
+                "LPC-EGEE, random windows of 5·10⁵ s: unfairness against REF by the number of "
+                f"organizations (mean of {n} windows, 95 % bootstrap CI)",
+            )
             print(f"wrote {IMG}")
     first = Path(root) / "lpc-egee-first" / "runs.parquet"
     if first.exists():
         runs = pd.read_parquet(first)
         out["first"] = first_summary(runs) + "\n" + orgs_table(runs)
         if write:
-            orgs_figure(runs, IMG_FIRST, "LPC-EGEE, the first 5·10⁶ s ([L] Figure 4 as written): unfairness against "
-                        "REF by the number of organizations (one run a point)")
+            orgs_figure(
+                runs,
+                IMG_FIRST,
+                "LPC-EGEE, the first 5·10⁶ s ([L] Figure 4 as written): unfairness against "
+                "REF by the number of organizations (one run a point)",
+            )
             print(f"wrote {IMG_FIRST}")
     latency = Path(root) / "lpc-egee-latency" / "runs.parquet"
     if latency.exists():

@@ -14,6 +14,7 @@ kernel, results, CLI). ``gridemu.plugin`` holds what a protocol author imports
 (docs/adding-a-protocol.md). This file lives in ``emulator/root/`` (the repository keeps its
 top-level folders; ``pyproject.toml`` maps them under ``gridemu``).
 """
+
 from __future__ import annotations
 
 from importlib import import_module

@@ -9,12 +9,22 @@ hooks see (:class:`ScenarioFacts`, :class:`RunFacts`, :class:`GridInfo`) and one
 :class:`Protocol` description, which :func:`register` adds under its name; it then runs
 in-process and on Ray shards alike. ``docs/adding-a-protocol.md`` walks through one.
 """
+
 from __future__ import annotations
 
 from gridemu.brokers.agent import Agent, GridInfo
 from gridemu.brokers.params import Params, param
 from gridemu.brokers.protocol import (
-    CAPABILITIES, GanttCompare, Protocol, Report, RunFacts, ScenarioFacts, Summary, Traffic, require_identical_processors, require_one_site_per_org,
+    CAPABILITIES,
+    GanttCompare,
+    Protocol,
+    Report,
+    RunFacts,
+    ScenarioFacts,
+    Summary,
+    Traffic,
+    require_identical_processors,
+    require_one_site_per_org,
     require_scheduler,
 )
 from gridemu.brokers.registry import register, unregister
@@ -26,8 +36,35 @@ from gridemu.model.rng import named_rng, named_rngs
 from gridemu.sites.view import SiteView
 
 __all__ = [
-    "Agent", "CAPABILITIES", "GanttCompare", "GridInfo", "GridemuError", "InvariantError", "Job", "MessageKind", "Params", "Protocol", "Report", "RunFacts",
-    "STATE_CODE", "ScenarioError", "ScenarioFacts", "SiteView", "Summary", "Traffic", "check_flag", "check_number", "choice",
-    "message", "named_rng", "named_rngs", "param", "per_site_values", "register", "require_identical_processors",
-    "require_one_site_per_org", "require_scheduler", "unregister",
+    "Agent",
+    "CAPABILITIES",
+    "GanttCompare",
+    "GridInfo",
+    "GridemuError",
+    "InvariantError",
+    "Job",
+    "MessageKind",
+    "Params",
+    "Protocol",
+    "Report",
+    "RunFacts",
+    "STATE_CODE",
+    "ScenarioError",
+    "ScenarioFacts",
+    "SiteView",
+    "Summary",
+    "Traffic",
+    "check_flag",
+    "check_number",
+    "choice",
+    "message",
+    "named_rng",
+    "named_rngs",
+    "param",
+    "per_site_values",
+    "register",
+    "require_identical_processors",
+    "require_one_site_per_org",
+    "require_scheduler",
+    "unregister",
 ]
