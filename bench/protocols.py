@@ -1096,7 +1096,8 @@ def main(argv: list[str] | None = None) -> int:
             if len(active) < len(engines):
                 print(
                     f"  {model}: {', '.join(e for e in engines if e not in active)} not run (the reference engines "
-                    "model random and power_of_d only; general: the random broker only, the others run it anyway)",
+                    "model random and power_of_d only; general is for routing protocols: here inprocess is the "
+                    "general path)",
                     flush=True,
                 )
             same_protocol = [r for r in rows if MODELS[r["model"]]["protocol"] == spec["protocol"]]
