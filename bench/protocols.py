@@ -69,6 +69,10 @@ Engines (``--engines``; every run is a fresh subprocess, so its peak memory is i
   site (``brokers/random/agent.py``); they are drawn per site in one vectorized call,
   which numpy makes equal, value for value, to one call per arrival. The draws are part of
   the timed setup.
+* ``recurrence``  (random broker only) the route path's like-for-like baseline, bare: the
+  destinations (the same draws) and arrival times are known up front, so each site is
+  strict FCFS over its arrivals (received jobs before local ones at one instant, as above),
+  ``heapq`` over its processors' free times.
 * ``simpy``  SimPy 4: a ``simpy.Resource(capacity=10)`` per site and one process per job,
   all created at t=0: the process waits until the release, for a transfer waits one
   latency more, then requests a processor at its destination and holds it for its size.
@@ -183,7 +187,7 @@ MODELS: dict[str, dict[str, Any]] = {
 }
 DEFAULT_MODELS = ("pod1000", "1000x100k", "10000x1M", "averaging1000")
 DEFAULT_ENGINES = ("heapq", "simpy", "inprocess", "general", "ray2")
-REFERENCE_ENGINES = ("heapq", "simpy", "simpy_lazy")  # models of the random broker and power_of_d only
+REFERENCE_ENGINES = ("heapq", "simpy", "simpy_lazy", "recurrence")  # models of the random broker and power_of_d only
 MODELLED = ("random", "power_of_d")  # the protocols the reference engines model
 
 # The issue's targets (ratios in one run, informational).
@@ -214,6 +218,8 @@ def label(engine: str, model: str | None = None) -> str:
         return "SimPy, lazy arrivals" if protocol == "power_of_d" else "SimPy model"
     if engine == "simpy_lazy":
         return "SimPy, lazy arrivals"
+    if engine == "recurrence":
+        return "bare FCFS recurrence"
     if engine == "general":
         return "gridemu in-process, general path (recurrence = false)"
     path = (
@@ -226,13 +232,18 @@ def label(engine: str, model: str | None = None) -> str:
 
 
 def known_engine(engine: str) -> bool:
-    return engine in ("heapq", "simpy", "simpy_lazy", "inprocess", "general") or ray_shards(engine) is not None
+    return (
+        engine in ("heapq", "simpy", "simpy_lazy", "recurrence", "inprocess", "general")
+        or ray_shards(engine) is not None
+    )
 
 
 def runs_on(engine: str, model: str) -> bool:
     """Whether ``engine`` applies to ``model``: the reference engines model the random broker
     and power_of_d only; ``general`` differs from ``inprocess`` only where a route exists."""
     protocol = MODELS[model]["protocol"]
+    if engine == "recurrence":
+        return protocol == "random"  # the route path's like-for-like baseline
     if engine in REFERENCE_ENGINES:
         return protocol in MODELLED
     if engine == "general":
@@ -383,6 +394,58 @@ def heapq_random(
     return {**out, "events": events, "messages": messages, "setup_s": t1 - t0, "loop_s": t2 - t1, "gather_s": t3 - t2}
 
 
+def recurrence_random(
+    release: np.ndarray, size: np.ndarray, site: np.ndarray, n_sites: int, m: int, latency: float, seed: int
+) -> dict[str, Any]:
+    """The random-broker model as the route path computes it, bare: every job's destination
+    and arrival there are known up front (a transferred job arrives one latency after its
+    release), so each site is strict FCFS over its arrivals in order, a job starting at
+    max(arrival, the previous job's start, the earliest free processor)."""
+    t0 = time.perf_counter()
+    n = len(release)
+    per_site = _per_site(site, n_sites)
+    dest = np.asarray(broker_draws(per_site, n, n_sites, seed), dtype=np.int64)
+    moved = dest != site
+    arrive = np.where(moved, release + latency, release)
+    # Each transfer's message key, as gridemu's: (source << 32) | the source's send count.
+    order = np.argsort(site, kind="stable")  # by site, in job-id (= release) order within one
+    so, c = site[order], np.cumsum(moved[order])
+    sent = np.empty(n, dtype=np.int64)
+    sent[order] = c - np.concatenate(([0], c))[np.searchsorted(so, so)]  # less the earlier sites' transfers
+    key = np.where(moved, (site << 32) | sent, np.arange(n))
+    # At one instant a site takes received jobs (kind 1) before its own arrivals (kind 2).
+    by = np.lexsort((key, np.where(moved, 1, 2), arrive, dest))
+    bounds = np.searchsorted(dest[by], np.arange(n_sites + 1)).tolist()
+    by_l, arr, sz = by.tolist(), arrive.tolist(), size.tolist()
+    start = [math.nan] * n
+    end = [math.nan] * n
+    t1 = time.perf_counter()
+    for s in range(n_sites):
+        free = [-math.inf] * m  # processor free times, a heap
+        prev = -math.inf
+        for j in by_l[bounds[s] : bounds[s + 1]]:
+            t = arr[j]
+            f = free[0]
+            st = t if t > f else f
+            if st < prev:
+                st = prev
+            e = st + sz[j]
+            heapq.heapreplace(free, e)
+            start[j], end[j], prev = st, e, st
+    t2 = time.perf_counter()
+    out = {"start": np.array(start), "end": np.array(end), "exec_site": dest}
+    t3 = time.perf_counter()
+    messages = int(moved.sum())
+    return {
+        **out,
+        "events": 2 * n + messages,
+        "messages": messages,
+        "setup_s": t1 - t0,
+        "loop_s": t2 - t1,
+        "gather_s": t3 - t2,
+    }
+
+
 def simpy_random(
     release: np.ndarray,
     size: np.ndarray,
@@ -513,10 +576,8 @@ def worker(engine: str, model: str, period: float, rates: str, out_dir: Path, ta
             loaded.seed,
         )
         cpu0, t = time.process_time(), time.perf_counter()
-        if engine == "heapq":
-            out = heapq_random(*args)
-        else:
-            out = simpy_random(*args, lazy=engine == "simpy_lazy")
+        bare = {"heapq": heapq_random, "recurrence": recurrence_random}.get(engine)
+        out = bare(*args) if bare else simpy_random(*args, lazy=engine == "simpy_lazy")
         rec["wall_s"] = time.perf_counter() - t
         rec["call_s"], rec["cpu_s"] = rec["wall_s"], time.process_time() - cpu0
         for k in ("events", "messages", "setup_s", "loop_s", "gather_s"):
@@ -868,7 +929,12 @@ def ratios(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for model in dict.fromkeys(r["model"] for r in rows):
         inproc = find(rows, "inprocess", model)
         primary = model == "1000x100k"
-        for ref_engine, target in (("heapq", TARGET_VS_HEAPQ), ("simpy", TARGET_VS_SIMPY), ("simpy_lazy", None)):
+        for ref_engine, target in (
+            ("heapq", TARGET_VS_HEAPQ),
+            ("simpy", TARGET_VS_SIMPY),
+            ("simpy_lazy", None),
+            ("recurrence", None),
+        ):
             ref = find(rows, ref_engine, model)
             if not (inproc and ref) or model in pods:  # pods: issue 40's rows above
                 continue
@@ -1035,7 +1101,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--engines",
         default=",".join(DEFAULT_ENGINES),
-        help="comma-separated, from heapq,simpy,simpy_lazy,inprocess,rayN (N shards, e.g. ray2, ray16)",
+        help="comma-separated, from heapq,recurrence,simpy,simpy_lazy,inprocess,general,rayN (N shards: ray2, ray16)",
     )
     ap.add_argument(
         "--repeat", type=int, default=1, help="runs per (model, engine), each in a fresh process; the median is shown"
@@ -1075,7 +1141,7 @@ def main(argv: list[str] | None = None) -> int:
     bad = [m for m in models if m not in MODELS] + [e for e in engines if not known_engine(e)]
     if bad:
         ap.error(
-            f"unknown model(s) or engine(s) {bad}; models: {', '.join(MODELS)}; engines: heapq, simpy, simpy_lazy, inprocess, rayN"
+            f"unknown model(s) or engine(s) {bad}; models: {', '.join(MODELS)}; engines: heapq, recurrence, simpy, simpy_lazy, inprocess, general, rayN"
         )
     repeat = max(1, args.repeat)
     env = environment()
