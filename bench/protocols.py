@@ -1,4 +1,18 @@
-"""Talking sites: gridemu against a bare heapq loop and a SimPy model, with the random broker.
+"""Talking sites: gridemu against a bare heapq loop and a SimPy model, general path first.
+
+gridemu runs a protocol one of two ways. The *general path* (``SiteEngine``): every site
+an event loop with its view and agent, decisions made on the messages it received; every
+protocol whose decisions depend on what it hears runs there. The *route path* (the
+stateless shortcut, ``ColumnEngine``): a protocol that declares a precomputed route
+(``random``) needs no site object at all, and FCFS runs as a vectorized recurrence. The
+headline is the general path (issue 40): ``pod1000`` (power of d choices on stale load
+reports) and ``random`` with ``recurrence = false`` (engine ``general``); the random
+broker's route path is the row labelled "route path (stateless shortcut)".
+
+The power-of-d model (``pod1000``) is the shipped ``power-of-d`` scenario, documented in
+bench/power_of_d.py, whose engines this benchmark runs: its bare heapq loop (one event per
+report message) and its lazy SimPy model, with the same jobs and samples, so the schedule
+is compared job by job.
 
 The model (issue 13, "random broker"): N sites of 10 identical processors (speed 1), FCFS,
 single-processor jobs, Poisson arrivals, gamma(shape 2, scale 2) sizes, link latency 1.0
@@ -18,6 +32,10 @@ every site runs at 72 % load once the broker spreads the jobs.
 
 Models (``--models``, comma-separated):
 
+* ``pod1000``        the shipped ``power-of-d`` scenario: 1,000 single-processor sites of
+  random:8, load 0.9, ~100,000 jobs, d = 2, a load report every 10 time units, latency
+  0.1. ``heapq`` and ``simpy`` are bench/power_of_d.py's bare loop and lazy SimPy model.
+* ``pod100``         (not in the default list) the same at 100 sites, 10,000 jobs: a smoke test.
 * ``1000x100k``      1,000 sites, 100,000 jobs, R = 200, random broker
 * ``10000x1M``       10,000 sites, 1,000,000 jobs, R = 20,000, random broker
 * ``averaging1000``  1,000 sites, 10,000 jobs, R = 200 (the 1000x100k rates), the
@@ -51,12 +69,20 @@ Engines (``--engines``; every run is a fresh subprocess, so its peak memory is i
   site (``brokers/random/agent.py``); they are drawn per site in one vectorized call,
   which numpy makes equal, value for value, to one call per arrival. The draws are part of
   the timed setup.
+* ``recurrence``  (random broker only) the route path's like-for-like baseline, bare: the
+  destinations (the same draws) and arrival times are known up front, so each site is
+  strict FCFS over its arrivals (received jobs before local ones at one instant, as above),
+  ``heapq`` over its processors' free times.
 * ``simpy``  SimPy 4: a ``simpy.Resource(capacity=10)`` per site and one process per job,
   all created at t=0: the process waits until the release, for a transfer waits one
   latency more, then requests a processor at its destination and holds it for its size.
   ``simpy_lazy`` (only on request): a source process per site creates each job's process
   at its release.
-* ``inprocess``  ``emulator.run(scenario, backend="inprocess", shards=1)``.
+* ``inprocess``  ``emulator.run(scenario, backend="inprocess", shards=1)``: for the random
+  broker the route path (stateless shortcut), for every other protocol the general path.
+* ``general``  (random broker only) the same with ``recurrence=False``: the random broker
+  on the general path (a site object, view and agent per site, the event loop), the bare
+  heapq loop its like-for-like baseline.
 * ``ray2``  ``emulator.run(..., backend="ray", shards=2)`` on a private local Ray
   instance started with ``ensure_ray(num_cpus=2)``; ``rayN`` (any N, e.g. ``ray16`` on a
   16-core machine) the same with N shards and num_cpus = max(2, min(N, CPUs)).
@@ -121,6 +147,7 @@ from typing import Any
 
 import harness
 import numpy as np
+import power_of_d
 from harness import (
     aggregate,
     busy_cpu_seconds,
@@ -137,6 +164,9 @@ HOT_RATE, COLD_RATE = 3.0, 1.4  # x R / (2 N): a quarter of the sites hot, the r
 DEFAULT_PERIOD = 20.0
 
 MODELS: dict[str, dict[str, Any]] = {
+    # The general path's headline (issue 40): the shipped power-of-d scenario.
+    "pod1000": {"sites": 1_000, "jobs": 100_000, "protocol": "power_of_d", "d": 2, "period": 10.0},
+    "pod100": {"sites": 100, "jobs": 10_000, "protocol": "power_of_d", "d": 2, "period": 10.0},  # a smoke test
     "1000x100k": {"sites": 1_000, "jobs": 100_000, "R": 200.0, "protocol": "random"},
     "10000x1M": {"sites": 10_000, "jobs": 1_000_000, "R": 20_000.0, "protocol": "random"},
     "averaging1000": {"sites": 1_000, "jobs": 10_000, "R": 200.0, "protocol": "averaging"},
@@ -155,9 +185,10 @@ MODELS: dict[str, dict[str, Any]] = {
         "topology": "random:8",
     },
 }
-DEFAULT_MODELS = ("1000x100k", "10000x1M", "averaging1000")
-DEFAULT_ENGINES = ("heapq", "simpy", "inprocess", "ray2")
-REFERENCE_ENGINES = ("heapq", "simpy", "simpy_lazy")  # models of the random broker only
+DEFAULT_MODELS = ("pod1000", "1000x100k", "10000x1M", "averaging1000")
+DEFAULT_ENGINES = ("heapq", "simpy", "inprocess", "general", "ray2")
+REFERENCE_ENGINES = ("heapq", "simpy", "simpy_lazy", "recurrence")  # models of the random broker and power_of_d only
+MODELLED = ("random", "power_of_d")  # the protocols the reference engines model
 
 # The issue's targets (ratios in one run, informational).
 TARGET_VS_HEAPQ = 0.5
@@ -166,6 +197,10 @@ TARGET_RAY2_CALL = 1.3
 TARGET_RAY16_CALL = 8.0
 TARGET_10M_CALL_S = 300.0  # 10000x10M: under 5 minutes ...
 TARGET_10M_PEAK_MIB = 6 * 1024  # ... and 6 GiB, all processes
+# Issue 40's targets for the general path.
+TARGET_POD_VS_HEAPQ = 0.5  # pod1000 in-process against its bare heapq loop ...
+TARGET_POD_VS_SIMPY = 3.0  # ... and against its lazy SimPy model
+TARGET_GENERAL_VS_HEAPQ = 0.25  # random with recurrence = false against the bare loop
 
 
 def ray_shards(engine: str) -> int | None:
@@ -173,21 +208,47 @@ def ray_shards(engine: str) -> int | None:
     return int(m.group(1)) if m and int(m.group(1)) > 0 else None
 
 
-def label(engine: str) -> str:
+def label(engine: str, model: str | None = None) -> str:
+    """The row's name; for gridemu, which path it runs (module doc)."""
+    protocol = MODELS[model]["protocol"] if model else None
     if engine == "heapq":
         return "bare heapq loop"
     if engine == "simpy":
-        return "SimPy model"
+        # power_of_d's SimPy model is lazy (bench/power_of_d.py).
+        return "SimPy, lazy arrivals" if protocol == "power_of_d" else "SimPy model"
     if engine == "simpy_lazy":
         return "SimPy, lazy arrivals"
+    if engine == "recurrence":
+        return "bare FCFS recurrence"
+    if engine == "general":
+        return "gridemu in-process, general path (recurrence = false)"
+    path = (
+        "" if protocol is None else (", route path (stateless shortcut)" if protocol == "random" else ", general path")
+    )
     if engine == "inprocess":
-        return "gridemu in-process, 1 shard"
+        return f"gridemu in-process, 1 shard{path}"
     k = ray_shards(engine)
-    return f"gridemu ray, {k} shard{'s' if k != 1 else ''}"
+    return f"gridemu ray, {k} shard{'s' if k != 1 else ''}{path}"
 
 
 def known_engine(engine: str) -> bool:
-    return engine in ("heapq", "simpy", "simpy_lazy", "inprocess") or ray_shards(engine) is not None
+    return (
+        engine in ("heapq", "simpy", "simpy_lazy", "recurrence", "inprocess", "general")
+        or ray_shards(engine) is not None
+    )
+
+
+def runs_on(engine: str, model: str) -> bool:
+    """Whether ``engine`` applies to ``model``: the reference engines model the random broker
+    and power_of_d only; ``general`` differs from ``inprocess`` only where a route exists."""
+    protocol = MODELS[model]["protocol"]
+    if engine == "recurrence":
+        return protocol == "random"  # the route path's like-for-like baseline
+    if engine in REFERENCE_ENGINES:
+        return protocol in MODELLED
+    if engine == "general":
+        return protocol == "random"
+    return True
 
 
 #: --rates: "half" (the default) follows the issue's total, R/2 x 1.8; "literal" its per-site
@@ -202,6 +263,8 @@ def site_rates(n_sites: int, r_total: float, rates: str = "half") -> list[float]
 
 def scenario_dict(model: str, period: float, rates: str = "half") -> dict[str, Any]:
     spec = MODELS[model]
+    if spec["protocol"] == "power_of_d":
+        return pod_model(model).scenario
     protocol: dict[str, Any] = {"name": spec["protocol"]}
     if spec["protocol"] == "averaging":
         protocol["period"] = period
@@ -223,6 +286,12 @@ def scenario_dict(model: str, period: float, rates: str = "half") -> dict[str, A
         "protocol": protocol,
         "metrics": {"counterfactual": "none"},
     }
+
+
+def pod_model(model: str) -> "power_of_d.Model":
+    """The power-of-d model (bench/power_of_d.py) at the size of ``model``, its jobs drawn."""
+    spec = MODELS[model]
+    return power_of_d.model(spec["sites"], spec["jobs"], spec["d"], spec["period"])
 
 
 # ---------------------------------------------------------------------------- reference engines
@@ -325,6 +394,58 @@ def heapq_random(
     return {**out, "events": events, "messages": messages, "setup_s": t1 - t0, "loop_s": t2 - t1, "gather_s": t3 - t2}
 
 
+def recurrence_random(
+    release: np.ndarray, size: np.ndarray, site: np.ndarray, n_sites: int, m: int, latency: float, seed: int
+) -> dict[str, Any]:
+    """The random-broker model as the route path computes it, bare: every job's destination
+    and arrival there are known up front (a transferred job arrives one latency after its
+    release), so each site is strict FCFS over its arrivals in order, a job starting at
+    max(arrival, the previous job's start, the earliest free processor)."""
+    t0 = time.perf_counter()
+    n = len(release)
+    per_site = _per_site(site, n_sites)
+    dest = np.asarray(broker_draws(per_site, n, n_sites, seed), dtype=np.int64)
+    moved = dest != site
+    arrive = np.where(moved, release + latency, release)
+    # Each transfer's message key, as gridemu's: (source << 32) | the source's send count.
+    order = np.argsort(site, kind="stable")  # by site, in job-id (= release) order within one
+    so, c = site[order], np.cumsum(moved[order])
+    sent = np.empty(n, dtype=np.int64)
+    sent[order] = c - np.concatenate(([0], c))[np.searchsorted(so, so)]  # less the earlier sites' transfers
+    key = np.where(moved, (site << 32) | sent, np.arange(n))
+    # At one instant a site takes received jobs (kind 1) before its own arrivals (kind 2).
+    by = np.lexsort((key, np.where(moved, 1, 2), arrive, dest))
+    bounds = np.searchsorted(dest[by], np.arange(n_sites + 1)).tolist()
+    by_l, arr, sz = by.tolist(), arrive.tolist(), size.tolist()
+    start = [math.nan] * n
+    end = [math.nan] * n
+    t1 = time.perf_counter()
+    for s in range(n_sites):
+        free = [-math.inf] * m  # processor free times, a heap
+        prev = -math.inf
+        for j in by_l[bounds[s] : bounds[s + 1]]:
+            t = arr[j]
+            f = free[0]
+            st = t if t > f else f
+            if st < prev:
+                st = prev
+            e = st + sz[j]
+            heapq.heapreplace(free, e)
+            start[j], end[j], prev = st, e, st
+    t2 = time.perf_counter()
+    out = {"start": np.array(start), "end": np.array(end), "exec_site": dest}
+    t3 = time.perf_counter()
+    messages = int(moved.sum())
+    return {
+        **out,
+        "events": 2 * n + messages,
+        "messages": messages,
+        "setup_s": t1 - t0,
+        "loop_s": t2 - t1,
+        "gather_s": t3 - t2,
+    }
+
+
 def simpy_random(
     release: np.ndarray,
     size: np.ndarray,
@@ -411,16 +532,33 @@ def simpy_random(
 # ---------------------------------------------------------------------------- worker side
 
 
-def worker(engine: str, model: str, period: float, rates: str, out_dir: Path, tag: str) -> None:
-    import resource
+def pod_worker(engine: str, model: str, rec: dict[str, Any], out_dir: Path, tag: str) -> None:
+    """bench/power_of_d.py's bare loop or lazy SimPy model on ``model``, recorded as ``worker`` does."""
+    mdl = pod_model(model)
+    run_pod = power_of_d.heapq_power_of_d if engine == "heapq" else power_of_d.simpy_power_of_d
+    cpu0, t = time.process_time(), time.perf_counter()
+    out = run_pod(mdl)
+    rec["wall_s"] = time.perf_counter() - t
+    rec["call_s"], rec["cpu_s"] = rec["wall_s"], time.process_time() - cpu0
+    for k in ("events", "messages", "setup_s", "loop_s", "gather_s"):
+        rec[k] = out[k]
+    job_ids, release = np.arange(len(mdl.release)), mdl.release
+    start, end, exec_site = out["start"], out["end"], out["exec_site"]
+    rec["finished"] = int(np.isfinite(end).sum())
+    _save(rec, job_ids, release, start, end, exec_site, out_dir, tag)
 
+
+def worker(engine: str, model: str, period: float, rates: str, out_dir: Path, tag: str) -> None:
     rec: dict[str, Any] = {
         "engine": engine,
-        "label": label(engine),
+        "label": label(engine, model),
         "model": model,
         "jobs": MODELS[model]["jobs"],
         "sites": MODELS[model]["sites"],
     }
+    if engine in REFERENCE_ENGINES and MODELS[model]["protocol"] == "power_of_d":
+        pod_worker(engine, model, rec, out_dir, tag)
+        return
     scenario = scenario_dict(model, period, rates)
     if engine in REFERENCE_ENGINES:
         from gridemu.emulator.scenario import load_scenario
@@ -437,13 +575,11 @@ def worker(engine: str, model: str, period: float, rates: str, out_dir: Path, ta
             LATENCY,
             loaded.seed,
         )
-        t = time.perf_counter()
-        if engine == "heapq":
-            out = heapq_random(*args)
-        else:
-            out = simpy_random(*args, lazy=engine == "simpy_lazy")
+        cpu0, t = time.process_time(), time.perf_counter()
+        bare = {"heapq": heapq_random, "recurrence": recurrence_random}.get(engine)
+        out = bare(*args) if bare else simpy_random(*args, lazy=engine == "simpy_lazy")
         rec["wall_s"] = time.perf_counter() - t
-        rec["call_s"] = rec["wall_s"]
+        rec["call_s"], rec["cpu_s"] = rec["wall_s"], time.process_time() - cpu0
         for k in ("events", "messages", "setup_s", "loop_s", "gather_s"):
             rec[k] = out[k]
         job_ids, release = jobs["job_id"], jobs["release"]
@@ -451,7 +587,7 @@ def worker(engine: str, model: str, period: float, rates: str, out_dir: Path, ta
         rec["finished"] = int(np.isfinite(end).sum())
     else:
         shards = ray_shards(engine) or 1
-        backend = "inprocess" if engine == "inprocess" else "ray"
+        backend = "ray" if ray_shards(engine) else "inprocess"
         if backend == "ray":
             from gridemu.emulator.backends import ensure_ray
 
@@ -464,9 +600,12 @@ def worker(engine: str, model: str, period: float, rates: str, out_dir: Path, ta
 
         run = imported_run()
         cpu0, faults0 = psutil.cpu_times(), _page_faults()
-        busy0, t, main0 = busy_cpu_seconds(cpu0), time.perf_counter(), time.thread_time()
-        result = run(scenario, backend=backend, shards=shards)
+        busy0, t, main0, own0 = busy_cpu_seconds(cpu0), time.perf_counter(), time.thread_time(), time.process_time()
+        result = run(scenario, backend=backend, shards=shards, recurrence=engine != "general")
         rec["call_s"] = time.perf_counter() - t
+        # This process's CPU over the whole call (in-process: the run's own CPU, whatever else
+        # loads the machine; Ray: the driver only).
+        rec["cpu_s"] = time.process_time() - own0
         # The calling thread's own CPU: on Ray, the driver's work (scenario, specs, barriers,
         # joining the shards' results, tables, checks, summary), which no shard count shares.
         rec["driver_cpu_s"] = time.thread_time() - main0
@@ -516,6 +655,15 @@ def worker(engine: str, model: str, period: float, rates: str, out_dir: Path, ta
             import ray
 
             ray.shutdown()
+    _save(rec, job_ids, release, start, end, exec_site, out_dir, tag)
+
+
+def _save(
+    rec: dict[str, Any], job_ids: Any, release: Any, start: Any, end: Any, exec_site: Any, out_dir: Path, tag: str
+) -> None:
+    """A worker's record (flow statistics, its process's memory and CPU) and its schedule by job id."""
+    import resource
+
     flow = end - release
     done = np.isfinite(flow)
     rec["mean_flow"] = float(flow[done].mean()) if done.any() else None
@@ -575,7 +723,7 @@ def run_one(
     ]
     base = {
         "engine": engine,
-        "label": label(engine),
+        "label": label(engine, model),
         "model": model,
         "jobs": MODELS[model]["jobs"],
         "sites": MODELS[model]["sites"],
@@ -726,6 +874,41 @@ def find(rows: list[dict[str, Any]], engine: str, model: str) -> dict[str, Any] 
     return None
 
 
+def general_ratios(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Issue 40's targets, the general path's speed over the bare loop's and SimPy's, in this run."""
+    out: list[dict[str, Any]] = []
+
+    def general(engine: str, ref_engine: str, model: str, target: float) -> None:
+        g, ref = find(rows, engine, model), find(rows, ref_engine, model)
+        if not (g and ref):
+            return
+        v = ref["wall_s"] / g["wall_s"]  # the same jobs: the ratio of jobs/s
+        by_cpu = (
+            f"; by CPU seconds {ref['cpu_s'] / g['cpu_s']:.2f}x ({g['cpu_s']:.2f} s, gridemu's whole emulator.run "
+            f"call, against {ref['cpu_s']:.2f} s)"
+            if ref.get("cpu_s") and g.get("cpu_s")
+            else ""
+        )
+        out.append(
+            {
+                "ratio": f"{model}: {g['label']} / {ref['label']}, jobs/s (issue 40)",
+                "value": v,
+                "target": f">= {target:g}x",
+                "verdict": "PASS" if v >= target else "MISS",
+                "note": f"wall {g['wall_s']:.2f} s against {ref['wall_s']:.2f} s{by_cpu}; "
+                f"whole call {ref['wall_s'] / g['call_s']:.2f}x",
+            }
+        )
+
+    models = list(dict.fromkeys(r["model"] for r in rows))
+    for model in [m for m in models if MODELS[m]["protocol"] == "power_of_d"]:
+        general("inprocess", "heapq", model, TARGET_POD_VS_HEAPQ)
+        general("inprocess", "simpy" if find(rows, "simpy", model) else "simpy_lazy", model, TARGET_POD_VS_SIMPY)
+    for model in [m for m in models if MODELS[m]["protocol"] == "random"]:
+        general("general", "heapq", model, TARGET_GENERAL_VS_HEAPQ)
+    return out
+
+
 def ratios(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The issue's targets as ratios of this run, with PASS/MISS (informational)."""
     out: list[dict[str, Any]] = []
@@ -741,18 +924,25 @@ def ratios(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
             }
         )
 
+    out.extend(general_ratios(rows))
+    pods = [m for m in dict.fromkeys(r["model"] for r in rows) if MODELS[m]["protocol"] == "power_of_d"]
     for model in dict.fromkeys(r["model"] for r in rows):
         inproc = find(rows, "inprocess", model)
         primary = model == "1000x100k"
-        for ref_engine, target in (("heapq", TARGET_VS_HEAPQ), ("simpy", TARGET_VS_SIMPY), ("simpy_lazy", None)):
+        for ref_engine, target in (
+            ("heapq", TARGET_VS_HEAPQ),
+            ("simpy", TARGET_VS_SIMPY),
+            ("simpy_lazy", None),
+            ("recurrence", None),
+        ):
             ref = find(rows, ref_engine, model)
-            if not (inproc and ref):
+            if not (inproc and ref) or model in pods:  # pods: issue 40's rows above
                 continue
             v = inproc["jobs_per_s"] / ref["jobs_per_s"]
             note = f"whole emulator.run call against {ref['label']}: {ref['wall_s'] / inproc['call_s']:.2f}x"
             tgt = f">= {target:g}x" if target else "(no target)"
             add(
-                f"{model}: in-process 1 shard / {ref['label']}, jobs/s",
+                f"{model}: {inproc['label']} / {ref['label']}, jobs/s (issue 13)",
                 v,
                 tgt,
                 (v >= target) if (primary and target) else None,
@@ -870,7 +1060,7 @@ def ratios(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def print_ratios(rs: list[dict[str, Any]]) -> None:
-    print("\nTargets (issue 13; informational, the exit status is 0 either way):")
+    print("\nTargets (issue 40, the general path, first; issue 13, the route path; informational, exit status 0):")
     if not rs:
         print("  (no figures: the engines the targets compare did not run)")
     for r in rs:
@@ -916,7 +1106,7 @@ def main(argv: list[str] | None = None) -> int:  # noqa: C901
     ap.add_argument(
         "--engines",
         default=",".join(DEFAULT_ENGINES),
-        help="comma-separated, from heapq,simpy,simpy_lazy,inprocess,rayN (N shards, e.g. ray2, ray16)",
+        help="comma-separated, from heapq,recurrence,simpy,simpy_lazy,inprocess,general,rayN (N shards: ray2, ray16)",
     )
     ap.add_argument(
         "--repeat", type=int, default=1, help="runs per (model, engine), each in a fresh process; the median is shown"
@@ -957,7 +1147,7 @@ def main(argv: list[str] | None = None) -> int:  # noqa: C901
     if bad:
         ap.error(
             f"unknown model(s) or engine(s) {bad}; models: {', '.join(MODELS)}; "
-            "engines: heapq, simpy, simpy_lazy, inprocess, rayN"
+            "engines: heapq, recurrence, simpy, simpy_lazy, inprocess, general, rayN"
         )
     repeat = max(1, args.repeat)
     env = environment()
@@ -975,11 +1165,12 @@ def main(argv: list[str] | None = None) -> int:  # noqa: C901
         out_dir = Path(tmp)
         for model in models:
             spec = MODELS[model]
-            active = [e for e in engines if spec["protocol"] == "random" or e not in REFERENCE_ENGINES]
+            active = [e for e in engines if runs_on(e, model)]
             if len(active) < len(engines):
                 print(
-                    f"  {model}: {', '.join(e for e in engines if e not in active)} "
-                    "model the random broker only; not run",
+                    f"  {model}: {', '.join(e for e in engines if e not in active)} not run (the reference engines "
+                    "model random and power_of_d only; general is for routing protocols: here inprocess is the "
+                    "general path)",
                     flush=True,
                 )
             same_protocol = [r for r in rows if MODELS[r["model"]]["protocol"] == spec["protocol"]]
@@ -989,13 +1180,13 @@ def main(argv: list[str] | None = None) -> int:  # noqa: C901
                 if skip:
                     skipped[e] = {
                         "engine": e,
-                        "label": label(e),
+                        "label": label(e, model),
                         "model": model,
                         "jobs": spec["jobs"],
                         "sites": spec["sites"],
                         "skipped": skip,
                     }
-                    print(f"  {model:<14} {label(e):<30} {skip}", flush=True)
+                    print(f"  {model:<14} {label(e, model):<30} {skip}", flush=True)
             active = [e for e in active if e not in skipped]
             runs: dict[str, list[dict[str, Any]]] = {e: [] for e in active}
             failed: set[str] = set()
@@ -1016,7 +1207,7 @@ def main(argv: list[str] | None = None) -> int:  # noqa: C901
                             f"wall {r['wall_s']:.3f} s, call {r['call_s']:.3f} s, {r['jobs_per_s']:,.0f} jobs/s, "
                             f"peak {r['peak_mib']:,.0f} MiB, mean flow {r['mean_flow']:.6f}"
                         )
-                        print(f"  {model:<14} {label(e):<30} run {k + 1}/{repeat}: {msg}", flush=True)
+                        print(f"  {model:<14} {label(e, model):<30} run {k + 1}/{repeat}: {msg}", flush=True)
                         if "error" not in r:
                             runs[e].append(r)
                             break
@@ -1060,7 +1251,7 @@ def main(argv: list[str] | None = None) -> int:  # noqa: C901
     for model in models:
         group = [r for r in rows if r["model"] == model and "same_schedule" in r]
         if group:
-            ref = label(group[0]["agree_ref"])
+            ref = label(group[0]["agree_ref"], model)
             same = all(r["same_schedule"] for r in group)
             conserved = all(r["conserved"] for r in group)
             flows = "; ".join(f"{r['label']} {r['mean_flow']:.9f}" for r in group)
