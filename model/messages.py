@@ -108,7 +108,7 @@ class MessageKind:
     their own names (``job_id``, ``size``, ...).
     """
 
-    __slots__ = ("name", "fields", "job", "view", "_put")
+    __slots__ = ("name", "fields", "job", "view", "_put", "_plain")
 
     def __init__(self, name: str, job: bool = False, **fields: FieldType):
         if not name.isidentifier():
@@ -174,6 +174,8 @@ class MessageKind:
         self.fields = dict(fields)
         self.job = job
         self._put = put
+        # (field, the Python type a value of it keeps as it is) -> its slot: payload's fast path.
+        self._plain = {(f, exact): pos for f, (pos, exact, _, n) in put.items() if exact is not None and n is None}
         base_view = namedtuple(f"{name}_message", names, rename=True)
         if job:
             extra["job"] = property(_job_record)
@@ -196,8 +198,13 @@ class MessageKind:
         if not fields:
             return NO_FIELDS + (job or NO_JOB)
         row = list(NO_FIELDS)
-        put = self._put
+        put, plain = self._put, self._plain
         for field, value in fields.items():
+            # Most sends give a float field a float and an int field an int: no cast to make.
+            pos = plain.get((field, type(value)))
+            if pos is not None and (pos < N_FLOAT or -_INT_BOUND <= value < _INT_BOUND):
+                row[pos] = value
+                continue
             try:
                 pos, exact, cast, n = put[field]
             except KeyError:

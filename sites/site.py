@@ -329,7 +329,7 @@ class Site:
         if self.r_state[slot] != QUEUED:
             raise InvariantError(f"site {self.name} offered job {self.c_id[slot]} which is not queued")
         self.r_state[slot] = OFFERED
-        self.send(now, dst, "fragment", job=self.job_record(slot, moves=1), slot=float(slot), tag=tag)
+        self.send(now, dst, "fragment", job=self.job_record(slot, moves=1), slot=slot, tag=tag)
 
     def withdraw(self, slot: int) -> None:
         """The receiver took the offered piece: it leaves this site's books."""

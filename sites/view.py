@@ -221,7 +221,9 @@ class SiteView:
         cached ones of the same entries under ``source``, a key the protocol chooses (a site,
         a usage service, the grid's total). The scheduler adds every source's figures to this
         site's own fresh usage at its next pass."""
-        self._fairshare("cache_usage").cache_usage(source, usage)
+        # Checked once: from then on the scheduler's own method answers (one call a message).
+        self.cache_usage = self._fairshare("cache_usage").cache_usage
+        self.cache_usage(source, usage)
 
     def replace_usage(self, source: int, usage: Mapping[str, float]) -> None:
         """Replace everything cached under ``source`` by ``usage`` (entries it lacks count 0)."""

@@ -344,7 +344,7 @@ class DivisibleAgent(PeriodLedger, Agent):
         sent_to = {l for l, _ in mine}
         for l in members:
             if rank[l] < rank[me] and l not in sent_to:
-                self.site.send(now, l, "fragment", slot=-1.0, tag=LAST)
+                self.site.send(now, l, "fragment", slot=-1, tag=LAST)
         self.expect = sorted((k for k in members if rank[k] > rank[me]), key=rank.__getitem__)
 
     def _round_at(self, t: float) -> float:
@@ -417,7 +417,7 @@ class DivisibleAgent(PeriodLedger, Agent):
                 self.waiting.add(piece)
                 self.counts[1] += site.size(piece) / speed
             if not pieces:
-                site.send(now, dst, "fragment", slot=-1.0, tag=LAST)
+                site.send(now, dst, "fragment", slot=-1, tag=LAST)
 
     def _judge(self, now: float, msg) -> None:
         """Accept an offered piece (a ``fragment`` message) if it fits the declared level and keeps

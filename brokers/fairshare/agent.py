@@ -84,7 +84,7 @@ PUSH = message("push", usage=float, round=int, entry=int)
 MESSAGES = (REQUEST, USAGE, OFFER, UP, DOWN, PUSH)
 CLOSE = -1
 
-REPORT, AGGREGATE = 0.0, 1.0  # the ``mode`` of a usage message: a site's report, or a service's sum
+REPORT, AGGREGATE = 0, 1  # the ``mode`` of a usage message: a site's report, or a service's sum
 
 
 class FairshareAgent(Agent):
