@@ -24,7 +24,6 @@ PURPOSE_DEDICATED = 11  # dedicated workloads (thesis ch. 3): the jobs for a mac
 #: Streams named by a string (``named_rng``): the key also holds a hash of (protocol, purpose),
 #: so a new protocol needs no number here. Shipped agents keep their numbers (their job tables).
 PURPOSE_NAMED = 0x4E414D45  # "NAME"
-PURPOSE_POWER_OF_D = 12  # power of d choices: the d sites each new job compares its own with
 
 
 def site_rng(seed: int, site_id: int, purpose: int) -> np.random.Generator:

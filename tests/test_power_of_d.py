@@ -15,7 +15,7 @@ from gridemu.brokers.power_of_d.reference import simulate
 from gridemu.emulator.cli import main
 from gridemu.emulator.scenario import load_scenario
 from gridemu.model.errors import ScenarioError
-from gridemu.model.rng import PURPOSE_POWER_OF_D, site_rng
+from gridemu.model.rng import named_rng
 from gridemu.scenarios.workload import generate_jobs
 from tests.conftest import small_grid
 
@@ -56,7 +56,7 @@ def test_samples_are_one_random_neighbors_draw_per_job(neighbors, d):
     )
     agent = Agent.__new__(Agent)
     agent.site, agent.grid = _Site(me), grid
-    rng = site_rng(7, me, PURPOSE_POWER_OF_D)
+    rng = named_rng(7, me, "power_of_d", "samples")
     rows = power_of_d_samples(7, me, nb, n_sites, 200, d)
     assert rows == [agent.random_neighbors(rng, d) for _ in range(200)]
     drawn = {k for row in rows for k in row}

@@ -10,7 +10,7 @@ from typing import Sequence
 
 import numpy as np
 
-from gridemu.model.rng import PURPOSE_POWER_OF_D, site_rng
+from gridemu.model.rng import named_rng
 
 
 def power_of_d_choice(own_load: float, sampled_loads: Sequence[float]) -> int:
@@ -36,7 +36,7 @@ def power_of_d_samples(
     the k-th of ``n_jobs`` calls of ``Agent.random_neighbors(rng, d)`` would draw."""
     if d == 0 or n_jobs == 0 or n_sites < 2 or (neighbors is not None and not len(neighbors)):
         return [[] for _ in range(n_jobs)]
-    rng = site_rng(seed, site_id, PURPOSE_POWER_OF_D)
+    rng = named_rng(seed, site_id, "power_of_d", "samples")  # the agent's site.rng("samples")
     if neighbors is None:
         k = rng.integers(n_sites - 1, size=(n_jobs, d))
         return (k + (k >= site_id)).tolist()

@@ -12,9 +12,9 @@ None`` (exact loads now, jobs in flight counted where they go), on the same jobs
 samples. Every figure is the mean flow time over every job (the grid starts empty), averaged
 over the seeds, with the standard deviation between seeds.
 
-    python docs/results/power_of_d_staleness.py                 # run, print the table, draw the figure
-    python docs/results/power_of_d_staleness.py --write         # and put the table in the doc
-    python docs/results/power_of_d_staleness.py --seeds 1 --periods 1,10   # a quick look
+    python -m gridemu.experiments.power_of_d_staleness                 # run, print the table, draw the figure
+    python -m gridemu.experiments.power_of_d_staleness --write         # and put the table in the doc
+    python -m gridemu.experiments.power_of_d_staleness --seeds 1 --periods 1,10   # a quick look
 
 About 3 CPU minutes (two worker processes; 20 minutes of wall time on 2 cores shared
 with other work). Imports gridemu only (and
