@@ -21,6 +21,15 @@ from typing import Any
 import numpy as np
 
 
+def jobs_by_site(site: np.ndarray, n_sites: int) -> list[list[int]]:
+    """Job indices of each site, in job-id order (= release order within a site): what the
+    bare loops and SimPy models walk, site by site."""
+    order = np.argsort(site, kind="stable")
+    bounds = np.searchsorted(site[order], np.arange(n_sites + 1)).tolist()
+    order_l = order.tolist()
+    return [order_l[bounds[s] : bounds[s + 1]] for s in range(n_sites)]
+
+
 def tree_rss() -> int:
     import psutil
 

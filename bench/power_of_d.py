@@ -62,6 +62,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 import numpy as np
+from harness import jobs_by_site
 
 COMPLETE, MESSAGE, TIMER, ARRIVAL = 0, 1, 2, 3  # gridemu's kind ranks at one instant
 ENGINES = ("inprocess", "heapq", "reference", "simpy")
@@ -115,14 +116,6 @@ def model(sites: int = 1000, jobs: int = 100_000, d: int = 2, period: float = 10
     )
 
 
-def _per_site(mdl: Model) -> list[list[int]]:
-    """Job ids of each site, in job-id order (= release order within a site)."""
-    order = np.argsort(mdl.site, kind="stable")
-    bounds = np.searchsorted(mdl.site[order], np.arange(mdl.n_sites + 1)).tolist()
-    order_l = order.tolist()
-    return [order_l[bounds[s] : bounds[s + 1]] for s in range(mdl.n_sites)]
-
-
 def _samples(mdl: Model, per_site: list[list[int]]) -> list[list[list[int]]]:
     from gridemu.brokers.power_of_d.algorithm import power_of_d_samples
 
@@ -142,7 +135,7 @@ def heapq_power_of_d(mdl: Model) -> dict[str, Any]:  # noqa: C901
     """The bare loop (module doc); returns start, end, exec_site by job id, counts and phase times."""
     t0 = time.perf_counter()
     n, n_sites, m, latency, period = len(mdl.release), mdl.n_sites, mdl.m, mdl.latency, mdl.period
-    per_site = _per_site(mdl)
+    per_site = jobs_by_site(mdl.site, mdl.n_sites)
     samples = _samples(mdl, per_site)
     nbs = _neighbor_lists(mdl)
     rel, sz = mdl.release.tolist(), mdl.size.tolist()
@@ -268,7 +261,7 @@ def simpy_power_of_d(mdl: Model) -> dict[str, Any]:  # noqa: C901
 
     t0 = time.perf_counter()
     n, n_sites, latency, period = len(mdl.release), mdl.n_sites, mdl.latency, mdl.period
-    per_site = _per_site(mdl)
+    per_site = jobs_by_site(mdl.site, mdl.n_sites)
     samples = _samples(mdl, per_site)
     nbs = _neighbor_lists(mdl)
     rel, sz = mdl.release.tolist(), mdl.size.tolist()

@@ -299,14 +299,6 @@ def pod_model(model: str) -> "power_of_d.Model":
 COMPLETE, MESSAGE, ARRIVAL = 0, 1, 2  # gridemu's kind ranks at equal times (no timers here)
 
 
-def _per_site(site: np.ndarray, n_sites: int) -> list[list[int]]:
-    """Job indices of each site, in job-id order (= release order within a site)."""
-    order = np.argsort(site, kind="stable")
-    bounds = np.searchsorted(site[order], np.arange(n_sites + 1)).tolist()
-    order_l = order.tolist()
-    return [order_l[bounds[s] : bounds[s + 1]] for s in range(n_sites)]
-
-
 def broker_draws(per_site: list[list[int]], n_jobs: int, n_sites: int, seed: int) -> list[int]:
     """The random broker's destination of every job: gridemu's stream of each site, one
     draw per local arrival in release order (``brokers/random/agent.py``)."""
@@ -325,7 +317,7 @@ def heapq_random(
     """The random-broker model as one global heapq event loop; returns arrays and phase times."""
     t0 = time.perf_counter()
     n = len(release)
-    per_site = _per_site(site, n_sites)
+    per_site = harness.jobs_by_site(site, n_sites)
     dest = broker_draws(per_site, n, n_sites, seed)
     rel = release.tolist()
     sz = size.tolist()
@@ -403,7 +395,7 @@ def recurrence_random(
     max(arrival, the previous job's start, the earliest free processor)."""
     t0 = time.perf_counter()
     n = len(release)
-    per_site = _per_site(site, n_sites)
+    per_site = harness.jobs_by_site(site, n_sites)
     dest = np.asarray(broker_draws(per_site, n, n_sites, seed), dtype=np.int64)
     moved = dest != site
     arrive = np.where(moved, release + latency, release)
@@ -463,7 +455,7 @@ def simpy_random(
 
     t0 = time.perf_counter()
     n = len(release)
-    per_site = _per_site(site, n_sites)
+    per_site = harness.jobs_by_site(site, n_sites)
     dest = broker_draws(per_site, n, n_sites, seed)
     rel = release.tolist()
     sz = size.tolist()
