@@ -132,14 +132,16 @@ class Coordinator:
                 # Any call to a shard may find its actor dead: the step, a snapshot, a status.
                 try:
                     self._step(window.end)
-                    self._keep_checkpoint()
+                    if self.checkpoint_every is not None:
+                        self._keep_checkpoint()
                     if periodic and math.isinf(horizon) and stall.stuck(window.end, self.infos, self.backend):
                         stalled_at = window.end
                         break
                 except ShardLost as lost:
                     self._rebuild(lost, specs)
                     continue
-                self._report(window.end, rule.span, n_jobs, t0)
+                if self.on_progress is not None:
+                    self._report(window.end, rule.span, n_jobs, t0)
                 if stop.pending is not None:  # Ctrl-C or SIGTERM: a checkpoint at this barrier, then stop
                     self._stop(stop)
             results, in_flight, jobs = self._gather(horizon, work, n_jobs)
@@ -194,7 +196,7 @@ class Coordinator:
 
     def _keep_checkpoint(self) -> None:
         """A checkpoint at this barrier when ``checkpoint_every`` has passed since the last."""
-        if self.checkpoint_every is None or time.perf_counter() - self.saved_at < self.checkpoint_every:
+        if time.perf_counter() - self.saved_at < self.checkpoint_every:
             return
         self.last = self._checkpoint()
         if self.checkpoint_to is not None:
@@ -236,18 +238,12 @@ class Coordinator:
         )
 
     def _report(self, now: float, span: float, n_jobs: int, t0: float) -> None:
-        if self.on_progress is not None:
-            infos = self.infos
-            self.on_progress(
-                Progress(
-                    now,
-                    span,
-                    sum(i.done for i in infos),
-                    n_jobs,
-                    sum(i.events for i in infos),
-                    time.perf_counter() - t0,
-                )
+        infos = self.infos
+        self.on_progress(
+            Progress(
+                now, span, sum(i.done for i in infos), n_jobs, sum(i.events for i in infos), time.perf_counter() - t0
             )
+        )
 
     def _gather(
         self, horizon: float, work: Workload, n_jobs: int

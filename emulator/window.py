@@ -79,7 +79,11 @@ def next_window(rule: WindowRule, pending: float, bound: float) -> Window | None
     nothing is left before the horizon."""
     if pending >= rule.horizon or math.isinf(pending):
         return None
-    end = min(max(bound, pending) + rule.lookahead, rule.horizon, pending + rule.cap(pending, bound))
+    end = max(bound, pending) + rule.lookahead
+    if end > rule.horizon:
+        end = rule.horizon
+    if rule.periodic or rule.progress:  # only then can a window be capped (WindowRule.cap)
+        end = min(end, pending + rule.cap(pending, bound))
     if not end > pending:  # t + lookahead == t once t is large enough beside it
         raise GridemuError(
             f"run.lookahead: a window of {rule.lookahead:g} no longer advances virtual time at t={pending:g} "

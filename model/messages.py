@@ -108,7 +108,7 @@ class MessageKind:
     their own names (``job_id``, ``size``, ...).
     """
 
-    __slots__ = ("name", "fields", "job", "view", "_put", "_plain")
+    __slots__ = ("name", "fields", "job", "view", "_put", "_plans")
 
     def __init__(self, name: str, job: bool = False, **fields: FieldType):
         if not name.isidentifier():
@@ -174,8 +174,10 @@ class MessageKind:
         self.fields = dict(fields)
         self.job = job
         self._put = put
-        # (field, the Python type a value of it keeps as it is) -> its slot: payload's fast path.
-        self._plain = {(f, exact): pos for f, (pos, exact, _, n) in put.items() if exact is not None and n is None}
+        # The field names of a send, in order -> ((slot, the Python type each value keeps as it
+        # is), ...): payload's fast path, learned from the sends whose fields are all scalars
+        # (a protocol sends a few combinations, each many times).
+        self._plans: dict[tuple[str, ...], tuple[tuple[int, type], ...]] = {}
         base_view = namedtuple(f"{name}_message", names, rename=True)
         if job:
             extra["job"] = property(_job_record)
@@ -198,13 +200,17 @@ class MessageKind:
         if not fields:
             return NO_FIELDS + (job or NO_JOB)
         row = list(NO_FIELDS)
-        put, plain = self._put, self._plain
-        for field, value in fields.items():
+        plan = self._plans.get(tuple(fields))
+        if plan is not None:
             # Most sends give a float field a float and an int field an int: no cast to make.
-            pos = plain.get((field, type(value)))
-            if pos is not None and (pos < N_FLOAT or -_INT_BOUND <= value < _INT_BOUND):
+            for (pos, exact), value in zip(plan, fields.values()):
+                if type(value) is not exact or (exact is int and not -_INT_BOUND <= value < _INT_BOUND):
+                    break
                 row[pos] = value
-                continue
+            else:
+                return tuple(row) + (job or NO_JOB)
+        put = self._put
+        for field, value in fields.items():
             try:
                 pos, exact, cast, n = put[field]
             except KeyError:
@@ -226,6 +232,8 @@ class MessageKind:
                 raise TypeError(
                     f"a {self.name!r} message's field {field!r} ({_spelled(self.fields[field])}) got {value!r}: {exc}"
                 ) from None
+        if plan is None and all(put[f][1] is not None and put[f][3] is None for f in fields):
+            self._plans[tuple(fields)] = tuple((put[f][0], put[f][1]) for f in fields)
         return tuple(row) + (job or NO_JOB)
 
     def __repr__(self) -> str:

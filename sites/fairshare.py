@@ -182,6 +182,8 @@ def target_shares(policy: Entry) -> dict[str, float]:
 
 def _usage_value(usage: Mapping[str, float], path: str) -> float:
     u = usage.get(path, 0.0)
+    if type(u) is float and 0.0 <= u < math.inf:  # nearly every call: no check against numbers.Real's ABC
+        return u
     if isinstance(u, bool) or not isinstance(u, numbers.Real) or not math.isfinite(u) or u < 0:
         raise ValueError(f"usage {path}: must be a finite number ≥ 0, got {u!r}")
     return float(u)
