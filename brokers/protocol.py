@@ -96,13 +96,15 @@ class Summary:
 
 @dataclass(frozen=True)
 class ResultTable:
-    """A table of a run's main result: printed after the run's summary (its ``columns`` as
-    headers, ``caption`` under it) and written to ``DIR/<name>.csv`` with the same columns."""
+    """A table of a run's main result: printed after the run's summary (``caption`` under it)
+    and written to ``DIR/<name>.csv`` with the frame's columns."""
 
     name: str  # the file's stem: a plain word
     title: str
     frame: "pd.DataFrame"
     caption: str = ""
+    #: Printed headers of some columns (the CSV keeps the column names).
+    headers: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -154,7 +154,8 @@ def print_result_tables(console: Any, summary: dict[str, Any]) -> None:
     for result in registry.report_of(summary["global"]["protocol"]).result_tables(summary):
         rt = Table(title=f"{result.title} ({result.name}.csv)", caption=result.caption or None)
         for i, col in enumerate(result.frame.columns):
-            rt.add_column(str(col).replace("_", " "), justify="left" if i == 0 else "right")
+            header = result.headers.get(col, str(col).replace("_", " "))
+            rt.add_column(header, justify="left" if i == 0 else "right")
         for row in result.frame.itertuples(index=False):
             rt.add_row(*(_fmt(None if _missing(v) else v) for v in row))
         console.print(rt)
@@ -682,8 +683,8 @@ def plot_gantt(
     """``DIR/gantt.<fmt>``: every piece as a box of its processors over its run, colored by
     owner (:func:`org_colors`), one panel per site (``shown``: see :func:`parse_sites`), one
     collection of boxes per panel (a 20,000-job chart takes seconds). ``window`` (run time
-    units): draw only that time range. Boxes narrower than a few pixels have no edge, so a
-    thin job keeps its owner's colour; wider ones a darker edge of their own colour.
+    units): draw only that time range. Boxes narrower or lower than a few pixels have no edge,
+    so a thin job keeps its owner's colour; larger ones a darker edge of their own colour.
 
     ``compare`` adds a first column with another schedule of the same jobs (for molba runs:
     the local schedule), on the same time axis.
@@ -733,7 +734,10 @@ def plot_gantt(
                 y1 = y0 + part["count"].to_numpy()
                 verts = np.stack([np.c_[x0, y0], np.c_[x0, y1], np.c_[x1, y1], np.c_[x1, y0]], axis=1)
                 who = np.array([code[o] for o in part["owner"].astype(str)])
-                narrow = (part["end"] - part["start"]).to_numpy() < thin
+                # Under ~3 pixels wide, or one of 40 and more processor rows: no edge.
+                narrow = ((part["end"] - part["start"]).to_numpy() < thin) | (
+                    part["count"].to_numpy() < procs[site] / 40
+                )
                 ax.add_collection(
                     PolyCollection(
                         verts,

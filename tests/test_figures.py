@@ -346,7 +346,7 @@ def test_the_fairshare_policy_table_is_printed_and_written(fairshare_run, capsys
     assert run_cli("report", fairshare_run, "--no-plot") == 0
     out = capsys.readouterr().out
     assert "share policy: target against final share (policy.csv)" in out
-    assert "VO-A/P-A1" in out and "settled from" in out
+    assert "VO-A/P-A1" in out and "settled from (s)" in out and "final - target (points)" in out
 
 
 def test_the_policy_tables_final_shares_are_the_job_tables(fairshare_run):

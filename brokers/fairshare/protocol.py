@@ -133,10 +133,17 @@ def policy_table(summary: dict[str, Any]) -> list[ResultTable]:
         for entry, v in policy["entries"].items()
     ]
     caption = (
-        f"shares of the parent entry's usage, grid-wide, since the start; settled from: the time ({unit}) from which "
-        "the share stays within ±2 points of its target (-: never); mean |deviation| over the second half of the run"
+        "shares of the parent entry's usage, grid-wide, since the start; settled from: the time from which the share "
+        "stays within ±2 points of its target (-: never); mean |deviation| over the second half of the run"
     )
-    return [ResultTable("policy", "share policy: target against final share", pd.DataFrame(rows), caption)]
+    headers = {
+        "target_percent": "target %",
+        "final_share_percent": "final %",
+        "final_deviation_points": "final - target (points)",
+        "mean_abs_deviation_points": "mean |deviation| (points)",
+        "settled_from": f"settled from ({unit})",
+    }
+    return [ResultTable("policy", "share policy: target against final share", pd.DataFrame(rows), caption, headers)]
 
 
 PROTOCOL = Protocol(
