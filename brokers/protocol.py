@@ -95,16 +95,35 @@ class Summary:
 
 
 @dataclass(frozen=True)
+class ResultTable:
+    """A table of a run's main result: printed after the run's summary (``caption`` under it)
+    and written to ``DIR/<name>.csv`` with the frame's columns."""
+
+    name: str  # the file's stem: a plain word
+    title: str
+    frame: "pd.DataFrame"
+    caption: str = ""
+    #: Printed headers of some columns (the CSV keeps the column names).
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class Report:
     """How ``gridemu report`` draws what a protocol recorded: the ``level`` column the agents
     record, if any (its label, a log axis, its y range: None fits the values, as for a
-    payoff), and ``gantt_compare(jobs, sites, protocol_section)``, a second schedule to draw
-    beside the executed one with ``--gantt`` (None: none)."""
+    payoff), ``gantt_compare(jobs, sites, protocol_section)``, a second schedule to draw
+    beside the executed one with ``--gantt`` (None: none), and ``tables(summary)``, the
+    tables of the run's main result that ``gridemu run`` and ``gridemu report`` print and
+    the result folder holds as CSV (built from ``summary.json`` alone)."""
 
     level_label: str = "level"
     level_log: bool = False
     level_range: tuple[float, float] | None = (-0.02, 1.02)
     gantt_compare: Callable[["pd.DataFrame", "pd.DataFrame", dict[str, Any]], GanttCompare | None] | None = None
+    tables: Callable[[dict[str, Any]], list[ResultTable]] | None = None
+
+    def result_tables(self, summary: dict[str, Any]) -> list[ResultTable]:
+        return self.tables(summary) if self.tables is not None else []
 
 
 #: What a protocol may declare in ``Protocol.capabilities``, each with what its agents do; the

@@ -18,6 +18,7 @@ from typing import Any, Sequence
 
 from gridemu.brokers import registry
 from gridemu.emulator.console import stderr_console
+from gridemu.emulator.figures import DEFAULT_DPI, FORMATS
 from gridemu.emulator.results import check_out
 from gridemu.emulator.scenario import load_scenario, parse_override, read_scenario_file, shipped_scenarios
 from gridemu.model.errors import GridemuError, InvariantError
@@ -127,15 +128,24 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 class _ProgressBar:
-    """Shows virtual time, jobs finished and events/s once a run has lasted a couple of seconds."""
+    """Shows virtual time, jobs finished and events/s once a run has lasted a couple of
+    seconds: a bar on a terminal; elsewhere (a log file, a batch job) one line on standard
+    error every ``every`` seconds of wall time."""
 
-    def __init__(self, delay: float = 2.0):
-        self.delay = delay
+    def __init__(self, delay: float = 2.0, every: float = 5.0, terminal: bool | None = None):
+        self.delay, self.every = delay, every
+        self.terminal = stderr_console().is_terminal if terminal is None else terminal
+        self.next_line = delay
         self.bar = None
         self.task = None
 
     def __call__(self, p) -> None:
         if p.wall < self.delay:
+            return
+        if not self.terminal:
+            if p.wall >= self.next_line:
+                self.next_line = p.wall + self.every
+                print(progress_line(p), file=sys.stderr, flush=True)
             return
         if self.bar is None:
             from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
@@ -162,6 +172,15 @@ class _ProgressBar:
     def close(self) -> None:
         if self.bar is not None:
             self.bar.stop()
+
+
+def progress_line(p) -> str:
+    """One progress line off a terminal: virtual time against the run's end, jobs done, speed."""
+    share = f" ({100 * p.virtual_time / p.end_time:.0f} %)" if math.isfinite(p.end_time) and p.end_time > 0 else ""
+    return (
+        f"gridemu: t={p.virtual_time:,.1f} of {p.end_time:,.1f}{share}, {p.jobs_done:,} / {p.jobs_total:,} jobs done, "
+        f"{p.events / max(p.wall, 1e-9):,.0f} events/s, {p.wall:,.0f} s"
+    )
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -287,14 +306,20 @@ def _unfinished(summary: dict, horizon: float, strict: bool) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    from gridemu.emulator.figures import check_format, parse_window
     from gridemu.emulator.report import parse_sites, report
 
     parse_sites(args.gantt_sites, None)  # a typo is one line before any work
+    check_format(args.format, args.dpi)
+    window = parse_window(args.window)
     report(
         Path(args.dir),
         plot=not args.no_plot,
-        gantt=args.gantt or args.gantt_sites is not None,
+        gantt=args.gantt or args.gantt_sites is not None or window is not None,
         gantt_sites=args.gantt_sites,
+        fmt=args.format,
+        dpi=args.dpi,
+        window=window,
     )
     return 0
 
@@ -374,7 +399,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--shards", type=int, help="number of shards (default: Ray's CPUs, or 1 in-process)")
     p.add_argument("--address", help="join a Ray cluster: auto, or ray://host:port (implies --backend ray)")
     p.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a scenario key (repeatable)")
-    p.add_argument("--quiet", action="store_true", help="no progress and no summary table")
+    p.add_argument("--quiet", action="store_true", help="no progress and no result tables (the files are written)")
     p.add_argument(
         "--strict", action="store_true", help="exit 1 when a run without a horizon ends with unfinished jobs"
     )
@@ -391,7 +416,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--backend", choices=["inprocess", "ray"], help="default: the stopped run's")
     p.add_argument("--address", help="join a Ray cluster: auto, or ray://host:port")
     p.add_argument("--checkpoint", type=float, metavar="SECONDS", help="keep checkpointing every SECONDS")
-    p.add_argument("--quiet", action="store_true", help="no progress and no summary table")
+    p.add_argument("--quiet", action="store_true", help="no progress and no result tables (the files are written)")
     p.add_argument(
         "--strict", action="store_true", help="exit 1 when a run without a horizon ends with unfinished jobs"
     )
@@ -399,7 +424,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("report", help="tables and plots of a finished run")
     p.add_argument("dir", help="a run's or a sweep's result folder")
-    p.add_argument("--no-plot", action="store_true", help="tables only, no PNG")
+    p.add_argument("--no-plot", action="store_true", help="tables only, no figure")
     p.add_argument(
         "--gantt", action="store_true", help="also draw DIR/gantt.png: jobs as boxes of processors over time, per site"
     )
@@ -408,6 +433,13 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="SITES",
         help='the sites the Gantt chart draws: "all", or ids and ranges like 0-3,7 (default: the first 16)',
     )
+    p.add_argument(
+        "--window",
+        metavar="T0:T1",
+        help="the time range the Gantt chart draws, in the run's time unit (implies --gantt; 3600: from 3600 on)",
+    )
+    p.add_argument("--format", choices=FORMATS, default="png", help="of every figure: png (default), pdf or svg")
+    p.add_argument("--dpi", type=float, default=DEFAULT_DPI, help=f"resolution of PNG figures (default {DEFAULT_DPI})")
     p.set_defaults(func=cmd_report)
 
     p = sub.add_parser("export", help="a finished run's jobs as an SWF trace or as the jobs CSV evalys reads")

@@ -1,15 +1,24 @@
-"""``gridemu report DIR``: summary tables and a plot of a finished run, or the table of a sweep.
+"""``gridemu report DIR``: summary tables and figures of a finished run, or the table of a sweep.
 
-The plot (``DIR/report.png``) shows, over virtual time, the utilization of the
-organizations' processors (their mean and spread; from ``fragments.parquet`` where jobs
-were split) and the number of each one's jobs waiting (released, not started), from
-``jobs.parquet``; ``DIR/flow_cdf.png`` each organization's flow-time distribution; when the
-protocol recorded a time series with a ``load`` column (averaging load balancing), a panel
-shows each site's reported load, and with a ``level`` column (averaging game: p_k; BILB:
-l_k) a panel shows each organization's strategy against the period (thesis Figs. 4.3-4.5).
+Every figure is written as ``--format`` png (default), pdf or svg at ``--dpi``, and shows
+virtual time in one unit for the whole run, chosen from its span (seconds, hours or days
+where ``run.time_unit`` is a unit of time: ``emulator/figures.py``).
 
-With ``--gantt``, ``DIR/gantt.png`` draws every job as a box of processors over time, one
-panel per site, colored by owner (:func:`plot_gantt`; for rigid-job schedules, thesis ch. 5).
+``DIR/report.<fmt>`` shows, over virtual time, each organization's utilization of its
+processors (a heatmap; from ``fragments.parquet`` where jobs were split) and the number of
+each one's jobs waiting (released, not started), from ``jobs.parquet``; when the protocol
+recorded a time series with a ``load`` column (averaging load balancing), a panel shows each
+site's reported backlog, and with a ``level`` column (averaging game: p_k; BILB: l_k) a panel
+shows each organization's strategy against the period (thesis Figs. 4.3-4.5). A panel that
+would be one flat line is left out and named under the figure. ``DIR/flow_cdf.<fmt>``: each
+organization's flow-time distribution; ``DIR/shares.<fmt>``: a share policy's entries over time.
+
+With ``--gantt``, ``DIR/gantt.<fmt>`` draws every job as a box of processors over time, one
+panel per site, colored by owner (:func:`plot_gantt`; for rigid-job schedules, thesis ch. 5);
+``--window T0:T1`` draws that time range only.
+
+A protocol's result tables (``Report.tables``: fairshare's policy table) are printed after
+the run's.
 
 For a sweep folder (``runs.parquet``), it prints the scores per setting the way thesis
 Tables 4.2-4.5 aggregate them and writes ``DIR/scores.csv`` (see :func:`sweep_scores`).
@@ -17,6 +26,8 @@ Tables 4.2-4.5 aggregate them and writes ``DIR/scores.csv`` (see :func:`sweep_sc
 
 from __future__ import annotations
 
+import math
+import re
 import sys
 import warnings
 from pathlib import Path
@@ -26,6 +37,16 @@ import numpy as np
 import pandas as pd
 
 from gridemu.brokers import registry
+from gridemu.emulator.figures import (
+    DEFAULT_DPI,
+    TimeAxis,
+    duration_text,
+    mark_durations,
+    org_colors,
+    run_span,
+    save_figure,
+    time_axis,
+)
 from gridemu.emulator.results import load
 from gridemu.model.errors import GridemuError
 from gridemu.sites.results import interval_runs
@@ -123,6 +144,25 @@ def print_summary(summary: dict[str, Any]) -> None:
             if key != "name" and not isinstance(value, (list, dict)):
                 pt.add_row(key, _fmt(value, 3))
         console.print(pt)
+    print_result_tables(console, summary)
+
+
+def print_result_tables(console: Any, summary: dict[str, Any]) -> None:
+    """The protocol's tables of the run's main result (``Report.tables``), as its CSV files hold them."""
+    from rich.table import Table
+
+    for result in registry.report_of(summary["global"]["protocol"]).result_tables(summary):
+        rt = Table(title=f"{result.title} ({result.name}.csv)", caption=result.caption or None)
+        for i, col in enumerate(result.frame.columns):
+            header = result.headers.get(col, str(col).replace("_", " "))
+            rt.add_column(header, justify="left" if i == 0 else "right")
+        for row in result.frame.itertuples(index=False):
+            rt.add_row(*(_fmt(None if _missing(v) else v) for v in row))
+        console.print(rt)
+
+
+def _missing(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and value != value)
 
 
 def _setting(value: Any) -> str:
@@ -185,54 +225,143 @@ def _cum_at(times: np.ndarray, weights: np.ndarray, t: np.ndarray) -> np.ndarray
     return cum[np.searchsorted(times, t, side="right")]
 
 
-def plot_run(
-    run_dir: Path, jobs: pd.DataFrame, sites: pd.DataFrame, ts: pd.DataFrame | None, summary: dict[str, Any]
-) -> Path:
+def _pyplot() -> Any:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    return plt
+
+
+def _constant(values: np.ndarray) -> bool:
+    """Whether a panel would draw one flat line: every finite value the same (or none)."""
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v)]
+    return not len(v) or bool(np.ptp(v) == 0)
+
+
+def plot_run(
+    run_dir: Path,
+    jobs: pd.DataFrame,
+    sites: pd.DataFrame,
+    ts: pd.DataFrame | None,
+    summary: dict[str, Any],
+    axis: TimeAxis | None = None,
+    fmt: str = "png",
+    dpi: float = DEFAULT_DPI,
+) -> Path:
+    """``DIR/report.<fmt>``: utilization per organization over time (a heatmap), jobs waiting,
+    the sites' backlog at balanced rounds and the strategies per period, where they were
+    recorded; a panel that would be a flat line is left out and named under the figure."""
+    plt = _pyplot()
+    g = summary["global"]
+    axis = axis or time_axis(run_span(jobs), g.get("time_unit", "time units"))
     t, util, waiting = curves(jobs, sites)
-    with_load = ts is not None and "load" in ts.columns
-    with_level = ts is not None and "level" in ts.columns and len(ts)
-    fig, axes = plt.subplots(3 if with_load else 2, 1, figsize=(10, 9 if with_load else 6.5), sharex=True)
-    if with_level:
-        fig.set_size_inches(10, 9)
-        fig.subplots_adjust(hspace=0.45)
-        for ax in axes:
-            ax.set_position([0.08, ax.get_position().y0 * 0.62 + 0.36, 0.88, ax.get_position().height * 0.62])
-    orgs = list(util)
-    unit = summary["global"].get("time_unit", "time units")
-    width = float(t[1] - t[0]) if len(t) > 1 else 0.0
-    width_text = f"{width:,.0f}" if width >= 100 else f"{width:.3g}"
-    # Per organization, lines overlap into a tangle past two or three: the organizations'
-    # mean, the band from the lowest to the highest, and the one that stands out most.
-    _band(axes[0], t, util, "organization", top=None)
-    _band(axes[1], t, waiting, "organization", top=max(orgs, key=lambda o: float(np.sum(waiting[o]))))
-    axes[0].set_ylabel(f"utilization\n(means over {width_text} {unit})")
-    axes[0].set_ylim(0, 1.05)
-    axes[1].set_ylabel(f"jobs waiting\n(means over {width_text} {unit})")
-    if with_load:
+    backlog = None
+    if ts is not None and "load" in ts.columns:
         # Sites report at the same round times: the band over sites at each balanced round.
         backlog = ts.assign(backlog=ts["load"] - ts["time"]).pivot_table(index="time", columns="site", values="backlog")
-        series = {f"site {c}": backlog[c].to_numpy() for c in backlog.columns}
+    draw, dropped = run_panels(waiting, backlog, ts, registry.report_of(g["protocol"]).level_label)
+    heights = {"util": 2.2 + 0.04 * min(len(util), 40), "waiting": 2.2, "backlog": 2.2, "level": 2.2}
+    fig, axes = plt.subplots(
+        len(draw),
+        1,
+        figsize=(10, sum(heights[d] for d in draw) + 1.0),
+        gridspec_kw={"height_ratios": [heights[d] for d in draw]},
+        squeeze=False,
+        layout="constrained",
+    )
+    axes = dict(zip(draw, axes[:, 0]))
+    width_text = duration_text(float(t[1] - t[0]) if len(t) > 1 else 0.0, g.get("time_unit", "time units"))
+    _heatmap(axes["util"], axis(t), util, sites, width_text)
+    if "waiting" in axes:
+        # Per organization, lines overlap into a tangle past two or three: the organizations'
+        # mean, the band from the lowest to the highest, and the one that stands out most.
+        orgs = list(waiting)
+        _band(axes["waiting"], axis(t), waiting, "organization", top=max(orgs, key=lambda o: float(np.sum(waiting[o]))))
+        axes["waiting"].set_ylabel(f"jobs waiting\n(means over {width_text})")
+    if "backlog" in axes:
+        series = {f"site {c}": axis(backlog[c].to_numpy()) for c in backlog.columns}
         top = max(series, key=lambda k: float(np.nansum(series[k])))
-        _band(axes[2], backlog.index.to_numpy(), series, "site", top=top, points=len(backlog) < 60)
-        axes[2].set_ylabel(f"backlog L_k - t ({unit})\nat balanced rounds")
-    for ax in axes:
-        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
-    axes[-1].set_xlabel(f"virtual time ({unit})")
-    g = summary["global"]
+        _band(axes["backlog"], axis(backlog.index.to_numpy()), series, "site", top=top, points=len(backlog) < 60)
+        axes["backlog"].set_ylabel(f"backlog L_k - t ({axis.label})\nat balanced rounds")
+    timed = [axes[d] for d in draw if d != "level"]
+    for ax in timed[1:]:
+        ax.sharex(timed[0])
+    for ax in timed[:-1]:
+        ax.tick_params(labelbottom=False)
+    timed[-1].set_xlabel(f"virtual time ({axis.label})")
+    for name, ax in axes.items():
+        if name != "util":
+            ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
+    if "level" in axes:
+        _plot_levels(axes["level"], ts, g["protocol"])
     fig.suptitle(f"{g['protocol']} protocol, {g['sites']} sites, {g['jobs']:,} jobs, seed {g['seed']}")
-    if with_level:
-        _plot_levels(fig.add_axes([0.08, 0.06, 0.88, 0.22]), ts, g["protocol"])
+    if dropped:
+        fig.text(0.01, 0.0, "not drawn, constant: " + "; ".join(dropped), fontsize=7, va="top", color="0.3")
+    return save_figure(fig, run_dir / "report.png", fmt, dpi, tight=True)
+
+
+def run_panels(
+    waiting: dict[str, np.ndarray], backlog: pd.DataFrame | None, ts: pd.DataFrame | None, level_label: str
+) -> tuple[list[str], list[str]]:
+    """The panels of ``report.png`` (util, waiting, backlog, level: those with something to
+    show) and, for each left out because it would be one flat line, what it would have shown."""
+    draw, dropped = ["util"], []
+    if _constant(np.concatenate(list(waiting.values()))):
+        dropped.append(f"jobs waiting (always {float(next(iter(waiting.values()))[0]):g})")
     else:
-        fig.tight_layout()
-    path = run_dir / "report.png"
-    fig.savefig(path, dpi=110, bbox_inches="tight")
-    plt.close(fig)
-    return path
+        draw.append("waiting")
+    if backlog is not None:
+        if _constant(backlog.to_numpy()):
+            dropped.append("backlog L_k - t (the same at every round)")
+        else:
+            draw.append("backlog")
+    if ts is not None and "level" in ts.columns and len(ts):
+        if _constant(ts["level"].to_numpy()):
+            level = float(ts["level"].dropna().iloc[0]) if ts["level"].notna().any() else float("nan")
+            dropped.append(f"{level_label} (the same, {level:g}, for every site in every period)")
+        else:
+            draw.append("level")
+    return draw, dropped
+
+
+def _heatmap(ax: Any, t: np.ndarray, util: dict[str, np.ndarray], sites: pd.DataFrame, width_text: str) -> None:
+    """Each organization's utilization over time as a row of colour (0 white, 1 dark blue),
+    the grid's processor-weighted mean in the title: where a band from the least to the most
+    used organization would span 0 to 1 all along, this shows which one was busy when."""
+    orgs = list(util)
+    values = np.array([util[o] for o in orgs], dtype=float)
+    procs = sites.groupby("owner")["procs"].sum().reindex(orgs).to_numpy(dtype=float)
+    grid = float(np.average(values.mean(axis=1), weights=procs)) if procs.sum() else float("nan")
+    half = (t[1] - t[0]) / 2 if len(t) > 1 else 0.5
+    image = ax.imshow(
+        values,
+        aspect="auto",
+        interpolation="nearest",
+        cmap="Blues",
+        vmin=0.0,
+        vmax=1.0,
+        extent=(t[0] - half, t[-1] + half, len(orgs) - 0.5, -0.5),
+    )
+    if len(orgs) <= 24:
+        ax.set_yticks(range(len(orgs)), orgs, fontsize=7 if len(orgs) > 10 else 8)
+    else:
+        import matplotlib.ticker
+
+        ax.yaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True, nbins=8))
+        ax.yaxis.set_major_formatter(
+            matplotlib.ticker.FuncFormatter(lambda v, _: orgs[int(v)] if 0 <= v < len(orgs) else "")
+        )
+    ax.set_ylabel("organization")
+    ax.set_title(
+        f"utilization of each organization's processors, means over {width_text} (whole grid, whole run: {grid:.2f})",
+        fontsize=9,
+    )
+    bar = ax.figure.colorbar(image, cax=ax.inset_axes([1.01, 0.0, 0.015, 1.0]))
+    bar.set_label("utilization", fontsize=8)
+    bar.ax.tick_params(labelsize=7)
 
 
 def _band(ax, t: np.ndarray, series: dict[str, np.ndarray], what: str, top: str | None, points: bool = False) -> None:
@@ -261,82 +390,97 @@ def _band(ax, t: np.ndarray, series: dict[str, np.ndarray], what: str, top: str 
         ax.plot(t, series[top], color="tab:red", lw=1, marker=marker, label=f"{top} (the most, summed over time)")
 
 
-def plot_flow_cdf(run_dir: Path, jobs: pd.DataFrame, summary: dict[str, Any]) -> Path:
+def _natural(name: str) -> tuple:
+    """Sort key putting org2 before org10."""
+    return tuple(int(p) if p.isdigit() else p for p in re.split(r"(\d+)", name))
+
+
+#: A distribution of fewer points than this is drawn as dots, not as a staircase.
+DOTS_BELOW = 10
+
+
+def plot_flow_cdf(
+    run_dir: Path,
+    jobs: pd.DataFrame,
+    summary: dict[str, Any],
+    axis: TimeAxis | None = None,
+    fmt: str = "png",
+    dpi: float = DEFAULT_DPI,
+) -> Path:
     """Each organization's flow times as a cumulative distribution (finished jobs; log time
-    axis): ``DIR/flow_cdf.png``. Past MAX_LINES organizations: the grid's, and the three of
-    highest mean flow time."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    axis): ``DIR/flow_cdf.<fmt>``, the legend in name order and each organization in its
+    colour of the Gantt chart. Past MAX_LINES organizations: the grid's, and the three of
+    highest mean flow time. A distribution of fewer than DOTS_BELOW jobs is drawn as dots."""
+    plt = _pyplot()
+    g = summary["global"]
+    axis = axis or time_axis(run_span(jobs), g.get("time_unit", "time units"))
     done = jobs[jobs["state"] == "done"]
-    flow = (done["end"] - done["release"]).clip(lower=1e-12)
+    flow = pd.Series(axis(done["end"] - done["release"]), index=done.index).clip(lower=1e-12)
     owner = done["owner"].astype(str)
     fig, ax = plt.subplots(figsize=(9, 4.8))
-    orgs = list(dict.fromkeys(jobs["owner"].astype(str)))
+    orgs = sorted(dict.fromkeys(jobs["owner"].astype(str)), key=_natural)
+    colors = dict(zip(orgs, org_colors(len(orgs))))
     if len(orgs) > MAX_LINES:
         means = flow.groupby(owner).mean().sort_values(ascending=False)
-        curves = [("all organizations", flow)] + [(o, flow[owner == o]) for o in means.index[:3]]
+        chosen = [("all organizations", flow)] + [(o, flow[owner == o]) for o in means.index[:3]]
     else:
-        curves = [(o, flow[owner == o]) for o in orgs]
-    for name, values in curves:
+        chosen = [(o, flow[owner == o]) for o in orgs]
+    for name, values in chosen:
         x = np.sort(values.to_numpy())
-        if len(x):
-            ax.step(
-                x,
-                np.arange(1, len(x) + 1) / len(x),
-                where="post",
-                lw=2 if name == "all organizations" else 1.2,
-                label=f"{name} ({len(x):,} jobs)",
-            )
-    unit = summary["global"].get("time_unit", "time units")
+        if not len(x):
+            continue
+        y = np.arange(1, len(x) + 1) / len(x)
+        color = "black" if name == "all organizations" else colors[name]
+        label = f"{name} ({len(x):,} job{'s' if len(x) > 1 else ''})"
+        if len(x) < DOTS_BELOW:
+            ax.plot(x, y, ls="none", marker="o", ms=5, color=color, label=label)
+        else:
+            ax.step(x, y, where="post", lw=2 if name == "all organizations" else 1.2, color=color, label=label)
     ax.set_xscale("log")
-    ax.set_xlabel(f"flow time: end - release ({unit}, log scale)")
+    if len(flow) and mark_durations(ax, axis, g.get("time_unit", "time units"), *ax.get_xlim()):
+        ax.set_xlabel("flow time: end - release (log scale)")
+    else:
+        ax.set_xlabel(f"flow time: end - release ({axis.label}, log scale)")
     ax.set_ylabel("share of the organization's finished jobs")
-    ax.set_ylim(0, 1.01)
+    ax.set_ylim(0, 1.03)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
-    g = summary["global"]
     ax.set_title(
         f"flow time per organization: {g['protocol']} protocol, {g['sites']} sites, seed {g['seed']}", fontsize=10
     )
-    path = run_dir / "flow_cdf.png"
-    fig.savefig(path, dpi=110, bbox_inches="tight")
-    plt.close(fig)
-    return path
+    return save_figure(fig, run_dir / "flow_cdf.png", fmt, dpi, tight=True)
 
 
-def plot_shares(run_dir: Path, ts: pd.DataFrame, title: str = "") -> Path:
-    """``DIR/shares.png``: each policy entry's aggregated utilization share over time, one
-    panel per group of siblings, the target as a dashed line (the fairshare paper's Figs. 5-14)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+def plot_shares(
+    run_dir: Path,
+    ts: pd.DataFrame,
+    title: str = "",
+    axis: TimeAxis | None = None,
+    fmt: str = "png",
+    dpi: float = DEFAULT_DPI,
+) -> Path:
+    """``DIR/shares.<fmt>``: each policy entry's aggregated utilization share over time, one
+    panel per group of siblings, the target as a dashed line (the fairshare paper's Figs. 5-14).
+    ``axis``: the run's time axis (default: chosen from the series' span, in seconds)."""
+    plt = _pyplot()
+    axis = axis or time_axis(float(ts["time"].max()), "s")
     entries = list(dict.fromkeys(ts["entry"]))
     parents = list(dict.fromkeys(e.rsplit("/", 1)[0] if "/" in e else "" for e in entries))
-    fig, axes = plt.subplots(len(parents), 1, figsize=(10, 2.6 * len(parents)), squeeze=False)
-    hours = ts["time"].max() > 4 * 3600
+    fig, axes = plt.subplots(len(parents), 1, figsize=(10, 2.6 * len(parents)), squeeze=False, sharex=True)
     for ax, parent in zip(axes[:, 0], parents):
         kids = [e for e in entries if (e.rsplit("/", 1)[0] if "/" in e else "") == parent]
-        for i, entry in enumerate(kids):
+        for entry in kids:
             part = ts[ts["entry"] == entry]
-            x = part["time"] / (3600 if hours else 1)
-            line = ax.plot(x, 100 * part["share"], lw=1.3, label=entry.rsplit("/", 1)[-1])[0]
+            line = ax.plot(axis(part["time"]), 100 * part["share"], lw=1.3, label=entry.rsplit("/", 1)[-1])[0]
             ax.axhline(100 * part["target"].iloc[0], color=line.get_color(), ls="--", lw=0.9)
         ax.set_ylabel("% of " + (parent.rsplit("/", 1)[-1] if parent else "total"))
         ax.set_ylim(0, 100)
         ax.legend(fontsize=7, ncol=len(kids), loc="upper right")
-    axes[-1, 0].set_xlabel("hours" if hours else "virtual time")
+    axes[-1, 0].set_xlabel(f"virtual time ({axis.label}); dashed: target")
     if title:
         fig.suptitle(title)
     fig.tight_layout()
-    path = run_dir / "shares.png"
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(fig, run_dir / "shares.png", fmt, dpi)
 
 
 def _plot_levels(ax: Any, ts: pd.DataFrame, protocol: str) -> None:
@@ -362,7 +506,6 @@ def _plot_levels(ax: Any, ts: pd.DataFrame, protocol: str) -> None:
     else:
         ax.axhline(0.0, color="grey", lw=0.8, ls=":")
     ax.set_xlabel("round (period T)")
-    ax.legend(fontsize=7, ncol=6)
 
 
 def sweep_scores(orgs: pd.DataFrame, settings: list[str]) -> pd.DataFrame:
@@ -532,23 +675,33 @@ def plot_gantt(
     compare: tuple[str, pd.DataFrame] | None = None,
     title: str = "executed",
     unit: str = "time units",
+    axis: TimeAxis | None = None,
+    window: tuple[float, float] | None = None,
+    fmt: str = "png",
+    dpi: float = DEFAULT_DPI,
 ) -> Path:
-    """``DIR/gantt.png``: every piece as a box of its processors over its run, colored by
-    owner, one panel per site (``shown``: see :func:`parse_sites`), one collection of boxes
-    per panel (a 20,000-job chart takes seconds).
+    """``DIR/gantt.<fmt>``: every piece as a box of its processors over its run, colored by
+    owner (:func:`org_colors`), one panel per site (``shown``: see :func:`parse_sites`), one
+    collection of boxes per panel (a 20,000-job chart takes seconds). ``window`` (run time
+    units): draw only that time range. Boxes narrower or lower than a few pixels have no edge,
+    so a thin job keeps its owner's colour; larger ones a darker edge of their own colour.
 
     ``compare`` adds a first column with another schedule of the same jobs (for molba runs:
     the local schedule), on the same time axis.
     """
     import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
     from matplotlib.collections import PolyCollection
 
+    plt = _pyplot()
     procs = dict(zip(sites["site_id"], sites["procs"]))
     panels = ([compare] if compare is not None else []) + [(title, jobs.attrs.get("pieces", jobs))]
     boxes = [(name, gantt_boxes(table, procs)) for name, table in panels]
+    axis = axis or time_axis(max((float(b["end"].max()) for _, b in boxes if len(b)), default=0.0), unit)
+    if window is not None:
+        t0, t1 = window
+        boxes = [(name, b[(b["end"] > t0) & (b["start"] < t1)]) for name, b in boxes]
+        if not any(len(b) for _, b in boxes):
+            raise GridemuError(f"--window: no job ran between {t0:g} and {t1:g}")
     chosen = parse_sites(shown, sorted(set().union(*(b["site"].unique() for _, b in boxes))))
     fig, axes = plt.subplots(
         len(chosen),
@@ -558,64 +711,93 @@ def plot_gantt(
         squeeze=False,
         layout="constrained",
     )
-    owners = sorted(set().union(*(b["owner"].astype(str).unique() for _, b in boxes)))
+    owners = sorted(set().union(*(b["owner"].astype(str).unique() for _, b in boxes)), key=_natural)
     code = {o: i for i, o in enumerate(owners)}
-    palette = np.array([plt.get_cmap("tab20")(i % 20) for i in range(len(owners))])
+    palette = org_colors(len(owners))
+    edges = palette.copy()
+    edges[:, :3] *= 0.6  # a darker shade of the box's own colour
+    lo = min(float(b["start"].min()) for _, b in boxes if len(b))
+    hi = max(float(b["end"].max()) for _, b in boxes if len(b))
+    if window is not None:
+        lo, hi = max(lo, window[0]), min(hi, window[1])
+    # About 3 pixels of a 10-inch axis at 110 dpi: narrower boxes get no edge.
+    thin = 3 * (hi - lo) / (10 * DEFAULT_DPI)
+    drawn: set[str] = set()
     for col, (name, box) in enumerate(boxes):
         by_site = dict(tuple(box.groupby("site")))
+        drawn.update(*(by_site[s]["owner"].astype(str) for s in chosen if s in by_site))
         for ax, site in zip(axes[:, col], chosen):
             part = by_site.get(site)
             if part is not None:
-                x0, x1 = part["start"].to_numpy(), part["end"].to_numpy()
+                x0, x1 = axis(part["start"]), axis(part["end"])
                 y0 = part["proc"].to_numpy(float)
                 y1 = y0 + part["count"].to_numpy()
                 verts = np.stack([np.c_[x0, y0], np.c_[x0, y1], np.c_[x1, y1], np.c_[x1, y0]], axis=1)
-                colors = palette[[code[o] for o in part["owner"].astype(str)]]
+                who = np.array([code[o] for o in part["owner"].astype(str)])
+                # Under ~3 pixels wide, or one of 40 and more processor rows: no edge.
+                narrow = ((part["end"] - part["start"]).to_numpy() < thin) | (
+                    part["count"].to_numpy() < procs[site] / 40
+                )
                 ax.add_collection(
                     PolyCollection(
-                        verts, facecolors=colors, edgecolors="black", linewidths=0.2 if len(part) < 2000 else 0
+                        verts,
+                        facecolors=palette[who],
+                        edgecolors=np.where(narrow[:, None], palette[who], edges[who]),
+                        linewidths=np.where(narrow, 0.6, 0.3),
                     )
                 )
             ax.set_ylim(0, procs[site])
             ax.yaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True, nbins=4))
-            ax.autoscale(axis="x")
             if col == 0:
                 ax.set_ylabel(f"site {site}\nprocessors", fontsize=8)
-        axes[-1, col].set_xlabel(f"virtual time ({unit})")
+        axes[-1, col].set_xlabel(f"virtual time ({axis.label})")
         if len(boxes) > 1:
             axes[0, col].set_title(name, fontsize=9)
-    handles = [matplotlib.patches.Patch(color=palette[code[o]], label=o) for o in owners[:20]]
-    extra = f" (and {len(owners) - 20} more)" if len(owners) > 20 else ""
+    pad = 0.01 * (hi - lo)
+    axes[0, 0].set_xlim(axis(lo - (0 if window else pad)), axis(hi + (0 if window else pad)))
+    legend_max = 40
+    # Colours follow all the run's owners (the same in any window), the legend those drawn.
+    shown_owners = [o for o in owners if o in drawn]
+    handles = [matplotlib.patches.Patch(color=palette[code[o]], label=o) for o in shown_owners[:legend_max]]
+    extra = f" (and {len(shown_owners) - legend_max} more)" if len(shown_owners) > legend_max else ""
     fig.legend(
         handles=handles,
         fontsize=7,
-        ncol=min(len(handles), 10),
+        ncol=math.ceil(len(handles) / math.ceil(len(handles) / 10)) if handles else 1,  # rows of even length
         loc="outside upper center",
         title=f"job owner{extra}",
         title_fontsize=7,
     )
-    path = run_dir / "gantt.png"
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(fig, run_dir / "gantt.png", fmt, dpi)
 
 
-def report(run_dir: Path, plot: bool = True, gantt: bool = False, gantt_sites: str | None = None) -> Path | None:
+def report(
+    run_dir: Path,
+    plot: bool = True,
+    gantt: bool = False,
+    gantt_sites: str | None = None,
+    fmt: str = "png",
+    dpi: float = DEFAULT_DPI,
+    window: tuple[float, float] | None = None,
+) -> Path | None:
+    """Print a run's tables and write its figures (``fmt``, ``dpi``), all in one time unit
+    (:func:`time_axis` of the run's span); a sweep folder's table (:func:`report_sweep`)."""
     if (run_dir / "runs.parquet").exists() and not (run_dir / "summary.json").exists():
         return report_sweep(run_dir)
     jobs, sites, ts, summary = load_run(run_dir)
     print_summary(summary)
     if not plot:
         return None
-    path = plot_run(run_dir, jobs, sites, ts, summary)
+    g = summary["global"]
+    axis = time_axis(run_span(jobs), g.get("time_unit", "time units"))
+    path = plot_run(run_dir, jobs, sites, ts, summary, axis, fmt, dpi)
     print(f"plot written to {path}")
-    print(f"flow-time distributions written to {plot_flow_cdf(run_dir, jobs, summary)}")
+    print(f"flow-time distributions written to {plot_flow_cdf(run_dir, jobs, summary, axis, fmt, dpi)}")
     if ts is not None and "entry" in ts.columns:
-        g = summary["global"]
         title = f"{g['protocol']} protocol, {g['sites']} sites, seed {g['seed']}"
-        print(f"share plot written to {plot_shares(run_dir, ts, title)}")
+        print(f"share plot written to {plot_shares(run_dir, ts, title, axis, fmt, dpi)}")
     if gantt:
-        compare, title, look = None, "executed", registry.report_of(summary["global"]["protocol"])
+        compare, title, look = None, "executed", registry.report_of(g["protocol"])
         other = (
             look.gantt_compare(jobs, sites, summary["protocol"])
             if look.gantt_compare and summary.get("protocol")
@@ -623,7 +805,8 @@ def report(run_dir: Path, plot: bool = True, gantt: bool = False, gantt_sites: s
         )
         if other is not None:
             compare, title = (other.label, other.jobs), other.title
-        unit = summary["global"].get("time_unit", "time units")
-        path_g = plot_gantt(run_dir, jobs, sites, gantt_sites, compare=compare, title=title, unit=unit)
+        path_g = plot_gantt(
+            run_dir, jobs, sites, gantt_sites, compare=compare, title=title, axis=axis, window=window, fmt=fmt, dpi=dpi
+        )
         print(f"Gantt chart written to {path_g}")
     return path

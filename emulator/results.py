@@ -12,6 +12,7 @@ busy, utilization.
 ``summary.json``: ``organizations`` (per organization) and ``global`` figures, and for some
 protocols a ``protocol`` section; ``fairness`` and a scheduler section's (``policy``) where they apply.
 ``scenario.toml``: the resolved scenario, every default filled in.
+``<name>.csv``: the protocol's result tables (``Report.tables``; fairshare: ``policy.csv``).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from gridemu.brokers import registry
 from gridemu.brokers.metrics import score
 from gridemu.emulator.engine import RawRun
 from gridemu.emulator.scenario_toml import to_toml
@@ -102,6 +104,8 @@ class RunResult:
             self.pieces.to_parquet(folder / "fragments.parquet", index=False)
         (folder / "summary.json").write_text(json.dumps(self.summary, indent=2, default=_json_default) + "\n")
         (folder / "scenario.toml").write_text(to_toml(self.scenario))
+        for table in registry.report_of(self.summary["global"]["protocol"]).result_tables(self.summary):
+            table.frame.to_csv(folder / f"{table.name}.csv", index=False)
 
 
 def read_table(path: Path) -> pd.DataFrame:

@@ -8,7 +8,7 @@ from typing import Any
 
 from gridemu.brokers.fairshare.agent import MESSAGES, FairshareAgent
 from gridemu.brokers.params import Params, param
-from gridemu.brokers.protocol import Protocol, ScenarioFacts, Traffic, require_scheduler
+from gridemu.brokers.protocol import Protocol, Report, ResultTable, ScenarioFacts, Traffic, require_scheduler
 from gridemu.model.errors import ScenarioError
 
 EXCHANGES = ("all", "service", "tree", "gossip", "none")
@@ -105,6 +105,47 @@ def traffic(params: FairshareParams, n: int, degree: float) -> Traffic:
     )
 
 
+def policy_table(summary: dict[str, Any]) -> list[ResultTable]:
+    """The run's policy table (the fairshare paper's result): per policy entry its target and
+    final share of its parent (percent), the final deviation and the mean absolute deviation
+    over the second half of the run (percentage points), and the time from which its share
+    stays within ±2 points of the target (empty: it never settles). From summary.json's
+    ``policy`` section."""
+    import pandas as pd
+
+    policy = summary.get("policy")
+    if not policy or not policy.get("entries"):
+        return []
+    unit = summary["global"].get("time_unit", "time units")
+
+    def percent(v: float | None) -> float | None:
+        return None if v is None else 100 * v
+
+    rows = [
+        {
+            "entry": entry,
+            "target_percent": percent(v["target"]),
+            "final_share_percent": percent(v["final_share"]),
+            "final_deviation_points": v["final_deviation_points"],
+            "mean_abs_deviation_points": v["mean_abs_deviation_points"],
+            "settled_from": v["within_2_points_from"],
+        }
+        for entry, v in policy["entries"].items()
+    ]
+    caption = (
+        "shares of the parent entry's usage, grid-wide, since the start; settled from: the time from which the share "
+        "stays within ±2 points of its target (-: never); mean |deviation| over the second half of the run"
+    )
+    headers = {
+        "target_percent": "target %",
+        "final_share_percent": "final %",
+        "final_deviation_points": "final - target (points)",
+        "mean_abs_deviation_points": "mean |deviation| (points)",
+        "settled_from": f"settled from ({unit})",
+    }
+    return [ResultTable("policy", "share policy: target against final share", pd.DataFrame(rows), caption, headers)]
+
+
 PROTOCOL = Protocol(
     "fairshare",
     FairshareAgent,
@@ -113,5 +154,6 @@ PROTOCOL = Protocol(
     params=FairshareParams,
     messages=MESSAGES,
     traffic=traffic,
+    report=Report(tables=policy_table),
     capabilities=frozenset({"periodic", "topologies"}),
 )

@@ -40,7 +40,7 @@ def grid(
 ) -> dict:
     until = hours * 3600.0
     return {
-        "run": {"seed": 5, "horizon": until},
+        "run": {"seed": 5, "horizon": until, "time_unit": "s"},
         "network": {"latency": 0.05},
         "sites": {"count": sites, "procs": procs},
         "scheduler": {"name": "fairshare"},

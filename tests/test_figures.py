@@ -1,0 +1,416 @@
+"""Figures ready for a paper (``emulator/figures.py``, ``gridemu report``): formats and
+resolution, one time unit per run, what the panels show; the fairshare policy table; the
+progress line off a terminal. Tiny runs: the whole file takes seconds."""
+
+from __future__ import annotations
+
+import itertools
+import struct
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from gridemu.emulator.cli import _ProgressBar, main, progress_line
+from gridemu.emulator.engine import Progress
+from gridemu.emulator.figures import (
+    TimeAxis,
+    check_format,
+    duration_text,
+    org_colors,
+    parse_window,
+    time_axis,
+)
+from gridemu.emulator.report import run_panels
+from gridemu.emulator.scenario_toml import to_toml
+from gridemu.experiments.fairshare_grid import grid
+from gridemu.model.errors import GridemuError
+
+QUICK = ["--backend", "inprocess", "--set", "workload.jobs=300", "--quiet"]
+
+
+def run_cli(*argv: object) -> int:
+    return main([str(a) for a in argv])
+
+
+def png_size(path: Path) -> tuple[int, int]:
+    head = path.read_bytes()[:24]
+    assert head[:8] == b"\x89PNG\r\n\x1a\n"
+    return struct.unpack(">II", head[16:24])
+
+
+@pytest.fixture(scope="module")
+def quick_run(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("fig") / "run"
+    assert run_cli("run", "quickstart", "--out", out, *QUICK) == 0
+    return out
+
+
+@pytest.fixture(scope="module")
+def fairshare_run(tmp_path_factory) -> Path:
+    """Grid-wide fairshare over 3 sites for one hour of seconds."""
+    folder = tmp_path_factory.mktemp("fs")
+    data = grid(hours=1.0)
+    data["run"]["time_unit"] = "s"
+    (folder / "fs.toml").write_text(to_toml(data))
+    assert run_cli("run", folder / "fs.toml", "--out", folder / "run", "--quiet") == 0
+    return folder / "run"
+
+
+# --------------------------------------------------------------------------- the time unit
+
+
+@pytest.mark.parametrize(
+    "span, unit, label, scale",
+    [
+        (3 * 3600.0, "s", "s", 1.0),  # three hours: still seconds
+        (3 * 3600.0 + 1, "s", "hours", 3600.0),
+        (3 * 86400.0, "s", "hours", 3600.0),
+        (8 * 86400.0, "s", "days", 86400.0),  # a week-long trace: days, not raw seconds
+        (8 * 86400.0, "seconds", "days", 86400.0),
+        (0.5, "h", "hours", 1.0),  # never a unit shorter than the run's own
+        (200.0, "h", "days", 24.0),
+        (0.5, "d", "days", 1.0),
+        (30.0, "min", "min", 1.0),  # no shown unit is a minute: the run's
+        (3000.0, "min", "hours", 60.0),
+        (1e6, "time units", "time units", 1.0),  # not a length of time: as it is
+        (1e6, "rounds", "rounds", 1.0),
+    ],
+)
+def test_the_time_unit_is_chosen_by_the_runs_span(span, unit, label, scale):
+    axis = time_axis(span, unit)
+    assert (axis.label, axis.scale) == (label, scale)
+    assert axis(span) == pytest.approx(span / scale)
+
+
+@pytest.mark.parametrize(
+    "value, unit, text",
+    [
+        (3642.0, "s", "1.01 hours"),
+        (50.0, "s", "50 s"),
+        (90.0, "s", "1.5 minutes"),
+        (2.5, "d", "2.5 days"),
+        (17.6, "time units", "17.6 time units"),
+        (350.0, "time units", "350 time units"),
+    ],
+)
+def test_a_bin_width_is_said_in_the_largest_unit_it_fills(value, unit, text):
+    assert duration_text(value, unit) == text
+
+
+def test_every_figure_of_a_run_says_the_same_unit(tmp_path):
+    """A week of seconds: the report, the flow-time and the Gantt chart all in days (report.png
+    said "time units", shares.png "hours" for the same run)."""
+    from gridemu.emulator.report import report
+
+    folder = tmp_path / "week"
+    day = 86400.0
+    data = {
+        "run": {"time_unit": "s", "seed": 1},
+        "sites": {"count": 2, "procs": 2},
+        "workload": {
+            "kind": "jobs",
+            "list": [
+                {"site": k % 2, "release": k * day, "size": day / 2 + 3600 * k, "procs": 1 + k % 2} for k in range(8)
+            ],
+        },
+    }
+    (tmp_path / "week.toml").write_text(to_toml(data))
+    assert run_cli("run", tmp_path / "week.toml", "--out", folder, "--quiet") == 0
+    import matplotlib.figure
+
+    labels: list[str] = []
+    original = matplotlib.figure.Figure.savefig
+
+    def spy(fig, *args, **kwargs):
+        labels.extend(ax.get_xlabel() for ax in fig.axes if ax.get_xlabel())
+        return original(fig, *args, **kwargs)
+
+    matplotlib.figure.Figure.savefig = spy
+    try:
+        report(folder, gantt=True)
+    finally:
+        matplotlib.figure.Figure.savefig = original
+    time_labels = [x for x in labels if "virtual time" in x]
+    assert len(time_labels) >= 2, labels  # report.png and gantt.png
+    assert all("(days" in x for x in time_labels), time_labels
+    # flow times of half a day to a day: between two round marks (1 h, 1 day), so in days too
+    assert "flow time: end - release (days, log scale)" in labels
+
+
+# --------------------------------------------------------------------------- formats and dpi
+
+
+def test_each_format_is_written_and_not_empty(quick_run, tmp_path):
+    folder = tmp_path / "run"
+    import shutil
+
+    shutil.copytree(quick_run, folder)
+    for fmt, magic in (("png", b"\x89PNG"), ("pdf", b"%PDF"), ("svg", b"<?xml")):
+        assert run_cli("report", folder, "--format", fmt, "--gantt-sites", "0-1") == 0
+        for name in ("report", "flow_cdf", "gantt"):
+            data = (folder / f"{name}.{fmt}").read_bytes()
+            assert len(data) > 1000 and data.startswith(magic), (name, fmt)
+    assert b"<svg" in (folder / "report.svg").read_bytes()
+
+
+def test_the_same_figure_gives_the_same_pdf_and_svg_bytes(quick_run, tmp_path):
+    import shutil
+
+    folder = tmp_path / "run"
+    shutil.copytree(quick_run, folder)
+    for fmt in ("pdf", "svg"):
+        assert run_cli("report", folder, "--format", fmt) == 0
+        first = (folder / f"flow_cdf.{fmt}").read_bytes()
+        assert run_cli("report", folder, "--format", fmt) == 0
+        assert (folder / f"flow_cdf.{fmt}").read_bytes() == first, fmt
+
+
+def test_dpi_sets_the_png_size(quick_run, tmp_path):
+    import shutil
+
+    sizes = {}
+    for dpi in (60, 180):
+        folder = tmp_path / f"d{dpi}"
+        shutil.copytree(quick_run, folder)
+        assert run_cli("report", folder, "--dpi", dpi, "--gantt-sites", "0") == 0
+        sizes[dpi] = {name: png_size(folder / f"{name}.png") for name in ("report", "flow_cdf", "gantt")}
+    for name in sizes[60]:
+        (w1, h1), (w3, h3) = sizes[60][name], sizes[180][name]
+        assert w3 / w1 == pytest.approx(3, rel=0.03) and h3 / h1 == pytest.approx(3, rel=0.03), name
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--format", "jpg"], "invalid choice: 'jpg'"),
+        (["--dpi", "0"], "--dpi: must be between 10 and 2400"),
+        (["--window", "10"], "--window: '10' is not T0:T1"),
+        (["--window", "5:1"], "T0 must be less than T1"),
+        (["--window", "a:b"], "is not T0:T1"),
+    ],
+)
+def test_bad_figure_options_are_one_line_and_exit_2(quick_run, argv, message, capsys):
+    try:
+        code = run_cli("report", quick_run, "--no-plot", *argv)
+    except SystemExit as exc:  # argparse's own check (--format choices)
+        code = exc.code
+    assert code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_check_format_and_parse_window():
+    check_format("svg", 300)
+    with pytest.raises(GridemuError, match="--format: 'tiff'"):
+        check_format("tiff", 100)
+    assert parse_window("10:20") == (10.0, 20.0)
+    assert parse_window(":20") == (-np.inf, 20.0)
+    assert parse_window("3600:") == (3600.0, np.inf)
+    assert parse_window(None) is None
+
+
+# --------------------------------------------------------------------------- Gantt chart
+
+
+def test_a_gantt_window_draws_only_its_jobs(quick_run, tmp_path):
+    import shutil
+
+    import matplotlib.collections
+    import matplotlib.figure
+
+    folder = tmp_path / "run"
+    shutil.copytree(quick_run, folder)
+    jobs = pd.read_parquet(folder / "jobs.parquet")
+    t0, t1 = 10.0, 20.0
+    inside = jobs[(jobs["exec_site"] == 0) & (jobs["start"] < t1) & (jobs["end"] > t0)]
+    seen = {}
+    original = matplotlib.figure.Figure.savefig
+
+    def spy(fig, *args, **kwargs):
+        ax = fig.axes[0]
+        seen["xlim"] = ax.get_xlim()
+        seen["boxes"] = sum(
+            len(c.get_paths()) for c in ax.collections if isinstance(c, matplotlib.collections.PolyCollection)
+        )
+        return original(fig, *args, **kwargs)
+
+    matplotlib.figure.Figure.savefig = spy
+    try:
+        assert run_cli("report", folder, "--no-plot") == 0  # tables alone draw nothing
+        assert "boxes" not in seen
+        from gridemu.emulator.report import plot_gantt
+
+        sites = pd.read_parquet(folder / "sites.parquet")
+        plot_gantt(folder, jobs, sites, "0", axis=TimeAxis(1.0, "time units"), window=(t0, t1))
+    finally:
+        matplotlib.figure.Figure.savefig = original
+    assert seen["xlim"] == (t0, t1)
+    assert seen["boxes"] >= len(inside) > 0  # a job on several processor runs is several boxes
+    with pytest.raises(GridemuError, match="--window: no job ran between"):
+        plot_gantt(folder, jobs, sites, "0", window=(1e9, 2e9))
+
+
+def test_twenty_and_more_organizations_get_colours_far_apart():
+    for n in (8, 20, 45):
+        colors = org_colors(n)[:, :3]
+        assert len(colors) == n
+        closest = min(np.linalg.norm(a - b) for a, b in itertools.combinations(colors, 2))
+        assert closest > (0.25 if n <= 20 else 0.02), (n, closest)
+        # no near-white colour that a white background would swallow
+        assert (colors.mean(axis=1) < 0.85).all(), n
+    near = org_colors(20)[:2, :3]
+    assert np.linalg.norm(near[0] - near[1]) > 0.5  # org0 and org1 are not two blues
+    consecutive = org_colors(45)[:, :3]
+    assert min(np.linalg.norm(consecutive[i] - consecutive[i + 1]) for i in range(44)) > 0.25
+
+
+# --------------------------------------------------------------------------- report.png panels
+
+
+def test_a_log_axis_of_durations_is_marked_in_round_lengths_of_time():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from gridemu.emulator.figures import mark_durations
+
+    fig, ax = plt.subplots()
+    ax.set_xscale("log")
+    days = time_axis(8 * 86400.0, "s")
+    assert mark_durations(ax, days, "s", 1e-5, 2.0)
+    labels = [t.get_text() for t in ax.get_xticklabels()]
+    assert labels == ["1 s", "10 s", "1 min", "10 min", "1 h", "1 day"]
+    assert ax.get_xticks()[-1] == pytest.approx(1.0) and ax.get_xticks()[4] == pytest.approx(1 / 24)
+    assert not mark_durations(ax, TimeAxis(1.0, "time units"), "time units", 1e-3, 1e3)
+    assert not mark_durations(ax, days, "s", 0.5, 0.9)  # no two marks within
+    plt.close(fig)
+
+
+def test_constant_panels_are_left_out_and_named():
+    waiting = {"a": np.zeros(5), "b": np.zeros(5)}
+    levels = pd.DataFrame({"site": [0, 1, 0, 1], "period": [0, 0, 1, 1], "level": [1000.0] * 4})
+    draw, dropped = run_panels(waiting, None, levels, "declared level l_k")
+    assert draw == ["util"]
+    assert dropped == ["jobs waiting (always 0)", "declared level l_k (the same, 1000, for every site in every period)"]
+    levels.loc[3, "level"] = 5.0
+    waiting["b"][2] = 1.0
+    backlog = pd.DataFrame({0: [1.0, 2.0], 1: [0.0, 3.0]}, index=[10.0, 20.0])
+    assert run_panels(waiting, backlog, levels, "l_k") == (["util", "waiting", "backlog", "level"], [])
+
+
+def test_flow_cdf_legend_is_sorted_and_few_points_are_dots(tmp_path):
+    from gridemu.emulator.report import plot_flow_cdf
+
+    rows = []
+    for org, n in (("org10", 30), ("org2", 3), ("org1", 12)):
+        rows += [{"owner": org, "release": 0.0, "end": float(i + 1), "state": "done"} for i in range(n)]
+    jobs = pd.DataFrame(rows)
+    summary = {"global": {"protocol": "local", "sites": 3, "seed": 1, "time_unit": "s"}}
+    import matplotlib.figure
+
+    seen = {}
+    original = matplotlib.figure.Figure.savefig
+
+    def spy(fig, *args, **kwargs):
+        ax = fig.axes[0]
+        seen["labels"] = [t.get_text() for t in ax.get_legend().get_texts()]
+        seen["markers"] = {line.get_label().split()[0]: line.get_marker() for line in ax.get_lines()}
+        seen["styles"] = {line.get_label().split()[0]: line.get_linestyle() for line in ax.get_lines()}
+        return original(fig, *args, **kwargs)
+
+    matplotlib.figure.Figure.savefig = spy
+    try:
+        plot_flow_cdf(tmp_path, jobs, summary)
+    finally:
+        matplotlib.figure.Figure.savefig = original
+    assert seen["labels"] == ["org1 (12 jobs)", "org2 (3 jobs)", "org10 (30 jobs)"]
+    assert seen["markers"]["org2"] == "o" and seen["styles"]["org2"] == "None"  # 3 points: dots
+    assert seen["styles"]["org10"] == "-"
+
+
+# --------------------------------------------------------------------------- fairshare policy table
+
+
+def test_the_fairshare_policy_table_is_printed_and_written(fairshare_run, capsys):
+    table = pd.read_csv(fairshare_run / "policy.csv")
+    assert list(table.columns) == [
+        "entry",
+        "target_percent",
+        "final_share_percent",
+        "final_deviation_points",
+        "mean_abs_deviation_points",
+        "settled_from",
+    ]
+    assert run_cli("report", fairshare_run, "--no-plot") == 0
+    out = capsys.readouterr().out
+    assert "share policy: target against final share (policy.csv)" in out
+    assert "VO-A/P-A1" in out and "settled from (s)" in out and "final - target (points)" in out
+
+
+def test_the_policy_tables_final_shares_are_the_job_tables(fairshare_run):
+    """Each VO's final share: its jobs' processor-time up to the last sample, over all jobs'."""
+    import json
+
+    table = pd.read_csv(fairshare_run / "policy.csv").set_index("entry")
+    jobs = pd.read_parquet(fairshare_run / "jobs.parquet")
+    horizon = json.loads((fairshare_run / "summary.json").read_text())
+    end = min(3600.0, float(np.nanmax(jobs[["start", "end"]].to_numpy())))
+    ran = jobs[jobs["start"].notna()]
+    stop = ran["end"].fillna(np.inf).clip(upper=end)
+    used = ((stop - ran["start"]).clip(lower=0) * ran["procs"]).groupby(ran["group"].astype(str).str.split("/").str[0])
+    share = 100 * used.sum() / used.sum().sum()
+    assert horizon["global"]["time_unit"] == "s"
+    for vo in ("VO-A", "VO-B"):
+        assert table.loc[vo, "final_share_percent"] == pytest.approx(share[vo], abs=1e-9)
+        assert table.loc[vo, "final_deviation_points"] == pytest.approx(share[vo] - table.loc[vo, "target_percent"])
+    # settled from: within ±2 points of the target at every sample from then on, not just before
+    ts = pd.read_parquet(fairshare_run / "timeseries.parquet")
+    for entry, row in table.iterrows():
+        part = ts[ts["entry"] == entry]
+        off = (100 * (part["share"] - part["target"])).abs() > 2
+        if np.isnan(row["settled_from"]):
+            assert off.iloc[-1]
+            continue
+        later = part["time"] >= row["settled_from"]
+        assert not off[later].any()
+        earlier = off[~later]
+        assert not len(earlier) or earlier.iloc[-1]
+
+
+def test_other_protocols_write_no_policy_table(quick_run):
+    assert not (quick_run / "policy.csv").exists()
+
+
+# --------------------------------------------------------------------------- progress off a terminal
+
+
+def test_off_a_terminal_a_progress_line_comes_every_few_seconds(capsys):
+    bar = _ProgressBar(delay=2.0, every=5.0, terminal=False)
+    for wall in (0.5, 1.9, 2.0, 3.0, 6.9, 7.0, 7.5, 12.5):
+        bar(Progress(virtual_time=8 * wall, end_time=100.0, jobs_done=int(wall), jobs_total=12, events=100, wall=wall))
+    bar.close()
+    lines = capsys.readouterr().err.splitlines()
+    assert lines == [
+        "gridemu: t=16.0 of 100.0 (16 %), 2 / 12 jobs done, 50 events/s, 2 s",
+        "gridemu: t=56.0 of 100.0 (56 %), 7 / 12 jobs done, 14 events/s, 7 s",
+        "gridemu: t=100.0 of 100.0 (100 %), 12 / 12 jobs done, 8 events/s, 12 s",
+    ]
+
+
+def test_progress_line_of_a_run_without_a_known_end():
+    p = Progress(virtual_time=5.0, end_time=float("inf"), jobs_done=1, jobs_total=2, events=10, wall=2.0)
+    assert progress_line(p) == "gridemu: t=5.0 of inf, 1 / 2 jobs done, 5 events/s, 2 s"
+
+
+def test_quiet_prints_neither_progress_nor_tables(tmp_path, capsys, monkeypatch):
+    import gridemu.emulator.cli as cli
+
+    made = []
+    monkeypatch.setattr(cli, "_ProgressBar", lambda *a, **k: made.append(1) or _ProgressBar(terminal=False))
+    assert run_cli("run", "quickstart", "--out", tmp_path / "q", *QUICK) == 0
+    captured = capsys.readouterr()
+    assert made == [] and captured.out == "" and "gridemu: t=" not in captured.err
+    assert run_cli("run", "quickstart", "--out", tmp_path / "l", *QUICK[:-1]) == 0
+    assert made == [1] and "organizations" in capsys.readouterr().out
