@@ -11,8 +11,10 @@ l_k) a panel shows each organization's strategy against the period (thesis Figs.
 With ``--gantt``, ``DIR/gantt.png`` draws every job as a box of processors over time, one
 panel per site, colored by owner (:func:`plot_gantt`; for rigid-job schedules, thesis ch. 5).
 
-For a sweep folder (``runs.parquet``), it prints the scores per setting the way thesis
-Tables 4.2-4.5 aggregate them and writes ``DIR/scores.csv`` (see :func:`sweep_scores`).
+For a sweep folder (``runs.parquet``), ``emulator/sweep_report.py`` gives every headline
+figure's mean and 95 % interval per setting, with figures; for the thesis ch. 4 protocols it
+also prints the scores per setting the way thesis Tables 4.2-4.5 aggregate them and writes
+``DIR/scores.csv`` (see :func:`sweep_scores`).
 """
 
 from __future__ import annotations
@@ -103,6 +105,12 @@ def print_summary(summary: dict[str, Any]) -> None:
         "events_per_second",
     ):
         gt.add_row(key, _fmt(g.get(key)) if isinstance(g.get(key), float) else f"{g.get(key)}")
+    for figure in ("flow_time", "wait_time", "bounded_slowdown"):
+        if g.get(f"{figure}_p50") is not None:  # summaries written before the tails were kept have none
+            tail = ", ".join(_fmt(g[f"{figure}_{q}"]) for q in ("p50", "p95", "p99", "max"))
+            gt.add_row(f"{figure} p50, p95, p99, max", tail)
+    if g.get("warmup"):
+        gt.add_row("warm-up cut", f"jobs released before {g['warmup']:g} left out: {g['jobs_measured']:,} measured")
     gt.add_row("jobs by state", ", ".join(f"{k} {v:,}" for k, v in g["jobs_by_state"].items()))
     if g.get("messages"):
         gt.add_row("messages by type", ", ".join(f"{k} {v:,}" for k, v in g["messages"].items()))
@@ -602,7 +610,9 @@ def plot_gantt(
 
 def report(run_dir: Path, plot: bool = True, gantt: bool = False, gantt_sites: str | None = None) -> Path | None:
     if (run_dir / "runs.parquet").exists() and not (run_dir / "summary.json").exists():
-        return report_sweep(run_dir)
+        from gridemu.emulator.sweep_report import report_sweep_folder
+
+        return report_sweep_folder(run_dir, plot=plot)
     jobs, sites, ts, summary = load_run(run_dir)
     print_summary(summary)
     if not plot:

@@ -41,7 +41,7 @@ _KNOWN = {
     "run": {"seed", "horizon", "backend", "shards", "packing", "lookahead", "name", "description", "time_unit"},
     "network": {"latency", "latency_matrix", "topology", "topology_file"},
     "scheduler": {"name"},
-    "metrics": {"counterfactual", "sample_interval", "fairness", "slowdown_bound"},
+    "metrics": {"counterfactual", "sample_interval", "fairness", "slowdown_bound", "warmup"},
     "workload": {
         "kind",
         "rate",
@@ -516,6 +516,8 @@ def _validate(data: dict[str, Any], source: str) -> Scenario:  # noqa: C901
         metrics["slowdown_bound"] = check_number(
             "metrics.slowdown_bound", metrics["slowdown_bound"], positive=True, finite=True
         )
+    if "warmup" in metrics:
+        metrics["warmup"] = check_number("metrics.warmup", metrics["warmup"], nonneg=True, finite=True)
     data["metrics"] = metrics
 
     wl = _table(data, "workload")
