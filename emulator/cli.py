@@ -97,6 +97,21 @@ def _list_keys(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_show(args: argparse.Namespace) -> int:
+    """``gridemu show SCENARIO``: its TOML on stdout, ready to edit and run (``> my.toml``)."""
+    from gridemu.emulator.scenario import absolute_paths, apply_overrides
+    from gridemu.emulator.scenario_toml import to_toml
+
+    raw, source = read_scenario_file(args.scenario)
+    overrides = _overrides(args.set)
+    load_scenario(raw, overrides, source=source)  # a bad --set fails here, not in the copy's first run
+    # Files it names, absolute: the copy runs from any folder.
+    data = absolute_paths(apply_overrides(raw, overrides), source)
+    print(f"# gridemu show {args.scenario}" + "".join(f" --set {p}" for p in args.set or []) + f"  (from {source})")
+    sys.stdout.write(to_toml(data))
+    return 0
+
+
 def cmd_validate(args: argparse.Namespace) -> int:
     from gridemu.emulator.estimate import estimate
     from gridemu.emulator.scenario import check_scenario
@@ -378,6 +393,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="tab-separated lines: kind, name, description (and a protocol's keys); the default when not on a terminal",
     )
     p.set_defaults(func=cmd_list)
+
+    p = sub.add_parser("show", help="print a scenario's TOML (gridemu show quickstart > my.toml: a copy to edit)")
+    p.add_argument("scenario", help="the name of a shipped scenario, or a scenario file")
+    p.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a scenario key (repeatable)")
+    p.set_defaults(func=cmd_show)
 
     p = sub.add_parser("validate", help="check a scenario; errors name the key")
     p.add_argument("scenario", help="a scenario file or the name of a shipped scenario")

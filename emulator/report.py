@@ -105,12 +105,7 @@ def print_summary(summary: dict[str, Any]) -> None:
         "events_per_second",
     ):
         gt.add_row(key, _fmt(g.get(key)) if isinstance(g.get(key), float) else f"{g.get(key)}")
-    for figure in ("flow_time", "wait_time", "bounded_slowdown"):
-        if g.get(f"{figure}_p50") is not None:  # summaries written before the tails were kept have none
-            tail = ", ".join(_fmt(g[f"{figure}_{q}"]) for q in ("p50", "p95", "p99", "max"))
-            gt.add_row(f"{figure} p50, p95, p99, max", tail)
-    if g.get("warmup"):
-        gt.add_row("warm-up cut", f"jobs released before {g['warmup']:g} left out: {g['jobs_measured']:,} measured")
+    _tail_rows(gt, g)
     gt.add_row("jobs by state", ", ".join(f"{k} {v:,}" for k, v in g["jobs_by_state"].items()))
     if g.get("messages"):
         gt.add_row("messages by type", ", ".join(f"{k} {v:,}" for k, v in g["messages"].items()))
@@ -131,6 +126,16 @@ def print_summary(summary: dict[str, Any]) -> None:
             if key != "name" and not isinstance(value, (list, dict)):
                 pt.add_row(key, _fmt(value, 3))
         console.print(pt)
+
+
+def _tail_rows(table: Any, g: dict[str, Any]) -> None:
+    """The run table's rows of tail percentiles and of the warm-up cut."""
+    for figure in ("flow_time", "wait_time", "bounded_slowdown"):
+        if g.get(f"{figure}_p50") is not None:  # summaries written before the tails were kept have none
+            tail = ", ".join(_fmt(g[f"{figure}_{q}"]) for q in ("p50", "p95", "p99", "max"))
+            table.add_row(f"{figure} p50, p95, p99, max", tail)
+    if g.get("warmup"):
+        table.add_row("warm-up cut", f"jobs released before {g['warmup']:g} left out: {g['jobs_measured']:,} measured")
 
 
 def _setting(value: Any) -> str:

@@ -118,6 +118,8 @@ def load(folder: str | Path) -> RunResult:
     from gridemu.emulator.scenario import read_scenario_file
 
     folder = Path(folder)
+    if not folder.exists():
+        raise GridemuError(f"{folder}: no such folder")
     if not (folder / "summary.json").is_file() or not (folder / "jobs.parquet").is_file():
         raise GridemuError(f"{folder}: not a gridemu run folder (summary.json and jobs.parquet are missing)")
     try:
@@ -149,6 +151,7 @@ def write_whole(
     out = check_out(out, overwrite, results or RESULT_FILES)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
     try:
+        tmp.chmod(0o777 & ~_umask())  # mkdtemp makes it private (0700); a result folder is as any other
         write(tmp)
         _replace(tmp, out)
     except BaseException:
@@ -180,6 +183,13 @@ def check_out(out: str | Path, overwrite: bool = False, results: tuple[str, ...]
     if not os.access(parent, os.W_OK | os.X_OK):
         raise GridemuError(f"--out: cannot write in {parent}")
     return out
+
+
+def _umask() -> int:
+    """The process's umask (reading it means setting it: set back at once)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def _replace(tmp: Path, out: Path) -> None:
