@@ -78,3 +78,45 @@ def test_a_folder_that_does_not_exist_is_named_so(tmp_path, capsys):
         assert f"{tmp_path / 'nowhere'}: no such folder" in capsys.readouterr().err
     assert main(["report", str(tmp_path)]) == 2
     assert "not a gridemu run folder" in capsys.readouterr().err
+
+
+def test_a_run_records_how_to_repeat_it_and_its_scenario_runs_from_another_folder(tmp_path, monkeypatch):
+    import hashlib
+    import json
+
+    import gridemu
+    from gridemu.emulator.scenario import shipped_scenarios
+
+    trace = shipped_scenarios()["shapley"].parent / "shapley-small.swf"
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", "shapley", "--backend", "inprocess", "--quiet", "--out", "r"]) == 0
+    prov = json.loads((tmp_path / "r" / "summary.json").read_text())["provenance"]
+    assert prov["gridemu"] == gridemu.emulator.cli._version()
+    assert {"python", "numpy", "pandas", "ray"} <= set(prov) and all(prov[k] for k in ("python", "numpy", "pandas"))
+    assert prov["inputs"]["workload.path"] == {
+        "path": str(trace.resolve()),
+        "sha256": hashlib.sha256(trace.read_bytes()).hexdigest(),
+    }
+    assert f'path = "{trace.resolve()}"' in (tmp_path / "r" / "scenario.toml").read_text()
+    # The saved scenario runs from any folder and gives the same jobs.
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    again = tmp_path / "r" / "scenario.toml"
+    assert main(["run", str(again), "--backend", "inprocess", "--quiet", "--out", "r2"]) == 0
+    first, second = gridemu.load(tmp_path / "r"), gridemu.load(elsewhere / "r2")
+    assert first.jobs.equals(second.jobs)
+
+
+def test_show_prints_a_scenario_that_runs(tmp_path, monkeypatch, capsys):
+    import tomllib
+
+    monkeypatch.chdir(tmp_path)
+    assert main(["show", "shapley", "--set", "run.seed=3"]) == 0
+    text = capsys.readouterr().out
+    data = tomllib.loads(text)
+    assert data["run"]["seed"] == 3 and data["workload"]["path"].startswith("/")
+    (tmp_path / "my.toml").write_text(text)
+    assert main(["validate", "my.toml"]) == 0
+    assert main(["show", "quickstart", "--set", "protocol.perod=3"]) == 2
+    assert "did you mean 'period'?" in capsys.readouterr().err
