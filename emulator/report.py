@@ -615,9 +615,12 @@ def plot_gantt(
 
 def report(run_dir: Path, plot: bool = True, gantt: bool = False, gantt_sites: str | None = None) -> Path | None:
     if (run_dir / "runs.parquet").exists() and not (run_dir / "summary.json").exists():
-        from gridemu.emulator.sweep_report import report_sweep_folder
+        from gridemu.emulator.sweep_report import has_period_scores, report_sweep_folder
 
-        return report_sweep_folder(run_dir, plot=plot)
+        path = report_sweep_folder(run_dir, plot=plot)
+        if has_period_scores(run_dir):
+            report_sweep(run_dir)
+        return path
     jobs, sites, ts, summary = load_run(run_dir)
     print_summary(summary)
     if not plot:

@@ -6,7 +6,8 @@ printed and written to ``SWEEPDIR/stats.csv``; ``SWEEPDIR/sweep.png`` draws them
 ranges (the mean and its interval) per figure against the first swept key, one series per
 setting of the others. Warnings name the settings where many jobs never finished and the
 swept keys that changed nothing (every value gave the same runs: a key the protocol ignores).
-Sweeps of the thesis ch. 4 protocols also get their per-period scores (``report.report_sweep``).
+Sweeps of the thesis ch. 4 protocols also get their per-period scores (``report.report_sweep``,
+which ``report.report`` calls after this module's report).
 """
 
 from __future__ import annotations
@@ -127,12 +128,13 @@ def report_sweep_folder(sweep_dir: Path, plot: bool = True) -> Path:
         print(f"gridemu: warning: {line}", file=sys.stderr)
     if plot and len(table):
         print(f"figure written to {plot_sweep(sweep_dir, table, keys, shown)}")
-    orgs = sweep_dir / "orgs.parquet"
-    if orgs.is_file() and "score_period_mean" in read_table(orgs).columns:
-        from gridemu.emulator.report import report_sweep
-
-        report_sweep(sweep_dir)
     return path
+
+
+def has_period_scores(sweep_dir: Path) -> bool:
+    """Whether the sweep's runs scored each period (thesis ch. 4 protocols: ``report.report_sweep``)."""
+    orgs = sweep_dir / "orgs.parquet"
+    return orgs.is_file() and "score_period_mean" in read_table(orgs).columns
 
 
 def plot_sweep(sweep_dir: Path, table: pd.DataFrame, keys: list[str], figures: list[str]) -> Path:
