@@ -16,6 +16,8 @@ def address_file(tmp_path, monkeypatch):
 
     path = tmp_path / "ray_current_cluster"
     monkeypatch.setattr(ray._private.utils, "get_ray_address_file", lambda temp_dir: str(path))
+    # As in a fresh gridemu process: not yet connected to the session's own Ray (conftest).
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
     return path
 
