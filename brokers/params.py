@@ -24,7 +24,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Self
 
-from gridemu.model.checks import check_flag, check_number, choice, per_site_choices, per_site_values
+from gridemu.model.checks import check_flag, check_number, choice, did_you_mean, per_site_choices, per_site_values
 from gridemu.model.errors import ScenarioError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -109,7 +109,9 @@ class Params:
         own = cls.keys()
         for key in table:
             if key != "name" and key not in own and key not in ignore:
-                raise ScenarioError(f"protocol.{key}", f"unknown key (allowed: {', '.join(own) or 'none'})")
+                raise ScenarioError(
+                    f"protocol.{key}", f"unknown key{did_you_mean(key, own)} (allowed: {', '.join(own) or 'none'})"
+                )
         hints = typing.get_type_hints(cls)
         values = {}
         for f in dataclasses.fields(cls):

@@ -18,6 +18,7 @@ from gridemu.emulator.checks import check_conservation, check_guarantees
 from gridemu.emulator.coordinator import run_windows
 from gridemu.emulator.engine import Progress, RawRun
 from gridemu.emulator.plugins import require_registered
+from gridemu.emulator.provenance import provenance
 from gridemu.emulator.results import (
     PIECE_COLUMNS,
     RunResult,
@@ -153,6 +154,7 @@ def _finish(raw: RawRun) -> RunResult:
     summary.update(sections)
     if added.protocol is not None:
         summary["protocol"] = added.protocol
+    summary["provenance"] = provenance(scenario.data)
     jobs = labelled(table, scenario.orgs, raw.groups)
     timeseries = timeseries_table(raw)
     for section in given(scenario.data) if not len(timeseries) else []:

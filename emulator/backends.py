@@ -12,10 +12,13 @@ from __future__ import annotations
 
 import dataclasses
 import gc
+import os
 import signal
 import socket
+import sys
 import threading
 import warnings
+from pathlib import Path
 from typing import Any, Iterator
 
 from gridemu.emulator.plugins import by_value, dump_shard, load_shard, protocol_of
@@ -143,6 +146,7 @@ def ensure_ray(address: str | None = None, num_cpus: int | None = None) -> Any:
     kwargs: dict[str, Any] = {"include_dashboard": False, "logging_level": "ERROR", "log_to_driver": False}
     caller = signal.getsignal(signal.SIGTERM) if threading.current_thread() is threading.main_thread() else None
     if address:
+        address, how = resolve_address(address)
         _check_reachable(address)
         try:
             with warnings.catch_warnings():
@@ -154,6 +158,7 @@ def ensure_ray(address: str | None = None, num_cpus: int | None = None) -> Any:
                 f"--address: cannot reach a Ray cluster at {address!r}: {first_line(exc)} "
                 "(start one with `ray start --head`, or leave --address out for a local instance)"
             ) from None
+        print(f"gridemu: joined the Ray cluster at {address} ({how})", file=sys.stderr)
     else:
         # "local" starts a private instance even when a cluster from `ray start` runs here.
         try:
@@ -176,10 +181,31 @@ def _restore_sigterm(handler: Any) -> None:
         signal.signal(signal.SIGTERM, handler)
 
 
+def resolve_address(address: str) -> tuple[str, str]:
+    """The cluster ``--address`` names, and how it was found. ``auto`` is the cluster that
+    ``RAY_ADDRESS`` names, else the one the last ``ray start`` on this machine recorded in
+    Ray's address file (``/tmp/ray/ray_current_cluster``, removed by ``ray stop``); never, as
+    Ray's own ``auto`` would, any Ray instance it finds running here (another gridemu run's
+    private instance is one)."""
+    if address != "auto":
+        return address, "given"
+    env = os.environ.get("RAY_ADDRESS", "").strip()
+    if env and env != "auto":
+        return env, "RAY_ADDRESS"
+    from ray._private.utils import get_ray_address_file
+
+    path = Path(get_ray_address_file(None))
+    recorded = path.read_text().strip() if path.is_file() else ""
+    if not recorded:
+        raise GridemuError(
+            f"--address auto: no Ray cluster started with `ray start --head` on this machine ({path} is missing; "
+            "RAY_ADDRESS is not set): start one with `ray start --head`, or leave --address out for a local instance"
+        )
+    return recorded, f"started with `ray start`, recorded in {path}"
+
+
 def _check_reachable(address: str, timeout: float = 5.0) -> None:
     """Fail fast on a host:port nobody listens on (Ray itself retries for minutes)."""
-    if address == "auto":
-        return
     hostport = address.split("://", 1)[-1]
     host, _, port = hostport.rpartition(":")
     if not host or not port.isdigit():
@@ -187,7 +213,10 @@ def _check_reachable(address: str, timeout: float = 5.0) -> None:
     try:
         socket.create_connection((host, int(port)), timeout=timeout).close()
     except OSError as exc:
-        raise GridemuError(f"--address: cannot reach a Ray cluster at {address!r}: {exc.strerror or exc}") from None
+        raise GridemuError(
+            f"--address: cannot reach a Ray cluster at {address!r}: {exc.strerror or exc} "
+            "(start one with `ray start --head`, or leave --address out for a local instance)"
+        ) from None
 
 
 def ray_cpus() -> int:

@@ -71,6 +71,8 @@ def save(
 def load(folder: Path) -> dict[str, Any]:
     """What :func:`save` wrote in ``folder``; one clear error when there is none or it is damaged."""
     path = Path(folder) / FILE
+    if not Path(folder).exists():
+        raise GridemuError(f"resume: {folder}: no such folder")
     if not path.is_file():
         raise GridemuError(f"resume: {folder} holds no checkpoint ({FILE}): run with --checkpoint SECONDS to leave one")
     try:

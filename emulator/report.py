@@ -20,8 +20,10 @@ panel per site, colored by owner (:func:`plot_gantt`; for rigid-job schedules, t
 A protocol's result tables (``Report.tables``: fairshare's policy table) are printed after
 the run's.
 
-For a sweep folder (``runs.parquet``), it prints the scores per setting the way thesis
-Tables 4.2-4.5 aggregate them and writes ``DIR/scores.csv`` (see :func:`sweep_scores`).
+For a sweep folder (``runs.parquet``), ``emulator/sweep_report.py`` gives every headline
+figure's mean and 95 % interval per setting, with figures; for the thesis ch. 4 protocols it
+also prints the scores per setting the way thesis Tables 4.2-4.5 aggregate them and writes
+``DIR/scores.csv`` (see :func:`sweep_scores`).
 """
 
 from __future__ import annotations
@@ -124,6 +126,7 @@ def print_summary(summary: dict[str, Any]) -> None:
         "events_per_second",
     ):
         gt.add_row(key, _fmt(g.get(key)) if isinstance(g.get(key), float) else f"{g.get(key)}")
+    _tail_rows(gt, g)
     gt.add_row("jobs by state", ", ".join(f"{k} {v:,}" for k, v in g["jobs_by_state"].items()))
     if g.get("messages"):
         gt.add_row("messages by type", ", ".join(f"{k} {v:,}" for k, v in g["messages"].items()))
@@ -163,6 +166,16 @@ def print_result_tables(console: Any, summary: dict[str, Any]) -> None:
 
 def _missing(value: Any) -> bool:
     return value is None or (isinstance(value, float) and value != value)
+
+
+def _tail_rows(table: Any, g: dict[str, Any]) -> None:
+    """The run table's rows of tail percentiles and of the warm-up cut."""
+    for figure in ("flow_time", "wait_time", "bounded_slowdown"):
+        if g.get(f"{figure}_p50") is not None:  # summaries written before the tails were kept have none
+            tail = ", ".join(_fmt(g[f"{figure}_{q}"]) for q in ("p50", "p95", "p99", "max"))
+            table.add_row(f"{figure} p50, p95, p99, max", tail)
+    if g.get("warmup"):
+        table.add_row("warm-up cut", f"jobs released before {g['warmup']:g} left out: {g['jobs_measured']:,} measured")
 
 
 def _setting(value: Any) -> str:
@@ -783,7 +796,12 @@ def report(
     """Print a run's tables and write its figures (``fmt``, ``dpi``), all in one time unit
     (:func:`time_axis` of the run's span); a sweep folder's table (:func:`report_sweep`)."""
     if (run_dir / "runs.parquet").exists() and not (run_dir / "summary.json").exists():
-        return report_sweep(run_dir)
+        from gridemu.emulator.sweep_report import has_period_scores, report_sweep_folder
+
+        path = report_sweep_folder(run_dir, plot=plot)
+        if has_period_scores(run_dir):
+            report_sweep(run_dir)
+        return path
     jobs, sites, ts, summary = load_run(run_dir)
     print_summary(summary)
     if not plot:

@@ -34,6 +34,7 @@ from gridemu.brokers import registry
 from gridemu.brokers.metrics import score
 from gridemu.emulator.engine import RawRun
 from gridemu.emulator.scenario_toml import to_toml
+from gridemu.emulator.stats import tail
 from gridemu.model.errors import GridemuError
 from gridemu.model.jobs import JOB_DTYPE, STATE_CODE, STATES, columns_in_piece_order
 from gridemu.sites.faults import FAULT_COLUMNS
@@ -121,6 +122,8 @@ def load(folder: str | Path) -> RunResult:
     from gridemu.emulator.scenario import read_scenario_file
 
     folder = Path(folder)
+    if not folder.exists():
+        raise GridemuError(f"{folder}: no such folder")
     if not (folder / "summary.json").is_file() or not (folder / "jobs.parquet").is_file():
         raise GridemuError(f"{folder}: not a gridemu run folder (summary.json and jobs.parquet are missing)")
     try:
@@ -152,6 +155,7 @@ def write_whole(
     out = check_out(out, overwrite, results or RESULT_FILES)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
     try:
+        tmp.chmod(0o777 & ~_umask())  # mkdtemp makes it private (0700); a result folder is as any other
         write(tmp)
         _replace(tmp, out)
     except BaseException:
@@ -183,6 +187,13 @@ def check_out(out: str | Path, overwrite: bool = False, results: tuple[str, ...]
     if not os.access(parent, os.W_OK | os.X_OK):
         raise GridemuError(f"--out: cannot write in {parent}")
     return out
+
+
+def _umask() -> int:
+    """The process's umask (reading it means setting it: set back at once)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def _replace(tmp: Path, out: Path) -> None:
@@ -389,7 +400,7 @@ def wait_and_slowdown(done: pd.DataFrame, n_orgs: int, bound: float) -> tuple[np
     metrics. Bounded slowdown = max(1, (end − release) / max(size, ``bound``)), ``size``
     being the job's processing time at speed 1 (Feitelson's τ = ``bound``, 10 s by convention)."""
     wait = done["start"] - done["release"]
-    bsld = np.maximum(1.0, (done["end"] - done["release"]) / np.maximum(done["size"], bound))
+    bsld = bounded_slowdown(done, bound)
     by_org = [by_owner(s, done["owner"], n_orgs).mean().to_numpy() for s in (wait, bsld)]
     return (
         by_org[0],
@@ -397,6 +408,11 @@ def wait_and_slowdown(done: pd.DataFrame, n_orgs: int, bound: float) -> tuple[np
         float(wait.mean()) if len(done) else math.nan,
         float(bsld.mean()) if len(done) else math.nan,
     )
+
+
+def bounded_slowdown(done: pd.DataFrame, bound: float) -> pd.Series:
+    """max(1, flow / max(size, ``bound``)) of each finished job (:func:`wait_and_slowdown`)."""
+    return np.maximum(1.0, (done["end"] - done["release"]) / np.maximum(done["size"], bound))
 
 
 def flow_by_org(table: pd.DataFrame, n_orgs: int) -> np.ndarray:
@@ -415,6 +431,13 @@ def summarize(
     raw: RawRun, table: pd.DataFrame, sites: pd.DataFrame, local_table: pd.DataFrame | None
 ) -> dict[str, Any]:
     orgs = raw.scenario.orgs
+    everything = table
+    # metrics.warmup: jobs released before it are left out of every figure of a job.
+    warmup = float(raw.scenario.data["metrics"].get("warmup", 0.0))
+    if warmup > 0:
+        table = table[table["release"].to_numpy() >= warmup]
+        if local_table is not None:
+            local_table = local_table[local_table["release"].to_numpy() >= warmup]
     done_mask = table["state"] == STATE_CODE["done"]
     flows = flow_by_org(table, len(orgs))
     local_flows = flow_by_org(local_table, len(orgs)) if local_table is not None else None
@@ -444,14 +467,17 @@ def summarize(
         per_org[org] = entry
     sent = [c for c in sites.columns if c.startswith("sent_")]
     messages = {c[5:]: int(sites[c].sum()) for c in sent if sites[c].sum() > 0}
-    states = table["state"].value_counts()
+    states = everything["state"].value_counts()
     glob = {
-        "jobs": int(len(table)),
+        "jobs": int(len(everything)),
         "jobs_by_state": {STATES[int(c)]: int(n) for c, n in states.items()},
         "makespan": float(table.loc[done_mask, "end"].max()) if done_mask.any() else None,
         "mean_flow_time": float(flows.sum() / done_mask.sum()) if done_mask.any() else None,
         "mean_wait_time": mean_wait if done_mask.any() else None,
         "mean_bounded_slowdown": mean_bsld if done_mask.any() else None,
+        **tail(done["end"] - done["release"], "flow_time"),
+        **tail(done["start"] - done["release"], "wait_time"),
+        **tail(bounded_slowdown(done, bound), "bounded_slowdown"),
         "time_unit": raw.scenario.data["run"]["time_unit"],
         "events": int(raw.events),
         "messages": messages,
@@ -470,6 +496,9 @@ def summarize(
         "seed": raw.scenario.seed,
         "protocol": raw.scenario.protocol["name"],
     }
+    if warmup > 0:
+        glob["warmup"] = warmup
+        glob["jobs_measured"] = int(len(table))
     if "stalled_at" in raw.extra:  # liveness: stopped with only timers left (coordinator.Coordinator)
         glob["stalled_at"] = raw.extra["stalled_at"]
     if raw.scenario.faults is not None:

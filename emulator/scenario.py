@@ -22,7 +22,7 @@ from gridemu.brokers.params import Params
 from gridemu.brokers.protocol import Protocol, ScenarioFacts
 from gridemu.emulator.scenario_toml import copy_tree
 from gridemu.emulator.topology import Topology, build_topology, link_latency_matrix, smallest_link_latency
-from gridemu.model.checks import check_flag, check_number, choice, largest_remainder, per_site_values
+from gridemu.model.checks import check_flag, check_number, choice, did_you_mean, largest_remainder, per_site_values
 from gridemu.model.errors import ScenarioError
 from gridemu.scenarios.workload import check_workload
 from gridemu.sites.faults import FaultPlan, parse_faults
@@ -41,7 +41,7 @@ _KNOWN = {
     "run": {"seed", "horizon", "backend", "shards", "packing", "lookahead", "name", "description", "time_unit"},
     "network": {"latency", "latency_matrix", "topology", "topology_file"},
     "scheduler": {"name"},
-    "metrics": {"counterfactual", "sample_interval", "fairness", "slowdown_bound"},
+    "metrics": {"counterfactual", "sample_interval", "fairness", "slowdown_bound", "warmup"},
     "workload": {
         "kind",
         "rate",
@@ -165,7 +165,10 @@ def read_scenario_file(ref: str | Path) -> tuple[dict[str, Any], str]:
             )
         elif not path.exists():
             names = ", ".join(shipped) or "none"
-            raise ScenarioError("scenario", f"no file or shipped scenario named {str(ref)!r} (shipped: {names})")
+            raise ScenarioError(
+                "scenario",
+                f"no file or shipped scenario named {str(ref)!r}{did_you_mean(str(ref), shipped)} (shipped: {names})",
+            )
     try:
         with path.open("rb") as fh:
             return tomllib.load(fh), str(path)
@@ -190,6 +193,27 @@ def parse_override(text: str) -> tuple[str, Any]:
     except tomllib.TOMLDecodeError:
         value = raw.strip()
     return key, value
+
+
+def _absolute(path: str, source: str) -> str:
+    """``path`` as an absolute path: as given when it exists from here, else beside the
+    scenario file ``source`` when it is there; left as given when it is in neither place
+    (the workload's check names it)."""
+    if Path(path).is_absolute():
+        return path
+    if Path(path).exists():
+        return str(Path(path).resolve())
+    if source != "<dict>" and (Path(source).parent / path).exists():
+        return str((Path(source).parent / path).resolve())
+    return path
+
+
+def absolute_paths(data: dict[str, Any], source: str) -> dict[str, Any]:
+    """``data`` with the trace it names (``workload.path``) made absolute (``gridemu show``)."""
+    wl = data.get("workload")
+    if isinstance(wl, dict) and isinstance(wl.get("path"), str):
+        wl["path"] = _absolute(wl["path"], source)
+    return data
 
 
 def apply_overrides(data: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
@@ -297,7 +321,9 @@ def _table(data: dict[str, Any], key: str) -> dict[str, Any]:
 def _unknown(section: str, table: dict[str, Any], allowed: set[str]) -> None:
     for key in table:
         if key not in allowed:
-            raise ScenarioError(f"{section}.{key}", f"unknown key (allowed: {', '.join(sorted(allowed))})")
+            raise ScenarioError(
+                f"{section}.{key}", f"unknown key{did_you_mean(key, allowed)} (allowed: {', '.join(sorted(allowed))})"
+            )
 
 
 def _draw_procs(key: str, spec: Any, n: int, seed: int) -> list[int]:
@@ -516,6 +542,8 @@ def _validate(data: dict[str, Any], source: str) -> Scenario:  # noqa: C901
         metrics["slowdown_bound"] = check_number(
             "metrics.slowdown_bound", metrics["slowdown_bound"], positive=True, finite=True
         )
+    if "warmup" in metrics:
+        metrics["warmup"] = check_number("metrics.warmup", metrics["warmup"], nonneg=True, finite=True)
     data["metrics"] = metrics
 
     wl = _table(data, "workload")
@@ -527,12 +555,11 @@ def _validate(data: dict[str, Any], source: str) -> Scenario:  # noqa: C901
     if not isinstance(unit, str) or not unit.strip():
         raise ScenarioError("run.time_unit", f"must be a name such as \"s\" or \"time units\", got {unit!r}")
     run["time_unit"] = unit
-    # A trace path relative to the scenario file (shipped scenarios name their trace so).
+    # A trace path relative to the scenario file (shipped scenarios name their trace so), made
+    # absolute: the saved scenario.toml runs from any folder.
     path = wl.get("path")
-    if isinstance(path, str) and source != "<dict>" and not Path(path).is_absolute() and not Path(path).exists():
-        beside = Path(source).parent / path
-        if beside.exists():
-            wl["path"] = str(beside)
+    if isinstance(path, str):
+        wl["path"] = _absolute(path, source)
     check_workload(wl, sites)
     # Keys another protocol reads may stay (a sweep over protocol.name sets them all): kept as
     # given, with a warning below; the resolved keys keep the order they were given in.

@@ -5,13 +5,15 @@ Each task runs one emulation with the in-process backend. Results, in ``OUT``:
 ``runs.parquet`` (and ``runs.csv``): one row per run: the swept settings, the seed, and
 the run's global figures (with ``faults_*`` for a run with ``[faults]``, and the numbers
 of the summary's ``protocol`` and ``fairness`` sections); ``orgs.parquet``: one row per run and organization with its
-figures (jobs, flow times, makespan, score); ``table.csv``: mean and standard deviation
-of every figure per setting (over seeds), the table the paper reproductions quote.
+figures (jobs, flow times, makespan, score); ``table.csv``: mean, standard deviation, count
+and 95 % confidence interval of every figure per setting (over seeds), the table the paper
+reproductions quote. ``gridemu report OUT`` draws them (``emulator/sweep_report.py``).
 """
 
 from __future__ import annotations
 
 import itertools
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -20,6 +22,7 @@ import pandas as pd
 
 from gridemu.emulator.results import check_out, write_whole
 from gridemu.emulator.scenario import load_scenario, parse_override, read_scenario_file
+from gridemu.emulator.stats import QUANTILES, TAIL_FIGURES, confidence
 from gridemu.model.errors import GridemuError, ScenarioError, first_line
 from gridemu.sites.sections import SECTIONS
 
@@ -29,6 +32,7 @@ GLOBAL_FIGURES = (
     "mean_flow_time",
     "mean_wait_time",
     "mean_bounded_slowdown",
+    *(f"{f}_{q}" for f in TAIL_FIGURES for q, _ in QUANTILES),
     "events",
     "messages_total",
     "windows",
@@ -79,6 +83,10 @@ def run_one(
     result = run(load_scenario(data, sets, source=source))
     g = result.summary["global"]
     row = {**settings, "seed": seed, **{f: g.get(f) for f in GLOBAL_FIGURES}}
+    states = g["jobs_by_state"]
+    # Released before the end (not pending) and not finished: what the report warns about.
+    row["jobs_released"] = g["jobs"] - states.get("pending", 0)
+    row["jobs_unfinished"] = row["jobs_released"] - states.get("done", 0)
     row.update({f"messages_{kind}": n for kind, n in g["messages"].items()})
     row.update({f"faults_{k}": v for k, v in g.get("faults", {}).items()})
     # A protocol's own figures (e.g. molba's scores of local, MOLBA and MOLBA+ILBA).
@@ -193,6 +201,11 @@ def sweep(  # noqa: C901
         write_whole(out, write, overwrite, SWEEP_FILES)
     if not quiet and rows:
         _print_table(table, len(rows), time.perf_counter() - t0, out)
+    if rows:
+        from gridemu.emulator.sweep_report import warnings_of
+
+        for line in warnings_of(runs, keys):
+            print(f"gridemu: warning: {line}", file=sys.stderr)
     if failed:
         where = (
             f"; the {len(rows)} finished runs are in {out}/, the failed ones in {out}/failures.csv"
@@ -247,22 +260,15 @@ class SweepFailed(GridemuError):
 
 
 def aggregate(runs: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
-    """Mean and standard deviation of every numeric figure per setting."""
+    """Mean, standard deviation, count and 95 % confidence interval (``_ci95`` half-width,
+    ``_lo``, ``_hi``: Student t) of every numeric figure per setting."""
     figures = [c for c in runs.columns if c not in keys and c != "seed" and pd.api.types.is_numeric_dtype(runs[c])]
-    if not keys:
-        stats = runs[figures].agg(["mean", "std"]).T
-        return pd.DataFrame({f"{f}_{s}": [stats.loc[f, s]] for f in figures for s in ("mean", "std")})
-    grouped = runs.groupby(keys, sort=True)[figures].agg(["mean", "std"])
-    grouped.columns = [f"{f}_{s}" for f, s in grouped.columns]
-    grouped.insert(0, "runs", runs.groupby(keys, sort=True).size())
-    return grouped
+    return confidence(runs, keys, figures)
 
 
 def _print_table(table: pd.DataFrame, n: int, wall: float, out: Path | None) -> None:
     """The main figures per setting as ``mean ± std`` over seeds, headers never cut (the
-    full table, every figure's mean and std in its own column, is table.csv)."""
-    import sys
-
+    full table, every figure's mean, std, n and 95 % interval in its own columns, is table.csv)."""
     from rich.console import Console
     from rich.table import Table
 
@@ -284,5 +290,6 @@ def _print_table(table: pd.DataFrame, n: int, wall: float, out: Path | None) -> 
     if out is not None:
         print(
             f"sweep results written to {out}/ (runs.parquet, runs.csv, "
-            "orgs.parquet, table.csv: every figure's mean and std)"
+            "orgs.parquet, table.csv: every figure's mean, std, n and 95 % interval; "
+            f"gridemu report {out}: its figures)"
         )

@@ -4,8 +4,9 @@ splits a scenario's totals (processors, jobs) over its sites."""
 
 from __future__ import annotations
 
+import difflib
 import math
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 import numpy as np
 
@@ -48,8 +49,18 @@ def check_flag(key: str, value: Any) -> bool:
 
 def choice(key: str, value: Any, allowed: tuple[str, ...]) -> str:
     if value not in allowed:
-        raise ScenarioError(key, f"unknown value {value!r} (allowed: {', '.join(allowed)})")
+        raise ScenarioError(
+            key, f"unknown value {value!r}{did_you_mean(value, allowed)} (allowed: {', '.join(allowed)})"
+        )
     return value
+
+
+def did_you_mean(word: Any, known: Iterable[str]) -> str:
+    """``: did you mean 'x'?`` for the known name closest to a misspelled ``word``, or ""."""
+    if not isinstance(word, str):
+        return ""
+    close = difflib.get_close_matches(word, list(known), n=1, cutoff=0.6)
+    return f": did you mean {close[0]!r}?" if close else ""
 
 
 def largest_remainder(share: np.ndarray, total: int) -> np.ndarray:

@@ -239,6 +239,12 @@ def read_swf_header(path: str | os.PathLike[str]) -> dict[str, str]:
 
     Reads only up to the first job line, so it is cheap even on huge traces.
     """
+    return _parse_header(read_swf_header_lines(path))
+
+
+def read_swf_header_lines(path: str | os.PathLike[str]) -> list[str]:
+    """The comment lines before the first job, verbatim (``gridemu export`` carries them on,
+    as the Parallel Workloads Archive asks of anything derived from a trace)."""
     leading: list[str] = []
     with _open_text(path) as fh:
         for raw in fh:
@@ -248,7 +254,7 @@ def read_swf_header(path: str | os.PathLike[str]) -> dict[str, str]:
             if text[0] != ";":
                 break
             leading.append(raw.rstrip("\r\n"))
-    return _parse_header(leading)
+    return leading
 
 
 def _max_procs(header: Mapping[str, str]) -> int | None:

@@ -185,4 +185,6 @@ def test_evalys_export_numbers_processors_across_sites(tmp_path, capsys):
     assert main(["export", str(tmp_path / "r"), "--out", str(tmp_path)]) == 2  # a folder is not a file
     assert f"--out: {tmp_path} is a folder; give the file to write" in capsys.readouterr().err
     assert main(["export", str(tmp_path / "nowhere")]) == 2
+    assert f"{tmp_path / 'nowhere'}: no such folder" in capsys.readouterr().err
+    assert main(["export", str(tmp_path)]) == 2
     assert "not a gridemu run folder" in capsys.readouterr().err

@@ -1,0 +1,78 @@
+"""What a run needs to be repeated, recorded in ``summary.json`` (``provenance``): the gridemu
+version and, when the package runs from a git checkout, its commit (and whether files were
+changed); the versions of Python, numpy, pandas and Ray; each input file's absolute path and
+SHA-256 (the trace a workload reads), so that a later run can tell it has the same data.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import platform
+import subprocess
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
+
+#: The libraries whose versions can change a run's numbers or files.
+LIBRARIES = ("numpy", "pandas", "pyarrow", "ray")
+
+
+def _version(name: str) -> str | None:
+    try:
+        return version(name)
+    except PackageNotFoundError:
+        return None
+
+
+def git_commit(where: Path) -> dict[str, Any] | None:
+    """The commit of the checkout holding ``where`` and whether its tracked files differ
+    from it, or None outside a git checkout (an installed wheel) or without git."""
+    try:
+        commit = subprocess.run(
+            ["git", "-C", str(where), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10
+        )
+        if commit.returncode:
+            return None
+        dirty = subprocess.run(
+            ["git", "-C", str(where), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return {"commit": commit.stdout.strip(), "modified": bool(dirty.stdout.strip())}
+
+
+def sha256(path: Path, chunk: int = 1 << 20) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        while block := fh.read(chunk):
+            h.update(block)
+    return h.hexdigest()
+
+
+def input_files(data: dict[str, Any]) -> dict[str, str]:
+    """The files a resolved scenario reads, by key (``workload.path``: its trace or job list)."""
+    wl = data.get("workload", {})
+    path = wl.get("path") if isinstance(wl, dict) else None
+    return {"workload.path": path} if isinstance(path, str) else {}
+
+
+def provenance(data: dict[str, Any]) -> dict[str, Any]:
+    """The ``provenance`` section of ``summary.json`` for a run of the resolved scenario ``data``."""
+    import gridemu
+
+    out: dict[str, Any] = {"gridemu": _version("gridemu") or "unknown (not installed)"}
+    git = git_commit(Path(gridemu.__file__).resolve().parent)
+    if git is not None:
+        out["git"] = git
+    out["python"] = platform.python_version()
+    out.update({name: _version(name) for name in LIBRARIES})
+    files = {}
+    for key, path in input_files(data).items():
+        p = Path(path).resolve()
+        files[key] = {"path": str(p), "sha256": sha256(p) if p.is_file() else None}
+    if files:
+        out["inputs"] = files
+    return out

@@ -1,0 +1,178 @@
+"""``gridemu report SWEEPDIR``: a sweep's headline figures per setting, with their spread.
+
+For every setting of the swept keys (over its seeds): each headline figure's mean, standard
+deviation, number of runs and 95 % confidence interval (Student t, :mod:`emulator.stats`),
+printed and written to ``SWEEPDIR/stats.csv``; ``SWEEPDIR/sweep.png`` draws them as point
+ranges (the mean and its interval) per figure against the first swept key, one series per
+setting of the others. Warnings name the settings where many jobs never finished and the
+swept keys that changed nothing (every value gave the same runs: a key the protocol ignores).
+Sweeps of the thesis ch. 4 protocols also get their per-period scores (``report.report_sweep``,
+which ``report.report`` calls after this module's report).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from gridemu.emulator.results import read_table
+from gridemu.emulator.stats import TAIL_FIGURES, confidence
+
+#: The figures a sweep report gives per setting (those its runs have), in this order.
+HEADLINE = (
+    "mean_flow_time",
+    "mean_wait_time",
+    "mean_bounded_slowdown",
+    "makespan",
+    *(f"{f}_{q}" for f in TAIL_FIGURES for q in ("p50", "p95", "p99", "max")),
+    "score_mean",
+    "messages_total",
+)
+#: The ones drawn and printed (stats.csv has every headline figure).
+SHOWN = ("mean_flow_time", "flow_time_p95", "mean_wait_time", "mean_bounded_slowdown", "makespan", "score_mean")
+#: Figures that depend on the schedule only (not on timing): equal in two runs of the same schedule.
+SCHEDULE = ("jobs", "makespan", "mean_flow_time", "events", "messages_total")
+#: A setting whose runs leave more than this share of their released jobs unfinished is named.
+UNFINISHED_SHARE = 0.05
+
+
+def settings_of(runs: pd.DataFrame) -> list[str]:
+    """The swept keys: runs.parquet's columns before ``seed`` (emulator/sweep.py)."""
+    return list(runs.columns[: runs.columns.get_loc("seed")])
+
+
+def sweep_statistics(runs: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """:func:`stats.confidence` of every headline figure the runs have."""
+    return confidence(runs, keys, [f for f in HEADLINE if f in runs.columns])
+
+
+def ignored_keys(runs: pd.DataFrame, keys: list[str]) -> list[tuple[str, list[str]]]:
+    """The swept keys (with more than one value) whose values all gave the same runs, seed for
+    seed: each with the settings of the other keys where that happened (empty: everywhere)."""
+    figures = [f for f in SCHEDULE if f in runs.columns]
+    out = []
+    for key in keys:
+        if runs[key].nunique() < 2 or not figures:
+            continue
+        rest = [k for k in keys if k != key]
+        same = runs.groupby(rest + ["seed"], dropna=False)[figures].nunique(dropna=False).le(1).all(axis=1)
+        if not rest:
+            if same.all():
+                out.append((key, []))
+            continue
+        by_setting = same.groupby(level=list(range(len(rest)))).all()
+        if by_setting.all():
+            out.append((key, []))
+        elif by_setting.any():
+            where = [idx if isinstance(idx, tuple) else (idx,) for idx in by_setting[by_setting].index]
+            out.append((key, [", ".join(f"{k}={_text(v)}" for k, v in zip(rest, w)) for w in where]))
+    return out
+
+
+def warnings_of(runs: pd.DataFrame, keys: list[str]) -> list[str]:
+    """One line per setting with many unfinished jobs and per swept key that changed nothing."""
+    lines = []
+    if {"jobs_unfinished", "jobs_released"} <= set(runs.columns):
+        groups = runs.groupby(keys, sort=True) if keys else [((), runs)]
+        for key, part in groups:
+            left, released = int(part["jobs_unfinished"].sum()), int(part["jobs_released"].sum())
+            if released and left > UNFINISHED_SHARE * released:
+                key = key if isinstance(key, tuple) else (key,)
+                where = ", ".join(f"{k}={_text(v)}" for k, v in zip(keys, key)) or "every run"
+                lines.append(
+                    f"{where}: {left:,} of the {released:,} jobs released in its {len(part)} runs "
+                    f"({100 * left / released:.0f} %) never finished; its means cover the finished jobs only"
+                )
+    for key, where in ignored_keys(runs, keys):
+        values = ", ".join(map(_text, runs[key].unique()))
+        lines.append(
+            f"{key}: its values ({values}) gave the same runs, seed for seed"
+            + (f", where {'; '.join(where)}" if where else "")
+            + ": the protocol ignores this key, or it changes nothing there"
+        )
+    return lines
+
+
+def _text(value: object) -> str:
+    return str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
+
+
+def report_sweep_folder(sweep_dir: Path, plot: bool = True) -> Path:
+    """Print and write a sweep's statistics (and figures); returns the stats.csv written."""
+    from rich.console import Console
+    from rich.table import Table
+
+    runs = read_table(sweep_dir / "runs.parquet")
+    keys = settings_of(runs)
+    table = sweep_statistics(runs, keys)
+    path = sweep_dir / "stats.csv"
+    table.to_csv(path)
+    console = Console() if sys.stdout.isatty() else Console(width=160)
+    shown = [f for f in SHOWN if f"{f}_mean" in table.columns]
+    out = Table(title=f"{sweep_dir}: mean ± 95 % confidence half-width (Student t) over n runs")
+    for col in keys + ["n"] + shown:
+        out.add_column(col, justify="right", min_width=len(col))
+    for idx, row in table.iterrows():
+        idx = idx if isinstance(idx, tuple) else (idx,)
+        cells = [_text(v) for v in idx][: len(keys)] + [str(int(row["runs"]))]
+        for f in shown:
+            mean, half = row[f"{f}_mean"], row[f"{f}_ci95"]
+            cells.append("-" if pd.isna(mean) else f"{mean:.4g}" + (f" ± {half:.2g}" if pd.notna(half) else ""))
+        out.add_row(*cells)
+    console.print(out)
+    print(f"statistics written to {path} (every headline figure's mean, std, n, ci95, lo, hi)")
+    for line in warnings_of(runs, keys):
+        print(f"gridemu: warning: {line}", file=sys.stderr)
+    if plot and len(table):
+        print(f"figure written to {plot_sweep(sweep_dir, table, keys, shown)}")
+    return path
+
+
+def has_period_scores(sweep_dir: Path) -> bool:
+    """Whether the sweep's runs scored each period (thesis ch. 4 protocols: ``report.report_sweep``)."""
+    orgs = sweep_dir / "orgs.parquet"
+    return orgs.is_file() and "score_period_mean" in read_table(orgs).columns
+
+
+def plot_sweep(sweep_dir: Path, table: pd.DataFrame, keys: list[str], figures: list[str]) -> Path:
+    """Point ranges (mean, 95 % interval) of each figure against the first swept key."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    flat = table.reset_index() if keys else table.assign(setting="all")
+    x_key = keys[0] if keys else "setting"
+    others = keys[1:]
+    xs = list(dict.fromkeys(flat[x_key]))
+    series = [((), flat)] if not others else list(flat.groupby(others, sort=True))
+    cols = min(3, len(figures))
+    rows = -(-len(figures) // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.2 * rows), squeeze=False)
+    width = 0.5 / max(1, len(series))
+    for ax, f in zip(axes.flat, figures):
+        for i, (label, part) in enumerate(series):
+            pos = np.array([xs.index(v) for v in part[x_key]], dtype=float) + (i - (len(series) - 1) / 2) * width
+            mean = part[f"{f}_mean"].to_numpy(dtype=float)
+            half = np.nan_to_num(part[f"{f}_ci95"].to_numpy(dtype=float))
+            label = label if isinstance(label, tuple) else (label,)
+            name = ", ".join(f"{k}={_text(v)}" for k, v in zip(others, label)) or None
+            ax.errorbar(pos, mean, yerr=half, fmt="o", capsize=3, label=name)
+        ax.set_xticks(range(len(xs)), [_text(v) for v in xs])
+        ax.set_xlabel(x_key)
+        ax.set_title(f, fontsize=9)
+        ax.grid(axis="y", alpha=0.3)
+    for ax in list(axes.flat)[len(figures) :]:
+        ax.set_visible(False)
+    if others:
+        axes.flat[0].legend(fontsize=7)
+    n = int(table["runs"].min())
+    fig.suptitle(f"{sweep_dir.name}: mean and 95 % confidence interval over seeds (n ≥ {n}; no bar: n = 1)")
+    fig.tight_layout()
+    path = sweep_dir / "sweep.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path

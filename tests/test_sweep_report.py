@@ -1,0 +1,126 @@
+"""Statistics of runs and sweeps: tail percentiles, the warm-up cut, a sweep's confidence
+intervals and figures, and the warnings for unfinished jobs and for swept keys that change
+nothing."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import gridemu
+from gridemu import emulator
+from gridemu.emulator.cli import main
+from gridemu.emulator.stats import confidence, t975
+from gridemu.emulator.sweep import sweep
+
+SMALL = {"workload.jobs": 300}
+
+
+@pytest.mark.parametrize("df, t", [(1, 12.706), (2, 4.303), (4, 2.776), (9, 2.262), (24, 2.064), (100, 1.984)])
+def test_t_quantiles_match_the_table_of_student_t(df, t):
+    assert t975(df) == pytest.approx(t, abs=1e-3)
+
+
+def test_confidence_interval_of_a_setting():
+    runs = pd.DataFrame({"k": ["a"] * 5 + ["b"], "seed": range(6), "x": [1.0, 2.0, 3.0, 4.0, 5.0, 7.0]})
+    table = confidence(runs, ["k"], ["x"])
+    a = table.loc["a"]
+    assert a["runs"] == 5 and a["x_n"] == 5 and a["x_mean"] == 3.0
+    assert a["x_std"] == pytest.approx(math.sqrt(2.5))
+    assert a["x_ci95"] == pytest.approx(2.7764 * math.sqrt(2.5) / math.sqrt(5), rel=1e-4)
+    assert a["x_lo"] == pytest.approx(3.0 - a["x_ci95"]) and a["x_hi"] == pytest.approx(3.0 + a["x_ci95"])
+    assert math.isnan(table.loc["b", "x_ci95"])  # one run: no interval
+
+
+def test_a_run_reports_the_tail_of_flow_wait_and_bounded_slowdown():
+    result = emulator.run("quickstart", backend="inprocess", overrides=SMALL)
+    g, jobs = result.summary["global"], result.jobs
+    done = jobs[jobs["state"] == "done"]
+    flow = (done["end"] - done["release"]).to_numpy()
+    assert g["flow_time_p50"] == pytest.approx(np.median(flow))
+    assert g["flow_time_p99"] == pytest.approx(np.quantile(flow, 0.99))
+    assert g["flow_time_max"] == pytest.approx(flow.max())
+    assert g["wait_time_p95"] == pytest.approx(np.quantile(done["start"] - done["release"], 0.95))
+    assert g["bounded_slowdown_max"] >= g["bounded_slowdown_p95"] >= g["bounded_slowdown_p50"] >= 1.0
+
+
+def test_the_warmup_cut_leaves_early_jobs_out_of_the_figures():
+    full = emulator.run("quickstart", backend="inprocess", overrides=SMALL)
+    cut = emulator.run("quickstart", backend="inprocess", overrides={**SMALL, "metrics.warmup": 20.0})
+    jobs = full.jobs
+    late = jobs[(jobs["release"] >= 20.0) & (jobs["state"] == "done")]
+    g = cut.summary["global"]
+    assert g["warmup"] == 20.0 and g["jobs_measured"] == int((jobs["release"] >= 20.0).sum())
+    assert g["mean_flow_time"] == pytest.approx((late["end"] - late["release"]).mean())
+    assert g["jobs"] == len(jobs)  # every job ran: the cut is in the figures only
+    pd.testing.assert_frame_equal(full.jobs, cut.jobs)
+
+
+def test_warmup_option_and_its_check(tmp_path, capsys):
+    assert (
+        main(
+            [
+                "run",
+                "quickstart",
+                "--backend",
+                "inprocess",
+                "--quiet",
+                "--set",
+                "workload.jobs=200",
+                "--warmup",
+                "10",
+                "--out",
+                str(tmp_path / "r"),
+            ]
+        )
+        == 0
+    )
+    assert gridemu.load(tmp_path / "r").summary["global"]["warmup"] == 10.0
+    assert main(["run", "quickstart", "--warmup", "-1", "--out", str(tmp_path / "x")]) == 2
+    assert "metrics.warmup" in capsys.readouterr().err
+
+
+def test_a_horizon_that_leaves_most_jobs_unfinished_is_named(tmp_path, capsys):
+    argv = ["run", "quickstart", "--backend", "inprocess", "--quiet", "--set", "workload.jobs=2000"]
+    assert main([*argv, "--set", "run.horizon=30", "--out", str(tmp_path / "r")]) == 0
+    err = capsys.readouterr().err
+    assert "jobs released before the horizon t=30" in err and "never finished" in err
+
+
+def test_report_of_any_sweep_gives_intervals_figures_and_warnings(tmp_path, capsys):
+    grid = [("protocol.name", ["local", "averaging"]), ("protocol.period", [1.0, 2.0])]
+    sweep("quickstart", grid, repeat=2, overrides=SMALL, out=tmp_path / "s", backend="inprocess", quiet=True)
+    err = capsys.readouterr().err
+    assert "protocol.period: its values (1, 2) gave the same runs, seed for seed, where protocol.name=local" in err
+    assert main(["report", str(tmp_path / "s")]) == 0
+    out = capsys.readouterr()
+    assert "95 % confidence" in out.out and "protocol.name=local" in out.err
+    stats = pd.read_csv(tmp_path / "s" / "stats.csv", index_col=[0, 1])
+    runs = pd.read_parquet(tmp_path / "s" / "runs.parquet")
+    part = runs[(runs["protocol.name"] == "averaging") & (runs["protocol.period"] == 1.0)]["mean_flow_time"]
+    row = stats.loc[("averaging", 1.0)]
+    assert row["mean_flow_time_n"] == 2 and row["mean_flow_time_mean"] == pytest.approx(part.mean())
+    assert row["mean_flow_time_ci95"] == pytest.approx(12.7062 * part.std() / math.sqrt(2))
+    for figure in ("flow_time_p95", "wait_time_p99", "bounded_slowdown_max"):
+        assert f"{figure}_ci95" in stats.columns
+    assert (tmp_path / "s" / "sweep.png").stat().st_size > 10_000
+
+
+def test_a_key_ignored_everywhere_is_named_and_a_sweep_without_keys_reports(tmp_path, capsys):
+    grid = [("protocol.period", [1.0, 3.0])]
+    sweep(
+        "quickstart",
+        grid,
+        overrides={**SMALL, "protocol.name": "local"},
+        out=tmp_path / "s",
+        backend="inprocess",
+        quiet=True,
+    )
+    assert "protocol.period: its values (1, 3) gave the same runs, seed for seed: " in capsys.readouterr().err
+    sweep("quickstart", [], repeat=3, overrides=SMALL, out=tmp_path / "t", backend="inprocess", quiet=True)
+    assert main(["report", str(tmp_path / "t")]) == 0
+    assert (tmp_path / "t" / "sweep.png").is_file()
+    assert pd.read_csv(tmp_path / "t" / "stats.csv")["runs"].tolist() == [3]
