@@ -798,7 +798,7 @@ def report(
     if (run_dir / "runs.parquet").exists() and not (run_dir / "summary.json").exists():
         from gridemu.emulator.sweep_report import has_period_scores, report_sweep_folder
 
-        path = report_sweep_folder(run_dir, plot=plot)
+        path = report_sweep_folder(run_dir, plot=plot, fmt=fmt, dpi=dpi)
         if has_period_scores(run_dir):
             report_sweep(run_dir)
         return path

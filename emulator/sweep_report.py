@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from gridemu.emulator.figures import DEFAULT_DPI, save_figure
 from gridemu.emulator.results import read_table
 from gridemu.emulator.stats import TAIL_FIGURES, confidence
 
@@ -100,7 +101,7 @@ def _text(value: object) -> str:
     return str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
 
 
-def report_sweep_folder(sweep_dir: Path, plot: bool = True) -> Path:
+def report_sweep_folder(sweep_dir: Path, plot: bool = True, fmt: str = "png", dpi: float = DEFAULT_DPI) -> Path:
     """Print and write a sweep's statistics (and figures); returns the stats.csv written."""
     from rich.console import Console
     from rich.table import Table
@@ -127,7 +128,7 @@ def report_sweep_folder(sweep_dir: Path, plot: bool = True) -> Path:
     for line in warnings_of(runs, keys):
         print(f"gridemu: warning: {line}", file=sys.stderr)
     if plot and len(table):
-        print(f"figure written to {plot_sweep(sweep_dir, table, keys, shown)}")
+        print(f"figure written to {plot_sweep(sweep_dir, table, keys, shown, fmt, dpi)}")
     return path
 
 
@@ -137,7 +138,14 @@ def has_period_scores(sweep_dir: Path) -> bool:
     return orgs.is_file() and "score_period_mean" in read_table(orgs).columns
 
 
-def plot_sweep(sweep_dir: Path, table: pd.DataFrame, keys: list[str], figures: list[str]) -> Path:
+def plot_sweep(
+    sweep_dir: Path,
+    table: pd.DataFrame,
+    keys: list[str],
+    figures: list[str],
+    fmt: str = "png",
+    dpi: float = DEFAULT_DPI,
+) -> Path:
     """Point ranges (mean, 95 % interval) of each figure against the first swept key."""
     import matplotlib
 
@@ -172,7 +180,6 @@ def plot_sweep(sweep_dir: Path, table: pd.DataFrame, keys: list[str], figures: l
     n = int(table["runs"].min())
     fig.suptitle(f"{sweep_dir.name}: mean and 95 % confidence interval over seeds (n ≥ {n}; no bar: n = 1)")
     fig.tight_layout()
-    path = sweep_dir / "sweep.png"
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    path = sweep_dir / f"sweep.{fmt}"
+    save_figure(fig, path, fmt, dpi)
     return path
