@@ -171,7 +171,14 @@ def plot_sweep(
             ax.errorbar(pos, mean, yerr=half, fmt="o", capsize=3, label=name)
         ax.set_xticks(range(len(xs)), [_text(v) for v in xs])
         ax.set_xlabel(x_key)
-        ax.set_title(f, fontsize=9)
+        means = flat[f"{f}_mean"].to_numpy(dtype=float)
+        means = means[np.isfinite(means)]
+        # Settings an order of magnitude apart (local against any broker): on a linear axis
+        # every setting but the worst sits on the floor.
+        log = len(means) and means.min() > 0 and means.max() / means.min() > 30
+        if log:
+            ax.set_yscale("log")
+        ax.set_title(f + (" (log scale)" if log else ""), fontsize=9)
         ax.grid(axis="y", alpha=0.3)
     for ax in list(axes.flat)[len(figures) :]:
         ax.set_visible(False)
