@@ -36,6 +36,8 @@ Models (``--models``, comma-separated):
   random:8, load 0.9, ~100,000 jobs, d = 2, a load report every 10 time units, latency
   0.1. ``heapq`` and ``simpy`` are bench/power_of_d.py's bare loop and lazy SimPy model.
 * ``pod100``         (not in the default list) the same at 100 sites, 10,000 jobs: a smoke test.
+* ``pod10000``       (not in the default list) the same at 10,000 sites, 1,000,000 jobs:
+  issue 40's Ray targets (call CPU of all processes against in-process, 2 and 16 shards).
 * ``1000x100k``      1,000 sites, 100,000 jobs, R = 200, random broker
 * ``10000x1M``       10,000 sites, 1,000,000 jobs, R = 20,000, random broker
 * ``averaging1000``  1,000 sites, 10,000 jobs, R = 200 (the 1000x100k rates), the
@@ -167,6 +169,8 @@ MODELS: dict[str, dict[str, Any]] = {
     # The general path's headline (issue 40): the shipped power-of-d scenario.
     "pod1000": {"sites": 1_000, "jobs": 100_000, "protocol": "power_of_d", "d": 2, "period": 10.0},
     "pod100": {"sites": 100, "jobs": 10_000, "protocol": "power_of_d", "d": 2, "period": 10.0},  # a smoke test
+    # Issue 40's Ray targets (not in the default list): 10,000 sites x 1M jobs.
+    "pod10000": {"sites": 10_000, "jobs": 1_000_000, "protocol": "power_of_d", "d": 2, "period": 10.0},
     "1000x100k": {"sites": 1_000, "jobs": 100_000, "R": 200.0, "protocol": "random"},
     "10000x1M": {"sites": 10_000, "jobs": 1_000_000, "R": 20_000.0, "protocol": "random"},
     "averaging1000": {"sites": 1_000, "jobs": 10_000, "R": 200.0, "protocol": "averaging"},
