@@ -21,12 +21,14 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from gridemu.emulator.report import gantt_boxes, load_run
+from gridemu.model.errors import GridemuError
 from gridemu.sites.results import interval_set
 
 FORMATS = ("swf", "evalys")
@@ -128,14 +130,33 @@ def evalys_frame(jobs: pd.DataFrame, sites: pd.DataFrame) -> pd.DataFrame:
     return out.reset_index(drop=True)
 
 
+def check_file(path: Path, overwrite: bool = False) -> Path:
+    """``--out``, checked before any work: not a link, not a folder, an existing file only
+    with ``overwrite`` (gridemu replaces no file of the user's unasked), in a folder that exists."""
+    if path.is_symlink():
+        raise GridemuError(f"--out: {path} is a symbolic link: give the file itself (gridemu replaces no link)")
+    if path.is_dir():
+        raise GridemuError(f"--out: {path} is a folder; give the file to write")
+    if path.exists() and not overwrite:
+        raise GridemuError(f"--out: {path} exists: add --overwrite to replace it")
+    if not path.parent.is_dir():
+        raise GridemuError(f"--out: {path.parent} is not a folder")
+    return path
+
+
 def _write(path: Path, text: str) -> None:
     """All or nothing: a half-written file never replaces the old one."""
-    tmp = path.with_name(f".{path.name}.partial")
+    fd, name = tempfile.mkstemp(prefix=f".{path.name}.partial-", dir=path.parent)
+    tmp = Path(name)
     try:
-        tmp.write_text(text)
+        with os.fdopen(fd, "w") as fh:
+            fh.write(text)
+        mask = os.umask(0o022)
+        os.umask(mask)
+        os.chmod(tmp, 0o666 & ~mask)  # as a file opened for writing gets, not mkstemp's 0600
         os.replace(tmp, path)
     except BaseException:
-        tmp.unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)  # mkstemp's, just made
         raise
 
 
