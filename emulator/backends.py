@@ -182,7 +182,7 @@ def _check_reachable(address: str, timeout: float = 5.0) -> None:
         return
     hostport = address.split("://", 1)[-1]
     host, _, port = hostport.rpartition(":")
-    if not host or not port.isdigit():
+    if not host or not (port.isascii() and port.isdigit()):
         raise GridemuError(f"--address: expected auto, host:port or ray://host:port, got {address!r}")
     try:
         socket.create_connection((host, int(port)), timeout=timeout).close()
