@@ -61,11 +61,11 @@ def run(
     ``seed``, ``backend`` and ``shards`` override ``run.*``; ``overrides`` maps dotted
     keys to values (as ``--set``). ``address`` joins a Ray cluster (``auto`` or
     ``ray://host:port``) and implies the Ray backend. ``out`` writes the result files (all
-    or nothing; checked before any work; a folder with an earlier run's results only with
-    ``overwrite``).
+    or nothing; checked before any work: missing, empty or a gridemu run folder, one with an
+    earlier run's results only with ``overwrite``; see results.check_out).
     ``recurrence=False`` forces the event loop where the FCFS recurrence would apply.
     ``checkpoint``: seconds (of wall time) between checkpoints at barriers, written to
-    ``out/checkpoint.pkl`` for :func:`resume` (0: at every barrier; see emulator/checkpoint.py).
+    ``out/checkpoint.gridemu`` for :func:`resume` (0: at every barrier; see emulator/checkpoint.py).
     """
     if address and backend is None:
         backend = "ray"

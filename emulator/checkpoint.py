@@ -127,24 +127,16 @@ def load(folder: Path) -> dict[str, Any]:
     try:
         with path.open("rb") as fh:
             first = fh.readline(HEADER_MAX)
+            header = _header(path, first)
+            size = os.fstat(fh.fileno()).st_size - len(first)
+            if header.get("bytes") != size:  # checked before reading: a foreign file may be huge
+                raise GridemuError(
+                    f"resume: {path} is truncated or damaged ({size} bytes after its header, "
+                    f"{header.get('bytes')!r} written)"
+                )
             payload = fh.read()
     except OSError as exc:
         raise GridemuError(f"resume: cannot read {path}: {exc.strerror or exc}") from None
-    try:
-        header = json.loads(first)
-    except ValueError:
-        header = None
-    if not isinstance(header, dict) or header.get("magic") != MAGIC:
-        raise GridemuError(f"resume: {path} is not a gridemu checkpoint")
-    if header.get("format") != FORMAT:
-        raise GridemuError(
-            f"resume: {path} is a checkpoint of format {header.get('format')!r}, this gridemu reads {FORMAT}"
-        )
-    if header.get("bytes") != len(payload):
-        raise GridemuError(
-            f"resume: {path} is truncated or damaged ({len(payload)} bytes after its header, "
-            f"{header.get('bytes')!r} written)"
-        )
     if header.get("sha256") != hashlib.sha256(payload).hexdigest():
         raise GridemuError(f"resume: {path} is damaged or was changed: its checksum does not match")
     try:
@@ -155,7 +147,26 @@ def load(folder: Path) -> dict[str, Any]:
         raise GridemuError(f"resume: {path} is not a checkpoint this gridemu can read ({exc})") from None
 
 
+def _header(path: Path, first: bytes) -> dict[str, Any]:
+    """The header line of a checkpoint file: its magic and format checked."""
+    try:
+        header = json.loads(first)
+    except ValueError:
+        header = None
+    if not isinstance(header, dict) or header.get("magic") != MAGIC:
+        raise GridemuError(f"resume: {path} is not a gridemu checkpoint")
+    if header.get("format") != FORMAT:
+        raise GridemuError(
+            f"resume: {path} is a checkpoint of format {header.get('format')!r}, this gridemu reads {FORMAT}"
+        )
+    return header
+
+
 def _decode(payload: bytes) -> dict[str, Any]:
+    with zipfile.ZipFile(io.BytesIO(payload)) as zf:
+        # np.savez stores, never compresses: a compressed member could unpack to any size.
+        if any(info.compress_type != zipfile.ZIP_STORED for info in zf.infolist()):
+            raise plain.PlainError("a compressed member: not what gridemu writes")
     with np.load(io.BytesIO(payload), allow_pickle=False) as npz:
         arrays = {k: npz[k] for k in npz.files}
     graph = json.loads(arrays.pop("graph").tobytes())

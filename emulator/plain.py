@@ -98,21 +98,19 @@ class Encoder:
             raise PlainError(f"cannot write {t.__qualname__}: a class made inside a function has no name")
         return ["type", _name(t)]
 
-    def _node(self, obj: Any) -> list[Any]:  # noqa: C901
+    def _pairs(self, items: Any) -> list[list[Any]]:
+        return [[self.value(k), self.value(v)] for k, v in items]
+
+    def _builtin(self, obj: Any) -> list[Any] | None:
+        """The node of a container or value of Python's own types, or None for any other."""
         t = type(obj)
-        if t is list:
-            return ["list", self._many(obj)]
-        if t is tuple:
-            return ["tuple", self._many(obj)]
-        if t is dict:
-            return ["dict", [[self.value(k), self.value(v)] for k, v in obj.items()]]
-        if t is set or t is frozenset:
+        if t is list or t is tuple or t is set or t is frozenset:
             return [t.__name__, self._many(obj)]
-        if t is OrderedDict:
-            return ["odict", [[self.value(k), self.value(v)] for k, v in obj.items()]]
+        if t is dict or t is OrderedDict:
+            return ["dict" if t is dict else "odict", self._pairs(obj.items())]
         if t is defaultdict:
             factory = None if obj.default_factory is None else self.value(obj.default_factory)
-            return ["ddict", factory, [[self.value(k), self.value(v)] for k, v in obj.items()]]
+            return ["ddict", factory, self._pairs(obj.items())]
         if t is deque:
             return ["deque", self._many(obj), obj.maxlen]
         if t is Fraction:
@@ -125,7 +123,11 @@ class Encoder:
             return ["range", obj.start, obj.stop, obj.step]
         if t is array.array:
             return ["pyarray", obj.typecode, self._array(np.frombuffer(obj.tobytes(), dtype=np.uint8))]
-        if t is np.ndarray:
+        return None
+
+    def _numpy(self, obj: Any) -> list[Any] | None:
+        """The node of an array, a numpy number, a dtype or a random generator, or None."""
+        if type(obj) is np.ndarray:
             if obj.dtype.hasobject:
                 return ["objarray", list(obj.shape), self._many(obj.ravel().tolist())]
             return ["array", self._array(obj)]
@@ -133,10 +135,19 @@ class Encoder:
             if obj.dtype.kind in "biuf":
                 return ["npscalar", obj.dtype.str, self.value(obj.item())]
             return ["npscalar0", self._array(np.asarray(obj))]
-        if t is np.dtype or isinstance(obj, np.dtype):
+        if isinstance(obj, np.dtype):
             return ["dtype", self._array(np.empty(0, dtype=obj))]
-        if t is np.random.Generator:
+        if type(obj) is np.random.Generator:
             return ["rng", self.value(obj.bit_generator.state)]
+        return None
+
+    def _node(self, obj: Any) -> list[Any]:
+        node = self._builtin(obj)
+        if node is None:
+            node = self._numpy(obj)
+        if node is not None:
+            return node
+        t = type(obj)
         if isinstance(obj, type):
             return self._type(obj)
         if t is types.MethodType and isinstance(obj.__func__, types.FunctionType):
@@ -146,11 +157,15 @@ class Encoder:
             return ["enum", self._type(t)[1], obj.name]
         if t.__module__ == "builtins":
             raise PlainError(f"cannot write a {t.__name__} ({obj!r:.80})")
-        reduce = getattr(t, "__reduce__", None)
-        if reduce is not object.__reduce__ and t not in self.named:
+        if getattr(t, "__reduce__", None) is not object.__reduce__ and t not in self.named:
             return self._reduced(obj)
         if isinstance(obj, tuple):  # a namedtuple of gridemu's
             return ["ntuple", self._type(t)[1], self._many(obj)]
+        return self._fields(obj)
+
+    def _fields(self, obj: Any) -> list[Any]:
+        """An object of a class of gridemu's (or the protocol's): its class and fields."""
+        t = type(obj)
         if t.__new__ is not object.__new__:
             raise PlainError(f"cannot write a {t.__qualname__}: it is made by its own __new__")
         fields = dict(getattr(obj, "__dict__", {}))

@@ -184,6 +184,10 @@ def damage(kind: str, path: Path) -> None:
         rewrite(path, graph_payload(nodes, {"meta": {"r": 0}, "shards": None}))
     elif kind == "foreign-layout":
         rewrite(path, graph_payload([["dict", []]], {"meta": {"r": 0}, "shards": None}))
+    elif kind == "compressed":  # a member that could unpack to any size
+        buf = io.BytesIO()
+        np.savez_compressed(buf, graph=np.zeros(10**6, dtype=np.uint8))
+        rewrite(path, buf.getvalue())
     elif kind == "legacy-pickle":
         path.unlink()
         (path.parent / ckpt.OLD_FILE).write_bytes(b"\x80\x05N.")
@@ -201,6 +205,7 @@ def damage(kind: str, path: Path) -> None:
         ("names-os-system", "not a class of gridemu"),
         ("calls-eval", "not a reconstructor of gridemu's"),
         ("foreign-layout", "not a checkpoint this gridemu can read"),
+        ("compressed", "a compressed member"),
         ("legacy-pickle", "never read"),
     ],
 )
