@@ -5,6 +5,9 @@ The CLI is a thin layer over this module.
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
 from pathlib import Path
 from typing import Any, Callable
 
@@ -17,22 +20,25 @@ from gridemu.emulator import checkpoint as ckpt
 from gridemu.emulator.checks import check_conservation, check_guarantees
 from gridemu.emulator.coordinator import run_windows
 from gridemu.emulator.engine import Progress, RawRun
-from gridemu.emulator.plugins import require_registered
 from gridemu.emulator.provenance import provenance
 from gridemu.emulator.results import (
+    MARKER,
     PIECE_COLUMNS,
     RunResult,
     check_out,
     job_table,
     labelled,
+    locked,
+    marked,
     piece_table,
     site_table,
     summarize,
     timeseries_table,
     usage_table,
+    write_marker,
 )
 from gridemu.emulator.scenario import Scenario, load_scenario
-from gridemu.model.errors import ScenarioError
+from gridemu.model.errors import GridemuError, ScenarioError
 from gridemu.sites.sections import SectionFacts, given
 
 
@@ -56,11 +62,11 @@ def run(
     ``seed``, ``backend`` and ``shards`` override ``run.*``; ``overrides`` maps dotted
     keys to values (as ``--set``). ``address`` joins a Ray cluster (``auto`` or
     ``ray://host:port``) and implies the Ray backend. ``out`` writes the result files (all
-    or nothing; checked before any work; a folder with an earlier run's results only with
-    ``overwrite``).
+    or nothing; checked before any work: missing, empty or a gridemu run folder, one with an
+    earlier run's results only with ``overwrite``; see results.check_out).
     ``recurrence=False`` forces the event loop where the FCFS recurrence would apply.
     ``checkpoint``: seconds (of wall time) between checkpoints at barriers, written to
-    ``out/checkpoint.pkl`` for :func:`resume` (0: at every barrier; see emulator/checkpoint.py).
+    ``out/checkpoint.gridemu`` for :func:`resume` (0: at every barrier; see emulator/checkpoint.py).
     """
     if address and backend is None:
         backend = "ray"
@@ -72,13 +78,47 @@ def run(
         )
     if checkpoint is not None and not checkpoint >= 0:
         raise ScenarioError("--checkpoint", f"must be a number of seconds >= 0, got {checkpoint}")
-    target = None
-    if out is not None:
-        check_out(out, overwrite)  # before any work
-        if checkpoint is not None:
-            Path(out).mkdir(parents=True, exist_ok=True)
-            target = Path(out) / ckpt.FILE
-    raw = run_windows(
+    if out is None:
+        return _finish(_run_windows(scenario, address, on_progress, recurrence, checkpoint, None))
+    out = check_out(out, overwrite)  # before any work
+    if checkpoint is None:
+        raw = _run_windows(scenario, address, on_progress, recurrence, None, None)
+        result = _finish(raw)
+        result.write(out, overwrite)
+        return result
+    # The checkpoints go into the folder while it runs: it is made (and marked) now, and
+    # locked against a resume of it while this run writes there.
+    if not out.is_dir():
+        _make_run_folder(out)
+    elif marked(out) is None:  # an empty folder the user made
+        write_marker(out)
+    with locked(out, "run"):
+        raw = _run_windows(scenario, address, on_progress, recurrence, checkpoint, out / ckpt.FILE)
+        result = _finish(raw)
+        result.write(out, overwrite=True)  # replaces the folder this run made or was allowed, checkpoint and all
+    return result
+
+
+def _make_run_folder(out: Path) -> None:
+    """Make the run folder ``out`` with its marker, all at once (a hidden sibling renamed)."""
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
+    write_marker(tmp)
+    try:
+        os.rename(tmp, out)
+    except OSError:
+        shutil.rmtree(tmp, ignore_errors=True)  # mkdtemp's, just made
+        raise
+
+
+def _run_windows(
+    scenario: Scenario,
+    address: str | None,
+    on_progress: Callable[[Progress], None] | None,
+    recurrence: bool,
+    checkpoint: float | None,
+    target: Path | None,
+) -> RawRun:
+    return run_windows(
         scenario,
         address=address,
         on_progress=on_progress,
@@ -86,38 +126,50 @@ def run(
         checkpoint_every=checkpoint,
         checkpoint_to=target,
     )
-    result = _finish(raw)
-    if out is not None:
-        result.write(out, overwrite)  # replaces the folder, and the checkpoint with it
-    return result
 
 
 def resume(
-    out: str | Path,
+    folder: str | Path,
     *,
     backend: str | None = None,
     address: str | None = None,
     on_progress: Callable[[Progress], None] | None = None,
     checkpoint: float | None = None,
+    out: str | Path | None = None,
+    overwrite: bool = False,
 ) -> RunResult:
-    """Go on with a stopped run from the checkpoint in ``out`` and write its results there:
-    the same job table as a run that was never stopped. ``backend`` may differ from the
-    stopped run's (shards are the same objects on either). A run of a protocol that is not
-    shipped goes on only once that protocol is registered again (the checkpoint names it)."""
-    state = ckpt.load(Path(out))
-    require_registered(state["scenario"]["protocol"]["name"], f"resume {out}")
-    scenario = load_scenario(state["scenario"], source=state["source"], backend=backend or state["backend"])
-    raw = run_windows(
-        scenario,
-        address=address,
-        on_progress=on_progress,
-        resume=state["checkpoint"],
-        n_shards=state["shards"],
-        checkpoint_every=checkpoint,
-        checkpoint_to=Path(out) / ckpt.FILE if checkpoint is not None else None,
-    )
-    result = _finish(raw)
-    result.write(out, overwrite=False)
+    """Go on with a stopped run from the checkpoint in ``folder`` and write its results there
+    (or into ``out``, checked as :func:`run`'s, ``overwrite`` likewise; ``folder`` is then
+    kept as it is): the same job table as a run that was never stopped. ``backend`` may
+    differ from the stopped run's (shards are the same objects on either). The folder is
+    locked while it runs: a second resume of it is refused at once. A run of a protocol that
+    is not shipped goes on only once that protocol is registered again (the checkpoint names it)."""
+    folder = Path(folder)
+    if folder.is_symlink() or marked(folder) != "run":
+        if not (folder / ckpt.FILE).exists():
+            ckpt.load(folder)  # says what is missing: no checkpoint, or an older one
+        raise GridemuError(f"resume: {folder} is no gridemu run folder (no {MARKER}): it is not resumed")
+    target = folder if out is None else check_out(out, overwrite)
+    with locked(folder, "resume"):
+        state = ckpt.load(folder)
+        scenario = load_scenario(state["scenario"], source=state["source"], backend=backend or state["backend"])
+        if checkpoint is not None and target != folder:
+            if not target.is_dir():
+                _make_run_folder(target)
+            elif marked(target) is None:
+                write_marker(target)
+        raw = run_windows(
+            scenario,
+            address=address,
+            on_progress=on_progress,
+            resume=state["checkpoint"],
+            n_shards=state["shards"],
+            checkpoint_every=checkpoint,
+            checkpoint_to=target / ckpt.FILE if checkpoint is not None else None,
+        )
+        result = _finish(raw)
+        # Its own folder (or one it was allowed) is replaced, checkpoint and all.
+        result.write(target, overwrite=target == folder or overwrite or checkpoint is not None)
     return result
 
 

@@ -208,7 +208,7 @@ def _check_reachable(address: str, timeout: float = 5.0) -> None:
     """Fail fast on a host:port nobody listens on (Ray itself retries for minutes)."""
     hostport = address.split("://", 1)[-1]
     host, _, port = hostport.rpartition(":")
-    if not host or not port.isdigit():
+    if not host or not (port.isascii() and port.isdigit()):
         raise GridemuError(f"--address: expected auto, host:port or ray://host:port, got {address!r}")
     try:
         socket.create_connection((host, int(port)), timeout=timeout).close()

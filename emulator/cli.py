@@ -231,7 +231,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     return _unfinished(result.summary, scenario.horizon, args.strict)
 
 
-def _with_progress(args: argparse.Namespace, out: Path, go: Any) -> Any:
+def _with_progress(args: argparse.Namespace, out: Path, go: Any, hint: Path | None = None) -> Any:
     """Run ``go(progress bar)`` (no bar with --quiet, so a run where no site talks keeps its
     single window), name the checkpoint to resume from if stopped, and print the summary."""
     from gridemu.emulator.report import print_summary
@@ -240,7 +240,7 @@ def _with_progress(args: argparse.Namespace, out: Path, go: Any) -> Any:
     try:
         result = go(bar)
     except (KeyboardInterrupt, Terminated, SystemError):
-        _resume_hint(out)
+        _resume_hint(hint or out)
         raise
     finally:
         if bar is not None:
@@ -285,18 +285,27 @@ def _resume_hint(out: Path) -> None:
 
 def cmd_resume(args: argparse.Namespace) -> int:
     from gridemu.emulator.api import resume
+    from gridemu.emulator.checkpoint import FILE
 
-    out = Path(args.dir)
-    if (out / "summary.json").is_file() and not (out / "checkpoint.pkl").exists():
+    folder = Path(args.dir)
+    if (folder / "summary.json").is_file() and not (folder / FILE).exists() and not folder.is_symlink():
         # The run went through: its results replaced the checkpoint (docs/reliability.md).
-        print(f"{out}: the run is complete (summary.json), nothing to resume")
+        print(f"{folder}: the run is complete (summary.json), nothing to resume")
         return 0
+    out = check_out(args.out, args.overwrite) if args.out else folder  # fail before the run
     result = _with_progress(
         args,
         out,
         lambda bar: resume(
-            out, backend=args.backend, address=args.address, on_progress=bar, checkpoint=args.checkpoint
+            folder,
+            backend=args.backend,
+            address=args.address,
+            on_progress=bar,
+            checkpoint=args.checkpoint,
+            out=args.out,
+            overwrite=args.overwrite,
         ),
+        hint=folder if args.checkpoint is None else out,
     )
     return _unfinished(result.summary, float(result.scenario["run"]["horizon"]), args.strict)
 
@@ -363,11 +372,9 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from gridemu.emulator.export import export
+    from gridemu.emulator.export import check_file, export
 
-    out = Path(args.out) if args.out else None
-    if out is not None and out.is_dir():
-        raise GridemuError(f"--out: {out} is a folder; give the file to write")
+    out = check_file(Path(args.out), args.overwrite) if args.out else None  # before any work
     print(f"{args.format} written to {export(Path(args.dir), args.format, out)}")
     return 0
 
@@ -451,12 +458,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--checkpoint",
         type=float,
         metavar="SECONDS",
-        help="save the run's state at a barrier every SECONDS of wall time to OUT/checkpoint.pkl (gridemu resume OUT)",
+        help="save the run's state at a barrier every SECONDS of wall time in OUT (gridemu resume OUT)",
     )
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("resume", help="go on with a stopped run from the checkpoint in its result folder")
-    p.add_argument("dir", help="the stopped run's --out folder (it holds checkpoint.pkl)")
+    p.add_argument("dir", help="the stopped run's --out folder (it holds checkpoint.gridemu)")
+    p.add_argument("--out", help="write the results into this folder instead (checked as run's --out); DIR is kept")
+    p.add_argument("--overwrite", action="store_true", help="replace the results of an earlier run in --out")
     p.add_argument("--backend", choices=["inprocess", "ray"], help="default: the stopped run's")
     p.add_argument("--address", help="join a Ray cluster: auto, or ray://host:port")
     p.add_argument("--checkpoint", type=float, metavar="SECONDS", help="keep checkpointing every SECONDS")
@@ -491,7 +500,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--format", choices=["swf", "evalys"], default="swf", help="swf (DIR/jobs.swf) or evalys (DIR/jobs_evalys.csv)"
     )
-    p.add_argument("--out", help="the file to write instead (replaced whole, never half-written)")
+    p.add_argument("--out", help="the file to write instead (never half-written)")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
     p.set_defaults(func=cmd_export)
 
     p = sub.add_parser("sweep", help="run the cartesian product of settings and seeds in parallel (Ray tasks)")

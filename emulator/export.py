@@ -24,6 +24,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -199,14 +200,33 @@ def _then_nan(values: pd.Series, never: pd.DataFrame) -> np.ndarray:
     return np.concatenate([values.to_numpy(dtype=float), np.full(len(never), np.nan)])
 
 
+def check_file(path: Path, overwrite: bool = False) -> Path:
+    """``--out``, checked before any work: not a link, not a folder, an existing file only
+    with ``overwrite`` (gridemu replaces no file of the user's unasked), in a folder that exists."""
+    if path.is_symlink():
+        raise GridemuError(f"--out: {path} is a symbolic link: give the file itself (gridemu replaces no link)")
+    if path.is_dir():
+        raise GridemuError(f"--out: {path} is a folder; give the file to write")
+    if path.exists() and not overwrite:
+        raise GridemuError(f"--out: {path} exists: add --overwrite to replace it")
+    if not path.parent.is_dir():
+        raise GridemuError(f"--out: {path.parent} is not a folder")
+    return path
+
+
 def _write(path: Path, text: str) -> None:
     """All or nothing: a half-written file never replaces the old one."""
-    tmp = path.with_name(f".{path.name}.partial")
+    fd, name = tempfile.mkstemp(prefix=f".{path.name}.partial-", dir=path.parent)
+    tmp = Path(name)
     try:
-        tmp.write_text(text)
+        with os.fdopen(fd, "w") as fh:
+            fh.write(text)
+        mask = os.umask(0o022)
+        os.umask(mask)
+        os.chmod(tmp, 0o666 & ~mask)  # as a file opened for writing gets, not mkstemp's 0600
         os.replace(tmp, path)
     except BaseException:
-        tmp.unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)  # mkstemp's, just made
         raise
 
 

@@ -50,7 +50,8 @@ from gridemu.emulator.figures import (
     time_axis,
 )
 from gridemu.emulator.results import load
-from gridemu.model.errors import GridemuError
+from gridemu.model.checks import parse_int
+from gridemu.model.errors import GridemuError, ScenarioError
 from gridemu.sites.results import interval_runs
 
 MAX_LINES = 12
@@ -662,9 +663,12 @@ def parse_sites(text: str | None, known: list[int] | None) -> list[int]:
     for part in text.split(","):
         a, dash, b = part.strip().partition("-")
         try:
-            lo, hi = int(a), int(b) if dash else int(a)
-        except ValueError:
+            lo = parse_int(a, "--gantt-sites")
+            hi = parse_int(b, "--gantt-sites") if dash else lo
+        except ScenarioError:
             raise GridemuError(f"--gantt-sites: {part.strip()!r} is not a site id or a range like 0-3") from None
+        if hi < lo:
+            raise GridemuError(f"--gantt-sites: {part.strip()!r} is a range that goes down: write {hi}-{lo}")
         chosen.extend(range(lo, hi + 1))
     if known is None:
         return sorted(set(chosen))

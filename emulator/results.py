@@ -17,14 +17,16 @@ protocols a ``protocol`` section; ``fairness`` and a scheduler section's (``poli
 
 from __future__ import annotations
 
+import fcntl
 import json
 import math
 import os
 import shutil
 import tempfile
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import numpy as np
 import pandas as pd
@@ -148,40 +150,104 @@ def load(folder: str | Path) -> RunResult:
 
 
 def write_whole(
-    out: str | Path, write: "Callable[[Path], None]", overwrite: bool = False, results: tuple[str, ...] = ()
+    out: str | Path,
+    write: "Callable[[Path], None]",
+    overwrite: bool = False,
+    results: tuple[str, ...] = (),
+    kind: str = "run",
 ) -> Path:
     """Result files written all or nothing: ``write(folder)`` fills a hidden folder beside
-    ``out``, which is then renamed to ``out`` (an earlier run's folder only with ``overwrite``)."""
-    out = check_out(out, overwrite, results or RESULT_FILES)
+    ``out`` (with the marker of a ``kind`` folder), which is then renamed to ``out`` (an
+    earlier folder of that kind only with ``overwrite``; see :func:`check_out`)."""
+    out = check_out(out, overwrite, results or RESULT_FILES, kind)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
     try:
         tmp.chmod(0o777 & ~_umask())  # mkdtemp makes it private (0700); a result folder is as any other
+        write_marker(tmp, kind)
         write(tmp)
-        _replace(tmp, out)
+        _replace(tmp, out, kind)
     except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
+        shutil.rmtree(tmp, ignore_errors=True)  # made by mkdtemp above: ours
         raise
     return out
 
 
 #: Files that make a folder a run's results (``check_out`` refuses to mix two runs).
 RESULT_FILES = ("summary.json", "jobs.parquet", "sites.parquet", "scenario.toml")
+#: The marker gridemu writes into every folder it makes (a run's, a sweep's): only a folder
+#: that holds it may be replaced (docs/results-files.md).
+MARKER = ".gridemu-run"
+MARKER_FORMAT = 1
+#: Held (flock) by the process that writes into a run folder while it runs (resume, run --checkpoint).
+LOCK = ".gridemu-lock"
+#: What gridemu writes into its folders, besides the marker: a folder holding anything else
+#: is the user's too and is never replaced. Figures (``*.png``, ``*.pdf``, ``*.svg``) are report's; hidden
+#: ``.NAME.partial...`` files are gridemu's own files half-written when a process died.
+OWN_FILES = frozenset(
+    (
+        *RESULT_FILES,
+        "fragments.parquet",
+        "timeseries.parquet",
+        "usage.parquet",
+        "checkpoint.gridemu",
+        LOCK,
+        "jobs.swf",
+        "jobs_evalys.csv",
+        "runs.parquet",
+        "runs.csv",
+        "orgs.parquet",
+        "table.csv",
+        "failures.csv",
+        "scores.csv",
+        "stats.csv",
+        "policy.csv",
+    )
+)
 
 
-def check_out(out: str | Path, overwrite: bool = False, results: tuple[str, ...] = RESULT_FILES) -> Path:
-    """The result folder ``out``, checked before any work: its parent can be created and
-    written, it is not a file, and it holds none of an earlier run's ``results`` files
-    (unless ``overwrite``)."""
+def write_marker(folder: Path, kind: str = "run") -> None:
+    """Mark ``folder`` as made by gridemu (a ``kind`` folder: ``run`` or ``sweep``)."""
+    (folder / MARKER).write_text(json.dumps({"gridemu": kind, "format": MARKER_FORMAT}) + "\n")
+
+
+def marked(folder: Path) -> str | None:
+    """The kind of gridemu folder ``folder`` is (its marker), or None when it is none."""
+    path = folder / MARKER
+    if path.is_symlink() or not path.is_file():
+        return None
+    try:
+        text = path.read_bytes()[:4096].decode()
+        mark = json.loads(text)
+    except (OSError, ValueError):
+        return None
+    if not isinstance(mark, dict) or mark.get("format") != MARKER_FORMAT or mark.get("gridemu") not in ("run", "sweep"):
+        return None
+    return mark["gridemu"]
+
+
+def check_out(
+    out: str | Path, overwrite: bool = False, results: tuple[str, ...] = RESULT_FILES, kind: str = "run"
+) -> Path:
+    """The result folder ``out``, checked before any work. It may be missing, an empty folder
+    or a gridemu ``kind`` folder (its marker) holding only gridemu's files, and one that
+    holds ``results`` of an earlier run only with ``overwrite``. Anything else (a symbolic
+    link, a file, the working directory or a folder above it, a folder of other files) is
+    refused: gridemu never replaces what it did not write. Its parent must be writable."""
     out = Path(out)
+    if out.is_symlink():
+        raise GridemuError(f"--out: {out} is a symbolic link: give the folder itself (gridemu replaces no link)")
     if out.exists() and not out.is_dir():
         raise GridemuError(f"--out: {out} exists and is not a folder")
-    if out.is_dir() and not overwrite:
-        held = [f for f in results if (out / f).exists()]
-        if held:
-            raise GridemuError(
-                f"--out: {out} holds the results of an earlier run "
-                f"({held[0]}): choose another folder or add --overwrite"
-            )
+    here = Path.cwd().resolve()
+    if out.name in ("", ".", "..") or out.resolve() in (here, *here.parents):
+        raise GridemuError(f"--out: {out} is the working directory or a folder above it: name a folder inside it")
+    if out.is_dir():
+        try:
+            entries = sorted(p.name for p in out.iterdir())
+        except OSError as exc:
+            raise GridemuError(f"--out: cannot read {out}: {exc.strerror or exc}") from None
+        if entries:
+            _check_own(out, entries, overwrite, results, kind)
     parent = out.absolute().parent
     _make_folder(parent, out)
     if not os.access(parent, os.W_OK | os.X_OK):
@@ -199,13 +265,71 @@ def _umask() -> int:
 def _replace(tmp: Path, out: Path) -> None:
     """Rename the complete ``tmp`` to ``out``; an existing ``out`` is moved aside first and
     removed once the new one is in place."""
+
+
+def _check_own(out: Path, entries: list[str], overwrite: bool, results: tuple[str, ...], kind: str) -> None:
+    """A non-empty ``out``: a gridemu ``kind`` folder of gridemu's files, its results kept unless ``overwrite``."""
+    found = marked(out)
+    if found is None:
+        raise GridemuError(
+            f"--out: {out} holds files gridemu did not write ({entries[0]}) and is no gridemu run folder "
+            f"(no {MARKER}): name a new or empty folder"
+        )
+    if found != kind:
+        raise GridemuError(f"--out: {out} is a gridemu {found} folder, not a {kind} folder: name another folder")
+    foreign = [e for e in entries if not _own(e)]
+    if foreign:
+        raise GridemuError(
+            f"--out: {out} holds a file gridemu did not write ({foreign[0]}): move it away or name another folder"
+        )
+    held = [f for f in results if f in entries]
+    if held and not overwrite:
+        raise GridemuError(
+            f"--out: {out} holds the results of an earlier run ({held[0]}): choose another folder or add --overwrite"
+        )
+
+
+def _own(name: str) -> bool:
+    return (
+        name == MARKER
+        or name in OWN_FILES
+        or name.endswith((".png", ".pdf", ".svg"))  # report's figures, in any --format
+        or (name.startswith(".") and ".partial" in name)
+    )
+
+
+def _replace(tmp: Path, out: Path, kind: str = "run") -> None:
+    """Rename the complete ``tmp`` to ``out``; an existing ``out`` (checked again: a gridemu
+    folder, see :func:`check_out`) is moved aside first and removed once the new one is in place."""
     old = None
-    if out.is_dir() and any(out.iterdir()):
+    if out.is_dir() and not out.is_symlink() and any(out.iterdir()):
+        if marked(out) != kind:  # changed since check_out: never remove what is not ours
+            raise GridemuError(f"--out: {out} is no longer a gridemu {kind} folder: it is kept as it is")
         old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
         out.replace(old / out.name)
     os.replace(tmp, out)  # an empty folder of that name is replaced too
     if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
+        shutil.rmtree(old, ignore_errors=True)  # mkdtemp's, holding the marked folder moved aside
+
+
+@contextmanager
+def locked(folder: Path, what: str) -> Iterator[None]:
+    """Hold an exclusive lock on the run folder ``folder`` (its ``LOCK`` file) for the block:
+    a second process that writes into it (``resume``, ``run --checkpoint``) is refused at once."""
+    try:
+        fd = os.open(folder / LOCK, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+    except OSError as exc:
+        raise GridemuError(f"{what}: cannot lock {folder}: {exc.strerror or exc}") from None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise GridemuError(
+                f"{what}: {folder} is in use by another gridemu process (it holds {folder / LOCK}): wait for it to end"
+            ) from None
+        yield
+    finally:
+        os.close(fd)  # the lock goes with it
 
 
 def _make_folder(folder: Path, out: Path) -> None:

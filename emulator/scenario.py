@@ -293,7 +293,7 @@ def _find(data: Any, key: str) -> tuple[Any, Any] | None:
     for part in key.split("."):
         name, *indices = part.replace("]", "").split("[")
         parts.append(name)
-        parts += [int(i) for i in indices if i.isdigit()]
+        parts += [int(i) for i in indices if i.isascii() and i.isdigit()]
     node = data
     for part in parts[:-1]:
         try:
@@ -373,6 +373,27 @@ def _split_total(key: str, spec: dict[str, Any], dist: str, n: int) -> list[int]
     return largest_remainder(1 + weights / weights.sum() * (total - n), total).tolist()
 
 
+def _site_label(key: str, value: Any) -> str:
+    """A site's name or organization: a string, and not only digits (job lists and edge files
+    name a site by its name or by its index: "3" would be both)."""
+    if not isinstance(value, str) or not value:
+        raise ScenarioError(key, f"must be a non-empty string, got {value!r}")
+    if value.isdigit():
+        raise ScenarioError(key, f"must not be only digits ({value!r} reads as a site index): give a name")
+    return value
+
+
+def _agree(key: str, entry: dict[str, Any]) -> None:
+    """``speeds`` lists each processor: a ``procs`` or ``speed`` beside it must say the same."""
+    speeds = entry["speeds"]
+    if "speed" in entry:
+        raise ScenarioError(f"{key}.speed", "give speed (one for every processor) or speeds (one each), not both")
+    if "procs" in entry and isinstance(speeds, list) and entry["procs"] != len(speeds):
+        raise ScenarioError(
+            f"{key}.procs", f"is {entry['procs']!r} but speeds lists {len(speeds)} processors: give one of them"
+        )
+
+
 def _build_sites(data: dict[str, Any], default_scheduler: str, seed: int) -> list[SiteSpec]:
     raw = data.get("sites")
     if raw is None:
@@ -386,8 +407,10 @@ def _build_sites(data: dict[str, Any], default_scheduler: str, seed: int) -> lis
             if not isinstance(entry, dict):
                 raise ScenarioError(key, "must be a table")
             _unknown(key, entry, _KNOWN["site"])
-            name = str(entry.get("name", f"site{i}"))
+            name = _site_label(f"{key}.name", entry.get("name", f"site{i}"))
+            org = _site_label(f"{key}.org", entry.get("org", name))
             if "speeds" in entry:
+                _agree(key, entry)
                 speeds = entry["speeds"]
                 if not isinstance(speeds, list) or not speeds:
                     raise ScenarioError(f"{key}.speeds", "must be a non-empty list of speeds")
@@ -401,7 +424,7 @@ def _build_sites(data: dict[str, Any], default_scheduler: str, seed: int) -> lis
                 speed = check_number(f"{key}.speed", entry.get("speed", 1.0), positive=True, finite=True)
                 speeds = [speed] * procs
             scheduler = choice(f"{key}.scheduler", entry.get("scheduler", default_scheduler), SCHEDULERS)
-            specs.append(SiteSpec(i, name, str(entry.get("org", name)), tuple(float(s) for s in speeds), scheduler))
+            specs.append(SiteSpec(i, name, org, tuple(float(s) for s in speeds), scheduler))
         dup = [n for n, k in Counter(s.name for s in specs).items() if k > 1]
         if dup:
             raise ScenarioError("sites", f"duplicate site names: {', '.join(sorted(dup))}")

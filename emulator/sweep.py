@@ -133,7 +133,7 @@ def sweep(  # noqa: C901
     for point in points:  # fail before launching anything
         load_scenario(data, {**(overrides or {}), **point}, source=source)
     if out is not None:
-        out = check_out(out, overwrite, SWEEP_FILES)
+        out = check_out(out, overwrite, SWEEP_FILES, "sweep")
     # A swept run.seed is the first seed of that point's repeats.
     tasks = [(point, int(point.get("run.seed", base.seed)) + r) for point in points for r in range(repeat)]
 
@@ -198,7 +198,7 @@ def sweep(  # noqa: C901
             failures.to_csv(folder / "failures.csv", index=False)
 
     if out is not None:
-        write_whole(out, write, overwrite, SWEEP_FILES)
+        write_whole(out, write, overwrite, SWEEP_FILES, "sweep")
     if not quiet and rows:
         _print_table(table, len(rows), time.perf_counter() - t0, out)
     if rows:

@@ -40,6 +40,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from gridemu.model.checks import duplicate, parse_int, parse_number
 from gridemu.model.errors import ScenarioError
 from gridemu.sites.spec import SiteSpec
 
@@ -216,8 +217,11 @@ def _from_file(path: Path, sites: Sequence[SiteSpec]) -> Topology:
         value = value.strip()
         if value in index:
             return index[value]
-        if value.lstrip("-").isdigit() and 0 <= int(value) < n:
-            return int(value)
+        where = f"{path}, line {line}, column {column}"
+        if value.lstrip("+-")[:1].isdigit():  # a site index: ASCII digits only (parse_int says so)
+            i = parse_int(value, where)
+            if 0 <= i < n:
+                return i
         raise ScenarioError(key, f"{path}, line {line}: {column} {value!r} is no site (a name or an index 0..{n - 1})")
 
     links: set[tuple[int, int]] = set()
@@ -226,6 +230,9 @@ def _from_file(path: Path, sites: Sequence[SiteSpec]) -> Topology:
         with path.open(newline="", encoding="utf-8") as fh:
             reader = csv.DictReader(fh)
             fields = [f.strip() for f in (reader.fieldnames or [])]
+            twice = duplicate(fields)
+            if twice is not None:
+                raise ScenarioError(key, f"{path}, line 1: column {twice!r} is named twice in the header")
             if not {"source", "target"} <= set(fields):
                 raise ScenarioError(
                     key, f"{path}: the header must name source and target (and optionally latency), got {fields}"
@@ -238,10 +245,7 @@ def _from_file(path: Path, sites: Sequence[SiteSpec]) -> Topology:
                     raise ScenarioError(key, f"{path}, line {line}: a link from site {sites[a].name} to itself")
                 pair = (min(a, b), max(a, b))
                 if has_latency:
-                    try:
-                        lat = float(row["latency"])
-                    except ValueError:
-                        lat = math.nan
+                    lat = parse_number(row["latency"], f"{path}, line {line}, column latency")
                     if not (lat > 0 and math.isfinite(lat)):
                         raise ScenarioError(
                             key, f"{path}, line {line}: latency must be a number > 0, got {row['latency']!r}"

@@ -6,11 +6,52 @@ from __future__ import annotations
 
 import difflib
 import math
+import re
 from typing import Any, Callable, Iterable
 
 import numpy as np
 
 from gridemu.model.errors import ScenarioError
+
+_INT_TEXT = re.compile(r"[+-]?[0-9]+", re.ASCII)
+_NUMBER_TEXT = re.compile(
+    r"[+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|inf|infinity|nan)", re.ASCII | re.IGNORECASE
+)
+
+
+def parse_int(text: str, where: str) -> int:
+    """An integer written in user text (a CSV cell, an edge file, a per-site key, an option):
+    ASCII digits with an optional sign only. Python's ``int`` also takes "١" or "1_0", and
+    ``str.isdigit`` takes "²", which ``int`` then refuses: the one parser for all of them."""
+    stripped = text.strip()
+    if not _INT_TEXT.fullmatch(stripped):
+        raise ScenarioError(where, f"must be an integer in ASCII digits, got {text!r}")
+    return int(stripped)
+
+
+def parse_number(text: str, where: str) -> float:
+    """A number written in user text: ASCII digits, an optional sign, decimal point and
+    exponent, or inf/nan (which the caller's checks may refuse); see :func:`parse_int`."""
+    stripped = text.strip()
+    if not _NUMBER_TEXT.fullmatch(stripped):
+        raise ScenarioError(where, f"must be a number in ASCII digits, got {text!r}")
+    return float(stripped)
+
+
+def is_int_text(text: str) -> bool:
+    """Whether ``text`` is an unsigned integer in ASCII digits (what :func:`parse_int` takes, no sign)."""
+    return text.isascii() and text.isdigit()
+
+
+def duplicate(names: Any) -> str | None:
+    """The first name given twice among a header's column names (stripped), or None."""
+    seen: set[str] = set()
+    for name in names:
+        name = str(name).strip()
+        if name in seen:
+            return name
+        seen.add(name)
+    return None
 
 
 def check_number(
@@ -116,7 +157,7 @@ def _per_site(key: str, value: Any, n: int, one: Callable[[str, Any], Any], exam
         for site, v in value.items():
             if site == "default":
                 continue
-            if not str(site).isdigit() or int(site) >= n:
+            if not is_int_text(str(site)) or int(site) >= n:
                 raise ScenarioError(f"{key}.{site}", f"must name a site by its index, 0 to {n - 1}")
             values[int(site)] = one(f"{key}.{site}", v)
         return values

@@ -15,7 +15,15 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from gridemu.model.checks import check_number, check_sequential, choice, per_site_array
+from gridemu.model.checks import (
+    check_number,
+    check_sequential,
+    choice,
+    duplicate,
+    parse_int,
+    parse_number,
+    per_site_array,
+)
 from gridemu.model.errors import ScenarioError, WorkloadError
 from gridemu.model.jobs import JOB_DTYPE, empty_jobs, number_jobs
 from gridemu.scenarios import dedicated, poisson, propositions
@@ -78,6 +86,11 @@ def check_workload(wl: dict[str, Any], sites: list["SiteSpec"]) -> None:  # noqa
             )
         if "jobs" not in wl and "until" not in wl:
             raise ScenarioError("workload.jobs", "give the total number of jobs (jobs) or the end of arrivals (until)")
+        if "jobs" in wl and "until" in wl:
+            raise ScenarioError(
+                "workload.until",
+                "workload.jobs and workload.until are both given: give one (jobs: how many; until: when arrivals end)",
+            )
         if "jobs" in wl:
             jobs = check_number("workload.jobs", wl["jobs"], positive=True, most=MAX_JOBS)
             if not jobs.is_integer():
@@ -306,17 +319,16 @@ def _site_named(ref: Any, sites: list["SiteSpec"], by_name: dict[str, "SiteSpec"
         return by_name[ref]
     if isinstance(ref, int) and not isinstance(ref, bool) and 0 <= ref < len(sites):
         return sites[ref]
-    if isinstance(ref, str) and ref.isdigit() and int(ref) < len(sites):
-        return sites[int(ref)]
+    if isinstance(ref, str) and ref.strip()[:1].isdigit():  # digits in a CSV cell: ASCII only
+        i = parse_int(ref, key)
+        if 0 <= i < len(sites):
+            return sites[i]
     raise ScenarioError(key, f"unknown site {ref!r} (sites: {', '.join(list(by_name)[:10])}...)")
 
 
 def _as_number(value: Any, key: str) -> Any:
     if isinstance(value, str):
-        try:
-            return float(value)
-        except ValueError:
-            raise ScenarioError(key, f"must be a number, got {value!r}") from None
+        return parse_number(value, key)
     return value
 
 
@@ -327,6 +339,9 @@ def _csv_jobs(path: Path, sites: list["SiteSpec"]) -> tuple[np.ndarray, list[str
             reader = csv.DictReader(fh)
             if reader.fieldnames is None:
                 raise WorkloadError(f"{path}:1: empty CSV file; expected a header line")
+            twice = duplicate(reader.fieldnames)
+            if twice is not None:
+                raise WorkloadError(f"{path}:1: column {twice!r} is named twice in the header")
             rows = [dict(r) for r in reader]
     except UnicodeDecodeError:
         raise WorkloadError(f"{path}: not a text CSV file (UTF-8)") from None

@@ -8,6 +8,7 @@ import pytest
 import gridemu.emulator as emulator
 from gridemu.emulator import backends
 from gridemu.emulator.cli import main
+from gridemu.emulator.results import write_marker
 from gridemu.model.errors import GridemuError
 from tests.golden import digest
 
@@ -40,12 +41,13 @@ def test_a_stopped_run_resumes_to_the_same_job_table(tmp_path, name):
     out = tmp_path / "r"
     with pytest.raises(KeyboardInterrupt):
         emulator.run(name, **kw, out=out, checkpoint=0, on_progress=stop_at(5))
-    assert [p.name for p in out.iterdir()] == ["checkpoint.pkl"]  # no result file, whole or partial
+    # No result file, whole or partial: the marker, the lock the run held, the checkpoint.
+    assert sorted(p.name for p in out.iterdir()) == [".gridemu-lock", ".gridemu-run", "checkpoint.gridemu"]
     resumed = emulator.resume(out)
     assert digest(resumed.jobs) == digest(whole.jobs)
     assert resumed.summary["global"]["mean_flow_time"] == whole.summary["global"]["mean_flow_time"]
     names = {p.name for p in out.iterdir()}
-    assert "jobs.parquet" in names and "checkpoint.pkl" not in names  # the results replaced the checkpoint
+    assert "jobs.parquet" in names and "checkpoint.gridemu" not in names  # the results replaced the checkpoint
 
 
 @pytest.mark.parametrize(("before", "after"), [("inprocess", "ray"), ("ray", "inprocess")])
@@ -92,15 +94,19 @@ def test_a_shard_that_keeps_dying_stops_the_run_with_one_error(ray_session, monk
 
 def test_resume_without_a_checkpoint_or_with_a_damaged_one_is_one_line(tmp_path, capsys):
     assert main(["resume", str(tmp_path)]) == 2
-    assert "holds no checkpoint (checkpoint.pkl)" in capsys.readouterr().err
+    assert "holds no checkpoint (checkpoint.gridemu)" in capsys.readouterr().err
     (tmp_path / "summary.json").write_text("{}")  # a run that went through: nothing to do, said so
     assert main(["resume", str(tmp_path)]) == 0
     assert "the run is complete (summary.json), nothing to resume" in capsys.readouterr().out
     (tmp_path / "summary.json").unlink()
-    (tmp_path / "checkpoint.pkl").write_bytes(b"not a pickle at all")
+    (tmp_path / "checkpoint.gridemu").write_bytes(b"not a checkpoint at all")
     assert main(["resume", str(tmp_path)]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "is damaged" in err
+    assert err.count("\n") == 1 and "is no gridemu run folder" in err
+    write_marker(tmp_path)
+    assert main(["resume", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "is not a gridemu checkpoint" in err
     assert main(["run", "quickstart", "--checkpoint", "-1", "--out", str(tmp_path / "x")]) == 2
     assert "--checkpoint: must be a number of seconds >= 0" in capsys.readouterr().err
 

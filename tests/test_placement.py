@@ -67,7 +67,7 @@ def test_rigid_jobs_record_their_processor_sets_without_overlap():
 @pytest.mark.parametrize(
     "scenario,overrides",
     [
-        ("gm-grid", {"workload.until": 60.0}),
+        ("gm-grid", {"workload.jobs": 300}),
         ("quickstart", {"workload.jobs": 2000}),
         ("molba", {}),
         ("faults", {}),

@@ -207,7 +207,7 @@ def test_a_plugin_checkpoint_on_ray_names_the_protocol_and_resumes(ray_session, 
         with pytest.raises(KeyboardInterrupt):
             emulator.run(RELAY_SCENARIO, backend=before, shards=3, out=out, checkpoint=0, on_progress=stop_at(4))
         # The checkpoint names the agent's class, never pickles it: nothing of this module in it.
-        assert b"RelayAgent" not in (out / "checkpoint.pkl").read_bytes()
+        assert b"RelayAgent" not in (out / "checkpoint.gridemu").read_bytes()
     finally:
         registry.unregister("relay")
     # Without the protocol registered, resume says which one it needs.
