@@ -2,10 +2,11 @@
 # The rerun of Tables 4.3 and 4.5 (α = β = 2) after BILB's plan learned the movable load
 # (docs/results/bilb.md, "Tables 4.2-4.5"): the commands of bilb-tables.sh, fewer runs, each
 # sweep split in parts (FOLDER-part-*, which bilb_tables.py puts together) so that an
-# interrupted rerun keeps what it has and resumes. Two queues, one per core:
+# interrupted rerun keeps what it has and resumes (keep OUT apart from bilb-tables.sh's: a sweep
+# and its parts are read together). Two queues, one per core:
 #   bash docs/results/bilb-tables-movable.sh a & bash docs/results/bilb-tables-movable.sh b; wait
 #   python -m gridemu.experiments.bilb_tables runs/bilb-tables --write --tables 4.3,4.5 --before 0a22a79
-# R = 20 runs per cell (seeds 1-20; N = 2: R2 = 40; N = 30: R30 = 10); about 40 minutes on
+# R = 20 runs per cell (seeds 1-20; N = 2: R2 = 40; N = 30: R30 = 10); about 25 minutes on
 # 2 busy cores. R=200 R2=200 R30=200 gives the page's usual 200 runs (about 2 hours).
 set -euo pipefail
 OUT=${OUT:-runs/bilb-tables}
