@@ -21,6 +21,7 @@ class BilbAgent(DivisibleAgent):
     """``bilb``: Bounded, Iterative Load Balancing (thesis Algorithm 4.3) with declared levels l_k."""
 
     name = "bilb"
+    plans_movable = True
 
     def __init__(self, site, grid: GridInfo, params: BilbParams):
         super().__init__(site, grid, params)

@@ -132,6 +132,8 @@ class DivisibleAgent(PeriodLedger, Agent):
 
     name = "divisible"
     intercepts_arrivals = True
+    #: Whether the plan reads m_k; if not, offers send L_k in its place and skip the queue walk.
+    plans_movable = False
     record_columns = (
         "time",
         "site",
@@ -230,7 +232,7 @@ class DivisibleAgent(PeriodLedger, Agent):
         self.round_time = now
         load = self.site.load(now) - now
         level = self.level()
-        movable = self._movable(now)
+        movable = self._movable(now) if self.plans_movable else load
         if not self.everywhere:  # a common clock (module doc)
             self.site.set_timer(self._round_at(now + self.gap), "round")
         if self.gossip:
