@@ -47,10 +47,22 @@ def test_bilb_limits_bound_sender_and_receiver():
     assert bilb_plan([0.0, 10.0], [0.0, 100.0]) == []
 
 
+def test_bilb_caps_each_surplus_at_the_movable_load():
+    # loads 0, 4, 8 as in test_bilb_by_hand, but site 2 can move only 1 and site 1 nothing:
+    # site 1 sends nothing, site 2 sends its 1 to the one with the most space (site 0, empty).
+    plan = bilb_plan([0.0, 4.0, 8.0], [100.0] * 3, movable=[0.0, 0.0, 1.0])
+    assert plan == [(2, 0, 1.0)]
+    # the next round comes when the least loaded queue, as the capped plan leaves it, empties
+    assert next_round_time(10.0, [0.0, 4.0, 8.0], plan) == 11.0
+    with pytest.raises(ValueError, match="2 movable loads"):
+        bilb_plan([0.0, 4.0, 8.0], [100.0] * 3, movable=[0.0, 1.0])
+
+
 loads_and_limits = st.integers(1, 25).flatmap(
     lambda n: st.tuples(
         st.lists(st.floats(0, 500, allow_nan=False), min_size=n, max_size=n),
         st.lists(st.floats(0, 1000, allow_nan=False), min_size=n, max_size=n),
+        st.lists(st.floats(0, 1), min_size=n, max_size=n),
     )
 )
 
@@ -58,8 +70,9 @@ loads_and_limits = st.integers(1, 25).flatmap(
 @settings(max_examples=300, deadline=None)
 @given(loads_and_limits)
 def test_bilb_guarantees(case):
-    loads, limits = case
-    plan = bilb_plan(loads, limits)
+    loads, limits, share = case
+    movable = [load * f for load, f in zip(loads, share)]
+    plan = bilb_plan(loads, limits, movable)
     received = [0.0] * len(loads)
     sent = [0.0] * len(loads)
     for k, l, amount in plan:
@@ -70,6 +83,7 @@ def test_bilb_guarantees(case):
     eps = 1e-9 * (1 + max(loads))
     for i in range(len(loads)):
         assert sent[i] <= limits[i] + eps  # a sender never sends more than its l_k
+        assert sent[i] <= movable[i] + eps  # nor more than it can move
         if received[i] > 0:  # a receiver's queue never exceeds its l_k
             assert loads[i] + received[i] - sent[i] <= limits[i] + eps
     assert math.isclose(sum(sent), sum(received), rel_tol=1e-12, abs_tol=1e-9)  # nothing created or lost

@@ -15,8 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gridemu.brokers.averaging.algorithm import averaging_plan
-from gridemu.brokers.bilb.algorithm import bilb_plan
-from gridemu.brokers.bilb.reference import job_ends, reference_run
+from gridemu.brokers.bilb.algorithm import bilb_plan, next_round_time
+from gridemu.brokers.bilb.reference import job_ends, reference_run, thesis_bilb
 from gridemu.model.jobs import empty_jobs
 from gridemu.model.rng import PURPOSE_COALITION, site_rng
 
@@ -105,6 +105,66 @@ def test_the_unprocessed_part_of_a_running_piece_is_cut():
     assert rounds[0] == (0.0, [0.0, 0.0], [], [0.0, 0.0])
     assert rounds[1] == (1.0, [7.0, 0.0], [(0, 1, 3.5)], [3.5, 3.5])
     assert [r[0] for r in rounds] == [0.0, 1.0, 4.5]
+
+
+def test_work_that_cannot_move_is_not_planned():
+    # The same job with running work kept whole: at t=1, L = [7, 0] but nothing of site 0's
+    # queue can move (m = [0, 0]), so BILB plans nothing and times the next round by the
+    # queues as they are, min(7, 0): every min_gap, until a round (at 9) finds nothing held.
+    rounds = []
+    pieces = reference_run(
+        make_jobs([(0, 8, 0)]),
+        2,
+        protocol="bilb",
+        limits=[100, 100],
+        cut_running=False,
+        min_gap=3.0,
+        on_round=lambda t, L, plan, after: rounds.append((t, L, plan, after)),
+    )
+    assert as_rows(pieces) == [(0, 0, 8.0, 0.0, 8.0, 8.0)]
+    assert [(t, plan) for t, _, plan, _ in rounds] == [(0.0, []), (3.0, []), (6.0, []), (9.0, [])]
+
+
+def test_a_surplus_is_capped_at_what_its_sender_can_move():
+    # Site 0 runs job 0 (size 6) and queues job 1 (size 2); sites 1 and 2 are idle. At t=1,
+    # L = [7, 0, 0] and, with running work whole, m_0 = 2: site 0 sends its queued 2, split
+    # 1 and 1 (uncapped it would plan 7 - 7/3 = 4.67 and could cut only 2).
+    rounds = []
+    pieces = reference_run(
+        make_jobs([(0, 6, 0), (0, 2, 0)]),
+        3,
+        protocol="bilb",
+        limits=[100, 100, 100],
+        start=1.0,
+        cut_running=False,
+        on_round=lambda t, L, plan, after: rounds.append((t, L, plan, after)),
+    )
+    assert rounds[0] == (1.0, [7.0, 0.0, 0.0], [(0, 1, 1.0), (0, 2, 1.0)], [5.0, 1.0, 1.0])
+    assert job_ends(pieces) == {0: 6.0, 1: 2.0}
+
+
+loads_limits_movable = st.integers(1, 12).flatmap(
+    lambda n: st.tuples(
+        st.lists(st.integers(0, 40).map(lambda x: x / 4), min_size=n, max_size=n),
+        st.lists(st.one_of(st.just(math.inf), st.integers(0, 40).map(lambda x: x / 4)), min_size=n, max_size=n),
+        st.lists(st.floats(0, 1), min_size=n, max_size=n),
+    )
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(loads_limits_movable)
+def test_the_oracles_plan_is_the_agents_plan(case):
+    """The reference's Algorithm 4.3 (``thesis_bilb``, written from the text) and the agents'
+    ``bilb_plan`` are two implementations: on random offers (quarter units, so loads and
+    spaces tie often) they give the same transfers and the same next round."""
+    loads, limits, share = case
+    movable = [load * f for load, f in zip(loads, share)]
+    theirs, after = thesis_bilb(loads, limits, movable)
+    ours = bilb_plan(loads, limits, movable)
+    assert [(k, l) for k, l, _ in theirs] == [(k, l) for k, l, _ in ours]
+    assert np.allclose([a for *_, a in theirs], [a for *_, a in ours], rtol=1e-12, atol=1e-12)
+    assert math.isclose(after, next_round_time(0.0, loads, ours), rel_tol=1e-12, abs_tol=1e-12)
 
 
 @pytest.mark.parametrize("protocol,limits", [("bilb", [100, 100]), ("averaging_game", [0, 0])])

@@ -49,8 +49,9 @@ class AveragingGameAgent(DivisibleAgent):
     def strategy(self) -> float:
         return self.p
 
-    def plan(self, loads: list[float], levels: list[float]) -> tuple[Plan, float]:
-        # Every site computes the plan from the same offers, each on its own.
+    def plan(self, loads: list[float], levels: list[float], movable: list[float]) -> tuple[Plan, float]:
+        # Every site computes the plan from the same offers, each on its own (Algorithm 4.1
+        # averages whole queues: the movable loads are not its input).
         return coalition_round(loads, [k for k, level in enumerate(levels) if level > 0.5])
 
     def adjust(self, ratio: float) -> None:

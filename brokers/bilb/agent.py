@@ -21,6 +21,7 @@ class BilbAgent(DivisibleAgent):
     """``bilb``: Bounded, Iterative Load Balancing (thesis Algorithm 4.3) with declared levels l_k."""
 
     name = "bilb"
+    plans_movable = True
 
     def __init__(self, site, grid: GridInfo, params: BilbParams):
         super().__init__(site, grid, params)
@@ -33,10 +34,10 @@ class BilbAgent(DivisibleAgent):
     def accept_limit(self) -> float:
         return self.limit
 
-    def plan(self, loads: list[float], levels: list[float]) -> tuple[Plan, float]:
+    def plan(self, loads: list[float], levels: list[float], movable: list[float]) -> tuple[Plan, float]:
         # Every site computes the plan from the same offers, each on its own.
-        plan = bilb_plan(loads, levels)
-        timing = plan if self.round_timing == "plan" else bilb_plan(loads, [math.inf] * len(loads))
+        plan = bilb_plan(loads, levels, movable)
+        timing = plan if self.round_timing == "plan" else bilb_plan(loads, [math.inf] * len(loads), movable)
         return plan, next_round_time(0.0, loads, timing)
 
     def adjust(self, ratio: float) -> None:

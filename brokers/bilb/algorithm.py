@@ -1,9 +1,10 @@
 """Bounded, iterative load balancing (thesis ch. 4, section 4.7, Algorithm 4.3): the plan.
 
 This module holds the reference algorithm as a pure function; the agent that runs it
-over messages, with divisible jobs and announced finish times, is ``brokers/bilb/agent.py``,
-and ``brokers/bilb/reference.py`` runs it centrally as the test oracle. Loads here are queue
-lengths L_k in time units, as are the declared participation levels l_k.
+over messages, with divisible jobs and announced finish times, is ``brokers/bilb/agent.py``.
+``brokers/bilb/reference.py``, the test oracle, has its own implementation of the same plan.
+Loads here are queue lengths L_k in time units, as are the declared participation levels l_k
+and the movable loads m_k.
 
 Reading of Algorithm 4.3 where the pseudo-code and the text disagree:
   * line 4 prints ``surplus_k = max(L_k - L̄_k, l_k)``, but the text says the load a
@@ -14,7 +15,12 @@ Reading of Algorithm 4.3 where the pseudo-code and the text disagree:
     k-1 first sites "have their load already balanced, with mean queue length L̄_{k-1}",
     which holds only if both terms use the current queue L_l + Φ_l - Ψ_l; we use it in both
     (so loads 0, 4, 8 end at 4, 4, 4 rather than 4, 2, 6);
-  * a space below zero (a receiver already past L̄_k or its l_l) is zero.
+  * a space below zero (a receiver already past L̄_k or its l_l) is zero;
+  * the thesis's L_k counts all of a queue, but only part of it can move: what runs (when
+    running work is not cut) or is otherwise pinned stays. A site also offers m_k, the part of
+    L_k it could send, and line 4 caps the surplus at it: ``min(L_k - L̄_k, l_k, m_k)``.
+    Without the cap a plan sends load that cannot leave, its receivers wait for it, and the
+    next round (timed by the plan) comes when the plan's queues, not the real ones, empty.
 """
 
 from __future__ import annotations
@@ -29,19 +35,26 @@ CUT_EPS = 1e-12
 SAME_INSTANT = 1e-9
 
 
-def bilb_plan(loads: Sequence[float], limits: Sequence[float]) -> list[tuple[int, int, float]]:
+def bilb_plan(
+    loads: Sequence[float], limits: Sequence[float], movable: Sequence[float] | None = None
+) -> list[tuple[int, int, float]]:
     """Algorithm 4.3 (BILB): transfers ``(k, l, Φ_{l,k})`` from site k to site l.
 
-    Sites are taken in order of increasing load (ties by index). Site k balances with the
+    Sites are taken in order of increasing load L_k (ties by index). Site k balances with the
     k-1 less loaded ones against their running mean L̄_k: it sends at most
-    ``min(L_k - L̄_k, l_k)``, split over the receivers in order of increasing space, each
+    ``surplus_k = min(L_k - L̄_k, l_k, m_k)``, with m_k (``movable``, default L_k) the part of
+    its queue it can send, split over the receivers in order of increasing space, each
     receiving at most an equal share of what is left and at most its space
-    ``min(L̄_k, l_l) - (L_l + Φ_l - Ψ_l)``. So a receiver's queue never passes
-    its declared l_l and a sender never sends more than its l_k.
+    ``min(L̄_k, l_l) - (L_l + Φ_l - Ψ_l)``. So a receiver's queue never passes its declared
+    l_l, and a sender never sends more than its l_k or than it can move (Ψ_k ≤ min(l_k, m_k)).
     """
     n = len(loads)
     if len(limits) != n:
         raise ValueError(f"bilb_plan: {n} loads but {len(limits)} participation levels")
+    if movable is None:
+        movable = loads
+    elif len(movable) != n:
+        raise ValueError(f"bilb_plan: {n} loads but {len(movable)} movable loads")
     order = sorted(range(n), key=lambda i: (loads[i], i))
     received = [0.0] * n  # Φ
     sent = [0.0] * n  # Ψ
@@ -51,7 +64,7 @@ def bilb_plan(loads: Sequence[float], limits: Sequence[float]) -> list[tuple[int
         mean = (pos * mean + loads[k]) / (pos + 1)
         if pos == 0:
             continue
-        surplus = min(loads[k] - mean, limits[k])
+        surplus = min(loads[k] - mean, limits[k], movable[k])
         if surplus <= 0:
             continue
         before = order[:pos]

@@ -8,7 +8,8 @@ Sites have one processor and an FCFS queue; jobs are divisible.
 
 A round, as every site runs it (no site ever reads another's state):
   1. At the round time t every site broadcasts an ``offer``: its queue length L_k (time
-     to finish what it holds) and its strategy (l_k, or 1/0 for in/out of the coalition).
+     to finish what it holds), its strategy (l_k, or 1/0 for in/out of the coalition) and
+     m_k, the part of L_k it could cut in step 3 (``DivisibleAgent._movable``).
   2. A site that holds all N offers computes the plan with the pure function
      (``bilb_plan`` or ``averaging_plan``): every site gets the same offers, so every
      site computes the same plan and the same next round time. Each site computes it
@@ -82,14 +83,15 @@ from gridemu.model.jobs import STATE_CODE
 from gridemu.model.messages import message
 from gridemu.model.rng import PURPOSE_GOSSIP, site_rng
 
-#: A site's offer for a round (thesis Alg. 4.3): its load L_k and its level (l_k, or 1/0 in/out of the coalition).
-OFFER = message("offer", load=float, level=float)
+#: A site's offer for a round (thesis Alg. 4.3): its load L_k, its level (l_k, or 1/0 in/out of the coalition)
+#: and its movable load m_k (what of L_k it could send).
+OFFER = message("offer", load=float, level=float, movable=float)
 #: The receiver takes an offered piece (named by its slot at the sender) and will finish it by ``finish``.
 GRANT = message("grant", slot=int, finish=float)
 #: The receiver refuses an offered piece: it stays where it was.
 REFUSE = message("refuse", slot=int)
 #: Gossip: a site's offer to the neighbor it drew this round, which answers with its own ``offer``.
-PAIR = message("pair", load=float, level=float)
+PAIR = message("pair", load=float, level=float, movable=float)
 #: Pieces travel as the kernel's ``fragment`` kind (job, ``slot`` at the sender, ``tag``).
 MESSAGES = (OFFER, GRANT, REFUSE, PAIR)
 
@@ -130,6 +132,8 @@ class DivisibleAgent(PeriodLedger, Agent):
 
     name = "divisible"
     intercepts_arrivals = True
+    #: Whether the plan reads m_k; if not, offers send L_k in its place and skip the queue walk.
+    plans_movable = False
     record_columns = (
         "time",
         "site",
@@ -173,7 +177,7 @@ class DivisibleAgent(PeriodLedger, Agent):
         self.starting_queued = params.starting == "queued"
         self.speed = site.speed
         self.round_time = math.nan
-        self.offers: dict[int, tuple[float, float]] = {}
+        self.offers: dict[int, tuple[float, float, float]] = {}  # site -> (L_k, level, m_k)
         self.waiting: set[int] = set()  # own pieces offered this round, not answered yet
         self.expect: list[int] | None = None  # senders of the round's transfers to this site, in plan order
         self.inbox: dict[int, list[tuple]] = {}  # pieces received this round, by sender
@@ -194,7 +198,7 @@ class DivisibleAgent(PeriodLedger, Agent):
         """Longest queue (time units) this site accepts to reach with foreign pieces."""
         return math.inf
 
-    def plan(self, loads: list[float], levels: list[float]) -> tuple[Plan, float]:
+    def plan(self, loads: list[float], levels: list[float], movable: list[float]) -> tuple[Plan, float]:
         """The round's transfers (k, l, amount) and the delay to the next round (before ``min_gap``)."""
         raise NotImplementedError
 
@@ -228,33 +232,34 @@ class DivisibleAgent(PeriodLedger, Agent):
         self.round_time = now
         load = self.site.load(now) - now
         level = self.level()
+        movable = self._movable(now) if self.plans_movable else load
         if not self.everywhere:  # a common clock (module doc)
             self.site.set_timer(self._round_at(now + self.gap), "round")
         if self.gossip:
-            self.offers = {self.site.site_id: (load, level)}
+            self.offers = {self.site.site_id: (load, level, movable)}
             self.pick = self.random_neighbor(self.rng_gossip)
             self.partners_in = False
-            self.site.send(now, self.pick, "pair", load=load, level=level)
+            self.site.send(now, self.pick, "pair", load=load, level=level, movable=movable)
             # Offers leave at the round time, so every one to this site is in one latency later
             # (messages come before timers at one instant).
             self.site.set_timer(now + self.grid.max_latency, "partners")
             return
-        self.broadcast(now, "offer", load=load, level=level)
-        self._offer(now, self.site.site_id, load, level)
+        self.broadcast(now, "offer", load=load, level=level, movable=movable)
+        self._offer(now, self.site.site_id, (load, level, movable))
 
     def on_offer(self, now: float, msg) -> None:
         if self.gossip:  # the drawn neighbor's answer
-            self.offers[int(msg.src)] = (float(msg.load), float(msg.level))
+            self.offers[int(msg.src)] = (float(msg.load), float(msg.level), float(msg.movable))
             self.pick = -1
             self._pair_round(now)
             return
-        self._offer(now, int(msg.src), float(msg.load), float(msg.level))
+        self._offer(now, int(msg.src), (float(msg.load), float(msg.level), float(msg.movable)))
 
     def on_pair(self, now: float, msg) -> None:
         """Gossip: a neighbor drew this site; both are partners this round. Answer with the own offer."""
-        self.offers[int(msg.src)] = (float(msg.load), float(msg.level))
-        load, level = self.offers[self.site.site_id]
-        self.site.send(now, int(msg.src), "offer", load=load, level=level)
+        self.offers[int(msg.src)] = (float(msg.load), float(msg.level), float(msg.movable))
+        load, level, movable = self.offers[self.site.site_id]
+        self.site.send(now, int(msg.src), "offer", load=load, level=level, movable=movable)
 
     def _pair_round(self, now: float) -> None:
         """Gossip: once the drawn neighbor answered and every site that drew this one is in,
@@ -294,13 +299,13 @@ class DivisibleAgent(PeriodLedger, Agent):
         return self.site.next_agent_event_time()
 
     # ---------------------------------------------------------------- rounds
-    def _offer(self, now: float, src: int, load: float, level: float) -> None:
+    def _offer(self, now: float, src: int, offer: tuple[float, float, float]) -> None:
         if src in self.offers or self.expect is not None:
             raise InvariantError(
                 f"site {self.site.name}: an offer from site {src} came "
                 f"before the round of t={self.round_time} was settled"
             )
-        self.offers[src] = (load, level)
+        self.offers[src] = offer
         if len(self.offers) == len(self.members):
             self._round(now, self.members)
 
@@ -308,7 +313,8 @@ class DivisibleAgent(PeriodLedger, Agent):
         """Plan over ``members`` (site ids, ascending) from their offers; carry out this site's part."""
         offers = self.offers
         self.offers = {}
-        plan, delay = self.plan([offers[k][0] for k in members], [offers[k][1] for k in members])
+        loads, levels, movable = ([offers[k][i] for k in members] for i in range(3))
+        plan, delay = self.plan(loads, levels, movable)
         if not self.everywhere:
             plan = [(members[k], members[l], amount) for k, l, amount in plan]
         self.counts[0] += 1
@@ -324,7 +330,11 @@ class DivisibleAgent(PeriodLedger, Agent):
         self._settle(now)
 
     def _local_round(
-        self, now: float, members: list[int], offers: dict[int, tuple[float, float]], mine: list[tuple[int, float]]
+        self,
+        now: float,
+        members: list[int],
+        offers: dict[int, tuple[float, float, float]],
+        mine: list[tuple[int, float]],
     ) -> None:
         """A round over a topology (or with gossip partners): this site's part of its own neighborhood's plan.
 
@@ -337,7 +347,7 @@ class DivisibleAgent(PeriodLedger, Agent):
         piece is judged against still holds what this site offered (a receiver may refuse
         what it would have had room for; every guarantee holds, as the queue only shrinks).
         """
-        rank = {k: (load, k) for k, (load, _) in offers.items()}
+        rank = {k: (offer[0], k) for k, offer in offers.items()}
         me = self.site.site_id
         if mine:
             self._cut(now, mine, now + 3 * self.grid.max_latency)
@@ -367,12 +377,9 @@ class DivisibleAgent(PeriodLedger, Agent):
                 self._judge(now, msg)
         self.expect, self.inbox, self.complete = None, {}, set()
 
-    def _cut(self, now: float, transfers: list[tuple[int, float]], earliest: float) -> None:
-        """Offer pieces off the tail of the queue: ``amount`` (time units) to each receiver in turn.
-
-        Nothing that would start before ``earliest`` is cut (see the module doc).
-        """
-        site, speed = self.site, self.speed
+    def _cuttable(self) -> list[int]:
+        """The slots a cut may reach, in queue order: the running ones it may shorten, then the queue."""
+        site = self.site
         # A piece that started at the round's instant is still queued (``starting = "queued"``):
         # before or after the round time is float rounding (a BILB round comes when the least
         # loaded queue empties). ``starting = "running"`` says it has started; the reference agrees.
@@ -381,7 +388,38 @@ class DivisibleAgent(PeriodLedger, Agent):
             for x in site.running_slots()
             if self.cut_running or (self.starting_queued and site.start_time(x) >= self.round_time - SAME_INSTANT)
         ]
-        queue = running + site.queue_order()
+        return running + site.queue_order()
+
+    def _movable(self, now: float) -> float:
+        """m_k, what the offer says this site could send: the work ``_cut`` may still take.
+
+        The cut comes once the offers are in and leaves alone what would start within
+        (3 + 2 × chain depth) latencies; the offer cannot know the plan's chains, so it counts
+        nothing that starts within 2 × members + 3 latencies (a round's longest). A queued
+        piece that starts by then is pinned whole unless running work may be cut. A sender that
+        cut less than it planned would keep a longer queue than the plan assumed, and its
+        own receivers' pieces would then overflow its level and be refused."""
+        site, speed = self.site, self.speed
+        earliest = now + (2 * len(self.members) + 3) * self.grid.max_latency
+        end, total = site.load(now), 0.0
+        for slot in reversed(self._cuttable()):
+            state = site.state(slot)
+            size = site.end_time(slot) - now if state == RUNNING else site.size(slot) / speed
+            begin = end - size
+            if state == QUEUED and begin < earliest and not self.cut_running:
+                break  # it will have started by then, and stays whole (so does all before it)
+            if state in (QUEUED, RUNNING) and self._queued_at(slot) <= self.round_time:
+                total += max(0.0, end - max(begin, earliest))
+            end = begin
+        return total
+
+    def _cut(self, now: float, transfers: list[tuple[int, float]], earliest: float) -> None:
+        """Offer pieces off the tail of the queue: ``amount`` (time units) to each receiver in turn.
+
+        Nothing that would start before ``earliest`` is cut (see the module doc).
+        """
+        site, speed = self.site, self.speed
+        queue = self._cuttable()
         i = len(queue) - 1
         end = site.load(now)  # when the piece queue[i] ends
         for dst, amount in transfers:

@@ -4,9 +4,11 @@ This is a *test oracle*: a plain event loop over one global state that the
 decentralized implementation must reproduce piece by piece. It runs either
 Algorithm 4.1 (averaging load balancing, within a coalition drawn every period, the
 "averaging game") or Algorithm 4.3 (BILB, bounded iterative load balancing) over
-divisible jobs with announced finish times (deadlines). The plans come from
-:func:`brokers.averaging.algorithm.averaging_plan` and :func:`brokers.bilb.algorithm.bilb_plan`; this module
-only decides how a plan is carried out on real queues.
+divisible jobs with announced finish times (deadlines). The averaging plan comes from
+:func:`brokers.averaging.algorithm.averaging_plan`; BILB's plan is this module's own
+:func:`thesis_bilb`, written from the thesis's text apart from the agents' ``bilb_plan``
+(``brokers/bilb/algorithm.py``), so that a fault in either shows as a difference between
+the decentralized run and this oracle.
 
 Model (every rule here is part of the contract with the decentralized version):
 
@@ -16,7 +18,8 @@ Model (every rule here is part of the contract with the decentralized version):
 * A job arriving at site k at time r gets the deadline ``D = Q_k(r) + size`` and is
   queued whole.
 * At equal times: completions, then the load-balancing round, then arrivals (by job id).
-* A round: loads ``L_k = Q_k(t) - t``; a plan; phase 1 cuts each transfer's amount, in
+* A round: loads ``L_k = Q_k(t) - t`` and movable loads m_k (the queued pieces, and the
+  unprocessed part of the running piece where phase 1 may cut it); a plan; phase 1 cuts each transfer's amount, in
   plan order, from the end of its sender's queue, and once the queue is used up from the
   unprocessed part of the running piece (divisible load: that piece then ends earlier,
   nothing is stopped and resumed); phase 2 lets receivers, least loaded first, accept or
@@ -42,7 +45,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from gridemu.brokers.averaging.algorithm import averaging_plan
-from gridemu.brokers.bilb.algorithm import CUT_EPS, SAME_INSTANT, bilb_plan, next_round_time
+from gridemu.brokers.bilb.algorithm import CUT_EPS, SAME_INSTANT
 from gridemu.model.rng import PURPOSE_COALITION, site_rng
 
 #: Spawn-key purpose of the coalition draws (averaging game); part of the determinism
@@ -132,6 +135,60 @@ class _Coalition:
             self.last_period += 1
             self.members = [rng.random() < pk for rng, pk in zip(self.rngs, self.p)]
         return [k for k, member in enumerate(self.members) if member]
+
+
+def thesis_bilb(
+    loads: Sequence[float], limits: Sequence[float], movable: Sequence[float]
+) -> tuple[list[Transfer], float]:
+    """Algorithm 4.3 (thesis 4.7.1) as its text reads, in site ids: the transfers and min_k(L_k + Φ_k − Ψ_k).
+
+    The resources are renumbered M_1..M_N by increasing L (ties by site id). For k = 2..N:
+    L̄_k = ((k−1)L̄_{k−1} + L_k)/k; M_k sends at most surplus_k = min(L_k − L̄_k, l_k, m_k)
+    ("bounded by the average [...] and M_k's announced participation", and by m_k, what it
+    can move); M_l's space (l < k) is min(L̄_k − (L_l + Φ_l − Ψ_l), l_l − L_l − Φ_l + Ψ_l),
+    never below 0 (the k−1 first resources "have their load already balanced": their current
+    queue is L_l + Φ_l − Ψ_l in both terms); receivers by increasing space (ties by site id),
+    the i-th of them gets Φ_{l,k} = min(surplus_k/(k−i), space). The next iteration comes
+    after min_k(L_k + Φ_k − Ψ_k).
+    """
+    n = len(loads)
+    by_load = sorted(range(n), key=lambda site: (loads[site], site))
+    L = [0.0] + [float(loads[site]) for site in by_load]  # L[1..N], the thesis's 1-based order
+    lvl = [0.0] + [float(limits[site]) for site in by_load]
+    m = [0.0] + [float(movable[site]) for site in by_load]
+    phi = [0.0] * (n + 1)  # Φ: received so far
+    psi = [0.0] * (n + 1)  # Ψ: sent so far
+    transfers: list[Transfer] = []
+    mean = L[1] if n else 0.0
+    for k in range(2, n + 1):
+        mean = ((k - 1) * mean + L[k]) / k
+        surplus = min(L[k] - mean, lvl[k], m[k])
+        if surplus <= 0:
+            continue
+        space = {}
+        for i in range(1, k):
+            queue = L[i] + phi[i] - psi[i]
+            space[i] = max(0.0, min(mean - queue, lvl[i] - queue))
+        receivers = sorted(range(1, k), key=lambda i: (space[i], by_load[i - 1]))
+        for pos, i in enumerate(receivers, start=1):
+            amount = min(surplus / (k - pos), space[i])
+            if amount <= 0:
+                continue
+            transfers.append((by_load[k - 1], by_load[i - 1], amount))
+            phi[i] += amount
+            psi[k] += amount
+            surplus -= amount
+    after = min((L[i] + phi[i] - psi[i] for i in range(1, n + 1)), default=0.0)
+    return transfers, after
+
+
+def _movable(site: Site, t: float, cut_running: bool, starting_queued: bool) -> float:
+    """m_k: what phase 1 could take from ``site`` at round time t (see ``_cut_from_end``)."""
+    queued = sum(piece.size for piece in site.queue)
+    run = site.running
+    if run is not None and (cut_running or (starting_queued and run.start >= t - SAME_INSTANT)):
+        queued += max(0.0, site.busy_until - t)
+    return queued
 
 
 def _start_next(site: Site, now: float, events: _Events) -> None:
@@ -314,10 +371,11 @@ def reference_run(
     """Run divisible-load balancing centrally; return every piece that existed.
 
     ``protocol`` is ``"bilb"`` (Algorithm 4.3 with participation levels ``limits``,
-    default unbounded; ``p`` is ignored) or ``"averaging_game"`` (Algorithm 4.1 among the
-    sites that joined this period's coalition, each with probability ``p[k]``, default 1;
-    ``limits`` is ignored, receivers are unbounded). Rounds start at ``start``; BILB's next
-    round is at ``max(next_round_time, t + min_gap)``, the averaging game's at
+    default unbounded, each surplus capped at what its sender can move; ``p`` is ignored)
+    or ``"averaging_game"`` (Algorithm 4.1 among the sites that joined this period's
+    coalition, each with probability ``p[k]``, default 1; ``limits`` is ignored, receivers
+    are unbounded). Rounds start at ``start``; BILB's next
+    round is at ``t + max(min_k(L_k + Φ_k − Ψ_k), min_gap)``, the averaging game's at
     ``t + max(min_gap, mean load of the members)``. Rounds stop once every job has arrived
     and every queue is empty; events at or after ``horizon`` are not handled.
 
@@ -374,9 +432,11 @@ def reference_run(
         else:
             loads = [site.finish_time(t) - t for site in sites]
             if coalition is None:
-                plan = bilb_plan(loads, limits_)
-                timing = plan if round_timing == "plan" else bilb_plan(loads, [math.inf] * n_sites)
-                next_t = max(next_round_time(t, loads, timing), t + min_gap)
+                movable = [_movable(site, t, cut_running, starting == "queued") for site in sites]
+                plan, after = thesis_bilb(loads, limits_, movable)
+                if round_timing == "unbounded":
+                    after = thesis_bilb(loads, [math.inf] * n_sites, movable)[1]
+                next_t = max(t + after, t + min_gap)
             else:
                 members = coalition.at(t)
                 plan = []

@@ -3,6 +3,11 @@
     bash docs/results/bilb-tables.sh                 # the sweeps (OUT=runs/bilb-tables)
     OUT=runs/bilb-whole EXTRA="--set protocol.cut_running=false" bash docs/results/bilb-tables.sh
     python -m gridemu.experiments.bilb_tables "cut=runs/bilb-tables" "whole=runs/bilb-whole" --write   # into bilb.md
+    python -m gridemu.experiments.bilb_tables runs/bilb-tables --write --tables 4.3,4.5 --before REV
+
+``--tables`` rewrites only those tables' sections of the page; a row whose sweep folder is
+missing reads "not rerun". ``--before REV`` adds the mean relative errors of the tables as
+the page had them at git revision REV beside those written now (``mean_errors``).
 
 The thesis's values are transcribed from multi-organization-grid-thesis.txt (section 4.5.2
 and 4.7.4). A cell reads "score ± half-range / std ± half-range": the mean over
@@ -15,6 +20,8 @@ from __future__ import annotations
 import contextlib
 import io
 import math
+import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -117,10 +124,16 @@ T45_HET = {
 
 
 # ---------------------------------------------------------------- our figures
+def parts_of(folder: Path) -> list[Path]:
+    """A sweep's folders: FOLDER, its N = 30 companion ``FOLDER-n30`` and the parts ``FOLDER-part-*``
+    it was split into (``bilb-tables-movable.sh``), those that exist."""
+    found = [folder, *folder.parent.glob(folder.name + "-n30"), *folder.parent.glob(folder.name + "-part-*")]
+    return sorted(p for p in found if (p / "orgs.parquet").exists())
+
+
 def orgs_of(folder: Path) -> pd.DataFrame:
-    """A sweep's orgs.parquet, with its N = 30 companion folder (``FOLDER-n30``) if there is one."""
-    parts = [folder, *sorted(folder.parent.glob(folder.name + "-n30"))]
-    return pd.concat([pd.read_parquet(p / "orgs.parquet") for p in parts], ignore_index=True)
+    """A sweep's orgs.parquet, its parts (``parts_of``) put together."""
+    return pd.concat([pd.read_parquet(p / "orgs.parquet") for p in parts_of(folder)], ignore_index=True)
 
 
 def scores(folder: Path) -> pd.DataFrame:
@@ -190,24 +203,48 @@ def over(row: pd.Series, digits: int = 2) -> str:
     )
 
 
-def one(df: pd.DataFrame, **where: float) -> pd.Series:
+def one(df: pd.DataFrame | None, **where: float) -> pd.Series | None:
+    if df is None:
+        return None
     sel = df
     for key, value in where.items():
         sel = sel[sel[key] == value]
-    if len(sel) != 1:
+    if len(sel) > 1:
         raise SystemExit(f"expected one row for {where}, found {len(sel)}")
-    return sel.iloc[0]
+    return sel.iloc[0] if len(sel) else None  # a setting the sweep did not run: MISSING
 
 
-def main(variants: list[tuple[str, Path]]) -> None:
-    """Each table: the thesis's cells, then one column per variant (label, sweep folder root)."""
+MISSING = "not rerun"
+
+
+def loaded(folder: Path) -> pd.DataFrame | None:
+    """``scores(folder)``, or None when the sweep is not there (its cells read MISSING)."""
+    return scores(folder) if parts_of(folder) else None
+
+
+def main(variants: list[tuple[str, Path]], only: tuple[str, ...] = ("4.2", "4.3", "4.4", "4.5")) -> None:
+    """Each table in ``only``: the thesis's cells, then one column per variant (label, sweep folder root)."""
     names = [label for label, _ in variants]
-    load = lambda name: [scores(root / name) for _, root in variants]  # noqa: E731
+    load = lambda name: [loaded(root / name) for _, root in variants]  # noqa: E731
+    # a row without its sweep: every cell of ours reads MISSING
+    cell_ = lambda r, *a: MISSING if r is None else cell(r, *a)  # noqa: E731
+    over_ = lambda r, *a: MISSING if r is None else over(r, *a)  # noqa: E731
 
     def head(*cols: str) -> None:
         print("| " + " | ".join(cols) + " |")
         print("|" + "---|" * len(cols))
 
+    if "4.2" in only:
+        table42(load, names, head, cell_, over_)
+    if "4.3" in only:
+        table43(load, names, head, cell_)
+    if "4.4" in only:
+        table44(load, names, head)
+    if "4.5" in only:
+        table45(load, names, head, cell_, over_)
+
+
+def table42(load, names, head, cell, over) -> None:
     print("### Table 4.2: averaging game, p_k = 1\n")
     head(
         "N",
@@ -232,6 +269,9 @@ def main(variants: list[tuple[str, Path]]) -> None:
                 + " | ".join(over(r) for r in rows)
                 + " |"
             )
+
+
+def table43(load, names, head, cell) -> None:
     print("\n### Table 4.3: BILB, homogeneous, every l_k the same (α = β = 2)\n")
     head("l_k", "N = 2, thesis", *[f"N = 2, {n}" for n in names], "N = 10, thesis", *[f"N = 10, {n}" for n in names])
     t43 = load("t43")
@@ -241,10 +281,15 @@ def main(variants: list[tuple[str, Path]]) -> None:
         a = [cell(one(t, **{"protocol.limit": lv, "sites.count": 2}), "all", 3) for t in t43]
         b = [cell(one(t, **{"protocol.limit": lv, "sites.count": 10}), "all", 3) for t in t43]
         print(f"| {lv} | {fmt(two)} | " + " | ".join(a) + f" | {fmt(ten)} | " + " | ".join(b) + " |")
+
+
+def table44(load, names, head) -> None:
     print("\n### Table 4.4: BILB, organization 0 overloaded (α₁ = β₁ = 3, l_1 = 1000), the others at l_k\n")
     print("N = 2: typical and overloaded score / std; N = 10: typical score ± / std ±, overloaded score / std.\n")
     head("l_k", "N = 2, thesis", *[f"N = 2, {n}" for n in names], "N = 10, thesis", *[f"N = 10, {n}" for n in names])
     t44 = load("t44")
+    if any(t is None for t in t44):
+        raise SystemExit("Table 4.4 needs its sweep folder t44 in every variant")
     for lv in LEVELS:
         two, ten = T44[lv]
         a = [one(t, **{"protocol.limit.default": lv, "sites.count": 2}) for t in t44]
@@ -256,6 +301,9 @@ def main(variants: list[tuple[str, Path]]) -> None:
             + " | ".join(f"{cell(r, 'typical', 3)}; {over(r, 3)}" for r in b)
             + " |"
         )
+
+
+def table45(load, names, head, cell, over) -> None:
     print("\n### Table 4.5: BILB\n")
     head(
         "N",
@@ -273,7 +321,7 @@ def main(variants: list[tuple[str, Path]]) -> None:
             print(f"| {n} | {ab} | 1000 | {T45_HOM[n, ab]} | " + " | ".join(ours) + " | |" + " |" * len(names))
         for n in (2, 5, 10, 30):
             lv, typ, ovl = T45_HET[n, ab]
-            rows = [t.iloc[0] for t in load(f"t45-het-{ab}-{n}")]
+            rows = [None if t is None else t.iloc[0] for t in load(f"t45-het-{ab}-{n}")]
             print(
                 f"| {n} (α₁ = β₁ = 3) | {ab} | {lv} (l₁ = 1000) | {typ} | "
                 + " | ".join(cell(r, "typical") for r in rows)
@@ -283,19 +331,102 @@ def main(variants: list[tuple[str, Path]]) -> None:
             )
 
 
+# ---------------------------------------------------------------- how far from the thesis
+def _first_number(text: str) -> float:
+    found = re.match(r"\s*(-?\d+(?:\.\d+)?)", text)
+    return float(found.group(1)) if found else math.nan
+
+
+def _sections(block: str) -> dict[str, list[list[str]]]:
+    """A tables block's rows, by table ("4.2" ...): each row's cells, header rows left out."""
+    rows: dict[str, list[list[str]]] = {}
+    table = None
+    for line in block.splitlines():
+        if line.startswith("### Table "):
+            table = line[len("### Table ") :].split(":")[0]
+            rows[table] = []
+        elif table and line.startswith("| ") and not line.startswith(("| N |", "| l_k |")):
+            rows[table].append([c.strip() for c in line.strip().strip("|").split("|")])
+    return rows
+
+
+def mean_errors(block: str) -> dict[str, float]:
+    """Mean relative error |ours - thesis| / |thesis| of the scores of a written tables block, on
+    the homogeneous α = β = 2 rows (first variant): Table 4.2, Table 4.3 at l ≤ 4 and at l ≥ 5
+    (N = 2 and 10), Table 4.5. A cell that was not rerun is left out."""
+    rows = _sections(block)
+    pairs: dict[str, list[tuple[float, float]]] = {k: [] for k in ("4.2", "4.3, l ≤ 4", "4.3, l ≥ 5", "4.5")}
+    for r in rows.get("4.2", []):
+        if r[1] == "2.0" and "α₁" not in r[0]:
+            pairs["4.2"].append((_first_number(r[2]), _first_number(r[3])))
+    ours = 2 + (len(rows["4.3"][0]) - 3) // 2 if rows.get("4.3") else 3  # column of N = 10, thesis
+    for r in rows.get("4.3", []):
+        key = "4.3, l ≤ 4" if int(r[0]) <= 4 else "4.3, l ≥ 5"
+        pairs[key] += [(_first_number(r[1]), _first_number(r[2])), (_first_number(r[ours]), _first_number(r[ours + 1]))]
+    for r in rows.get("4.5", []):
+        if r[1] == "2.0" and "α₁" not in r[0]:
+            pairs["4.5"].append((_first_number(r[3]), _first_number(r[4])))
+    out = {}
+    for key, got in pairs.items():
+        errs = [abs(o - t) / abs(t) for t, o in got if not math.isnan(o)]
+        out[key] = float(np.mean(errs)) if errs else math.nan
+    return out
+
+
+def splice(block: str, new: str) -> str:
+    """``block`` with each table section that ``new`` holds replaced by ``new``'s."""
+    parts = lambda text: [x.strip("\n") for x in re.split(r"(?m)^(?=### Table )", text) if x.strip()]  # noqa: E731
+    fresh = {x.split(":")[0]: x for x in parts(new)}
+    return "\n\n".join(fresh.get(x.split(":")[0], x) for x in parts(block))
+
+
+def errors_table(before: dict[str, float] | None, now: dict[str, float], rev: str | None) -> str:
+    head = ["table (α = β = 2, homogeneous rows)", *([f"before ({rev})"] if before else []), "now"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for key, value in now.items():
+        lines.append(f"| {key} | " + (f"{before[key]:.2f} | " if before else "") + f"{value:.2f} |")
+    return "\n".join(lines)
+
+
 DOC = Path(__file__).with_name("bilb.md")
 BEGIN, END = "<!-- tables:begin (bilb_tables.py --write) -->", "<!-- tables:end -->"
+ERRORS_BEGIN, ERRORS_END = "<!-- table-errors:begin (bilb_tables.py --write) -->", "<!-- table-errors:end -->"
+
+
+def block_of(doc: str) -> str:
+    return doc[doc.index(BEGIN) + len(BEGIN) : doc.index(END)]
+
+
+def write(variants: list[tuple[str, Path]], only: tuple[str, ...], rev: str | None) -> None:
+    from gridemu.experiments.decentralization_tables import write_between  # noqa: PLC0415
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        main(variants, only)
+    block = splice(block_of(DOC.read_text()), out.getvalue())
+    write_between(BEGIN, END, block, DOC)
+    before = None
+    if rev:
+        old = subprocess.run(
+            ["git", "show", f"{rev}:docs/results/bilb.md"], capture_output=True, text=True, check=True, cwd=DOC.parent
+        ).stdout
+        before = mean_errors(block_of(old))
+    write_between(ERRORS_BEGIN, ERRORS_END, errors_table(before, mean_errors(block), rev), DOC)
+
 
 if __name__ == "__main__":
-    # python bilb_tables.py LABEL=DIR [LABEL=DIR ...] [--write]   (or one DIR, labelled "gridemu")
-    args = [a for a in sys.argv[1:] if a != "--write"] or ["runs/bilb-tables"]
+    # python bilb_tables.py LABEL=DIR [LABEL=DIR ...] [--write] [--tables 4.3,4.5] [--before REV]
+    argv = sys.argv[1:]
+    opts = {}
+    for flag in ("--tables", "--before"):
+        if flag in argv:
+            i = argv.index(flag)
+            opts[flag] = argv[i + 1]
+            del argv[i : i + 2]
+    only = tuple(opts.get("--tables", "4.2,4.3,4.4,4.5").split(","))
+    args = [a for a in argv if a != "--write"] or ["runs/bilb-tables"]
     variants = [(a.split("=", 1)[0], Path(a.split("=", 1)[1])) if "=" in a else ("gridemu", Path(a)) for a in args]
-    if "--write" in sys.argv[1:]:
-        from gridemu.experiments.decentralization_tables import write_between
-
-        out = io.StringIO()
-        with contextlib.redirect_stdout(out):
-            main(variants)
-        write_between(BEGIN, END, out.getvalue().rstrip("\n"), DOC)
+    if "--write" in argv:
+        write(variants, only, opts.get("--before"))
     else:
-        main(variants)
+        main(variants, only)
