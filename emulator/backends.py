@@ -238,14 +238,19 @@ class RayBackend:
         actor = ray.remote(num_cpus=cpus, scheduling_strategy="SPREAD")(_ShardActor)
         self.n = n
         states = states or [None] * n
-        with by_value(specs[0].plugin):  # a protocol registered at run time travels as code
-            self.actors = [
-                actor.remote(ray.put(spec), ray.put(state) if state else None) for spec, state in zip(specs, states)
-            ]
-        if states[0] is None and specs[0].jobs is None:
-            # Each shard draws its sites' jobs; their release keys go from actor to actor.
-            keys = [a.draw.remote() for a in self.actors]
-            self._get([a.build.remote(*keys) for a in self.actors])
+        self.actors = []
+        try:
+            with by_value(specs[0].plugin):  # a protocol registered at run time travels as code
+                self.actors = [
+                    actor.remote(ray.put(spec), ray.put(state) if state else None) for spec, state in zip(specs, states)
+                ]
+            if states[0] is None and specs[0].jobs is None:
+                # Each shard draws its sites' jobs; their release keys go from actor to actor.
+                keys = [a.draw.remote() for a in self.actors]
+                self._get([a.build.remote(*keys) for a in self.actors])
+        except BaseException:  # a shard lost while drawing (rebuilt by the caller), a signal: no actor left behind
+            self.close()
+            raise
 
     def _get(self, refs: list[Any]) -> list[Any]:
         try:

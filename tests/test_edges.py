@@ -1,0 +1,129 @@
+"""The edges of a run (docs/reliability.md, "Signals and lost shards at every phase"):
+SIGINT and SIGTERM at each phase end with exit 130/143 and a consistent folder, and a Ray
+shard lost while the shards start or while the results are fetched is rebuilt to the job
+table of a run that nothing interrupted."""
+
+from __future__ import annotations
+
+import os
+import signal
+
+import pandas as pd
+import pytest
+
+import gridemu.emulator as emulator
+from gridemu.emulator import backends, engine
+from gridemu.emulator.cli import main
+from gridemu.emulator.scenario_toml import to_toml
+from tests.conftest import small_grid
+from tests.golden import digest
+
+#: Every phase has work in this scenario: a counterfactual run, several windows.
+TINY = small_grid("averaging", jobs=200, metrics={"counterfactual": "local"})
+EXIT = {signal.SIGINT: 130, signal.SIGTERM: 143}
+
+
+@pytest.fixture(scope="module")
+def whole():
+    """The job table and window count of the run that nothing interrupts."""
+    res = emulator.run(TINY, backend="inprocess")
+    return digest(res.jobs), res.summary["global"]["windows"]
+
+
+def signal_at(monkeypatch, sig: int, phase: str, last_window: int) -> None:
+    """Send ``sig`` to this process when the run enters ``phase`` ("window": during the
+    last window, from inside its step)."""
+    if phase == "window":
+        real, seen = backends.InProcessBackend.step, {"n": 0}
+
+        def step(self, until, inboxes):
+            seen["n"] += 1
+            if seen["n"] == last_window:
+                os.kill(os.getpid(), sig)
+            return real(self, until, inboxes)
+
+        monkeypatch.setattr(backends.InProcessBackend, "step", step)
+        return
+    monkeypatch.setattr(engine, "PHASE_HOOKS", [lambda name: name == phase and os.kill(os.getpid(), sig)])
+
+
+PHASES = ["start", "window", "fetch", "tables", "counterfactual", "write"]
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["INT", "TERM"])
+@pytest.mark.parametrize("phase", PHASES)
+def test_a_signal_at_any_phase_leaves_a_checkpoint_that_resumes_to_the_same_table(
+    tmp_path, monkeypatch, capsys, whole, phase, sig
+):
+    scenario, out = tmp_path / "tiny.toml", tmp_path / "r"
+    scenario.write_text(to_toml(TINY))
+    signal_at(monkeypatch, sig, phase, whole[1])
+    assert main(["run", str(scenario), "--quiet", "--out", str(out), "--checkpoint", "3600"]) == EXIT[sig]
+    assert sorted(p.name for p in out.iterdir()) == ["checkpoint.pkl"]
+    assert f"gridemu resume {out}" in capsys.readouterr().err
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # handlers given back
+    monkeypatch.setattr(engine, "PHASE_HOOKS", [])
+    monkeypatch.undo()
+    assert main(["resume", str(out), "--quiet"]) == 0
+    assert digest(pd.read_parquet(out / "jobs.parquet")) == whole[0]
+
+
+@pytest.mark.parametrize(
+    ("phase", "sig"),
+    [pytest.param(p, s, id=f"{p}-{s.name}") for p, s in zip(PHASES, [signal.SIGTERM, signal.SIGINT] * 3)],
+)
+def test_a_signal_at_any_phase_without_checkpoints_leaves_no_folder(tmp_path, monkeypatch, whole, phase, sig):
+    scenario, out = tmp_path / "tiny.toml", tmp_path / "r"
+    scenario.write_text(to_toml(TINY))
+    signal_at(monkeypatch, sig, phase, whole[1])
+    assert main(["run", str(scenario), "--quiet", "--out", str(out)]) == EXIT[sig]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["tiny.toml"]  # no folder, no hidden partial one
+
+
+def kill_first_call(monkeypatch, method: str) -> dict:
+    """Kill shard actor 1 (no restart) just before the first call of ``RayBackend.method``."""
+    real, seen = getattr(backends.RayBackend, method), {"n": 0}
+
+    def call(self, *args):
+        seen["n"] += 1
+        if seen["n"] == 1:
+            self.ray.kill(self.actors[1], no_restart=True)
+        return real(self, *args)
+
+    monkeypatch.setattr(backends.RayBackend, method, call)
+    return seen
+
+
+@pytest.mark.parametrize(
+    ("method", "checkpoint"),
+    [
+        ("_get", None),  # the first call waits for the shards to draw their jobs and build their sites
+        ("status", 3600.0),  # the shards are built, the first status is asked for
+        ("results", None),  # after the last barrier
+    ],
+)
+def test_a_shard_lost_while_starting_or_fetching_is_rebuilt(ray_session, monkeypatch, capsys, method, checkpoint):
+    small = {"workload.jobs": 1500}
+    whole = emulator.run("quickstart", backend="inprocess", overrides=small)
+    seen = kill_first_call(monkeypatch, method)
+    res = emulator.run("quickstart", backend="ray", shards=2, overrides=small, checkpoint=checkpoint)
+    assert seen["n"] >= 2  # called again on the rebuilt shards
+    assert digest(res.jobs) == digest(whole.jobs)
+    err = capsys.readouterr().err
+    assert "a shard actor died" in err and "rebuilding the shards from the start" in err
+
+
+def test_a_second_signal_before_checkpoint_zero_leaves_no_empty_folder(tmp_path, monkeypatch):
+    # The first SIGTERM is held until checkpoint zero is saved; a second one stops at once,
+    # before there is any checkpoint: the folder the run made goes with it.
+    scenario, out = tmp_path / "tiny.toml", tmp_path / "r"
+    scenario.write_text(to_toml(TINY))
+
+    def twice(name: str) -> None:
+        if name == "start":
+            os.kill(os.getpid(), signal.SIGTERM)
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    monkeypatch.setattr(engine, "PHASE_HOOKS", [twice])
+    assert main(["run", str(scenario), "--quiet", "--out", str(out), "--checkpoint", "3600"]) == 143
+    assert not out.exists()
