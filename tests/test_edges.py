@@ -7,6 +7,10 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -127,3 +131,54 @@ def test_a_second_signal_before_checkpoint_zero_leaves_no_empty_folder(tmp_path,
     monkeypatch.setattr(engine, "PHASE_HOOKS", [twice])
     assert main(["run", str(scenario), "--quiet", "--out", str(out), "--checkpoint", "3600"]) == 143
     assert not out.exists()
+
+
+def _named(pids: set[int], name: bytes) -> list[int]:
+    """The processes among ``pids`` whose command line holds ``name``."""
+    found = []
+    for p in pids:
+        try:
+            if name in Path(f"/proc/{p}/cmdline").read_bytes():
+                found.append(p)
+        except OSError:
+            pass
+    return found
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("victim", ["raylet", "driver"])
+def test_a_dead_raylet_or_driver_is_one_line_exit_2_and_no_ray_process_is_left(tmp_path, victim):
+    # The gridemu command runs the work in a child (the driver, which starts a private Ray
+    # instance). A killed raylet makes Ray end the driver at once (exit 1, no Python code
+    # runs); a driver killed with -9 runs nothing either. The command says it in one line,
+    # exit 2, and the reaper leaves no Ray process behind (the agents used to stay).
+    from tests.test_cli import _process_tree, _running
+
+    command = [sys.executable, "-m", "gridemu.emulator.cli", "run", "quickstart", "--backend", "ray"]
+    proc = subprocess.Popen(
+        [*command, "--shards", "2", "--quiet", "--set", "workload.jobs=3000000", "--out", str(tmp_path / "r")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 120
+    while not _named(_process_tree(proc.pid), b"_ShardActor") and time.monotonic() < deadline:
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.5)  # until the shard actors exist (ray.init has returned)
+    time.sleep(1)
+    tree = _process_tree(proc.pid)
+    driver = [p for p in tree if p != proc.pid and b"gridemu.emulator.cli" in Path(f"/proc/{p}/cmdline").read_bytes()]
+    target = _named(tree, b"/raylet") if victim == "raylet" else driver
+    assert len(target) == 1, (victim, tree)
+    os.kill(target[0], signal.SIGKILL)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 2, err
+    assert out == ""  # no "(raylet) ..." and no [state-dump] lines
+    errors = [line for line in err.splitlines() if line.startswith("gridemu: error:")]
+    assert len(errors) == 1 and errors[0].startswith("gridemu: error: the run's process "), err
+    assert "[state-dump]" not in err and "Traceback" not in err
+    assert ("exit code 1" in errors[0]) if victim == "raylet" else ("SIGKILL" in errors[0])
+    time.sleep(3)  # the reaper looks every second, then kills
+    alive = {p for p in tree if _running(p)}
+    assert not alive, f"processes left: {alive}"
+    assert not (tmp_path / "r").exists()
