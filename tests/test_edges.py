@@ -84,37 +84,34 @@ def test_a_signal_at_any_phase_without_checkpoints_leaves_no_folder(tmp_path, mo
     assert sorted(p.name for p in tmp_path.iterdir()) == ["tiny.toml"]  # no folder, no hidden partial one
 
 
-def kill_first_call(monkeypatch, method: str) -> dict:
-    """Kill shard actor 1 (no restart) just before the first call of ``RayBackend.method``."""
-    real, seen = getattr(backends.RayBackend, method), {"n": 0}
+def kill_at_first_call(monkeypatch, methods: list[str]) -> dict[str, int]:
+    """Kill shard actor 1 (no restart) just before the first call of each of ``methods`` of
+    the Ray backend; count the calls."""
+    seen = dict.fromkeys(methods, 0)
+    for method in methods:
+        real = getattr(backends.RayBackend, method)
 
-    def call(self, *args):
-        seen["n"] += 1
-        if seen["n"] == 1:
-            self.ray.kill(self.actors[1], no_restart=True)
-        return real(self, *args)
+        def call(self, *args, _real=real, _method=method):
+            seen[_method] += 1
+            if seen[_method] == 1:
+                self.ray.kill(self.actors[1], no_restart=True)
+            return _real(self, *args)
 
-    monkeypatch.setattr(backends.RayBackend, method, call)
+        monkeypatch.setattr(backends.RayBackend, method, call)
     return seen
 
 
-@pytest.mark.parametrize(
-    ("method", "checkpoint"),
-    [
-        ("_get", None),  # the first call waits for the shards to draw their jobs and build their sites
-        ("status", 3600.0),  # the shards are built, the first status is asked for
-        ("results", None),  # after the last barrier
-    ],
-)
-def test_a_shard_lost_while_starting_or_fetching_is_rebuilt(ray_session, monkeypatch, capsys, method, checkpoint):
+def test_a_shard_lost_while_starting_or_fetching_is_rebuilt(ray_session, monkeypatch, capsys):
+    # Three losses in one run: while the shards draw their jobs and build their sites (the
+    # first _get), at their first status, and at the results fetch after the last barrier.
     small = {"workload.jobs": 1500}
     whole = emulator.run("quickstart", backend="inprocess", overrides=small)
-    seen = kill_first_call(monkeypatch, method)
-    res = emulator.run("quickstart", backend="ray", shards=2, overrides=small, checkpoint=checkpoint)
-    assert seen["n"] >= 2  # called again on the rebuilt shards
+    seen = kill_at_first_call(monkeypatch, ["_get", "status", "results"])
+    res = emulator.run("quickstart", backend="ray", shards=2, overrides=small, checkpoint=3600.0)
+    assert seen["status"] >= 2 and seen["results"] == 2  # called again on the rebuilt shards
     assert digest(res.jobs) == digest(whole.jobs)
     err = capsys.readouterr().err
-    assert "a shard actor died" in err and "rebuilding the shards from the start" in err
+    assert err.count("a shard actor died") == 3 and err.count("rebuilding the shards from the start") == 3
 
 
 def test_a_second_signal_before_checkpoint_zero_leaves_no_empty_folder(tmp_path, monkeypatch):
