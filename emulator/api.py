@@ -19,9 +19,10 @@ from gridemu.brokers.protocol import RunFacts, Summary
 from gridemu.emulator import checkpoint as ckpt
 from gridemu.emulator.checks import check_conservation, check_guarantees
 from gridemu.emulator.coordinator import run_windows
-from gridemu.emulator.engine import Progress, RawRun
+from gridemu.emulator.engine import Progress, RawRun, enter_phase
 from gridemu.emulator.provenance import provenance
 from gridemu.emulator.results import (
+    LOCK,
     MARKER,
     PIECE_COLUMNS,
     RunResult,
@@ -84,18 +85,28 @@ def run(
     if checkpoint is None:
         raw = _run_windows(scenario, address, on_progress, recurrence, None, None)
         result = _finish(raw)
+        enter_phase("write")
         result.write(out, overwrite)
         return result
     # The checkpoints go into the folder while it runs: it is made (and marked) now, and
     # locked against a resume of it while this run writes there.
-    if not out.is_dir():
+    made = not out.is_dir()
+    if made:
         _make_run_folder(out)
     elif marked(out) is None:  # an empty folder the user made
         write_marker(out)
-    with locked(out, "run"):
-        raw = _run_windows(scenario, address, on_progress, recurrence, checkpoint, out / ckpt.FILE)
-        result = _finish(raw)
-        result.write(out, overwrite=True)  # replaces the folder this run made or was allowed, checkpoint and all
+    try:
+        with locked(out, "run"):
+            raw = _run_windows(scenario, address, on_progress, recurrence, checkpoint, out / ckpt.FILE)
+            result = _finish(raw)
+            enter_phase("write")
+            result.write(out, overwrite=True)  # replaces the folder this run made or was allowed, checkpoint and all
+    except BaseException:
+        # Stopped before checkpoint zero was saved (an error, or a second signal while the
+        # shards started): the folder this run made goes, rather than stay without a checkpoint.
+        if made and {p.name for p in out.iterdir()} <= {MARKER, LOCK}:
+            shutil.rmtree(out, ignore_errors=True)
+        raise
     return result
 
 
@@ -168,6 +179,7 @@ def resume(
             checkpoint_to=target / ckpt.FILE if checkpoint is not None else None,
         )
         result = _finish(raw)
+        enter_phase("write")
         # Its own folder (or one it was allowed) is replaced, checkpoint and all.
         result.write(target, overwrite=target == folder or overwrite or checkpoint is not None)
     return result
@@ -175,6 +187,7 @@ def resume(
 
 def _finish(raw: RawRun) -> RunResult:
     scenario = raw.scenario
+    enter_phase("tables")
     pieces = piece_table(raw)
     check_conservation(pieces, raw.jobs)  # causality: each shard checked its own sites (Shard.results)
     table = job_table(pieces)
@@ -183,6 +196,9 @@ def _finish(raw: RawRun) -> RunResult:
     local = None
     if scenario.data["metrics"].get("counterfactual") == "local":
         # The same workload with no cooperation: what each organization would have had alone.
+        # It runs in this process (no shard to lose), from the seed: a stopped run's resume
+        # runs it again.
+        enter_phase("counterfactual")
         local_scenario = load_scenario(
             scenario.data,
             {"protocol": {"name": "local"}, "run.backend": "inprocess", "run.shards": 1},

@@ -161,8 +161,11 @@ def ensure_ray(address: str | None = None, num_cpus: int | None = None) -> Any:
         print(f"gridemu: joined the Ray cluster at {address} ({how})", file=sys.stderr)
     else:
         # "local" starts a private instance even when a cluster from `ray start` runs here.
+        _start_reaper(ray)
         try:
             ray.init(address="local", num_cpus=num_cpus, **kwargs)
+        except SystemExit as exc:
+            _sigterm_in_init(ray, caller, exc)
         except Exception as exc:  # e.g. "node timed out during startup" on a loaded machine
             _restore_sigterm(caller)
             first = first_line(exc, type(exc).__name__)
@@ -171,7 +174,69 @@ def ensure_ray(address: str | None = None, num_cpus: int | None = None) -> Any:
                 "less loaded, or run without Ray: --backend inprocess"
             ) from None
     _restore_sigterm(caller)
+    _quiet_ray_errors(ray)
     return ray
+
+
+def _quiet_ray_errors(ray: Any) -> None:
+    """No Ray error lines in gridemu's output: the driver's listener prints every error the
+    cluster publishes ("(raylet) A worker died ...", a dead raylet's 40 lines of
+    ``[state-dump]``) to standard output, where result tables go, and with no regard to
+    gridemu's own lines. gridemu says what matters itself: a lost shard is one warning with
+    Ray's reason. (``log_to_driver=False`` already keeps the workers' output away; this is
+    the switch Ray's own debugger uses to silence the rest.)"""
+    if hasattr(ray._private.worker, "_worker_logs_enabled"):
+        ray._private.worker._worker_logs_enabled = False
+
+
+def _sigterm_in_init(ray: Any, caller: Any, exc: SystemExit) -> None:
+    """SIGTERM while ray.init ran: Ray's own handler, installed there, exits with code 15 and
+    no word. The instance half started is shut down, and the caller's handler gets the signal
+    (the CLI: one line, exit 143)."""
+    if exc.code != signal.SIGTERM:
+        raise exc
+    try:
+        ray.shutdown()
+    except Exception:  # what ray.init had not started yet cannot be stopped: nothing to do
+        pass
+    _restore_sigterm(caller)
+    if callable(caller):
+        caller(signal.SIGTERM, None)
+    raise exc
+
+
+def _start_reaper(ray: Any) -> None:
+    """Start emulator/reaper.py (once) before this process starts a local Ray instance: once
+    this process exits, however (``kill -9`` too), it kills what the instance left behind.
+    Its pipe's write end stays open here (not inherited by other children) for this process's
+    lifetime; a session of its own keeps a terminal's Ctrl-C away from it."""
+    if not sys.platform.startswith("linux") or _REAPER_PIPES:
+        return
+    read, write = os.pipe()
+    null = os.devnull
+    reaper = str(Path(__file__).with_name("reaper.py"))
+    try:
+        os.posix_spawn(
+            sys.executable,
+            [sys.executable, "-I", reaper, str(os.getpid()), str(Path(ray.__file__).parent)],
+            os.environ,
+            file_actions=[
+                (os.POSIX_SPAWN_DUP2, read, 0),
+                (os.POSIX_SPAWN_OPEN, 1, null, os.O_WRONLY, 0),
+                (os.POSIX_SPAWN_OPEN, 2, null, os.O_WRONLY, 0),
+            ],
+            setsid=True,
+        )
+    except OSError:  # no reaper: a driver killed with -9 may leave Ray's agents running (docs/reliability.md)
+        os.close(write)
+    else:
+        _REAPER_PIPES.append(write)
+    finally:
+        os.close(read)
+
+
+#: Write ends of the reapers' pipes: open while this process lives.
+_REAPER_PIPES: list[int] = []
 
 
 def _restore_sigterm(handler: Any) -> None:
@@ -238,14 +303,19 @@ class RayBackend:
         actor = ray.remote(num_cpus=cpus, scheduling_strategy="SPREAD")(_ShardActor)
         self.n = n
         states = states or [None] * n
-        with by_value(specs[0].plugin):  # a protocol registered at run time travels as code
-            self.actors = [
-                actor.remote(ray.put(spec), ray.put(state) if state else None) for spec, state in zip(specs, states)
-            ]
-        if states[0] is None and specs[0].jobs is None:
-            # Each shard draws its sites' jobs; their release keys go from actor to actor.
-            keys = [a.draw.remote() for a in self.actors]
-            self._get([a.build.remote(*keys) for a in self.actors])
+        self.actors = []
+        try:
+            with by_value(specs[0].plugin):  # a protocol registered at run time travels as code
+                self.actors = [
+                    actor.remote(ray.put(spec), ray.put(state) if state else None) for spec, state in zip(specs, states)
+                ]
+            if states[0] is None and specs[0].jobs is None:
+                # Each shard draws its sites' jobs; their release keys go from actor to actor.
+                keys = [a.draw.remote() for a in self.actors]
+                self._get([a.build.remote(*keys) for a in self.actors])
+        except BaseException:  # a shard lost while drawing (rebuilt by the caller), a signal: no actor left behind
+            self.close()
+            raise
 
     def _get(self, refs: list[Any]) -> list[Any]:
         try:

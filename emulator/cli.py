@@ -7,6 +7,7 @@ and exits with code 2; no traceback.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -565,6 +566,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.exit(EXIT_USAGE, f"gridemu: error: --shards: must be >= 1, got {args.shards}\n")
     if getattr(args, "repeat", None) is not None and args.repeat <= 0:
         parser.exit(EXIT_USAGE, f"gridemu: error: --repeat: must be >= 1, got {args.repeat}\n")
+    if argv is None and args.command in SUPERVISED and not getattr(args, "address", None) and hasattr(os, "fork"):
+        return _supervise()
     previous = _stop_on_sigterm()
     try:
         try:
@@ -596,13 +599,93 @@ def main(argv: Sequence[str] | None = None) -> int:
             signal.signal(signal.SIGTERM, previous)
 
 
+#: Commands that may start a local Ray instance: the ``gridemu`` command runs them in a child
+#: process (:func:`_supervise`).
+SUPERVISED = ("run", "resume", "sweep")
+
+
+def _supervise() -> int:
+    """Run the command in a child process and wait for it. When the local Ray instance's
+    raylet dies (killed, out of memory), Ray's core worker ends its process at once with exit
+    code 1: no Python code runs there, so neither a gridemu line nor exit 2 could come from
+    it. This parent, which starts no Ray, says it instead.
+
+    The child has a process group of its own, so that a signal reaches it once: SIGINT and
+    SIGTERM sent to this process, to its group or by a terminal (Ctrl-C) are passed on; this
+    process ending for any reason sends the child SIGTERM (it stops as it would)."""
+    said, word = os.pipe()
+    parent = os.getpid()
+    signals = {signal.SIGINT, signal.SIGTERM, signal.SIGCHLD}
+    signal.pthread_sigmask(signal.SIG_BLOCK, signals)  # nothing lost between the fork and the wait
+    child = os.fork()
+    if child == 0:
+        os.close(said)
+        os.setpgid(0, 0)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, signals)
+        _die_with_parent(parent)
+        try:
+            code = main(sys.argv[1:])
+        finally:  # gridemu had its word: a result, an error line, even a traceback
+            with contextlib.suppress(OSError):  # the parent is gone
+                os.write(word, b"x")
+        sys.exit(code)
+    os.close(word)
+    with contextlib.suppress(OSError):  # as the child does: whichever runs first
+        os.setpgid(child, child)
+    while True:
+        info = signal.sigwaitinfo(signals)
+        if info.si_signo != signal.SIGCHLD:
+            os.kill(child, info.si_signo)
+            continue
+        done, status = os.waitpid(child, os.WNOHANG)
+        if done:
+            return _child_ended(os.read(said, 1) == b"x", os.waitstatus_to_exitcode(status))
+
+
+def _child_ended(finished: bool, code: int) -> int:
+    """The exit code of the supervised child, and one line when it ended without a word."""
+    if finished and code >= 0:
+        return code
+    if code < 0 and -code in (signal.SIGINT, signal.SIGTERM):  # before gridemu's handlers were in place
+        print("gridemu: interrupted" if -code == signal.SIGINT else "gridemu: terminated (SIGTERM)", file=sys.stderr)
+        return 128 - code
+    how = f"was killed by {signal.Signals(-code).name}" if code < 0 else f"ended at once with exit code {code}"
+    print(
+        f"gridemu: error: the run's process {how}, without a word: its local Ray instance failed (its raylet "
+        "was killed, or ran out of memory) or the system stopped it; results are written whole or not at all, "
+        "and a checkpoint kept with --checkpoint resumes it (gridemu resume OUT)",
+        file=sys.stderr,
+    )
+    return EXIT_USAGE
+
+
+def _die_with_parent(parent: int) -> None:
+    """SIGTERM to this process when its parent ends (Linux's PR_SET_PDEATHSIG; elsewhere nothing)."""
+    import ctypes
+
+    try:
+        ctypes.CDLL(None).prctl(1, int(signal.SIGTERM), 0, 0, 0)
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent:  # it ended before the call above
+        os.kill(os.getpid(), signal.SIGTERM)
+
+
 class Terminated(BaseException):
     """SIGTERM, raised in the main thread so that the run unwinds like an interrupt: the
     shards (Ray actors) are closed and no result folder is left half-written."""
 
 
 def _stop_on_sigterm() -> Any:
+    last = [-math.inf]
+
     def stop(signum: int, frame: Any) -> None:
+        # A signal to every process of a job (systemd, Slurm) reaches the gridemu command and
+        # its child at once, and the command passes its own on: the same stop, not a second one.
+        now = time.monotonic()
+        if now - last[0] < 1.0:
+            return
+        last[0] = now
         raise Terminated()
 
     try:

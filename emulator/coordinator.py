@@ -21,7 +21,15 @@ import numpy as np
 
 from gridemu.emulator import checkpoint as ckpt
 from gridemu.emulator.backends import BACKENDS, ShardLost, ensure_ray
-from gridemu.emulator.engine import Progress, RawRun, Workload, build_shard_specs, prepare_workload, resolve_shards
+from gridemu.emulator.engine import (
+    Progress,
+    RawRun,
+    Workload,
+    build_shard_specs,
+    enter_phase,
+    prepare_workload,
+    resolve_shards,
+)
 from gridemu.emulator.scenario import Scenario
 from gridemu.emulator.shard import ShardSpec, StepInfo
 from gridemu.emulator.window import WindowRule, next_window
@@ -78,7 +86,21 @@ class Coordinator:
         self.rebuilds = 0
 
     def run(self) -> RawRun:
+        # While checkpoints are written, SIGINT and SIGTERM are held from the very start: one
+        # before the first barrier stops once checkpoint zero is saved, one during the results
+        # fetch once the shards are closed (the folder keeps the last checkpoint); never dropped.
+        stop = ckpt.StopAtBarrier(self.checkpoint_to is not None)
+        try:
+            raw = self._run(stop)
+        finally:
+            stop.restore()
+        if stop.pending is not None:
+            stop.resume_signal()
+        return raw
+
+    def _run(self, stop: ckpt.StopAtBarrier) -> RawRun:
         scenario = self.scenario
+        enter_phase("start")
         if self.backend_name == "ray":
             ensure_ray(self.address)
         self.n_shards = self.n_shards or resolve_shards(scenario, self.backend_name)
@@ -96,45 +118,47 @@ class Coordinator:
         gc_was_enabled = gc.isenabled()
         gc.disable()
         specs = build_shard_specs(scenario, work.jobs, self.n_shards, self.recurrence, work.groups, work.draws)
-        self.backend = BACKENDS[self.backend_name](specs, self.resume.shards if self.resume is not None else None)
-        stop = ckpt.StopAtBarrier(self.checkpoint_to is not None)
+        self.last = self.resume  # None: a shard lost while they start is built from its spec again
         stalled_at = None
         try:
-            status = self.backend.status()
+            status = self._start(specs)
             n_jobs = sum(i.submitted for i in status)
             if not n_jobs:
                 raise no_jobs_error(scenario.workload)
             rule = WindowRule.for_run(
                 scenario.lookahead, horizon, max(i.last_release for i in status), periodic, self.on_progress is not None
             )
-            self.last = self.resume or ckpt.Checkpoint(
-                0, status, [[] for _ in range(self.n_shards)], [math.inf] * self.n_shards, None
-            )
-            self._restart()
+            self._first_barrier(status, stop)
             setup = time.perf_counter() - t0  # building shards (Ray: starting actors)
-            self.saved_at, self.rebuilds = time.perf_counter(), 0
+            self.saved_at = time.perf_counter()
             delay_max = scenario.faults.delay_max if scenario.faults else 0.0
             stall = _Stall(max(rule.span, 10 * (scenario.max_latency + delay_max)))
             while True:
                 # Periodic protocols set timers (and reports) forever: without a horizon the run
                 # ends once every job is finished. A job inside a message is not finished, so
                 # what may still be in flight then is only reports.
-                if math.isinf(horizon) and sum(i.done for i in self.infos) == n_jobs:
-                    break
                 infos, in_min = self.infos, self.in_min
-                window = next_window(
-                    rule,
-                    min(min(i.next_time for i in infos), min(in_min)),
-                    min(min(i.bound for i in infos), min(in_min)),
+                ended = math.isinf(horizon) and sum(i.done for i in infos) == n_jobs
+                window = (
+                    None
+                    if ended
+                    else next_window(
+                        rule,
+                        min(min(i.next_time for i in infos), min(in_min)),
+                        min(min(i.bound for i in infos), min(in_min)),
+                    )
                 )
-                if window is None:
-                    break
-                # Any call to a shard may find its actor dead: the step, a snapshot, a status.
+                # Any call to a shard may find its actor dead: the step, a snapshot, a status,
+                # the results (all are rolled back to the last checkpoint and replayed).
                 try:
+                    if window is None:
+                        results, in_flight, jobs = self._end(stop, horizon, work, n_jobs)
+                        break
                     self._step(window.end)
                     if self.checkpoint_every is not None:
                         self._keep_checkpoint()
                     if periodic and math.isinf(horizon) and stall.stuck(window.end, self.infos, self.backend):
+                        results, in_flight, jobs = self._end(stop, horizon, work, n_jobs)
                         stalled_at = window.end
                         break
                 except ShardLost as lost:
@@ -144,10 +168,9 @@ class Coordinator:
                     self._report(window.end, rule.span, n_jobs, t0)
                 if stop.pending is not None:  # Ctrl-C or SIGTERM: a checkpoint at this barrier, then stop
                     self._stop(stop)
-            results, in_flight, jobs = self._gather(horizon, work, n_jobs)
         finally:
-            stop.restore()
-            self.backend.close()
+            if self.backend is not None:
+                self.backend.close()
             self.backend = None
             if gc_was_enabled:
                 gc.enable()
@@ -170,6 +193,43 @@ class Coordinator:
             self.n_shards,
             extra,
         )
+
+    def _start(self, specs: list[ShardSpec]) -> list[StepInfo]:
+        """The shards built and their first status. A shard lost while they start (building
+        its sites, drawing its jobs) is built again from its spec, or from the resumed
+        checkpoint: start-up is deterministic, so nothing of it needs keeping."""
+        try:
+            self.backend = BACKENDS[self.backend_name](specs, self.last.shards if self.last is not None else None)
+        except ShardLost as lost:
+            self._rebuild(lost, specs)
+        while True:
+            try:
+                return self.backend.status()
+            except ShardLost as lost:
+                self._rebuild(lost, specs)
+
+    def _first_barrier(self, status: list[StepInfo], stop: ckpt.StopAtBarrier) -> None:
+        """Checkpoint zero (the shards as built: a resume builds them again), written when
+        checkpoints are: from here on the folder always holds one to resume from. A signal
+        held while the shards started stops the run here."""
+        if self.last is None:
+            n = self.n_shards
+            self.last = ckpt.Checkpoint(0, status, [[] for _ in range(n)], [math.inf] * n, None)
+            if self.checkpoint_to is not None:
+                self._save()
+        self._restart()
+        if stop.pending is not None:
+            stop.resume_signal()
+
+    def _end(
+        self, stop: ckpt.StopAtBarrier, horizon: float, work: Workload, n_jobs: int
+    ) -> tuple[list[dict[str, Any]], list[np.ndarray], np.ndarray]:
+        """The last barrier: a signal held during the last window stops here after a
+        checkpoint, as at any barrier; otherwise the results are fetched."""
+        if stop.pending is not None:
+            self._stop(stop)
+        enter_phase("fetch")
+        return self._gather(horizon, work, n_jobs)
 
     def _step(self, until: float) -> None:
         """One window: every shard handles its events before ``until``; their outgoing batches
@@ -218,14 +278,23 @@ class Coordinator:
         if self.rebuilds > MAX_REBUILDS:
             raise GridemuError(f"{lost}, and {MAX_REBUILDS} rebuilds did not get the run through") from None
         last = self.last
-        where = f"the checkpoint of window {last.windows}" if last.shards is not None else "the start"
+        states = last.shards if last is not None else None
+        where = f"the checkpoint of window {last.windows}" if states is not None else "the start"
         print(
             f"gridemu: warning: {lost}; rebuilding the shards from {where} and replaying the windows since",
             file=sys.stderr,
+            flush=True,
         )
-        self.backend.close()
-        self.backend = BACKENDS[self.backend_name](specs, last.shards)
-        self._restart()
+        if self.backend is not None:
+            self.backend.close()
+        self.backend = None
+        try:
+            self.backend = BACKENDS[self.backend_name](specs, states)
+        except ShardLost as again:  # lost again while starting (a node going away takes a while to be seen)
+            self._rebuild(again, specs)
+            return
+        if last is not None:
+            self._restart()
 
     def _restart(self) -> None:
         """The barrier's counters and inboxes from the last checkpoint (copies: a replay must not eat it)."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -23,6 +23,17 @@ from gridemu.model.jobs import take
 from gridemu.scenarios.poisson import SiteDraws
 from gridemu.scenarios.workload import check_scheduler_jobs, checks_jobs, generate_jobs, site_draws
 from gridemu.sites.sections import given
+
+#: A test seam: called with the name of each phase a run enters: "start" (before the
+#: workload is drawn and the shards built), "fetch" (the shards' results, after the last
+#: barrier), "tables" (the result tables), "counterfactual" (the run without cooperation,
+#: when asked for), "write" (the result folder). Tests send a signal or kill a shard there.
+PHASE_HOOKS: list[Callable[[str], None]] = []
+
+
+def enter_phase(name: str) -> None:
+    for hook in PHASE_HOOKS:
+        hook(name)
 
 
 @dataclass
