@@ -17,6 +17,8 @@ from gridemu.emulator import checkpoint as ckpt
 from gridemu.emulator.checks import check_conservation, check_guarantees
 from gridemu.emulator.coordinator import run_windows
 from gridemu.emulator.engine import Progress, RawRun
+from gridemu.emulator.gate import counterfactual, gate
+from gridemu.emulator.limits import Limits
 from gridemu.emulator.plugins import require_registered
 from gridemu.emulator.results import (
     PIECE_COLUMNS,
@@ -48,6 +50,7 @@ def run(
     on_progress: Callable[[Progress], None] | None = None,
     recurrence: bool = True,
     checkpoint: float | None = None,
+    force: bool = False,
 ) -> RunResult:
     """Run one emulation and return its tables (pandas) and summary (dict).
 
@@ -60,6 +63,8 @@ def run(
     ``recurrence=False`` forces the event loop where the FCFS recurrence would apply.
     ``checkpoint``: seconds (of wall time) between checkpoints at barriers, written to
     ``out/checkpoint.pkl`` for :func:`resume` (0: at every barrier; see emulator/checkpoint.py).
+    Before any work, :func:`gridemu.emulator.gate.gate` makes every check ``gridemu validate``
+    makes; ``force`` lets a run past the memory and wall-time budgets of its estimate.
     """
     if address and backend is None:
         backend = "ray"
@@ -77,6 +82,7 @@ def run(
         if checkpoint is not None:
             Path(out).mkdir(parents=True, exist_ok=True)
             target = Path(out) / ckpt.FILE
+    _, work = gate(scenario, Limits.here(force))
     raw = run_windows(
         scenario,
         address=address,
@@ -84,6 +90,7 @@ def run(
         recurrence=recurrence,
         checkpoint_every=checkpoint,
         checkpoint_to=target,
+        workload=work,
     )
     result = _finish(raw)
     if out is not None:
@@ -130,12 +137,7 @@ def _finish(raw: RawRun) -> RunResult:
     local = None
     if scenario.data["metrics"].get("counterfactual") == "local":
         # The same workload with no cooperation: what each organization would have had alone.
-        local_scenario = load_scenario(
-            scenario.data,
-            {"protocol": {"name": "local"}, "run.backend": "inprocess", "run.shards": 1},
-            source=scenario.source,
-        )
-        local = job_table(piece_table(run_windows(local_scenario, warn=False)))
+        local = job_table(piece_table(run_windows(counterfactual(scenario), warn=False)))
     summary = summarize(raw, table, sites, local)
     plugin = scenario.plugin
     added = (
