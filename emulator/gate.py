@@ -3,10 +3,11 @@ place, so that ``gridemu validate`` makes it too and nothing it accepts is throw
 the work (issue 45).
 
 In order: the estimate (memory, wall time, rounds, messages: budgets that ``--force`` lets
-through) and the float resolution of the clock; the counterfactual run's scenario; the jobs
-drawn where the driver draws them, checked against the sites' schedulers and the protocol
-(``prepare_workload``); the scheduler sections' states built from the jobs' groups (a
-fairshare policy that does not match them).
+through) and the float resolution of the clock; the jobs drawn where the driver draws them,
+checked against the sites' schedulers and the protocol (``prepare_workload``), or a small
+workload that the shards would draw drawn here to see it is not empty; the scheduler
+sections' states built from the jobs' groups (a fairshare policy that does not match them);
+the counterfactual run's scenario and the same checks of it.
 """
 
 from __future__ import annotations
@@ -17,7 +18,12 @@ from gridemu.emulator.limits import Limits
 from gridemu.emulator.scenario import Scenario, load_scenario
 from gridemu.model.errors import ScenarioError
 from gridemu.model.inputs import gib
+from gridemu.scenarios.workload import generate_jobs
 
+#: Below this many expected jobs, a workload the shards would draw is drawn here to see that
+#: it holds one (the run refuses an empty one after building its shards); above it, an empty
+#: Poisson draw has a probability below e^-1000.
+FEW_JOBS = 1000
 #: Workloads that are sized without being drawn; the others are drawn (or read) first and
 #: sized from their job table, so a trace is read once.
 SIZED = ("poisson", "streams")
@@ -52,6 +58,9 @@ def gate(scenario: Scenario, limits: Limits | None = None, warn: bool = True) ->
         est = _checked(estimate(scenario, work.jobs), limits)
     if work.jobs is not None:
         scheduler_states(scenario, work.jobs, work.groups)
+    elif est.jobs < FEW_JOBS:
+        # The shards draw the jobs; a run whose draw is empty stops once they are built.
+        generate_jobs(scenario)  # raises no_jobs_error on an empty draw
     if scenario.data["metrics"].get("counterfactual") == "local":
         try:  # the second run's own checks, so that it cannot fail after the first
             alone = counterfactual(scenario)

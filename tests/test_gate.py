@@ -207,3 +207,17 @@ def test_input_files_are_bounded(capsys, tmp_path, monkeypatch):
     line = refused(capsys, ["validate", "fairshare-idle", "--set", f'policy={{file="{policy}"}}'], "policy.file")
     assert "UTF-8" in line
     refused(capsys, ["validate", "fairshare-idle", "--set", f'policy={{file="{tmp_path}"}}'], "policy.file")
+
+
+def test_what_the_slow_mutations_found_is_refused_by_validate(capsys, tmp_path):
+    # An empty Poisson draw stopped the run once its shards were built; integral sizes of
+    # 1e300 passed directcontr's checks and overflowed int64 in its summary after the run.
+    for name, sets, needle in (
+        ("bilb", ["workload.rate=1e-300"], "gridemu: error: the poisson workload has no job to run"),
+        ("shapley-scale", ["workload.beta=1e300"], "gridemu: error: workload: job "),
+    ):
+        args = [a for s in tiny(name) + sets for a in ("--set", s)]
+        code, errors = outcome(capsys, ["validate", name, *args])
+        assert code == 2 and len(errors) == 1 and errors[0].startswith(needle), errors
+        run_code, run_errors = outcome(capsys, ["run", name, *args, "--out", str(tmp_path / name)])
+        assert run_code == 2 and run_errors == errors
