@@ -197,10 +197,14 @@ def estimate(sc: Scenario, table: np.ndarray | None = None) -> Estimate:
     windows = min(duration / sc.lookahead, sends) + 1 if talks else 1.0
     c = costs()
     figures = {"site": n, "proc": procs_total, "job": jobs, "message": messages, "window": windows}
-    if sc.data["metrics"].get("counterfactual") == "local":  # a second run, every organization alone
+    held = dict(figures)
+    if sc.data["metrics"].get("counterfactual") == "local":
+        # A second run, every organization alone: its time, and its job table beside the
+        # first's (the first run's sites are gone by then).
         figures["job"] *= 2
         figures["site"] *= 2
-    memory_terms = {k: v * c.memory.get(f"per_{k}", 0.0) for k, v in figures.items()}
+        held["job"] *= 2
+    memory_terms = {k: v * c.memory.get(f"per_{k}", 0.0) for k, v in held.items()}
     if isinstance(sc.latency, np.ndarray):
         memory_terms["link"] = 2.0 * sc.latency.nbytes  # the matrix, and its rows on the shards
     wall_terms = {k: v * c.seconds.get(f"per_{k}", 0.0) for k, v in figures.items()}
