@@ -19,7 +19,9 @@ from gridemu.brokers.protocol import RunFacts, Summary
 from gridemu.emulator import checkpoint as ckpt
 from gridemu.emulator.checks import check_conservation, check_guarantees
 from gridemu.emulator.coordinator import run_windows
-from gridemu.emulator.engine import Progress, RawRun, enter_phase
+from gridemu.emulator.engine import Progress, RawRun, Workload, enter_phase
+from gridemu.emulator.gate import counterfactual, gate
+from gridemu.emulator.limits import Limits
 from gridemu.emulator.provenance import provenance
 from gridemu.emulator.results import (
     LOCK,
@@ -56,6 +58,7 @@ def run(
     on_progress: Callable[[Progress], None] | None = None,
     recurrence: bool = True,
     checkpoint: float | None = None,
+    force: bool = False,
 ) -> RunResult:
     """Run one emulation and return its tables (pandas) and summary (dict).
 
@@ -68,6 +71,8 @@ def run(
     ``recurrence=False`` forces the event loop where the FCFS recurrence would apply.
     ``checkpoint``: seconds (of wall time) between checkpoints at barriers, written to
     ``out/checkpoint.gridemu`` for :func:`resume` (0: at every barrier; see emulator/checkpoint.py).
+    Before any work, :func:`gridemu.emulator.gate.gate` makes every check ``gridemu validate``
+    makes; ``force`` lets a run past the memory and wall-time budgets of its estimate.
     """
     if address and backend is None:
         backend = "ray"
@@ -79,11 +84,13 @@ def run(
         )
     if checkpoint is not None and not checkpoint >= 0:
         raise ScenarioError("--checkpoint", f"must be a number of seconds >= 0, got {checkpoint}")
+    if out is not None:
+        out = check_out(out, overwrite)  # before any work
+    _, work = gate(scenario, Limits.here(force))
     if out is None:
-        return _finish(_run_windows(scenario, address, on_progress, recurrence, checkpoint, None))
-    out = check_out(out, overwrite)  # before any work
+        return _finish(_run_windows(scenario, address, on_progress, recurrence, checkpoint, None, work))
     if checkpoint is None:
-        raw = _run_windows(scenario, address, on_progress, recurrence, None, None)
+        raw = _run_windows(scenario, address, on_progress, recurrence, None, None, work)
         result = _finish(raw)
         enter_phase("write")
         result.write(out, overwrite)
@@ -97,7 +104,7 @@ def run(
         write_marker(out)
     try:
         with locked(out, "run"):
-            raw = _run_windows(scenario, address, on_progress, recurrence, checkpoint, out / ckpt.FILE)
+            raw = _run_windows(scenario, address, on_progress, recurrence, checkpoint, out / ckpt.FILE, work)
             result = _finish(raw)
             enter_phase("write")
             result.write(out, overwrite=True)  # replaces the folder this run made or was allowed, checkpoint and all
@@ -128,6 +135,7 @@ def _run_windows(
     recurrence: bool,
     checkpoint: float | None,
     target: Path | None,
+    workload: Workload | None,
 ) -> RawRun:
     return run_windows(
         scenario,
@@ -136,6 +144,7 @@ def _run_windows(
         recurrence=recurrence,
         checkpoint_every=checkpoint,
         checkpoint_to=target,
+        workload=workload,
     )
 
 
@@ -199,12 +208,7 @@ def _finish(raw: RawRun) -> RunResult:
         # It runs in this process (no shard to lose), from the seed: a stopped run's resume
         # runs it again.
         enter_phase("counterfactual")
-        local_scenario = load_scenario(
-            scenario.data,
-            {"protocol": {"name": "local"}, "run.backend": "inprocess", "run.shards": 1},
-            source=scenario.source,
-        )
-        local = job_table(piece_table(run_windows(local_scenario, warn=False)))
+        local = job_table(piece_table(run_windows(counterfactual(scenario), warn=False)))
     summary = summarize(raw, table, sites, local)
     plugin = scenario.plugin
     added = (

@@ -115,7 +115,8 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from gridemu.emulator.estimate import estimate
+    from gridemu.emulator.gate import gate
+    from gridemu.emulator.limits import Limits
     from gridemu.emulator.scenario import check_scenario
 
     sc, errors = check_scenario(args.scenario, _overrides(args.set))
@@ -124,9 +125,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
     if sc is None:
         return EXIT_USAGE
     wl = sc.workload
-    # Generated workloads are sized, not drawn (validating 10^8 jobs takes no memory); job
-    # lists and traces are read whole, which shows their errors here too.
-    est = estimate(sc)
+    # The run's own gate: what run would refuse before its first window, refused here.
+    # Generated workloads are sized, not drawn (validating 10^8 jobs takes no memory) unless
+    # the run's driver draws them too (a protocol or scheduler checks every job).
+    est, _ = gate(sc, Limits.here(args.force), warn=False)
     for limit, value, what in (
         (args.max_jobs, est.jobs, "jobs"),
         (args.max_messages, est.messages, "messages"),
@@ -142,6 +144,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
         + (f", faults: {sc.faults.describe()}" if sc.faults is not None else "")
     )
     print(f"estimate: {est.describe()}")
+    print(f"estimate: {est.resources()}")
     for line in sc.extra.get("scenario_warnings", []) + sc.extra.get("workload_warnings", []) + est.warnings():
         print(f"gridemu: warning: {line}", file=sys.stderr)
     return 0
@@ -212,7 +215,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     out = check_out(_out_dir(args), args.overwrite)  # fail before the run, not after it
     for line in scenario.extra.get("scenario_warnings", []):
         print(f"gridemu: warning: {line}", file=sys.stderr)
-    if scenario.workload["kind"] in ("poisson", "streams"):  # sized without drawing (traces would be read twice)
+    if args.force and scenario.workload["kind"] in ("poisson", "streams"):  # past a budget: said, not refused
         from gridemu.emulator.estimate import estimate
 
         for line in estimate(scenario).warnings():
@@ -227,6 +230,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             out=out,
             overwrite=args.overwrite,
             checkpoint=args.checkpoint,
+            force=args.force,
         ),
     )
     return _unfinished(result.summary, scenario.horizon, args.strict)
@@ -397,6 +401,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             workers=args.workers,
             overwrite=args.overwrite,
             backend=args.backend,
+            force=args.force,
         )
     except SweepFailed as exc:  # the finished points are written: not a usage error
         print(f"gridemu: sweep: {exc}", file=sys.stderr)
@@ -437,6 +442,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a scenario key (repeatable)")
     for what in ("jobs", "messages", "rounds"):
         p.add_argument(f"--max-{what}", type=float, metavar="N", help=f"exit 2 if the run's estimated {what} exceed N")
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="go on past the estimate's memory and wall-time budgets (docs/reliability.md)",
+    )
     p.set_defaults(func=cmd_validate)
 
     p = sub.add_parser("run", help="run a scenario and write its results")
@@ -460,6 +470,11 @@ def build_parser() -> argparse.ArgumentParser:
         type=float,
         metavar="SECONDS",
         help="save the run's state at a barrier every SECONDS of wall time in OUT (gridemu resume OUT)",
+    )
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="go on past the estimate's memory and wall-time budgets (docs/reliability.md)",
     )
     p.set_defaults(func=cmd_run)
 
@@ -520,6 +535,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="ray: runs in parallel as Ray tasks (default); inprocess: one after another, no Ray",
     )
     p.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a scenario key (repeatable)")
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="go on past the estimate's memory and wall-time budgets (docs/reliability.md)",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress and no table")
     _warmup_option(p)
     p.set_defaults(func=cmd_sweep)

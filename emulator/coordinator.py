@@ -55,7 +55,8 @@ class Coordinator:
     ``checkpoint_every`` (wall seconds; 0: at every barrier) keeps a checkpoint at a barrier
     that often, written to ``checkpoint_to`` when given; a lost Ray shard rebuilds every
     shard from the last one (or from the start) and replays the windows since. ``resume``
-    goes on from a checkpoint (with its ``n_shards``)."""
+    goes on from a checkpoint (with its ``n_shards``). ``workload``: the jobs
+    :func:`gridemu.emulator.gate.gate` drew and checked (else they are drawn here)."""
 
     def __init__(
         self,
@@ -69,8 +70,10 @@ class Coordinator:
         resume: ckpt.Checkpoint | None = None,
         n_shards: int | None = None,
         warn: bool = True,
+        workload: Workload | None = None,
     ):
         self.scenario = scenario
+        self.workload = workload  # drawn and checked by the gate (emulator/gate.py), else here
         self.address, self.on_progress, self.recurrence, self.warn = address, on_progress, recurrence, warn
         self.checkpoint_every, self.checkpoint_to, self.resume = checkpoint_every, checkpoint_to, resume
         self.backend_name: str = scenario.data["run"]["backend"]
@@ -104,7 +107,7 @@ class Coordinator:
         if self.backend_name == "ray":
             ensure_ray(self.address)
         self.n_shards = self.n_shards or resolve_shards(scenario, self.backend_name)
-        work = prepare_workload(scenario, self.warn)
+        work = self.workload if self.workload is not None else prepare_workload(scenario, self.warn)
         horizon = scenario.horizon
         # Random crashes ([faults] mtbf) come forever, as periodic protocols' timers do.
         periodic = scenario.plugin.can("periodic") or (

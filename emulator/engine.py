@@ -101,14 +101,9 @@ def build_shard_specs(
         info,
     )
     job_shard = site_to_shard[jobs["submit_site"]] if jobs is not None else None
-    shared = {}  # scheduler -> the state its sites share, built from its section (sites/sections.py)
-    for section in given(scenario.data):
-        used = set(np.unique(jobs["group"]).tolist())
-        shared[section.scheduler], warnings = section.hooks().shared(
-            scenario.data[section.name], groups or [], used, scenario.folder
-        )
-        for line in warnings:
-            print(f"gridemu: warning: {line}", file=sys.stderr)
+    shared, warnings = scheduler_states(scenario, jobs, groups or [])
+    for line in warnings:
+        print(f"gridemu: warning: {line}", file=sys.stderr)
     specs = []
     for k in range(n_shards):
         ids = np.flatnonzero(site_to_shard == k)
@@ -132,6 +127,22 @@ def build_shard_specs(
             )
         )
     return specs
+
+
+def scheduler_states(
+    scenario: Scenario, jobs: np.ndarray | None, groups: list[str]
+) -> tuple[dict[str, Any], list[str]]:
+    """Scheduler -> the state its sites share, built from its section (sites/sections.py),
+    and the sections' warnings; the sections' checks against the jobs' groups raise here."""
+    shared: dict[str, Any] = {}
+    warnings: list[str] = []
+    for section in given(scenario.data):
+        used = set(np.unique(jobs["group"]).tolist())
+        shared[section.scheduler], lines = section.hooks().shared(
+            scenario.data[section.name], groups, used, scenario.folder
+        )
+        warnings += lines
+    return shared, warnings
 
 
 def resolve_shards(scenario: Scenario, backend: str) -> int:

@@ -1,10 +1,13 @@
-"""How big a run will be, before it runs (``gridemu validate``): jobs, virtual time, messages.
+"""How big a run will be, before it runs (``gridemu validate``, and ``run`` and ``sweep``
+before any work): jobs, virtual time, messages, windows, and from them peak memory and wall
+time with the costs ``bench/calibrate.py`` measured (``emulator/costs.json``).
 
 Generated workloads (Poisson, streams) are sized, not drawn; job lists and traces are read
 (validate reads them anyway, to report their errors). The run lasts at least as long as
-its releases and as its work spread over every processor of the grid; the messages are the
-protocol's own count (``Protocol.traffic``) over that time. These are orders of magnitude,
-meant to catch a run that would not end in practice, not predictions.
+its releases and as its work spread over every processor of the grid, longer when random
+crashes restart its jobs; the messages are the protocol's own count (``Protocol.traffic``)
+over that time. These are orders of magnitude, meant to refuse a run that would not end or
+fit in practice, not predictions.
 """
 
 from __future__ import annotations
@@ -15,13 +18,26 @@ from dataclasses import dataclass
 import numpy as np
 
 from gridemu.brokers.protocol import Traffic
+from gridemu.emulator.limits import Limits, costs
 from gridemu.emulator.scenario import Scenario
 from gridemu.model.checks import per_site_array
+from gridemu.model.errors import ScenarioError
+from gridemu.model.inputs import gib
 from gridemu.scenarios.workload import generate_jobs, poisson_size, streams_extent
 
-#: Past these an estimate is worth a warning: such a run may not end in practice.
-WARN_ROUNDS = 1e8
-WARN_MESSAGES = 1e10
+#: Past these a run is refused (``--force`` goes on): it would not end in practice.
+MAX_ROUNDS = 1e8
+MAX_MESSAGES = 1e10
+
+#: The key each cost term of the estimate follows from: a refusal names the largest term's.
+TERM_KEYS = {
+    "site": "sites.count",
+    "proc": "sites.procs",
+    "job": "workload",
+    "message": "protocol",
+    "window": "run.lookahead",
+    "link": "network",
+}
 
 
 @dataclass(frozen=True)
@@ -32,6 +48,16 @@ class Estimate:
     messages: float
     rounds: float | None  # the agents' rounds over that time (periodic protocols)
     traffic: Traffic
+    sites: int = 0
+    procs: float = 0.0
+    windows: float = 1.0
+    crashes: float = 0.0  # random and listed crashes over the run
+    lookahead: float = 1.0
+    mean_size: float = 0.0  # a job's mean run time on one processor of speed 1
+    memory: float = 0.0  # peak bytes
+    wall: float = 0.0  # seconds
+    memory_terms: dict[str, float] | None = None
+    wall_terms: dict[str, float] | None = None
 
     def describe(self) -> str:
         text = (
@@ -42,30 +68,98 @@ class Estimate:
             text += f" ({self.traffic.what})"
         if self.rounds is not None:
             text += f"; about {_count(self.rounds)} rounds, one every {self.traffic.round_every:g}"
-        return text
+        if self.crashes:
+            text += f"; about {_count(self.crashes)} crashes"
+        return text + f"; about {_count(self.windows)} windows"
+
+    def resources(self) -> str:
+        """Peak memory and wall time, and the costs they come from (``gridemu validate``)."""
+        c = costs()
+        return (
+            f"peak memory about {gib(self.memory)}, wall time about {_duration(self.wall)} in one process "
+            f"(costs measured {c.measured} on {c.machine}: bench/calibrate.py)"
+        )
+
+    def refusal(self, limits: Limits) -> ScenarioError | None:
+        """The first limit this run is past, as the error to raise; None when it fits or
+        ``limits.force``. Float resolution is :func:`check_resolution`'s, not a budget."""
+        if limits.force:
+            return None
+        if self.memory > limits.memory_bytes:
+            return ScenarioError(
+                _largest(self.memory_terms),
+                f"the run needs about {gib(self.memory)} of memory, more than the {gib(limits.memory_bytes)} "
+                f"available ({self.describe()}); --force runs it anyway",
+            )
+        if not self.wall <= limits.wall_seconds:
+            return ScenarioError(
+                _largest(self.wall_terms),
+                f"the run would take about {_duration(self.wall)}, more than the {_duration(limits.wall_seconds)} "
+                f"budget ({self.describe()}); --force runs it anyway",
+            )
+        if self.rounds is not None and self.rounds > MAX_ROUNDS:
+            return ScenarioError(
+                "protocol",
+                f"about {_count(self.rounds)} protocol rounds (the run lasts at least {self.duration:.3g} time "
+                f"units, a round every {self.traffic.round_every:g}): it would not end in practice; set "
+                "run.horizon or shorten the jobs (--force runs it anyway)",
+            )
+        if self.messages > MAX_MESSAGES:
+            return ScenarioError(
+                "protocol",
+                f"about {_count(self.messages)} messages: it would not end in practice; fewer sites, jobs or "
+                "rounds (--force runs it anyway)",
+            )
+        return None
 
     def warnings(self) -> list[str]:
-        out = []
-        if self.rounds is not None and self.rounds > WARN_ROUNDS:
-            out.append(
-                f"about {_count(self.rounds)} protocol rounds (the run lasts at least {self.duration:.3g} time units, "
-                f"a round every {self.traffic.round_every:g}): it may "
-                "not end in practice; set run.horizon or shorten the jobs"
-            )
-        if self.messages > WARN_MESSAGES:
-            out.append(
-                f"about {_count(self.messages)} messages: it may not end in practice; fewer sites, jobs or rounds"
-            )
-        return out
+        """What ``--force`` lets through, said before the run."""
+        past = self.refusal(Limits(math.inf, math.inf))
+        return [str(past)] if past is not None else []
+
+
+def _largest(terms: dict[str, float] | None) -> str:
+    if not terms:
+        return "estimate"
+    name = max(terms, key=lambda k: terms[k] if math.isfinite(terms[k]) else math.inf)
+    return TERM_KEYS.get(name, "estimate")
 
 
 def _count(x: float) -> str:
     return f"{x:,.0f}" if x < 1e6 else f"{x:.2g}"
 
 
-def estimate(sc: Scenario) -> Estimate:
+def _duration(seconds: float) -> str:
+    if not math.isfinite(seconds):
+        return "forever"
+    if seconds < 120:
+        return f"{seconds:.2g} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    if seconds < 3 * 86400:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 86400:.2g} days"
+
+
+def _restarts(duration: float, mean_size: float, sc: Scenario) -> tuple[float, float]:
+    """(the run's duration with random crashes, the crashes over it). A job restarted from
+    scratch at each crash of rate 1/mtbf, with repairs of mean mttr, takes on average
+    (mtbf + mttr)(e^{s/mtbf} - 1) instead of s: the run stretches by that factor."""
+    f = sc.faults
+    listed = float(len(f.crashes)) if f is not None else 0.0
+    if f is None or not math.isfinite(f.mtbf):
+        return duration, listed
+    x = mean_size / f.mtbf
+    stretch = (1 + f.mttr / f.mtbf) * (math.expm1(x) / x if x > 1e-12 else 1.0) if x < 700 else math.inf
+    duration = duration * stretch
+    return duration, listed + len(sc.sites) * duration / (f.mtbf + f.mttr)
+
+
+def estimate(sc: Scenario, table: np.ndarray | None = None) -> Estimate:
+    """The estimate of a run of ``sc``; ``table``: its jobs when they are drawn already."""
     wl, sites = sc.workload, sc.sites
     capacity = float(sum(sum(s.speeds) for s in sites))
+    procs_total = float(sum(len(s.speeds) for s in sites))
     if wl["kind"] == "poisson":
         jobs = poisson_size(wl, len(sites))
         rates = per_site_array("workload.rate", wl.get("rate", 1.0), len(sites))
@@ -79,16 +173,72 @@ def estimate(sc: Scenario) -> Estimate:
     elif wl["kind"] == "streams":
         jobs, span, work = streams_extent(wl, sites)
     else:
-        table = generate_jobs(sc)[0]
+        table = generate_jobs(sc)[0] if table is None else table
         jobs = float(len(table))
         span = float(table["release"].max()) if len(table) else 0.0
         work = float((table["size"] * table["procs"]).sum())
+    mean_size = work / jobs if jobs else 0.0
     duration = max(span, work / capacity)
-    if math.isfinite(sc.horizon):
-        duration = min(duration, sc.horizon)
     n = len(sites)
     degree = float(np.mean(sc.topology.degrees(n))) if not sc.topology.full else float(n - 1)
     traffic = sc.plugin.traffic(sc.params, n, degree) if sc.plugin.traffic else Traffic()
+    if traffic.per_job or traffic.per_time:
+        duration += sc.max_latency  # a job may travel once
+    duration, crashes = _restarts(duration, mean_size, sc)
+    if math.isfinite(sc.horizon):
+        duration = min(duration, sc.horizon)
     messages = traffic.per_job * jobs + traffic.per_time * duration
     rounds = duration / traffic.round_every if traffic.round_every else None
-    return Estimate(jobs, span, duration, messages, rounds, traffic)
+    talks = bool(messages) or crashes > 0
+    # A window advances by at least the lookahead, and past an idle stretch to the next event
+    # that may send: about one window per job, per round (two: the round and its answers),
+    # per crash, and per message each site receives (the shipped runs: within 3x of this).
+    sends = jobs + 2 * (rounds or 0.0) + messages / max(1, n) + 2 * crashes
+    windows = min(duration / sc.lookahead, sends) + 1 if talks else 1.0
+    c = costs()
+    figures = {"site": n, "proc": procs_total, "job": jobs, "message": messages, "window": windows}
+    held = dict(figures)
+    if sc.data["metrics"].get("counterfactual") == "local":
+        # A second run, every organization alone: its time, and its job table beside the
+        # first's (the first run's sites are gone by then).
+        figures["job"] *= 2
+        figures["site"] *= 2
+        held["job"] *= 2
+    memory_terms = {k: v * c.memory.get(f"per_{k}", 0.0) for k, v in held.items()}
+    if isinstance(sc.latency, np.ndarray):
+        memory_terms["link"] = 2.0 * sc.latency.nbytes  # the matrix, and its rows on the shards
+    wall_terms = {k: v * c.seconds.get(f"per_{k}", 0.0) for k, v in figures.items()}
+    return Estimate(
+        jobs,
+        span,
+        duration,
+        messages,
+        rounds,
+        traffic,
+        n,
+        procs_total,
+        windows,
+        crashes,
+        sc.lookahead,
+        mean_size,
+        c.memory.get("base", 0.0) + sum(memory_terms.values()),
+        c.seconds.get("base", 0.0) + sum(wall_terms.values()),
+        memory_terms,
+        wall_terms,
+    )
+
+
+def check_resolution(est: Estimate) -> None:
+    """Refuse a run whose virtual clock would stop advancing in floats (releases at 1e300
+    with a lookahead of 1, processors of speed 1e-300): ``t + lookahead == t`` at the time it
+    reaches. No ``--force``: the run would fail there after all the work before."""
+    end = max(est.span, est.duration)
+    if not math.isfinite(end):
+        return  # an endless run: the budget's refusal says so
+    if not end + est.lookahead > end:
+        what = "its releases" if est.span >= est.duration else "its work spread over the processors"
+        raise ScenarioError(
+            "run.lookahead",
+            f"a window of {est.lookahead:g} no longer advances virtual time at t={end:.3g}, which the run reaches "
+            f"({what}; float resolution): use a larger network.latency or run.lookahead, or a shorter run",
+        )

@@ -20,10 +20,12 @@ import numpy as np
 from gridemu.brokers import registry
 from gridemu.brokers.params import Params
 from gridemu.brokers.protocol import Protocol, ScenarioFacts
+from gridemu.emulator.limits import costs
 from gridemu.emulator.scenario_toml import copy_tree
 from gridemu.emulator.topology import Topology, build_topology, link_latency_matrix, smallest_link_latency
 from gridemu.model.checks import check_flag, check_number, choice, did_you_mean, largest_remainder, per_site_values
 from gridemu.model.errors import ScenarioError
+from gridemu.model.inputs import check_allocation, check_input_file, check_toml_depth
 from gridemu.scenarios.workload import check_workload
 from gridemu.sites.faults import FaultPlan, parse_faults
 from gridemu.sites.sections import SECTIONS
@@ -169,15 +171,18 @@ def read_scenario_file(ref: str | Path) -> tuple[dict[str, Any], str]:
                 "scenario",
                 f"no file or shipped scenario named {str(ref)!r}{did_you_mean(str(ref), shipped)} (shipped: {names})",
             )
+    check_input_file(path, "scenario", "a scenario file")  # a FIFO or /dev/zero never ends
     try:
-        with path.open("rb") as fh:
-            return tomllib.load(fh), str(path)
-    except tomllib.TOMLDecodeError as exc:
-        raise ScenarioError("scenario", f"{path} is not valid TOML: {exc}") from None
+        text = path.read_bytes().decode("utf-8")
     except UnicodeDecodeError:
         raise ScenarioError("scenario", f"{path} is not UTF-8 text (TOML files must be UTF-8)") from None
     except OSError as exc:
         raise ScenarioError("scenario", f"cannot read {path}: {exc.strerror or exc}") from None
+    check_toml_depth(text, "scenario")
+    try:
+        return tomllib.loads(text), str(path)
+    except tomllib.TOMLDecodeError as exc:
+        raise ScenarioError("scenario", f"{path} is not valid TOML: {exc}") from None
 
 
 def parse_override(text: str) -> tuple[str, Any]:
@@ -188,6 +193,7 @@ def parse_override(text: str) -> tuple[str, Any]:
     key = key.strip()
     if not key or any(not part for part in key.split(".")):
         raise ScenarioError(text, "an override must look like key.path=value")
+    check_toml_depth(raw, key)
     try:
         value = tomllib.loads(f"v = {raw.strip()}")["v"]
     except tomllib.TOMLDecodeError:
@@ -433,7 +439,13 @@ def _build_sites(data: dict[str, Any], default_scheduler: str, seed: int) -> lis
         raise ScenarioError("sites", "must be a list of [[sites]] tables or a [sites] table")
     _unknown("sites", raw, _KNOWN["sites"])
     count = int(check_number("sites.count", raw.get("count", 0), positive=True, integer=True, most=MAX_SITES))
+    per = costs().memory
+    check_allocation("sites.count", count * per.get("per_site", 0.0), f"{count:,} sites")
     procs = _draw_procs("sites.procs", raw.get("procs", 1), count, seed)
+    total = float(sum(procs))
+    check_allocation(
+        "sites.procs", count * per.get("per_site", 0.0) + total * per.get("per_proc", 0.0), f"{total:,.0f} processors"
+    )
     speeds = per_site_values("sites.speed", raw.get("speed", 1.0), count, positive=True, finite=True)
     scheduler = choice("sites.scheduler", raw.get("scheduler", default_scheduler), SCHEDULERS)
     width = len(str(count - 1))
@@ -459,6 +471,7 @@ def _latency(data: dict[str, Any], n: int, seed: int) -> tuple[float | np.ndarra
         high = float(check_number("network.latency.high", spec.get("high"), positive=True, finite=True))
         if high < low:
             raise ScenarioError("network.latency.high", f"must be >= low ({low}), got {high}")
+        check_allocation("network.latency", 16.0 * n * n, f"a {n:,} x {n:,} latency matrix")
         rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(0x4C4154,)))  # "LAT": its own stream
         upper = np.triu(rng.uniform(low, high, size=(n, n)), 1)
         arr = upper + upper.T

@@ -13,6 +13,8 @@ reproductions quote. ``gridemu report OUT`` draws them (``emulator/sweep_report.
 from __future__ import annotations
 
 import itertools
+import math
+import os
 import sys
 import time
 from pathlib import Path
@@ -20,6 +22,9 @@ from typing import Any
 
 import pandas as pd
 
+from gridemu.emulator.estimate import check_resolution, estimate
+from gridemu.emulator.gate import SIZED
+from gridemu.emulator.limits import MAX_SWEEP_RUNS, Limits
 from gridemu.emulator.results import check_out, write_whole
 from gridemu.emulator.scenario import load_scenario, parse_override, read_scenario_file
 from gridemu.emulator.stats import QUANTILES, TAIL_FIGURES, confidence
@@ -71,8 +76,12 @@ def parse_grid(items: list[str]) -> list[tuple[str, list[Any]]]:
     return grid
 
 
+def _setting(point: dict[str, Any]) -> str:
+    return f"at {', '.join(f'{k}={v!r}' for k, v in point.items())}: " if point else ""
+
+
 def run_one(
-    data: dict[str, Any], settings: dict[str, Any], seed: int, source: str | None = None
+    data: dict[str, Any], settings: dict[str, Any], seed: int, source: str | None = None, force: bool = False
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """One sweep point: (row for runs.parquet, rows for orgs.parquet). ``source``: the
     scenario file ``data`` was read from (its relative file names are found beside it)."""
@@ -80,7 +89,7 @@ def run_one(
 
     sets = dict(settings)
     sets.update({"run.backend": "inprocess", "run.shards": 1, "run.seed": seed})
-    result = run(load_scenario(data, sets, source=source))
+    result = run(load_scenario(data, sets, source=source), force=force)
     g = result.summary["global"]
     row = {**settings, "seed": seed, **{f: g.get(f) for f in GLOBAL_FIGURES}}
     states = g["jobs_by_state"]
@@ -117,21 +126,45 @@ def sweep(  # noqa: C901
     workers: int | None = None,
     overwrite: bool = False,
     backend: str = "ray",
+    force: bool = False,
 ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """Run every setting of ``grid`` with seeds run.seed .. run.seed+repeat-1; see module doc.
     ``backend = "inprocess"`` runs them one after another in this process (no Ray).
 
     A point whose run fails does not stop the others: every finished point is written, the
     failed ones go to ``failures.csv`` with their error, and a :class:`SweepFailed` naming
-    the first is raised once the files are written."""
+    the first is raised once the files are written. Before any run, each setting's estimate
+    is held to the budgets (``force``: past them) and the sweep's runs to ``MAX_SWEEP_RUNS``."""
     if repeat < 1:
         raise ScenarioError("--repeat", f"must be >= 1, got {repeat}")
     data, source = (scenario, None) if isinstance(scenario, dict) else read_scenario_file(scenario)
     base = load_scenario(data, overrides, source=source)
     keys = [k for k, _ in grid]
+    n_runs = math.prod(len(v) for _, v in grid) * repeat
+    if n_runs > MAX_SWEEP_RUNS:
+        raise ScenarioError(
+            "--repeat" if repeat > 1 else "--grid",
+            f"{n_runs:,} runs (settings x --repeat), more than a sweep may list ({MAX_SWEEP_RUNS:,})",
+        )
     points = [dict(zip(keys, combo)) for combo in itertools.product(*[v for _, v in grid])] or [{}]
+    limits, wall = Limits.here(force), 0.0
     for point in points:  # fail before launching anything
-        load_scenario(data, {**(overrides or {}), **point}, source=source)
+        sc = load_scenario(data, {**(overrides or {}), **point}, source=source)
+        if sc.workload["kind"] not in SIZED:
+            continue  # a job file is read by its run (a broken one fails that point alone), gated there
+        est = estimate(sc)
+        check_resolution(est)
+        refusal = est.refusal(limits)
+        if refusal is not None:
+            raise ScenarioError(refusal.key, f"{_setting(point)}{refusal.problem}")
+        wall += est.wall * repeat
+    if wall / (workers or os.cpu_count() or 1) > limits.wall_seconds and not force:
+        raise ScenarioError(
+            "--repeat" if repeat > 1 else "--grid",
+            f"the sweep's {n_runs:,} runs would take about {wall / 3600:,.3g} h of CPU, more than the "
+            f"{limits.wall_seconds / 3600:g} h budget on {workers or os.cpu_count() or 1} workers; "
+            "--force runs it anyway",
+        )
     if out is not None:
         out = check_out(out, overwrite, SWEEP_FILES, "sweep")
     # A swept run.seed is the first seed of that point's repeats.
@@ -170,12 +203,12 @@ def sweep(  # noqa: C901
         if backend == "inprocess":
             for point, seed in tasks:
                 try:
-                    outcome = run_one(base_data, point, seed, source)
+                    outcome = run_one(base_data, point, seed, source, force)
                 except Exception as exc:  # as a Ray task's failure: recorded, the others go on
                     outcome = exc
                 record(point, seed, outcome)
         else:
-            _ray_tasks(base_data, tasks, source, address, workers, record)
+            _ray_tasks(base_data, tasks, source, address, workers, record, force)
     finally:
         if progress is not None:
             progress.stop()
@@ -225,6 +258,7 @@ def _ray_tasks(
     address: str | None,
     workers: int | None,
     record: Any,
+    force: bool = False,
 ) -> None:
     """Run the sweep's points as Ray tasks, at most ``workers`` at once; ``record`` each outcome."""
     from gridemu.emulator.backends import ensure_ray
@@ -238,7 +272,7 @@ def _ray_tasks(
     while queue or pending:
         while queue and len(pending) < limit:
             i, (point, seed) = queue.pop(0)
-            pending[remote.remote(payload, point, seed, source)] = i
+            pending[remote.remote(payload, point, seed, source, force)] = i
         # A bounded wait: a signal handler (SIGTERM, Ctrl-C) only runs between waits, and a
         # run may take minutes.
         done, _ = ray.wait(list(pending), num_returns=1, timeout=0.5)

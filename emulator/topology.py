@@ -42,6 +42,7 @@ import numpy as np
 
 from gridemu.model.checks import duplicate, parse_int, parse_number
 from gridemu.model.errors import ScenarioError
+from gridemu.model.inputs import check_allocation, check_input_file
 from gridemu.sites.spec import SiteSpec
 
 TOPOLOGY_KEY = 0x544F504F  # "TOPO": the spawn key of the topology's random stream
@@ -208,8 +209,7 @@ def _check_connected(topo: Topology, sites: Sequence[SiteSpec], key: str) -> Non
 
 def _from_file(path: Path, sites: Sequence[SiteSpec]) -> Topology:
     key = "network.topology_file"
-    if not path.is_file():
-        raise ScenarioError(key, f"cannot read {path}: {'a folder' if path.is_dir() else 'no such file'}")
+    check_input_file(path, key, "an edge file")
     index = {s.name: s.site_id for s in sites}
     n = len(sites)
 
@@ -273,6 +273,7 @@ def link_latency_matrix(topo: Topology, n: int, default: "float | np.ndarray") -
     no message ever travels between them."""
     if not topo.link_latency:
         return default
+    check_allocation("network.topology", 8.0 * n * n, f"a {n:,} x {n:,} matrix of link latencies")
     mat = np.full((n, n), float(default)) if not isinstance(default, np.ndarray) else default.copy()
     for (a, b), lat in topo.link_latency.items():
         mat[a, b] = mat[b, a] = lat

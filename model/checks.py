@@ -179,9 +179,16 @@ def check_sequential(jobs: Any, who: str) -> None:
 
 
 def check_integral(jobs: Any, columns: tuple[str, ...], key: str, why: str) -> None:
-    """The named columns of every job hold integers; else name the first job that breaks it."""
+    """The named columns of every job hold integers; else name the first job that breaks it.
+    Past 2^53 a float no longer holds every integer (and an int64 overflows soon after)."""
     for col in columns:
         bad = np.flatnonzero(jobs[col] != np.round(jobs[col]))
         if len(bad):
             j = jobs[bad[0]]
             raise ScenarioError(key, f"job {int(j['job_id'])}: {col} {float(j[col])} is not an integer ({why})")
+        bad = np.flatnonzero(np.abs(jobs[col]) > 2.0**53)
+        if len(bad):
+            j = jobs[bad[0]]
+            raise ScenarioError(
+                key, f"job {int(j['job_id'])}: {col} {float(j[col]):g} is past 2^53, the largest exact integer ({why})"
+            )

@@ -53,7 +53,8 @@ from typing import NoReturn, TextIO
 import numpy as np
 
 from gridemu.model.errors import ScenarioError, WorkloadError
-from gridemu.model.jobs import empty_jobs
+from gridemu.model.inputs import check_allocation
+from gridemu.model.jobs import JOB_DTYPE, empty_jobs
 
 SWF_FIELDS: tuple[str, ...] = (
     "job_number",
@@ -456,6 +457,9 @@ def swf_to_jobs(
     # release and size, the preparation used in the Shapley-value scheduling papers.
     if split_parallel:
         repeat = kept_procs
+        # One job row per processor: 10^9 of them is a memory bomb, refused before it is made.
+        rows = float(repeat.sum())
+        check_allocation("workload.split_parallel", 3.0 * rows * JOB_DTYPE.itemsize, f"{rows:,.0f} jobs")
         out_procs = np.ones(int(repeat.sum()), dtype=np.int64)
     else:
         repeat = np.ones(len(kept), dtype=np.int64)
@@ -463,6 +467,10 @@ def swf_to_jobs(
     if np.any(out_procs > np.iinfo(np.int32).max):
         raise WorkloadError("a job asks for more processors than JOB_DTYPE can hold")
 
+    # One job row per processor: 10^9 of them is a memory bomb, refused before it is made.
+    check_allocation(
+        "workload.split_parallel", 3.0 * float(repeat.sum()) * JOB_DTYPE.itemsize, f"{repeat.sum():,} jobs"
+    )
     jobs = empty_jobs(int(repeat.sum()))
     jobs["job_id"] = np.arange(len(jobs))
     jobs["owner"] = np.repeat(owner, repeat)

@@ -25,6 +25,7 @@ from gridemu.model.checks import (
     per_site_array,
 )
 from gridemu.model.errors import ScenarioError, WorkloadError
+from gridemu.model.inputs import check_input_file
 from gridemu.model.jobs import JOB_DTYPE, empty_jobs, number_jobs
 from gridemu.scenarios import dedicated, poisson, propositions
 
@@ -127,10 +128,7 @@ def check_workload(wl: dict[str, Any], sites: list["SiteSpec"]) -> None:  # noqa
         path = wl.get("path")
         if not isinstance(path, str):
             raise ScenarioError("workload.path", f"give the {kind} file's path")
-        if not Path(path).exists():
-            raise ScenarioError("workload.path", f"no such file: {path}")
-        if not Path(path).is_file():
-            raise ScenarioError("workload.path", f"{path} is a folder, not a {kind} file")
+        check_input_file(path, "workload.path", f"a {kind} file")
         if kind == "swf" and "orgs" in wl:
             orgs = check_number("workload.orgs", wl["orgs"])
             if orgs <= 0 or not orgs.is_integer():

@@ -97,6 +97,7 @@ class RuntimePolicy:
 def load_policy_tree(spec: Mapping[str, Any], key: str, base: Path | None = None) -> Entry:
     """A ``{tree = {...}}`` or ``{file = "..."}`` table -> Entry (errors name ``key``)."""
     from gridemu.model.errors import ScenarioError
+    from gridemu.model.inputs import check_input_file, check_toml_depth
 
     if "tree" in spec:
         try:
@@ -107,9 +108,13 @@ def load_policy_tree(spec: Mapping[str, Any], key: str, base: Path | None = None
         path = Path(spec["file"])
         if base is not None and not path.is_absolute() and not path.exists():
             path = base / path
-        if not path.exists():
-            raise ScenarioError(f"{key}.file", f"no such file: {spec['file']}")
-        text = path.read_text()
+        check_input_file(path, f"{key}.file", "a policy file")
+        try:
+            text = path.read_bytes().decode("utf-8")
+        except UnicodeDecodeError:
+            raise ScenarioError(f"{key}.file", f"{path} is not UTF-8 text (a policy is XML or TOML)") from None
+        if not text.lstrip().startswith("<"):
+            check_toml_depth(text, f"{key}.file")
         try:
             return policy_from_xml(text) if text.lstrip().startswith("<") else policy_from_toml(text)
         except PolicyError as exc:

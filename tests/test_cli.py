@@ -151,16 +151,25 @@ def test_validate_estimates_the_run_without_drawing_it(capsys):
     assert run_cli("validate", "quickstart") == 0
     line = capsys.readouterr().out.splitlines()[1]
     assert line.startswith("estimate: about 20,000 jobs released over 3,448 time units")
-    assert "about 3,862 messages" in line and "about 69 rounds, one every 50" in line
-    # 10^8 jobs are sized, not drawn; a limit you set is refused in one line, exit 2.
-    assert run_cli("validate", "quickstart", "--set", "workload.jobs=1e8") == 0
+    # (3,449: the last release and one link latency, a job's transfer)
+    assert "about 3,863 messages" in line and "about 69 rounds, one every 50" in line
+    # 10^8 jobs are sized, not drawn (past this machine's memory: --force); a limit you set
+    # is refused in one line, exit 2.
+    assert run_cli("validate", "quickstart", "--set", "workload.jobs=1e8", "--force") == 0
     assert "about 100,000,000 jobs" in capsys.readouterr().out
     assert run_cli("validate", "quickstart", "--max-messages", "1000") == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "about 3.86e+03 messages, more than --max-messages 1000" in err[0]
-    # A valid run that would not end in practice: jobs of 4e12 time units, a round every 1.
-    assert run_cli("validate", "averaging-game", "--set", "workload.alpha=2e12") == 0
-    assert "gridemu: warning: about 8e+15 protocol rounds" in capsys.readouterr().err
+    # A valid run that would not end in practice: jobs of 4e7 time units, a round every 1:
+    # refused (issue 45), or said before the run with --force.
+    assert run_cli("validate", "averaging-game", "--set", "workload.alpha=2e7") == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("gridemu: error: ") and "--force runs it anyway" in err[0]
+    assert run_cli("validate", "averaging-game", "--set", "workload.alpha=2e7", "--force") == 0
+    assert "gridemu: warning: " in capsys.readouterr().err
+    # At 4e12 a window of the lookahead no longer advances the clock: no --force helps.
+    assert run_cli("validate", "averaging-game", "--set", "workload.alpha=2e12", "--force") == 2
+    assert "float resolution" in capsys.readouterr().err
 
 
 def test_validate_scenario_file_and_overrides(tmp_path, capsys):

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import copy
 import math
+import os
 import signal
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
 from gridemu.emulator.api import run
@@ -113,6 +114,65 @@ def test_mutated_shipped_scenarios_are_refused_by_key_or_run_cleanly(name, data)
         pass  # one clear line at the CLI (exit 2)
     except Hang:
         pytest.fail(f"{name}: an accepted scenario ran past {RUN_LIMIT_S} s: {raw}")
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+#: By hand, a longer mode with a random seed (docs/reliability.md, "The fuzzer"):
+#: ``GRIDEMU_FUZZ_SEED=$RANDOM GRIDEMU_FUZZ_EXAMPLES=2000 pytest tests/test_fuzz.py -k gate``.
+#: CI: a fixed seed and a small budget.
+FUZZ_SEED = os.environ.get("GRIDEMU_FUZZ_SEED")
+FUZZ_EXAMPLES = int(os.environ.get("GRIDEMU_FUZZ_EXAMPLES", "40"))
+
+
+def _gated(test):
+    test = settings(
+        max_examples=FUZZ_EXAMPLES,
+        deadline=None,
+        derandomize=FUZZ_SEED is None,
+        suppress_health_check=[HealthCheck.too_slow],
+    )(test)
+    return seed(int(FUZZ_SEED))(test) if FUZZ_SEED is not None else test
+
+
+@_gated
+@given(name=st.sampled_from(sorted(shipped_scenarios())), data=st.data())
+def test_mutated_scenarios_the_gate_accepts_run_to_their_end(name, data):
+    """Every shipped scenario, made tiny (tests/test_gate.py), mutated: the gate (what
+    ``gridemu validate`` runs) refuses it with one line naming a key, or it runs to its end
+    with every check passed, or stops with one line (a refusal made inside the run, such as
+    a machine order a strategy does not allow), within the time limit."""
+    from gridemu.emulator.gate import gate
+    from gridemu.emulator.scenario import apply_overrides, parse_override
+    from tests.test_gate import tiny
+
+    raw, source = read_scenario_file(shipped_scenarios()[name])
+    raw = apply_overrides(raw, dict(parse_override(s) for s in tiny(name)))
+    for _ in range(data.draw(st.integers(1, 2))):
+        path = data.draw(st.sampled_from(paths(raw)))
+        how = data.draw(st.sampled_from(["set", "remove", "unknown", "scale", "scale"]))
+        mutate(raw, path, data.draw(st.sampled_from(SCALES if how == "scale" else VALUES)), how)
+    try:
+        scenario = load_scenario(raw, source=source)
+        est, _ = gate(scenario, warn=False)
+    except InvariantError:
+        raise
+    except GridemuError as exc:
+        assert str(exc).strip() and "\n" not in str(exc).strip(), f"a multi-line error: {exc}"
+        return
+    if est.wall > 5 or len(scenario.sites) > 64:
+        return  # accepted and large: running it is not this test's job
+    previous = signal.signal(signal.SIGALRM, _alarm)
+    signal.alarm(RUN_LIMIT_S)
+    try:
+        run(scenario)
+    except InvariantError:
+        raise
+    except GridemuError as exc:
+        assert "\n" not in str(exc).strip(), f"a multi-line error: {exc}"
+    except Hang:
+        pytest.fail(f"{name}: an accepted scenario (estimate {est.wall:.2g} s) ran past {RUN_LIMIT_S} s: {raw}")
     finally:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, previous)

@@ -1,0 +1,223 @@
+"""Validate is the run's gate (issue 45): every refusal ``gridemu run`` makes before its first
+window, ``gridemu validate`` makes too, with the same line; what validate accepts, run
+finishes. Every shipped scenario, made tiny, is mutated by a fixed set of mutations."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from gridemu.emulator import cli
+from gridemu.emulator.scenario import shipped_scenarios
+
+SHIPPED = shipped_scenarios()
+
+
+def tiny(name: str) -> list[str]:
+    """``--set`` overrides that make a shipped scenario a run of a second or so."""
+    raw = tomllib.loads(SHIPPED[name].read_text())
+    wl, sites, sets = raw.get("workload", {}), raw.get("sites"), []
+    if isinstance(sites, dict) and sites.get("count", 0) > 10:
+        sets.append("sites.count=10")
+    kind = wl.get("kind", "poisson")
+    if kind in ("poisson", "streams") and "until" in wl:
+        sets += ["workload.until=30.0"] + (["run.horizon=3600.0"] if kind == "streams" else [])
+    if kind in ("poisson", "rigid") and "jobs" in wl:
+        sets.append("workload.jobs=30")
+    if kind == "dedicated":
+        sets.append("workload.rounds=2")
+    if kind == "swf":
+        sets += ["workload.duration=5000.0", "run.horizon=5000.0"]
+    return sets
+
+
+#: Mutations every scenario gets in CI: each once made ``run`` throw the work away after it.
+FAST = [
+    [],
+    ['metrics.counterfactual="local"'],
+    ['scheduler.name="preempt"', "workload.procs=2"],
+    ['scheduler.name="planned"'],
+    ["network.latency=1e300"],
+]
+#: And by hand (``-m slow``): other protocols, workloads and float-resolution cases.
+SLOW = [
+    ["workload.procs=2"],
+    ['protocol={name="gm"}'],
+    ['protocol={name="directcontr"}', 'metrics.counterfactual="local"'],
+    ['workload={kind="poisson", jobs=30}'],
+    ["workload.rate=1e-300"],
+    ["sites.speed=1e-300"],
+    ["workload.beta=1e300"],
+    ['workload={kind="jobs", list=[{release=1e300, size=1.0, site=0}]}'],
+]
+
+
+def outcome(capsys: pytest.CaptureFixture, argv: list[str]) -> tuple[int, list[str]]:
+    code = cli.main(argv)
+    err = capsys.readouterr().err
+    assert "Traceback" not in err, err
+    return code, [line for line in err.splitlines() if line.startswith("gridemu: error:")]
+
+
+def agree(capsys: pytest.CaptureFixture, tmp_path: Path, name: str, mutation: list[str]) -> None:
+    sets = [a for s in tiny(name) + mutation for a in ("--set", s)]
+    code, errors = outcome(capsys, ["validate", name, *sets])
+    assert code in (0, 2), (name, mutation, errors)
+    out = tmp_path / f"{name}-{abs(hash(tuple(mutation)))}"
+    run_code, run_errors = outcome(capsys, ["run", name, *sets, "--out", str(out), "--quiet"])
+    if code == 0:
+        assert run_code == 0, (name, mutation, run_errors)
+        assert (out / "summary.json").is_file()
+    else:
+        assert run_code == 2, (name, mutation, errors)
+        assert len(run_errors) == 1 and run_errors[0] in errors, (name, mutation, errors, run_errors)
+        assert not out.exists()
+
+
+@pytest.mark.parametrize("name", sorted(SHIPPED))
+def test_validate_and_run_agree_on_every_shipped_scenario(capsys, tmp_path, name):
+    for mutation in FAST:
+        agree(capsys, tmp_path, name, mutation)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(SHIPPED))
+def test_validate_and_run_agree_on_more_mutations(capsys, tmp_path, name):
+    for mutation in SLOW:
+        agree(capsys, tmp_path, name, mutation)
+
+
+def refused(capsys: pytest.CaptureFixture, argv: list[str], key: str) -> str:
+    """``argv`` exits 2 with one error line naming ``key``, no traceback; returns the line."""
+    code, errors = outcome(capsys, argv)
+    assert code == 2 and len(errors) == 1, errors
+    assert errors[0].startswith(f"gridemu: error: {key}: "), errors
+    return errors[0]
+
+
+def test_the_counterfactual_of_a_planned_protocol_runs_on_fcfs(tmp_path):
+    from gridemu.emulator.api import run
+    from gridemu.emulator.gate import counterfactual
+    from gridemu.emulator.scenario import load_scenario
+
+    sc = load_scenario("gm-grid", {"metrics.counterfactual": "local", "workload.jobs": 40})
+    alone = counterfactual(sc)
+    assert alone.protocol["name"] == "local" and {s.scheduler for s in alone.sites} == {"fcfs"}
+    orgs = run(sc).summary["organizations"]
+    assert all("sum_flow_time_local" in o for o in orgs.values())
+
+
+def test_a_counterfactual_that_cannot_run_is_refused_by_validate(capsys):
+    line = refused(
+        capsys,
+        ["validate", "dedicated", "--set", "workload.rounds=2", "--set", 'metrics.counterfactual="local"'],
+        "metrics.counterfactual",
+    )
+    assert "target site" in line
+
+
+@pytest.mark.parametrize(
+    "sets, key",
+    [
+        (["workload.rate=1e-300"], "run.lookahead"),  # releases past float resolution
+        (["workload.beta=1e300"], "run.lookahead"),  # work that lasts past it
+        (["sites.speed=1e-300"], "run.lookahead"),
+        (['workload={kind="jobs", list=[{release=1e300, size=1.0, site=0}]}'], "run.lookahead"),
+        (["network.latency=1e300"], "protocol"),  # 1e300 rounds of reports
+        (["protocol.period=1e-9"], "protocol"),
+    ],
+)
+def test_runs_that_cannot_end_are_refused_by_validate_and_run(capsys, tmp_path, sets, key):
+    args = [a for s in sets for a in ("--set", s)]
+    line = refused(capsys, ["validate", "quickstart", *args], key)
+    assert refused(capsys, ["run", "quickstart", *args, "--out", str(tmp_path / "r")], key) == line
+    assert not (tmp_path / "r").exists()
+
+
+def test_a_crash_storm_is_refused_and_force_lets_validate_through(capsys):
+    refused(capsys, ["validate", "faults", "--set", "faults.mtbf=1e-9"], "protocol")
+    code, errors = outcome(capsys, ["validate", "faults", "--set", "faults.mtbf=1e-9", "--force"])
+    assert code == 0 and not errors
+
+
+def test_validate_prints_memory_and_wall_time(capsys):
+    assert cli.main(["validate", "quickstart"]) == 0
+    out = capsys.readouterr().out
+    assert "peak memory about" in out and "wall time about" in out and "bench/calibrate.py" in out
+
+
+def test_memory_and_time_budgets_refuse_unless_forced(capsys, tmp_path, monkeypatch):
+    from gridemu.emulator import limits
+
+    monkeypatch.setattr(limits, "available_memory", lambda: 1 << 20)
+    line = refused(capsys, ["validate", "quickstart"], "workload")
+    assert "MiB of memory" in line and "--force" in line
+    refused(capsys, ["run", "quickstart", "--out", str(tmp_path / "r")], "workload")
+    monkeypatch.undo()
+    monkeypatch.setattr(limits, "DEFAULT_MAX_HOURS", 1e-9)
+    alone = ["--set", 'protocol={name="local"}']  # no windows to speak of: the jobs' time
+    assert "budget" in refused(capsys, ["validate", "quickstart", *alone], "workload")
+    sets = ["--set", "workload.jobs=30", "--quiet"]
+    assert cli.main(["run", "quickstart", *sets, "--out", str(tmp_path / "f"), "--force"]) == 0
+    sweep = ["sweep", "quickstart", *alone, "--quiet", "--backend", "inprocess", "--out", str(tmp_path / "s")]
+    refused(capsys, sweep, "workload")
+
+
+def test_memory_bombs_are_refused_before_allocation(capsys, tmp_path):
+    big = ["--set", "sites.count=10000000", "--set", "sites.procs=1000000", "--set", "workload.rate=1.0"]
+    refused(capsys, ["validate", "quickstart", *big], "sites.count")
+    big = ["--set", "sites.count=100000", "--set", "sites.procs=1000000", "--set", "workload.rate=1.0"]
+    refused(capsys, ["validate", "quickstart", *big], "sites.procs")
+    refused(capsys, ["sweep", "quickstart", "--repeat", "1000000000", "--out", str(tmp_path / "s")], "--repeat")
+    trace = tmp_path / "wide.swf"
+    trace.write_text("1 0 0 10 1000000000 -1 -1 1000000000 -1 -1 1 1 1 -1 -1 -1 -1 -1\n")
+    sc = tmp_path / "wide.toml"
+    sc.write_text(
+        f"[sites]\ncount = 2\nprocs = 4\n[workload]\nkind = \"swf\"\npath = \"{trace}\"\nsplit_parallel = true\n"
+    )
+    refused(capsys, ["validate", str(sc)], "workload.split_parallel")
+
+
+def test_input_files_are_bounded(capsys, tmp_path, monkeypatch):
+    import os
+
+    deep = tmp_path / "deep.toml"
+    deep.write_text("[run]\nx = " + "[" * 50_000 + "]" * 50_000 + "\n")
+    assert "nested more than" in refused(capsys, ["validate", str(deep)], "scenario")
+    refused(capsys, ["validate", "quickstart", "--set", "run.x=" + "[" * 5000 + "]" * 5000], "run.x")
+    fifo = tmp_path / "fifo.toml"
+    os.mkfifo(fifo)
+    assert "FIFO" in refused(capsys, ["validate", str(fifo)], "scenario")
+    assert "device" in refused(capsys, ["validate", "/dev/zero"], "scenario")
+    refused(capsys, ["run", "/dev/zero", "--out", str(tmp_path / "r")], "scenario")
+    monkeypatch.setenv("GRIDEMU_MAX_INPUT_MIB", "0.0001")
+    assert "GRIDEMU_MAX_INPUT_MIB" in refused(capsys, ["validate", "quickstart"], "scenario")
+    monkeypatch.delenv("GRIDEMU_MAX_INPUT_MIB")
+    for name, sets in (
+        ("shapley", ["workload.path=" + str(fifo)]),
+        ("averaging-topology", ['network.topology_file="/dev/zero"']),
+    ):
+        args = [a for s in sets for a in ("--set", s)]
+        key = "workload.path" if name == "shapley" else "network.topology_file"
+        refused(capsys, ["validate", name, *args], key)
+    policy = tmp_path / "policy.bin"
+    policy.write_bytes(b"\xff\xfe\x00binary")
+    line = refused(capsys, ["validate", "fairshare-idle", "--set", f'policy={{file="{policy}"}}'], "policy.file")
+    assert "UTF-8" in line
+    refused(capsys, ["validate", "fairshare-idle", "--set", f'policy={{file="{tmp_path}"}}'], "policy.file")
+
+
+def test_what_the_slow_mutations_found_is_refused_by_validate(capsys, tmp_path):
+    # An empty Poisson draw stopped the run once its shards were built; integral sizes of
+    # 1e300 passed directcontr's checks and overflowed int64 in its summary after the run.
+    for name, sets, needle in (
+        ("bilb", ["workload.rate=1e-300"], "gridemu: error: the poisson workload has no job to run"),
+        ("shapley-scale", ["workload.beta=1e300"], "gridemu: error: workload: job "),
+    ):
+        args = [a for s in tiny(name) + sets for a in ("--set", s)]
+        code, errors = outcome(capsys, ["validate", name, *args])
+        assert code == 2 and len(errors) == 1 and errors[0].startswith(needle), errors
+        run_code, run_errors = outcome(capsys, ["run", name, *args, "--out", str(tmp_path / name)])
+        assert run_code == 2 and run_errors == errors
