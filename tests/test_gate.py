@@ -221,3 +221,16 @@ def test_what_the_slow_mutations_found_is_refused_by_validate(capsys, tmp_path):
         assert code == 2 and len(errors) == 1 and errors[0].startswith(needle), errors
         run_code, run_errors = outcome(capsys, ["run", name, *args, "--out", str(tmp_path / name)])
         assert run_code == 2 and run_errors == errors
+
+
+def test_a_round_of_all_to_all_reports_counts_in_the_memory_estimate(capsys):
+    """Issue 45: 20,000 sites of full-graph averaging at period 1 died at 8 GiB after the
+    estimate said 0.3 GiB; a round's 4e8 reports held at once are now in the estimate."""
+    sets = ["sites.count=20000", "protocol.period=1", "workload.rate=0.05"]
+    code, lines = outcome(capsys, ["validate", "quickstart", *[a for s in sets for a in ("--set", s)]])
+    assert code == 2
+    assert lines[-1].startswith("gridemu: error: protocol: the run needs about") and "GiB of memory" in lines[-1]
+    # A tenth of the sites: a hundredth of a round's reports, which fit.
+    sets[0] = "sites.count=200"
+    code, _ = outcome(capsys, ["validate", "quickstart", *[a for s in sets for a in ("--set", s)]])
+    assert code == 0
