@@ -118,6 +118,42 @@ def read_table(path: Path) -> pd.DataFrame:
         raise GridemuError(f"{path}: not a readable Parquet table ({str(exc).splitlines()[0]})") from None
 
 
+_NUMBER = (int, float, type(None))
+#: What every run's summary holds and report and export read without a default: a summary
+#: edited or damaged into another shape is one line naming the key, not a KeyError.
+_SUMMARY_GLOBAL = {"protocol": str, "sites": int, "seed": int, "jobs_by_state": dict}
+_SUMMARY_ORG = {"jobs": int, "jobs_done": int, "jobs_migrated": int, "mean_flow_time": _NUMBER, "makespan": _NUMBER}
+_SUMMARY_FAULTS = ("crashes", "jobs_killed", "jobs_lost", "messages_lost", "messages_late")
+
+
+def check_summary(summary: object, path: Path) -> None:
+    def bad(key: str, what: str) -> GridemuError:
+        return GridemuError(f"{path}: not a gridemu summary ({key}: {what})")
+
+    def table(value: object, key: str, fields: dict[str, type | tuple[type, ...]]) -> None:
+        if not isinstance(value, dict):
+            raise bad(key, "not a table")
+        for name, kind in fields.items():
+            if not isinstance(value.get(name), kind) or isinstance(value.get(name), bool):
+                raise bad(f"{key}.{name}", "missing or of the wrong type")
+
+    table(summary, "summary", {"global": dict, "organizations": dict})
+    assert isinstance(summary, dict)
+    g = summary["global"]
+    table(g, "global", _SUMMARY_GLOBAL)
+    counts = {"global.jobs_by_state": g["jobs_by_state"], "global.messages": g.get("messages") or {}}
+    if "faults" in g:
+        table(g["faults"], "global.faults", dict.fromkeys(_SUMMARY_FAULTS, int))
+    for key, value in counts.items():
+        table(value, key, {})
+        if not all(isinstance(v, int) for v in value.values()):
+            raise bad(key, "counts must be integers")
+    for name, org in summary["organizations"].items():
+        table(org, f"organizations.{name}", _SUMMARY_ORG)
+    if summary.get("protocol") is not None:
+        table(summary["protocol"], "protocol", {"name": str})
+
+
 def load(folder: str | Path) -> RunResult:
     """A run's results from its folder (what :meth:`RunResult.write` wrote), one clear error
     when the folder is not a run's."""
@@ -133,6 +169,7 @@ def load(folder: str | Path) -> RunResult:
     except (ValueError, OSError) as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
         raise GridemuError(f"{folder / 'summary.json'}: not a readable summary ({exc})") from None
     jobs = read_table(folder / "jobs.parquet")
+    check_summary(summary, folder / "summary.json")
     optional = {
         name: read_table(folder / f"{name}.parquet") if (folder / f"{name}.parquet").exists() else pd.DataFrame()
         for name in ("timeseries", "usage", "fragments")

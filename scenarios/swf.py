@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import gzip
 import heapq
+import math
 import os
 import re
 from collections.abc import Callable, Iterator, Mapping
@@ -100,7 +101,8 @@ _INT_COLUMNS = np.array([i for i, name in enumerate(SWF_FIELDS) if name in _INT_
 _INT_LIMIT = 2.0**53
 # What counts as "numeric" when hunting for the broken line; it rejects nan, inf,
 # hex and digit separators, which the bulk path rejects too (or catches as non-finite).
-_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?\Z")
+# re.ASCII: \d would take "١" (float() reads it; numpy's parser does not).
+_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?\Z", re.ASCII)
 _HEADER_KEY = re.compile(r";\s*([A-Za-z][A-Za-z0-9_]*)\s*:(.*)\Z")
 _LEADING_INT = re.compile(r"\s*(\d+)")
 _GZIP_MAGIC = b"\x1f\x8b"
@@ -187,8 +189,10 @@ def _line_problem(text: str) -> str | None:
     for col, (token, name) in enumerate(zip(tokens, SWF_FIELDS), 1):
         if not _NUMBER.match(token):
             return f"non-numeric token {token!r} in field {col} ({name})"
+        value = float(token)
+        if not math.isfinite(value):  # 1e999: int() of it would raise OverflowError
+            return f"non-finite {token!r} in field {col} ({name})"
         if name in _INT_FIELDS:
-            value = float(token)
             if value != int(value) or abs(value) >= _INT_LIMIT:
                 return f"non-integer {token!r} in integer field {col} ({name})"
     return None
