@@ -238,6 +238,7 @@ OWN_FILES = frozenset(
         "scores.csv",
         "stats.csv",
         "policy.csv",
+        "sweep.json",
     )
 )
 

@@ -13,6 +13,7 @@ reproductions quote. ``gridemu report OUT`` draws them (``emulator/sweep_report.
 from __future__ import annotations
 
 import itertools
+import json
 import math
 import os
 import sys
@@ -223,6 +224,16 @@ def sweep(  # noqa: C901
     table = aggregate(runs, keys) if rows else pd.DataFrame()
 
     def write(folder: Path) -> None:
+        # How to repeat the sweep: its base scenario (files it names absolute) and its grid.
+        from gridemu.emulator.provenance import provenance
+        from gridemu.emulator.scenario import absolute_paths, apply_overrides
+        from gridemu.emulator.scenario_toml import to_toml
+
+        repeatable = absolute_paths(apply_overrides(base_data, {}), source or "<dict>")
+        (folder / "scenario.toml").write_text(to_toml(repeatable))
+        about = {"grid": [[k, list(v)] for k, v in grid], "repeat": repeat, "backend": backend}
+        about["provenance"] = provenance(repeatable)
+        (folder / "sweep.json").write_text(json.dumps(about, indent=1, default=str) + "\n")
         runs.to_parquet(folder / "runs.parquet", index=False)
         runs.to_csv(folder / "runs.csv", index=False)
         orgs_df.to_parquet(folder / "orgs.parquet", index=False)
@@ -286,7 +297,7 @@ def _ray_tasks(
 
 
 #: A sweep's result files (an earlier sweep's are kept unless overwrite).
-SWEEP_FILES = ("runs.parquet", "runs.csv", "orgs.parquet", "table.csv", "failures.csv")
+SWEEP_FILES = ("runs.parquet", "runs.csv", "orgs.parquet", "table.csv", "failures.csv", "sweep.json")
 
 
 class SweepFailed(GridemuError):

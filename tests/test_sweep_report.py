@@ -124,3 +124,20 @@ def test_a_key_ignored_everywhere_is_named_and_a_sweep_without_keys_reports(tmp_
     assert main(["report", str(tmp_path / "t")]) == 0
     assert (tmp_path / "t" / "sweep.png").is_file()
     assert pd.read_csv(tmp_path / "t" / "stats.csv")["runs"].tolist() == [3]
+
+
+def test_a_sweep_folder_says_how_to_repeat_it(tmp_path, capsys):
+    """Issue 43: the sweep's base scenario (with its --set) and grid are written beside the
+    runs, with the versions that ran it; the saved scenario repeats one of its runs."""
+    import json
+
+    grid = [("protocol.name", ["local", "random"])]
+    runs, _, _ = sweep("quickstart", grid, overrides=SMALL, out=tmp_path / "s", backend="inprocess", quiet=True)
+    about = json.loads((tmp_path / "s" / "sweep.json").read_text())
+    assert about["grid"] == [["protocol.name", ["local", "random"]]] and about["repeat"] == 1
+    assert about["provenance"]["python"] and about["provenance"]["numpy"] == np.__version__
+    again = gridemu.run(
+        str(tmp_path / "s" / "scenario.toml"), backend="inprocess", overrides={"protocol.name": "random"}
+    )
+    row = runs[runs["protocol.name"] == "random"].iloc[0]
+    assert again.summary["global"]["mean_flow_time"] == pytest.approx(row["mean_flow_time"], rel=1e-12)
