@@ -176,8 +176,8 @@ class MessageKind:
         self._put = put
         # The field names of a send, in order -> ((slot, the Python type each value keeps as it
         # is), ...): payload's fast path, learned from the sends whose fields are all scalars
-        # (a protocol sends a few combinations, each many times).
-        self._plans: dict[tuple[str, ...], tuple[tuple[int, type], ...]] = {}
+        # (a protocol sends a few combinations, each many times); False for the others.
+        self._plans: dict[tuple[str, ...], tuple[tuple[int, type], ...] | bool] = {}
         base_view = namedtuple(f"{name}_message", names, rename=True)
         if job:
             extra["job"] = property(_job_record)
@@ -200,8 +200,9 @@ class MessageKind:
         if not fields:
             return NO_FIELDS + (job or NO_JOB)
         row = list(NO_FIELDS)
-        plan = self._plans.get(tuple(fields))
-        if plan is not None:
+        names = tuple(fields)
+        plan = self._plans.get(names)
+        if plan:
             # Most sends give a float field a float and an int field an int: no cast to make.
             for (pos, exact), value in zip(plan, fields.values()):
                 if type(value) is not exact or (exact is int and not -_INT_BOUND <= value < _INT_BOUND):
@@ -232,8 +233,9 @@ class MessageKind:
                 raise TypeError(
                     f"a {self.name!r} message's field {field!r} ({_spelled(self.fields[field])}) got {value!r}: {exc}"
                 ) from None
-        if plan is None and all(put[f][1] is not None and put[f][3] is None for f in fields):
-            self._plans[tuple(fields)] = tuple((put[f][0], put[f][1]) for f in fields)
+        if plan is None:  # learned once per combination; False: one with a bool or a vector field
+            plain = all(put[f][1] is not None and put[f][3] is None for f in names)
+            self._plans[names] = tuple((put[f][0], put[f][1]) for f in names) if plain else False
         return tuple(row) + (job or NO_JOB)
 
     def __repr__(self) -> str:
