@@ -162,12 +162,16 @@ class Workload:
     draws: SiteDraws | None
 
 
-def prepare_workload(scenario: Scenario, warn: bool = True) -> Workload:
+def prepare_workload(scenario: Scenario, warn: bool = True, same_as: Workload | None = None) -> Workload:
     """Draw the jobs where the driver must (see ``_drawn_in_shards``) and check them against
     the sites' schedulers and the protocol; ``warn``: print the workload's warnings (off for
-    a second run of the same jobs)."""
+    a second run of the same jobs). ``same_as``: a workload prepared already from the same
+    ``[workload]``, sites and seed (the counterfactual's is the first run's): its jobs are
+    taken instead of drawn (or a trace read) again."""
     draws = site_draws(scenario) if _drawn_in_shards(scenario) else None
-    if draws is None:
+    if draws is None and same_as is not None and same_as.jobs is not None:
+        jobs, groups = same_as.jobs, same_as.groups
+    elif draws is None:
         jobs, groups = generate_jobs(scenario)
     else:  # each shard draws its own sites' jobs: the driver never holds them during the run
         jobs, groups = None, list(scenario.orgs)

@@ -64,7 +64,7 @@ def gate(scenario: Scenario, limits: Limits | None = None, warn: bool = True) ->
     if scenario.data["metrics"].get("counterfactual") == "local":
         try:  # the second run's own checks, so that it cannot fail after the first
             alone = counterfactual(scenario)
-            alone_work = prepare_workload(alone, warn=False)
+            alone_work = prepare_workload(alone, warn=False, same_as=work)
             if alone_work.jobs is not None:
                 scheduler_states(alone, alone_work.jobs, alone_work.groups)
         except ScenarioError as exc:
