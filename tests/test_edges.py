@@ -86,6 +86,19 @@ def test_a_signal_at_any_phase_without_checkpoints_leaves_no_folder(tmp_path, mo
     assert sorted(p.name for p in tmp_path.iterdir()) == ["tiny.toml"]  # no folder, no hidden partial one
 
 
+def dead(ray, actor) -> None:
+    """Kill ``actor`` (no restart) and wait until Ray reports it dead: ``ray.kill`` only asks,
+    and a call made at once could still be answered (the loss then shows at a later call)."""
+    ray.kill(actor, no_restart=True)
+    for _ in range(600):
+        try:
+            ray.get(actor.__ray_ready__.remote(), timeout=10)
+        except ray.exceptions.RayActorError:
+            return
+        time.sleep(0.05)
+    raise AssertionError("the killed actor still answers")
+
+
 def kill_at_first_call(monkeypatch, methods: list[str]) -> dict[str, int]:
     """Kill shard actor 1 (no restart) just before the first call of each of ``methods`` of
     the Ray backend; count the calls."""
@@ -96,7 +109,7 @@ def kill_at_first_call(monkeypatch, methods: list[str]) -> dict[str, int]:
         def call(self, *args, _real=real, _method=method):
             seen[_method] += 1
             if seen[_method] == 1:
-                self.ray.kill(self.actors[1], no_restart=True)
+                dead(self.ray, self.actors[1])
             return _real(self, *args)
 
         monkeypatch.setattr(backends.RayBackend, method, call)
