@@ -176,6 +176,41 @@ def test_run_announces_deadlines_keeps_them_and_splits_jobs(protocol):
             },
         ),
         ("averaging_game", {"join": 1.0, "discrete": True, "cut_running": False, "starting": "running"}),
+        # round_order and send (sites hold the unit's releases until their part of the round is settled)
+        (
+            "bilb",
+            {
+                "limit": {"default": 3.0, "0": 1000.0},
+                "discrete": True,
+                "cut_running": False,
+                "starting": "running",
+                "round_timing": "unbounded",
+                "round_order": "before_releases",
+            },
+        ),
+        (
+            "bilb",
+            {
+                "limit": {"default": 3.0, "0": 1000.0},
+                "discrete": True,
+                "cut_running": False,
+                "starting": "running",
+                "round_timing": "unbounded",
+                "send": "head",
+            },
+        ),
+        (
+            "averaging_game",
+            {
+                "join": 1.0,
+                "discrete": True,
+                "cut_running": False,
+                "starting": "running",
+                "round_order": "before_releases",
+                "send": "head",
+            },
+        ),
+        ("averaging_game", {"join": 0.6, "period": 100.0, "discrete": True, "round_order": "before_releases"}),
     ],
 )
 def test_decentralized_run_equals_the_centralized_reference(protocol, extra):
@@ -204,6 +239,8 @@ def test_decentralized_run_equals_the_centralized_reference(protocol, extra):
         round_timing=proto["round_timing"],
         discrete=proto["discrete"],
         starting=proto["starting"],
+        round_order=proto["round_order"],
+        send=proto["send"],
     )
     assert len(result.pieces) == len(ref["job_id"])
     ends = job_ends(ref)
@@ -220,7 +257,7 @@ def test_decentralized_run_equals_the_centralized_reference(protocol, extra):
     assert np.allclose(mine["size"].to_numpy(), theirs["size"].to_numpy(), atol=1e-5)
     # fresh offers: nothing refused. BILB plans only what can move; the averaging game's plan
     # may ask for work kept whole, whose refusals the reference makes alike.
-    if proto["cut_running"] or protocol == "bilb":
+    if proto["send"] == "tail" and (proto["cut_running"] or protocol == "bilb"):
         assert result.summary["global"]["messages"].get("refuse", 0) == 0
 
 
@@ -412,6 +449,8 @@ def test_same_job_table_for_any_shard_count(protocol, ray_session):
             "protocol.round_timing: unknown value 'later' \\(allowed: plan, unbounded\\)",
         ),
         ("protocol.discrete", "yes", "protocol.discrete: must be true or false"),
+        ("protocol.send", "middle", "protocol.send: unknown value 'middle' \\(allowed: tail, head\\)"),
+        ("protocol.round_order", "before_releases", "protocol.round_order: before_releases needs protocol.discrete"),
         ("workload.rate", 0.0, "workload.rate: must be > 0"),
         ("workload.alpha", -1.0, "workload.alpha: must be > 0"),
         ("workload.beta", {"default": 2.0, "0": 0.0}, "workload.beta.0: must be > 0"),

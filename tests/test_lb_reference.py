@@ -326,6 +326,37 @@ def test_runs_are_deterministic():
     assert all(np.array_equal(a[c], b[c], equal_nan=True) for c in a)
 
 
+# --- round order and the end a sender cuts (docs/results/bilb.md, "Round order and the sent end") ---
+
+WHOLE = {"protocol": "bilb", "discrete": True, "cut_running": False, "starting": "running", "round_timing": "unbounded"}
+
+
+@pytest.mark.parametrize("send,ends", [("tail", {0: 2.0, 1: 3.0, 2: 2.0}), ("head", {0: 2.0, 1: 2.0, 2: 3.0})])
+def test_send_tail_or_head_of_the_queue(send, ends):
+    """Site 0 holds three jobs of 2 released at 0, site 1 none. At the round at 0 job 0 runs
+    (kept whole); L = 6, 0, L̄ = 3, so 3 of the queued 4 move: from the tail, job 2 and the
+    last 1 of job 1; from the head, job 1 and 1 of job 2. The job left split ends at 3."""
+    jobs = make_jobs([(0.0, 2.0, 0), (0.0, 2.0, 0), (0.0, 2.0, 0)])
+    pieces = reference_run(jobs, 2, **WHOLE, send=send)
+    assert job_ends(pieces) == ends
+    moved = {int(j): float(x) for j, x, site in zip(pieces["job_id"], pieces["size"], pieces["exec_site"]) if site == 1}
+    assert moved == ({2: 2.0, 1: 1.0} if send == "tail" else {1: 2.0, 2: 1.0})
+
+
+@pytest.mark.parametrize(
+    "order,ends", [("after_releases", {0: 10.0, 1: 4.0, 2: 8.0}), ("before_releases", {0: 10.0, 1: 5.0, 2: 9.0})]
+)
+def test_round_before_or_after_the_unit_s_releases(order, ends):
+    """Site 0 gets jobs of 10 and 4 at 0, site 1 one of 4 at 1. After the releases, the round
+    at 0 sends the queued job 1 (the running job 0 stays whole) to the idle site 1, where it
+    ends at 4 and job 2 at 8. Before them, the round at 0 sees empty queues; the next, at 1,
+    sends job 1, which then starts at 1, and job 2, released at 1 after that round, waits."""
+    jobs = make_jobs([(0.0, 10.0, 0), (0.0, 4.0, 0), (1.0, 4.0, 1)])
+    pieces = reference_run(jobs, 2, **WHOLE, round_order=order)
+    assert job_ends(pieces) == ends
+    assert sorted(pieces["exec_site"][pieces["job_id"] == 1].tolist()) == [1]
+
+
 # --- argument errors ---------------------------------------------------------------------------
 
 
@@ -339,6 +370,8 @@ def test_runs_are_deterministic():
         ({"protocol": "averaging_game", "p": [0.5]}, "probabilities"),
         ({"protocol": "bilb", "min_gap": 0.0}, "min_gap"),
         ({"protocol": "averaging_game", "period": -1.0}, "period"),
+        ({"protocol": "bilb", "send": "middle"}, "send must be 'tail' or 'head'"),
+        ({"protocol": "bilb", "round_order": "before_releases"}, "before_releases' needs discrete"),
     ],
 )
 def test_bad_arguments(kwargs, match):

@@ -175,6 +175,10 @@ class DivisibleAgent(PeriodLedger, Agent):
         self.discrete = params.discrete
         self.local_from = params.local_from
         self.starting_queued = params.starting == "queued"
+        self.before_releases = params.round_order == "before_releases"
+        self.send_head = params.send == "head"
+        self.round_open = False  # before_releases: this site's part of the round is not settled yet
+        self.held: list[int] = []  # before_releases: local jobs released while the round was open
         self.speed = site.speed
         self.round_time = math.nan
         self.offers: dict[int, tuple[float, float, float]] = {}  # site -> (L_k, level, m_k)
@@ -214,6 +218,11 @@ class DivisibleAgent(PeriodLedger, Agent):
             self.site.set_timer(self._round_at(self.start), "round")
 
     def on_arrival(self, now: float, slot: int) -> bool:
+        if self.round_open:
+            # ``before_releases``: the unit's releases come after its round, which takes a few
+            # latencies here; they wait (unannounced, unqueued) until this site's part is settled.
+            self.held.append(slot)
+            return True
         site = self.site
         site.announce(slot, site.load(now) + site.size(slot) / self.speed)
         return False
@@ -230,6 +239,7 @@ class DivisibleAgent(PeriodLedger, Agent):
             return
         self.settle_periods(now)
         self.round_time = now
+        self.round_open = self.before_releases
         load = self.site.load(now) - now
         level = self.level()
         movable = self._movable(now) if self.plans_movable else load
@@ -362,10 +372,13 @@ class DivisibleAgent(PeriodLedger, Agent):
         unit from ``t`` on, just after that unit's arrivals (the kernel runs timers before local
         arrivals at one instant, so the round waits AFTER_ARRIVALS, far below SAME_INSTANT:
         for every rule the round is still at that instant; ``starting`` says whether a job
-        that started there counts as queued or running)."""
+        that started there counts as queued or running). With ``round_order =
+        "before_releases"`` it runs at the unit itself, before that unit's releases, which come
+        after its offers and are never cut (``_fresh``)."""
         if not self.discrete:
             return t
-        return math.ceil(t - SAME_INSTANT) + AFTER_ARRIVALS
+        unit = math.ceil(t - SAME_INSTANT)
+        return unit if self.before_releases else unit + AFTER_ARRIVALS
 
     def _settle(self, now: float) -> None:
         """Judge the round's pieces once every transfer is in (and, on the full graph, the own
@@ -376,6 +389,13 @@ class DivisibleAgent(PeriodLedger, Agent):
             for msg in self.inbox.get(k, ()):
                 self._judge(now, msg)
         self.expect, self.inbox, self.complete = None, {}, set()
+        if self.round_open:
+            self.round_open = False
+            site = self.site
+            for slot in self.held:
+                site.announce(slot, site.load(now) + site.size(slot) / self.speed)
+                site.enqueue(slot, now)
+            self.held = []
 
     def _cuttable(self) -> list[int]:
         """The slots a cut may reach, in queue order: the running ones it may shorten, then the queue."""
@@ -408,7 +428,7 @@ class DivisibleAgent(PeriodLedger, Agent):
             begin = end - size
             if state == QUEUED and begin < earliest and not self.cut_running:
                 break  # it will have started by then, and stays whole (so does all before it)
-            if state in (QUEUED, RUNNING) and self._queued_at(slot) <= self.round_time:
+            if state in (QUEUED, RUNNING) and not self._fresh(slot):
                 total += max(0.0, end - max(begin, earliest))
             end = begin
         return total
@@ -418,6 +438,9 @@ class DivisibleAgent(PeriodLedger, Agent):
 
         Nothing that would start before ``earliest`` is cut (see the module doc).
         """
+        if self.send_head:
+            self._cut_head(now, transfers, earliest)
+            return
         site, speed = self.site, self.speed
         queue = self._cuttable()
         i = len(queue) - 1
@@ -429,7 +452,7 @@ class DivisibleAgent(PeriodLedger, Agent):
                 state = site.state(slot)
                 size = site.end_time(slot) - now if state == RUNNING else site.size(slot) / speed
                 begin = end - size
-                if state not in (QUEUED, RUNNING) or self._queued_at(slot) > self.round_time:
+                if state not in (QUEUED, RUNNING) or self._fresh(slot):
                     end, i = begin, i - 1
                     continue
                 room = end - max(begin, earliest)
@@ -442,20 +465,73 @@ class DivisibleAgent(PeriodLedger, Agent):
                     end, i = begin, i - 1
                     amount -= size
                 else:
-                    piece = site.split(slot, take * speed, now)
-                    self.queued_at[piece] = self._queued_at(slot)
-                    j = self.local_job(slot)
-                    if j >= 0:
-                        self.open_pieces[j] += 1
+                    piece = self._split(slot, take, now)
                     end -= take
                     amount -= take
                 pieces.append(piece)
-            for piece in pieces:
-                site.offer(now, piece, dst, LAST if piece == pieces[-1] else 0.0)
-                self.waiting.add(piece)
-                self.counts[1] += site.size(piece) / speed
-            if not pieces:
-                site.send(now, dst, "fragment", slot=-1, tag=LAST)
+            self._offer_pieces(now, dst, pieces)
+
+    def _cut_head(self, now: float, transfers: list[tuple[int, float]], earliest: float) -> None:
+        """``send = "head"``: offer pieces off the head of the queue, what would start first at or
+        after ``earliest`` (a piece that started at the round's instant first, where it may be cut),
+        and once the queue is used up the running piece's unprocessed part (as ``send = "tail"``
+        does). Offered pieces keep their place until answered, so every slot's
+        stretch of time stays where it was; a split takes the last part of the stretch still free."""
+        site, speed = self.site, self.speed
+        queue = self._cuttable()
+        ends, end = [0.0] * len(queue), site.load(now)
+        for i in range(len(queue) - 1, -1, -1):
+            slot = queue[i]
+            ends[i] = end
+            end -= site.end_time(slot) - now if site.state(slot) == RUNNING else site.size(slot) / speed
+        running = range(sum(site.state(slot) == RUNNING for slot in queue))  # _cuttable puts them first
+        # A piece that started at the round's instant heads the queue: whether it started just
+        # before the round or after is float rounding (see ``_cuttable``).
+        now_started = [i for i in running if site.start_time(queue[i]) >= self.round_time - SAME_INSTANT]
+        order = [*now_started, *range(len(running), len(queue)), *(i for i in running if i not in now_started)]
+        at = 0
+        for dst, amount in transfers:
+            pieces = []
+            while amount > EPS and at < len(order):
+                i = order[at]
+                slot = queue[i]
+                state = site.state(slot)
+                size = site.end_time(slot) - now if state == RUNNING else site.size(slot) / speed
+                begin = ends[i] - size
+                room = ends[i] - max(begin, earliest)
+                if state not in (QUEUED, RUNNING) or self._fresh(slot) or room <= EPS:
+                    at += 1
+                    continue
+                take = min(amount, room)
+                if state == QUEUED and size <= take + EPS:
+                    piece = slot
+                    at += 1
+                    amount -= size
+                else:
+                    piece = self._split(slot, take, now)
+                    ends[i] -= take
+                    amount -= take
+                pieces.append(piece)
+            self._offer_pieces(now, dst, pieces)
+
+    def _split(self, slot: int, take: float, now: float) -> int:
+        """Cut the last ``take`` time units off a piece into a new one (``site.split``), kept in the books."""
+        piece = self.site.split(slot, take * self.speed, now)
+        self.queued_at[piece] = self._queued_at(slot)
+        j = self.local_job(slot)
+        if j >= 0:
+            self.open_pieces[j] += 1
+        return piece
+
+    def _offer_pieces(self, now: float, dst: int, pieces: list[int]) -> None:
+        """Offer one transfer's pieces to ``dst``, the last marked; an empty transfer sends the marker alone."""
+        site = self.site
+        for piece in pieces:
+            site.offer(now, piece, dst, LAST if piece == pieces[-1] else 0.0)
+            self.waiting.add(piece)
+            self.counts[1] += site.size(piece) / self.speed
+        if not pieces:
+            site.send(now, dst, "fragment", slot=-1, tag=LAST)
 
     def _judge(self, now: float, msg) -> None:
         """Accept an offered piece (a ``fragment`` message) if it fits the declared level and keeps
@@ -472,6 +548,12 @@ class DivisibleAgent(PeriodLedger, Agent):
         self.queued_at[slot] = now
         self.counts[2] += size
         site.send(now, int(msg.src), "grant", slot=msg.slot, finish=finish)
+
+    def _fresh(self, slot: int) -> bool:
+        """Whether a piece came after this round's offers, so is not the round's to cut: queued
+        after the round time, or (``before_releases``) released at its very instant."""
+        queued = self._queued_at(slot)
+        return queued > self.round_time or (self.before_releases and queued >= self.round_time)
 
     def _queued_at(self, slot: int) -> float:
         site = self.site

@@ -19,6 +19,10 @@ ROUND_TIMINGS = ("plan", "unbounded")
 LOCAL_FROM = ("window", "period", "run")
 #: ``starting``: how a round counts a piece that starts at its very instant.
 STARTING = ("queued", "running")
+#: ``round_order``: in discrete time, whether a round at a whole time unit comes after or before that unit's releases.
+ROUND_ORDERS = ("after_releases", "before_releases")
+#: ``send``: which end of its queue a sender cuts what it owes.
+SEND_ENDS = ("tail", "head")
 
 
 def check_window(key: str, window: Any, scenario: ScenarioFacts) -> tuple[float, float]:
@@ -63,6 +67,20 @@ class DivisibleParams(Params):
         "only with cut_running; in discrete time, the unit's new job on an idle processor started before the round)",
         choices=STARTING,
     )
+    round_order: str = param(
+        "after_releases",
+        "with discrete, a round at a whole time unit runs after that unit's releases (after_releases: a job released "
+        "then may be sent at once) or before them (before_releases: it waits for the next round); needs discrete "
+        "for before_releases, as a continuous round that meets a release already runs before it",
+        choices=ROUND_ORDERS,
+    )
+    send: str = param(
+        "tail",
+        "which part of its queue a sender cuts what it owes off: the tail (the work that would finish last) or the "
+        "head (the work that would start first, after what runs or starts before the answers come); a head piece "
+        "may finish later at the receiver than announced, and is then refused",
+        choices=SEND_ENDS,
+    )
     local_from: str = param(
         "window",
         "F~_k, the flow time alone, queues the window's jobs from an empty processor at the window's start (window), "
@@ -104,6 +122,12 @@ class DivisibleParams(Params):
             raise ScenarioError(
                 "protocol.start",
                 f"with protocol.discrete = true rounds run at whole time units; start must be one, got {self.start:g}",
+            )
+        if self.round_order == "before_releases" and not self.discrete:
+            raise ScenarioError(
+                "protocol.round_order",
+                "before_releases needs protocol.discrete = true (a continuous round that meets a release "
+                "already runs before it)",
             )
         if self.eta > 1:
             raise ScenarioError("protocol.eta", f"the learning coefficient must be in (0, 1], got {self.eta}")

@@ -17,12 +17,15 @@ Model (every rule here is part of the contract with the decentralized version):
 * ``Q_k(t)`` = end of k's running piece (or ``t`` if idle) + sizes of its queued pieces.
 * A job arriving at site k at time r gets the deadline ``D = Q_k(r) + size`` and is
   queued whole.
-* At equal times: completions, then the load-balancing round, then arrivals (by job id).
+* At equal times: completions, then the load-balancing round, then arrivals (by job id);
+  a discrete round comes after its time unit's arrivals unless ``round_order`` is
+  ``"before_releases"``.
 * A round: loads ``L_k = Q_k(t) - t`` and movable loads m_k (the queued pieces, and the
   unprocessed part of the running piece where phase 1 may cut it); a plan; phase 1 cuts each transfer's amount, in
   plan order, from the end of its sender's queue, and once the queue is used up from the
   unprocessed part of the running piece (divisible load: that piece then ends earlier,
-  nothing is stopped and resumed); phase 2 lets receivers, least loaded first, accept or
+  nothing is stopped and resumed), or with ``send = "head"`` from the front: the running
+  piece's unprocessed part first, then the queue from its head; phase 2 lets receivers, least loaded first, accept or
   refuse each incoming piece in plan order (the thesis's iteration order: pieces of an
   earlier, less loaded iteration have the earlier deadlines), then cut order: accepted iff
   it still meets its deadline and the receiver's queue stays within its participation
@@ -237,6 +240,20 @@ def _cut_from_end(
                 taken.append(part)
                 remaining = 0.0
         i -= 1
+    return taken + _cut_running(site, remaining, created, t, events, cut_running, starting_queued)
+
+
+def _cut_running(
+    site: Site,
+    remaining: float,
+    created: list[Piece],
+    t: float,
+    events: _Events,
+    cut_running: bool,
+    starting_queued: bool,
+) -> list[Piece]:
+    """The rest of a transfer once the queue is used up: off the unprocessed part of the running piece."""
+    taken: list[Piece] = []
     # A running piece that started at the round's instant counts as queued (its start and
     # the round are simultaneous; which came first is float rounding), unless ``starting``
     # says such a piece has started.
@@ -255,6 +272,48 @@ def _cut_from_end(
     return taken
 
 
+def _cut_from_head(
+    site: Site,
+    amount: float,
+    created: list[Piece],
+    t: float,
+    events: _Events,
+    cut_running: bool,
+    starting_queued: bool = True,
+) -> list[Piece]:
+    """Phase 1 for one transfer with ``send = "head"``: take ``amount`` from the head of the queue.
+
+    Pieces already cut in this round are skipped. A piece needed only in part keeps its place
+    and its first part; the cut part, its last, is inserted right after it, as in
+    ``_cut_from_end``, so a refused part falls back where its work was. Once the queue is used
+    up, the running piece is cut as ``_cut_from_end`` cuts it; one that started at the round's
+    instant (with ``starting = "queued"``) is the queue's head, cut first.
+    """
+    taken: list[Piece] = []
+    remaining = amount
+    if site.running is not None and starting_queued and site.running.start >= t - SAME_INSTANT:
+        # It started at the round's instant: still the queue's head (see ``_cut_from_end``).
+        taken = _cut_running(site, remaining, created, t, events, cut_running, starting_queued)
+        remaining -= sum(piece.size for piece in taken)
+    i = 0
+    while remaining > CUT_EPS and i < len(site.queue):
+        piece = site.queue[i]
+        if not piece.cut:
+            if piece.size <= remaining + CUT_EPS:
+                piece.cut = True
+                taken.append(piece)
+                remaining -= piece.size
+            else:
+                part = Piece(piece.job_id, remaining, piece.deadline, site.site_id, cut=True)
+                piece.size -= remaining
+                site.queue.insert(i + 1, part)
+                created.append(part)
+                taken.append(part)
+                remaining = 0.0
+        i += 1
+    return taken + _cut_running(site, remaining, created, t, events, cut_running, starting_queued)
+
+
 def _carry_out(
     t: float,
     sites: list[Site],
@@ -265,14 +324,15 @@ def _carry_out(
     created: list[Piece],
     cut_running: bool = True,
     starting_queued: bool = True,
+    head: bool = False,
 ) -> None:
     """Phases 1 and 2 of a round: cut what the plan says, then let receivers judge."""
     # Phase 1: transfers in plan order (a cut touches its sender's queue only).
     cuts: list[tuple[Piece, int, int]] = []  # (piece, sender, receiver), in plan then cut order
+    cut = _cut_from_head if head else _cut_from_end
     for k, receiver, amount in plan:
         cuts.extend(
-            (piece, k, receiver)
-            for piece in _cut_from_end(sites[k], amount, created, t, events, cut_running, starting_queued)
+            (piece, k, receiver) for piece in cut(sites[k], amount, created, t, events, cut_running, starting_queued)
         )
 
     # Phase 2: least loaded first. Both plans only send to less loaded sites (earlier in
@@ -350,6 +410,19 @@ def _check_args(  # noqa: C901
     return lim, prob
 
 
+def _check_readings(starting: str, round_timing: str, round_order: str, send: str, discrete: bool) -> None:
+    if starting not in ("queued", "running"):
+        raise ValueError(f"starting must be 'queued' or 'running', got {starting!r}")
+    if round_timing not in ("plan", "unbounded"):
+        raise ValueError(f"round_timing must be 'plan' or 'unbounded', got {round_timing!r}")
+    if round_order not in ("after_releases", "before_releases"):
+        raise ValueError(f"round_order must be 'after_releases' or 'before_releases', got {round_order!r}")
+    if send not in ("tail", "head"):
+        raise ValueError(f"send must be 'tail' or 'head', got {send!r}")
+    if round_order == "before_releases" and not discrete:
+        raise ValueError("round_order 'before_releases' needs discrete rounds")
+
+
 def reference_run(
     jobs: np.ndarray,
     n_sites: int,
@@ -367,6 +440,8 @@ def reference_run(
     round_timing: str = "plan",
     discrete: bool = False,
     starting: str = "queued",
+    round_order: str = "after_releases",
+    send: str = "tail",
 ) -> dict[str, np.ndarray]:
     """Run divisible-load balancing centrally; return every piece that existed.
 
@@ -389,16 +464,15 @@ def reference_run(
     the next round from the plan with every level unbounded. ``discrete`` runs rounds at whole
     time units only (the next one at or after the time above), after that unit's arrivals.
     ``starting = "running"`` never cuts (with ``cut_running`` false) a piece that started at
-    the round's instant.
+    the round's instant. ``round_order = "before_releases"`` (with ``discrete``) runs a
+    round before its time unit's arrivals. ``send = "head"`` cuts what a sender owes from
+    the front of its work (``_cut_from_head``) instead of its end.
     ``on_round``, if given, is called after each round as
     ``on_round(t, loads_before, plan, queue_lengths_after)`` (see :data:`RoundHook`).
     """
     limits_, p_ = _check_args(jobs, n_sites, protocol, limits, p, start, min_gap, period, horizon)
-    if starting not in ("queued", "running"):
-        raise ValueError(f"starting must be 'queued' or 'running', got {starting!r}")
-    if round_timing not in ("plan", "unbounded"):
-        raise ValueError(f"round_timing must be 'plan' or 'unbounded', got {round_timing!r}")
-    round_kind = _DISCRETE_ROUND if discrete else _ROUND
+    _check_readings(starting, round_timing, round_order, send, discrete)
+    round_kind = _DISCRETE_ROUND if discrete and round_order == "after_releases" else _ROUND
     start, min_gap, period = float(start), float(min_gap), float(period)
     if protocol == "averaging_game":
         limits_ = [math.inf] * n_sites  # receivers of Algorithm 4.1 are unbounded
@@ -445,7 +519,9 @@ def reference_run(
                     plan = [(members[i], members[j], amount) for i, j, amount in sub]
                 mean = sum(loads[k] for k in members) / len(members) if members else 0.0
                 next_t = t + max(min_gap, mean)
-            _carry_out(t, sites, loads, plan, limits_, events, created, cut_running, starting == "queued")
+            _carry_out(
+                t, sites, loads, plan, limits_, events, created, cut_running, starting == "queued", send == "head"
+            )
             if on_round is not None:
                 on_round(t, loads, plan, [site.finish_time(t) - t for site in sites])
             # Rounds alone never keep the run going: with nothing held and nothing left
