@@ -14,10 +14,11 @@ A round, as every site runs it (no site ever reads another's state):
      (``bilb_plan`` or ``averaging_plan``): every site gets the same offers, so every
      site computes the same plan and the same next round time. Each site computes it
      itself (nothing is shared between the sites of a process: the cost is each site's).
-  3. A sender cuts what it owes each receiver off the tail of its queue (splitting a
-     piece where needed), and sends each piece as a ``fragment`` while it keeps it queued
-     and unstartable (``OFFERED``): "the sender keeps what is refused". The last piece of
-     a transfer is marked; a transfer it could cut nothing for gets an empty marker.
+  3. A sender cuts what it owes each receiver off the tail of its queue (``send = "head"``:
+     its head, ``_cut_head``), splitting a piece where needed, and sends each piece as a
+     ``fragment`` while it keeps it queued and unstartable (``OFFERED``): "the sender keeps
+     what is refused". The last piece of a transfer is marked; a transfer it could cut
+     nothing for gets an empty marker.
   4. A receiver waits for every transfer the plan sends it, then judges the pieces in the
      plan's order (the thesis's iteration order: what an earlier, less loaded iteration
      sends is queued first, as its deadlines are earlier). It accepts a piece only if its
@@ -58,8 +59,9 @@ Choices the thesis leaves open (documented in ``docs/results/bilb.md`` too):
   * A sender cuts the unprocessed part of its running piece too, once its queue is used
     up (divisible load: the piece just ends earlier, nothing is stopped and resumed), unless
     ``cut_running = false`` reads "no preemption" strictly.
-  * ``round_timing``, ``discrete`` (``_round_at``), ``starting`` and ``local_from`` are the
-    readings docs/results/bilb.md measures (``brokers/bilb/protocol.py`` says each).
+  * ``round_timing``, ``discrete`` (``_round_at``), ``round_order``, ``starting``, ``send``
+    and ``local_from`` are the readings docs/results/bilb.md measures (``brokers/bilb/params.py``
+    says each).
   * A sender never cuts a piece that arrived after the round time (it was not in the
     offer), or the part of its queue it would start within ``(3 + 2 × chain depth) ×
     max_latency``: the answer may take that long, and an offered piece at the head of the

@@ -5,7 +5,9 @@
 # About 10 minutes on 2 cores. Results under ${OUT:-runs/bilb-extra}.
 set -euo pipefail
 OUT=${OUT:-runs/bilb-extra}
-ONE="--quiet --repeat 20 --set workload.until=1000.0"
+# The scenarios' former defaults (cut, continuous; before they took the tables' reading)
+FORMER="--set protocol.cut_running=true --set protocol.discrete=false --set workload.integral=false --set protocol.starting=queued --set protocol.round_timing=plan --set protocol.local_from=window --set protocol.send=tail"
+ONE="--quiet --repeat 20 --set workload.until=1000.0 $FORMER"
 # Staleness: the same grid with slower links
 gridemu sweep bilb-overloaded $ONE --grid network.latency=0.001,0.1,0.5,1.0,2.0 --out $OUT/staleness
 # How often rounds run: min_gap (the least time between rounds) at l = 1 and l = 1000

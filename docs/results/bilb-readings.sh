@@ -17,9 +17,11 @@ for reading in whole-continuous whole-discrete whole-discrete-running cut-discre
   IFS=- read -r cut time starting <<< "$reading"
   starting=${starting:-queued}
   suffix=$([ $starting = running ] && echo -running || true)
-  X="--quiet --repeat $R --set workload.until=1000.0 --grid protocol.local_from=window,period --set protocol.starting=$starting"
-  [ $cut = whole ] && X="$X --set protocol.cut_running=false"
-  [ $time = discrete ] && X="$X --set protocol.discrete=true --set workload.integral=releases"
+  X="--quiet --repeat $R --set workload.until=1000.0 --grid protocol.local_from=window,period --set protocol.starting=$starting --set protocol.send=tail"
+  # every setting explicit: the shipped scenarios' defaults are one reading (bilb.md, "The shipped reading")
+  X="$X --set protocol.cut_running=$([ $cut = whole ] && echo false || echo true)"
+  if [ $time = discrete ]; then X="$X --set protocol.discrete=true --set workload.integral=releases"
+  else X="$X --set protocol.discrete=false --set workload.integral=false"; fi
   # l = 1000 and the averaging game do not depend on the BILB round timing: once, in the plan folder
   plan=$OUT/$cut-plan-$time$suffix
   sweep bilb $X --set protocol.limit=1000 --grid sites.count=5,30 --out $plan/t45

@@ -13,7 +13,7 @@ OUT=${OUT:-runs/bilb-tables}
 R=${R:-20}
 R2=${R2:-40}
 R30=${R30:-10}
-READING="--set protocol.cut_running=false --set protocol.discrete=true --set workload.integral=releases --set protocol.starting=running --set protocol.round_timing=unbounded --set protocol.local_from=run"
+READING="--set protocol.cut_running=false --set protocol.discrete=true --set workload.integral=releases --set protocol.starting=running --set protocol.round_timing=unbounded --set protocol.local_from=run --set protocol.send=tail"
 ONE="--quiet --backend inprocess --set workload.until=1000.0 $READING"
 HOM="--set workload.alpha=2.0 --set workload.beta=2.0"
 HET="--set workload.alpha.default=2.0 --set workload.beta.default=2.0"

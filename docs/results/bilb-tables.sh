@@ -11,7 +11,7 @@ set -euo pipefail
 OUT=${OUT:-runs/bilb-tables}
 R=${R:-200}
 R30=${R30:-200}
-READING=${READING:---set protocol.cut_running=false --set protocol.discrete=true --set workload.integral=releases --set protocol.starting=running --set protocol.round_timing=unbounded --set protocol.local_from=run}
+READING=${READING:---set protocol.cut_running=false --set protocol.discrete=true --set workload.integral=releases --set protocol.starting=running --set protocol.round_timing=unbounded --set protocol.local_from=run --set protocol.send=tail}
 ONE="--quiet --set workload.until=1000.0 $READING ${EXTRA:-}"
 LEVELS=1,2,3,4,5,6,7,8,9,10,20,50,100,1000
 for ab in 2.0 1.0; do
