@@ -120,10 +120,11 @@ def test_negotiated_makespan_against_the_central_reference(model, n_sites, m, jo
     proto = result.summary["protocol"]
     assert proto["plan_time"] == pytest.approx(negotiated_time(0.01, 1, True))
     # Between the lower bound and the local schedule; the gap to the central MOLBA+ILBA is a
-    # figure (docs/results/molba.md), bounded here by what these instances gave (at most 0.36).
+    # figure (docs/results/molba.md): these instances give 0.14, 0.002 and 0.20.
     assert proto["lower_bound"] <= proto["makespan"] + 1e-9 <= proto["makespan_local"] + 1e-9
     assert proto["gap_to_reference"] == pytest.approx(proto["makespan"] / proto["makespan_reference"] - 1)
-    assert proto["gap_to_reference"] < 0.5
+    assert 0 <= proto["gap_to_reference"] < 0.3
+    assert proto["within_molba_bound"]  # (α + 1)·max(W̄, p_max): measured, not promised, in this mode
     msgs = result.summary["global"]["messages"]
     per_job = (sum(msgs.values()) - 2 * n_sites * (n_sites - 1)) / jobs  # asks, answers, moves, jobs
     assert per_job <= 3 + 2 * 1 + 1

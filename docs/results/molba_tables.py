@@ -36,6 +36,7 @@ from gridemu.experiments.decentralization_tables import write_between
 
 DOC = Path(__file__).with_name("molba.md")
 MS = (32, 128, 512)
+NS = (2, 5, 10, 20)
 
 # Thesis Tables 5.1 (uni) and 5.2 (swf), transcribed from multi-organization-grid-thesis.txt
 # (section 5.6.2): (N, n) -> (local s, σ, MOLBA s, σ, MOLBA+ILBA s, σ); n = 0 is "average",
@@ -90,12 +91,16 @@ SCORES = ["score_local", "score_molba", "score_molba_ilba"]
 
 
 def load(root: Path, folder: str) -> pd.DataFrame | None:
-    """The runs of one reading: the three per-m sweeps of molba-tables.sh, or one table."""
+    """The runs of one reading: the three per-m sweeps of molba-tables.sh, its per-(N, m)
+    sweeps (PER_N=1), or one table."""
     parts = [root / f"{folder}-m{m}" / "runs.parquet" for m in MS]
     if all(p.exists() for p in parts):
         return pd.concat(
             [pd.read_parquet(p).assign(**{"sites.procs": m}) for p, m in zip(parts, MS)], ignore_index=True
         )
+    per_n = load_per_n(root, folder)
+    if per_n is not None:
+        return per_n
     path = root / folder / "runs.parquet"
     return pd.read_parquet(path) if path.exists() else None
 
@@ -234,11 +239,9 @@ def section(name: str, runs: pd.DataFrame, thesis: dict, tests_in_thesis: bool) 
     return "\n".join(out)
 
 
-NS = (2, 5, 10, 20)
-
-
-def load_negotiated(root: Path, dataset: str) -> pd.DataFrame | None:
-    """The runs of molba-negotiated.sh for one dataset: one sweep per (N, m), seeds of its own."""
+def load_per_n(root: Path, dataset: str) -> pd.DataFrame | None:
+    """Runs swept one (N, m) at a time, each with seeds of its own (molba-negotiated.sh, or
+    molba-tables.sh with PER_N=1): folders ``<dataset>-N<N>-m<m>``."""
     parts = [
         pd.read_parquet(path).assign(**{"sites.count": n_orgs, "sites.procs": m})
         for n_orgs in NS
@@ -281,7 +284,7 @@ def negotiated_table(runs: pd.DataFrame, thesis: dict) -> str:
 
 def main_negotiated(root: Path, write: bool) -> int:
     for dataset, thesis in (("uni", T51), ("swf", T52)):
-        runs = load_negotiated(root, dataset)
+        runs = load_per_n(root, dataset)
         if runs is None:
             print(f"{root}: no negotiated runs for {dataset}")
             continue
