@@ -23,6 +23,8 @@ from gridemu.brokers.molba.algorithm import (
     org_makespans,
 )
 from gridemu.brokers.molba.list_scheduling import Job, Placement, makespan
+from gridemu.brokers.molba.negotiated import MESSAGES as NEGOTIATED_MESSAGES
+from gridemu.brokers.molba.negotiated import MolbaNegotiatedAgent, negotiated_time
 from gridemu.brokers.params import Params, param
 from gridemu.brokers.protocol import (
     GanttCompare,
@@ -38,7 +40,7 @@ from gridemu.brokers.protocol import (
 from gridemu.model.checks import check_number
 from gridemu.model.errors import InvariantError, ScenarioError
 
-MODES = ("replicated", "aggregates")
+MODES = ("replicated", "aggregates", "negotiated")
 
 
 def check_alpha(key: str, alpha: Any, scenario: ScenarioFacts) -> str | float:
@@ -66,7 +68,9 @@ class MolbaParams(Params):
         "replicated",
         "replicated: every site broadcasts its jobs and computes the same central plan; aggregates: sites publish "
         "four numbers each to an aggregator, which shares the hosts among the overloaded sites, and hosts grant "
-        "requested slots on their own books (brokers/molba/aggregates.py)",
+        "requested slots on their own books (brokers/molba/aggregates.py); negotiated: sites offer their loads, "
+        "overloaded sites request hosts for their late jobs and hosts grant or refuse on their own books, then ILBA "
+        "the same way on the machines' makespans; no site computes the global plan (brokers/molba/negotiated.py)",
         choices=MODES,
     )
     machines: str = param(
@@ -170,6 +174,8 @@ def molba_summary(
             problems = later_than_alone(plan, jobs, machines, executed)
             bound = (plan.alpha + 1) * lb
             out["within_molba_bound"] = bool(out["makespan"] <= bound * (1 + 1e-9))
+            ref = out["makespan_reference"]
+            out["gap_to_reference"] = out["makespan"] / ref - 1 if ref > 0 else 0.0
         if problems:
             raise InvariantError(f"guarantee: {problems[0]} ({len(problems)} broken)")
         local = [0.0] * len(site_procs)  # by site: one that owns no job ends at 0 alone
@@ -195,9 +201,16 @@ def local_table(jobs: pd.DataFrame, machines: list[int], t0: float) -> pd.DataFr
     return out
 
 
+def start_time(params: MolbaParams, max_latency: float) -> float:
+    """T0, when the schedule starts: after the negotiation of the run's mode."""
+    if params.mode == "negotiated":
+        return negotiated_time(max_latency, params.retries, params.ilba)
+    return plan_time(max_latency, params.retries)
+
+
 def summary(facts: RunFacts) -> dict[str, Any]:
     sites = facts.scenario.sites
-    t0 = plan_time(facts.scenario.max_latency, facts.params.retries)
+    t0 = start_time(facts.params, facts.scenario.max_latency)
     return molba_summary(facts.submitted, facts.jobs, [s.procs for s in sites], sites[0].speeds[0], facts.params, t0)
 
 
@@ -210,8 +223,11 @@ def gantt_compare(jobs: pd.DataFrame, sites: pd.DataFrame, proto: dict[str, Any]
     )
 
 
-def agent(site, grid: GridInfo, params: MolbaParams) -> MolbaAgent | MolbaAggregatesAgent:
-    return (MolbaAggregatesAgent if params.mode == "aggregates" else MolbaAgent)(site, grid, params)
+AGENTS = {"replicated": MolbaAgent, "aggregates": MolbaAggregatesAgent, "negotiated": MolbaNegotiatedAgent}
+
+
+def agent(site, grid: GridInfo, params: MolbaParams) -> MolbaAgent:
+    return AGENTS[params.mode](site, grid, params)
 
 
 def traffic(params: MolbaParams, n: int, degree: float) -> Traffic:
@@ -219,15 +235,22 @@ def traffic(params: MolbaParams, n: int, degree: float) -> Traffic:
         return Traffic(
             per_job=0.0, what=f"{2 * (n - 1):,} to aggregate the loads, then 3 per job an overloaded site offers"
         )
+    if params.mode == "negotiated":
+        return Traffic(
+            per_job=3.0 + 2 * params.retries,
+            what=f"{(2 if params.ilba else 1) * n * (n - 1):,} offers (loads, spans), then at most an ask, an "
+            "answer and a transfer per job a site offers, two more per retry",
+        )
     return Traffic(per_job=n - 1, what="each job offered to every other site, not requests and grants")
 
 
 PROTOCOL = Protocol(
     "molba",
     agent,
-    "MOLBA(α) and ILBA planned over messages, replicated at every site or from published aggregates (mode)",
+    "MOLBA(α) and ILBA planned over messages: replicated at every site, from published aggregates, or negotiated "
+    "by requests that hosts grant or refuse (mode)",
     params=MolbaParams,
-    messages=MESSAGES + AGGREGATE_MESSAGES,
+    messages=MESSAGES + AGGREGATE_MESSAGES + NEGOTIATED_MESSAGES,
     summary=summary,
     traffic=traffic,
     report=Report(gantt_compare=gantt_compare),

@@ -9,23 +9,37 @@
 # "owners" runs one reading). Every m has seeds of its own (m = 32: 1..R, 128: 1001..,
 # 512: 2001..), so the 150 instances a row pools are 150 independent draws (with one seed
 # range for all m, a row held R draws three times over); both readings draw the same
-# instances. Then: python -m gridemu.experiments.molba_tables $OUT --write.
+# instances. With one seed for every N, the four N of a (seed, n, m) share their jobs' p and q
+# (the rigid workloads draw owners, then q and p, from one stream): PER_N=1 gives every N seeds
+# of its own instead (N = 2: +0, 5: +100000, 10: +200000, 20: +300000), one sweep per (N, m)
+# in folders ending -N<N>-m<m>, which molba_tables.py reads too. The published tables were run
+# without it. Then: python -m gridemu.experiments.molba_tables $OUT --write.
 set -euo pipefail
 OUT=${OUT:-runs/molba-tables}
 R=${R:-50}
 READINGS=${READINGS:-all owners}
-GRID="--grid sites.count=2,5,10,20 --grid workload.jobs=10,50,100,500"
+PER_N=${PER_N:-0}
 for reading in $READINGS; do
   suffix=""
   [ "$reading" = all ] || suffix="-$reading"
   i=0
   for m in 32 128 512; do
-    seed=$((1 + 1000 * i))
     for ds in uni swf; do
       scenario=molba
       [ "$ds" = swf ] && scenario=molba-swf
-      gridemu sweep $scenario --quiet --repeat $R $GRID --set sites.procs=$m --set run.seed=$seed \
-        --set protocol.machines=$reading --out $OUT/$ds$suffix-m$m
+      if [ "$PER_N" = 1 ]; then
+        j=0
+        for N in 2 5 10 20; do
+          gridemu sweep $scenario --quiet --repeat $R --grid workload.jobs=10,50,100,500 --set sites.count=$N \
+            --set sites.procs=$m --set run.seed=$((1 + 1000 * i + 100000 * j)) --set protocol.machines=$reading \
+            --out $OUT/$ds$suffix-N$N-m$m
+          j=$((j + 1))
+        done
+      else
+        gridemu sweep $scenario --quiet --repeat $R --grid sites.count=2,5,10,20 --grid workload.jobs=10,50,100,500 \
+          --set sites.procs=$m --set run.seed=$((1 + 1000 * i)) --set protocol.machines=$reading \
+          --out $OUT/$ds$suffix-m$m
+      fi
     done
     i=$((i + 1))
   done

@@ -3,6 +3,8 @@
     bash docs/results/molba-tables.sh                          # the sweeps (OUT=runs/molba-tables), both readings
     python -m gridemu.experiments.molba_tables runs/molba-tables         # print the tables
     python -m gridemu.experiments.molba_tables runs/molba-tables --write # and put them in molba.md
+    bash docs/results/molba-negotiated.sh                      # mode = "negotiated" (OUT=runs/molba-negotiated)
+    python -m gridemu.experiments.molba_tables runs/molba-negotiated --negotiated --write
 
 Each (N, n) row pools the 150 instances of its three m (50 each, independent draws: every m
 has seeds of its own), as the thesis does ("each row is an aggregation over 150 random
@@ -34,6 +36,7 @@ from gridemu.experiments.decentralization_tables import write_between
 
 DOC = Path(__file__).with_name("molba.md")
 MS = (32, 128, 512)
+NS = (2, 5, 10, 20)
 
 # Thesis Tables 5.1 (uni) and 5.2 (swf), transcribed from multi-organization-grid-thesis.txt
 # (section 5.6.2): (N, n) -> (local s, σ, MOLBA s, σ, MOLBA+ILBA s, σ); n = 0 is "average",
@@ -88,12 +91,16 @@ SCORES = ["score_local", "score_molba", "score_molba_ilba"]
 
 
 def load(root: Path, folder: str) -> pd.DataFrame | None:
-    """The runs of one reading: the three per-m sweeps of molba-tables.sh, or one table."""
+    """The runs of one reading: the three per-m sweeps of molba-tables.sh, its per-(N, m)
+    sweeps (PER_N=1), or one table."""
     parts = [root / f"{folder}-m{m}" / "runs.parquet" for m in MS]
     if all(p.exists() for p in parts):
         return pd.concat(
             [pd.read_parquet(p).assign(**{"sites.procs": m}) for p, m in zip(parts, MS)], ignore_index=True
         )
+    per_n = load_per_n(root, folder)
+    if per_n is not None:
+        return per_n
     path = root / folder / "runs.parquet"
     return pd.read_parquet(path) if path.exists() else None
 
@@ -232,7 +239,67 @@ def section(name: str, runs: pd.DataFrame, thesis: dict, tests_in_thesis: bool) 
     return "\n".join(out)
 
 
+def load_per_n(root: Path, dataset: str) -> pd.DataFrame | None:
+    """Runs swept one (N, m) at a time, each with seeds of its own (molba-negotiated.sh, or
+    molba-tables.sh with PER_N=1): folders ``<dataset>-N<N>-m<m>``."""
+    parts = [
+        pd.read_parquet(path).assign(**{"sites.count": n_orgs, "sites.procs": m})
+        for n_orgs in NS
+        for m in MS
+        if (path := root / f"{dataset}-N{n_orgs}-m{m}" / "runs.parquet").exists()
+    ]
+    return pd.concat(parts, ignore_index=True) if parts else None
+
+
+def negotiated_table(runs: pd.DataFrame, thesis: dict) -> str:
+    """Per (N, n): the thesis's MOLBA+ILBA score, the central reference's (what the replicated
+    mode executes), the negotiated run's with its standard error, the mean gap to the
+    reference, the runs within MOLBA's (α + 1) bound, refusals and messages per job."""
+    lines = [
+        "| N | n | thesis MOLBA+ILBA s | central MOLBA+ILBA s (replicated) | negotiated s ± s.e. | gap to central "
+        "(mean, max) | within (α+1)·LB | refusals per run | messages per job | instances |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    runs = runs.assign(per_job=runs["messages_total"] / runs["workload.jobs"])
+    refused = runs["messages_refused"].fillna(0) if "messages_refused" in runs else pd.Series(0, index=runs.index)
+    runs = runs.assign(refused=refused)
+    for (n_orgs, n), part in runs.groupby(["sites.count", "workload.jobs"]):
+        se = part["score"].std(ddof=1) / math.sqrt(len(part)) if len(part) > 1 else float("nan")
+        lines.append(
+            f"| {int(n_orgs)} | {int(n)} | {thesis[(int(n_orgs), int(n))][4]:.2f} "
+            f"| {part['score_reference'].mean():.2f} | {part['score'].mean():.2f} ± {se:.2f} "
+            f"| {part['gap_to_reference'].mean():+.1%}, "
+            f"{part['gap_to_reference'].max():+.1%} | {int(part['within_molba_bound'].sum())} of {len(part)} "
+            f"| {part['refused'].mean():.1f} | {part['per_job'].mean():.1f} | {len(part)} |"
+        )
+    gap = runs["gap_to_reference"]
+    lines.append(
+        f"| **all** | | {thesis[(0, 0)][4]:.2f} | {runs['score_reference'].mean():.2f} | {runs['score'].mean():.2f} ± "
+        f"{runs['score'].std(ddof=1) / math.sqrt(len(runs)):.2f} | {gap.mean():+.1%}, {gap.max():+.1%} | "
+        f"{int(runs['within_molba_bound'].sum())} of {len(runs)} | {runs['refused'].mean():.1f} | "
+        f"{runs['per_job'].mean():.1f} | {len(runs)} |"
+    )
+    return "\n".join(lines) + "\n"
+
+
+def main_negotiated(root: Path, write: bool) -> int:
+    for dataset, thesis in (("uni", T51), ("swf", T52)):
+        runs = load_per_n(root, dataset)
+        if runs is None:
+            print(f"{root}: no negotiated runs for {dataset}")
+            continue
+        text = negotiated_table(runs, thesis)
+        print(f"**{dataset}, mode = negotiated, machines = owners**\n\n{text}")
+        if write:
+            begin = f"<!-- molba-negotiated-{dataset}:begin (molba_tables.py --negotiated --write) -->"
+            write_between(begin, f"<!-- molba-negotiated-{dataset}:end -->", text, DOC)
+    return 0
+
+
 def main(argv: list[str]) -> int:
+    if "--negotiated" in argv:
+        root = Path(argv[0]) if argv and not argv[0].startswith("--") else Path("runs/molba-negotiated")
+        return main_negotiated(root, "--write" in argv)
     root = Path(argv[0]) if argv and not argv[0].startswith("--") else Path("runs/molba-tables")
     readings = (
         ("Table 5.1, uni, machines = all", "uni", T51, True),
