@@ -43,7 +43,7 @@ from gridemu.brokers.directcontr.warm import backlog, fcfs_starts, someone_waits
 from gridemu.emulator.scenario import _split_total
 from gridemu.experiments.bilb_tables import mean_ci
 from gridemu.experiments.decentralization_tables import write_between
-from gridemu.experiments.shapley_tables import NAMES, fmt, paired_t, sign_test
+from gridemu.experiments.shapley_tables import NAMES, S_TABLE1, S_TABLE2, fmt, paired_t, sign_test
 from gridemu.scenarios.swf import _draw_orgs, read_swf
 
 DOC = Path(__file__).with_name("shapley.md")
@@ -204,7 +204,7 @@ def _test(dc: np.ndarray, fs: np.ndarray) -> str:
     return f"{fmt(m)} [{fmt(m - h)}, {fmt(m + h)}] | {paired_t(d):.2g} | {lower} of {n} | {p:.2g}"
 
 
-def cell_text(runs: pd.DataFrame, title: str) -> str:
+def cell_text(runs: pd.DataFrame, title: str, paper: dict | None = None) -> str:
     """Contention share and means cold and warm, then DIRECTCONTR − FAIRSHARE under every reading."""
     lines = [f"**{title}**", ""]
     for dist, part in runs.groupby("dist", sort=False):
@@ -214,9 +214,9 @@ def cell_text(runs: pd.DataFrame, title: str) -> str:
             f"*{dist}* ({n} windows with jobs; {int(part['cold_jobs'].mean())} window jobs and "
             f"{int(part['fcfs_backlog'].mean())} FCFS-backlog jobs on average)",
             "",
-            "| | cold | warm (FCFS) | warm (same, DIRECTCONTR) | warm (same, FAIRSHARE) |",
-            "|---|---|---|---|---|",
-            f"| contended (a job waits in REF's schedule) | {part['cold_waits'].mean():.0%} | "
+            "| | [S] avg | cold | warm (FCFS) | warm (same, DIRECTCONTR) | warm (same, FAIRSHARE) |",
+            "|---|---|---|---|---|---|",
+            f"| contended (a job waits in REF's schedule) | | {part['cold_waits'].mean():.0%} | "
             f"{part['fcfs_waits'].mean():.0%} | {part['same_directcontr_waits'].mean():.0%} | "
             f"{part['same_fairshare_waits'].mean():.0%} |",
         ]
@@ -225,8 +225,9 @@ def cell_text(runs: pd.DataFrame, title: str) -> str:
             cold, warm = part[f"cold_{a}"].to_numpy(float), part[f"fcfs_{a}"].to_numpy(float)
             same = f"same_{a}" if f"same_{a}" in part else None
             s = fmt(part[same].mean()) if same else ""
+            ps = str(paper[a][0]) if paper and a in paper else ""
             lines.append(
-                f"| {name}, mean | {fmt(cold.mean())} | {fmt(warm.mean())} | {s if a != 'fairshare' else ''} | "
+                f"| {name}, mean | {ps} | {fmt(cold.mean())} | {fmt(warm.mean())} | {s if a != 'fairshare' else ''} | "
                 f"{s if a == 'fairshare' else ''} |"
             )
         lines += [
@@ -248,21 +249,29 @@ def cell_text(runs: pd.DataFrame, title: str) -> str:
 
 
 CELLS = {
-    "lpc-egee": ("warm-lpc", "LPC-EGEE, 70 processors, windows of 5·10⁴ s ([S] Table 1)"),
-    "ricc": ("warm-ricc", "RICC, 8192 processors, windows of 5·10⁴ s ([S] Table 1)"),
-    "lpc-egee-long": ("warm-lpc-long", "LPC-EGEE, 70 processors, windows of 5·10⁵ s ([S] Table 2, [L] Table 1)"),
-    "ricc-long": ("warm-ricc-long", "RICC, 8192 processors, windows of 5·10⁵ s ([S] Table 2, [L] Table 1)"),
-    "lpc-egee-17": ("warm-lpc17", "LPC-EGEE, 17 processors, windows of 5·10⁵ s (ours, not the papers')"),
+    "lpc-egee": ("warm-lpc", "LPC-EGEE, 70 processors, windows of 5·10⁴ s ([S] Table 1)", S_TABLE1["lpc-egee"]),
+    "ricc": ("warm-ricc", "RICC, 8192 processors, windows of 5·10⁴ s ([S] Table 1)", S_TABLE1["ricc"]),
+    "lpc-egee-long": (
+        "warm-lpc-long",
+        "LPC-EGEE, 70 processors, windows of 5·10⁵ s ([S] Table 2, [L] Table 1)",
+        S_TABLE2["lpc-egee"],
+    ),
+    "ricc-long": (
+        "warm-ricc-long",
+        "RICC, 8192 processors, windows of 5·10⁵ s ([S] Table 2, [L] Table 1)",
+        S_TABLE2["ricc"],
+    ),
+    "lpc-egee-17": ("warm-lpc17", "LPC-EGEE, 17 processors, windows of 5·10⁵ s (ours, not the papers')", None),
 }
 
 
 def tables(root: str, write: bool) -> None:
-    for cell, (marker, title) in CELLS.items():
-        files = sorted(Path(root).glob(f"{cell}-*.csv"))
+    for cell, (marker, title, paper) in CELLS.items():
+        files = [f for f in sorted(Path(root).glob(f"{cell}-*.csv")) if f.stem.rsplit("-", 1)[0] == cell]
         if not files:
             continue
         runs = pd.concat([pd.read_csv(f) for f in files], ignore_index=True)
-        text = cell_text(runs, title)
+        text = cell_text(runs, title, paper)
         if write:
             write_between(
                 f"<!-- {marker}:begin (shapley_warm.py tables --write) -->", f"<!-- {marker}:end -->", text, DOC
@@ -300,6 +309,32 @@ def trace_facts(paths: list[str], durations: list[int], write: bool) -> None:
         print(text)
 
 
+def _fcfs_backlog(trace: Trace, starts: np.ndarray, first: int, t_start: int) -> set[tuple[int, int]]:
+    """(id, work left) of the jobs present at t_start in a FCFS replay whose first job is ``first``."""
+    a = int(np.searchsorted(trace.release, t_start, side="left"))
+    ids = np.arange(first, a)
+    s = starts[ids - first]
+    live = s + trace.size[ids] > t_start
+    left = trace.size[ids] - np.maximum(0, t_start - s)
+    return set(zip(ids[live].tolist(), left[live].tolist()))
+
+
+def warmup_check(path: str, procs_total: int, duration: int, warmup: int, windows: int) -> str:
+    """How often a FCFS replay over only [t_start − W, t_start), from an empty system, leaves the
+    backlog of the whole-trace replay: the error of the bounded same-algorithm warm-up, measured
+    on FCFS, the one algorithm replayed in full."""
+    trace = Trace.read(path)
+    full = fcfs_starts(trace.release, trace.size, procs_total)
+    same = 0
+    for seed in range(1, windows + 1):
+        t_start = trace.t_start(seed, duration)
+        first = int(np.searchsorted(trace.release, t_start - warmup, side="left"))
+        a = int(np.searchsorted(trace.release, t_start, side="left"))
+        bounded = fcfs_starts(trace.release[first:a], trace.size[first:a], procs_total)
+        same += _fcfs_backlog(trace, bounded, first, t_start) == _fcfs_backlog(trace, full[first:], first, t_start)
+    return f"| {Path(path).name} | {procs_total} | {duration:.0e} s | {warmup:.0e} s | {same} of {windows} |"
+
+
 def main(argv: list[str]) -> None:
     import argparse
 
@@ -319,9 +354,28 @@ def main(argv: list[str]) -> None:
     f = sub.add_parser("trace-facts")
     f.add_argument("traces", nargs="+")
     f.add_argument("--write", action="store_true")
+    c = sub.add_parser("warmup-check")
+    c.add_argument("--write", action="store_true")
+    c.add_argument("cells", nargs="+", help="TRACE:PROCS:DURATION:WARMUP")
     a = ap.parse_args(argv)
     if a.cmd == "run":
         run(a.trace, a.procs, a.duration, a.dist, a.windows, a.out, a.same_warmup)
+    elif a.cmd == "warmup-check":
+        head = (
+            "| trace | processors | window | W | windows whose bounded FCFS replay leaves the whole-trace backlog |\n"
+            "|---|---|---|---|---|\n"
+        )
+        rows = []
+        for cell in a.cells:
+            path, procs, duration, warmup = cell.rsplit(":", 3)
+            rows.append(warmup_check(path, int(procs), int(duration), int(warmup), 100))
+        text = head + "\n".join(rows) + "\n"
+        if a.write:
+            write_between(
+                "<!-- warm-check:begin (shapley_warm.py warmup-check --write) -->", "<!-- warm-check:end -->", text, DOC
+            )
+        else:
+            print(text)
     elif a.cmd == "tables":
         tables(a.root, a.write)
     else:
