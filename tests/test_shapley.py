@@ -702,3 +702,100 @@ def test_integral_floats_accepted():
     a = simulate([SJob(0, 0, 1.0, 2.0)], [1], "fairshare", 5)
     assert a.start == {0: 1} and a.psi == [psi_sp([(1, 2)], 5)]
     assert math.isclose(a.psi[0], 2 * (5 - 1.5))
+
+
+# ------------------------------------------------------------ [S] Algorithm 1 lines 15-16, two readings
+
+
+def test_lines_15_16_literal_and_prose_readings_differ_where_a_job_runs_on_another_orgs_processor():
+    # Org 0 owns processor 0, org 1 processor 1. Org 1's job 1 runs on processor 0 during [0, 2).
+    # At t = 2 (d = 2, ½d(d+1) = 3) jobs 0 (org 0) and 2 (org 1) are released, one processor free.
+    # Prose: ψ[1] += 3 (its job ran), φ[0] += 3 (its processor ran it): φ − ψ = (3, −3), org 0 first.
+    # Literal (as printed): φ[1] += 3, ψ[0] += 3: φ − ψ = (−3, 3), org 1 first.
+    jobs = [SJob(0, 0, 2, 4), SJob(1, 1, 0, 3), SJob(2, 1, 2, 1)]
+    prose = simulate(jobs, [1, 1], "directcontr", 12, gamma="index")
+    literal = simulate(jobs, [1, 1], "directcontr", 12, gamma="index", lines_15_16="literal")
+    assert prose.start == {1: 0, 0: 2, 2: 3}
+    assert literal.start == {1: 0, 2: 2, 0: 3}
+    assert simulate(jobs, [1, 1], "directcontr", 12, gamma="index", lines_15_16="prose").start == prose.start
+    with pytest.raises(ValueError, match="lines_15_16"):
+        simulate(jobs, [1, 1], "directcontr", 12, lines_15_16="printed")
+
+
+def test_lines_15_16_readings_agree_when_every_job_runs_on_its_own_orgs_processors():
+    # One organization: owner of the job and of the processor are the same, the swap is void.
+    jobs = [SJob(i, 0, i % 3, 1 + i % 4) for i in range(8)]
+    a = simulate(jobs, [2], "directcontr", 20, seed=3)
+    b = simulate(jobs, [2], "directcontr", 20, seed=3, lines_15_16="literal")
+    assert a.start == b.start and a.psi == b.psi
+
+
+# ------------------------------------------------------------------------------ warm-start windows
+
+
+def test_fcfs_starts_by_hand():
+    from gridemu.brokers.directcontr.warm import fcfs_starts
+
+    # two processors: 0 and 1 start at once; 2 waits for the first to free (job 1 at 2); 3 for job 0 at 5
+    starts = fcfs_starts(np.array([0, 0, 1, 1]), np.array([5, 2, 4, 1]), 2)
+    assert starts.tolist() == [0, 0, 2, 5]
+    with pytest.raises(ValueError, match="not sorted"):
+        fcfs_starts(np.array([3, 1]), np.array([1, 1]), 1)
+    with pytest.raises(ValueError, match="machines"):
+        fcfs_starts(np.array([0]), np.array([1]), 0)
+
+
+def test_backlog_keeps_running_remainders_and_queued_jobs_at_t_start():
+    from gridemu.brokers.directcontr.warm import backlog, warm_instance
+
+    jobs = [SJob(0, 0, 0, 5), SJob(1, 1, 0, 2), SJob(2, 1, 1, 4), SJob(3, 0, 1, 1), SJob(4, 0, 6, 3)]
+    start = {0: 0, 1: 0, 2: 2, 3: 5}  # FCFS on 2 processors (test above); job 4 is the window's
+    warm = backlog(jobs, start, 4)
+    # job 0 ran 4 of 5, job 2 ran 2 of 4, job 3 starts at 5 (queued), job 1 done, job 4 not yet released
+    assert warm == [SJob(0, 0, 4, 1), SJob(2, 1, 4, 2), SJob(3, 0, 4, 1)]
+    inst = warm_instance(warm, [SJob(4, 0, 6, 3)], 4)
+    assert inst == [SJob(0, 0, 0, 1), SJob(2, 1, 0, 2), SJob(3, 0, 0, 1), SJob(4, 0, 2, 3)]
+    with pytest.raises(ValueError, match="job 0: both"):
+        warm_instance(warm, [SJob(0, 0, 5, 1)], 4)
+    with pytest.raises(ValueError, match="job 9: a window job released before"):
+        warm_instance(warm, [SJob(9, 0, 3, 1)], 4)
+
+
+def test_warm_start_gives_a_different_deterministic_window():
+    from gridemu.brokers.directcontr.warm import backlog, fcfs_starts, someone_waits, warm_instance
+
+    rng = np.random.default_rng(5)
+    release = np.sort(rng.integers(0, 400, 120))
+    size = rng.integers(1, 40, 120)
+    trace = [SJob(i, int(i % 3), int(r), int(p)) for i, (r, p) in enumerate(zip(release, size))]
+    t_start, t_end = 200, 300
+    window = [j for j in trace if t_start <= j.release < t_end]
+    cold = warm_instance([], window, t_start)
+
+    def warm_fcfs():
+        s = fcfs_starts(release, size, 4)
+        return warm_instance(backlog(trace, {j.id: int(s[j.id]) for j in trace}, t_start), window, t_start)
+
+    def warm_same():
+        before = [j for j in trace if j.release < t_start]
+        return warm_instance(
+            backlog(before, simulate(before, [1, 1, 2], "directcontr", t_start).start, t_start), window, t_start
+        )
+
+    for build in (warm_fcfs, warm_same):
+        a, b = build(), build()
+        assert a == b and len(a) > len(cold)  # deterministic, and the backlog is there
+        assert all(j.release == 0 for j in a[: len(a) - len(cold)])
+        ra, rc = simulate(a, [1, 1, 2], "ref", t_end - t_start), simulate(cold, [1, 1, 2], "ref", t_end - t_start)
+        assert ra.psi != rc.psi
+        assert someone_waits(ra, a, t_end - t_start)  # 120 jobs of mean 20 on 4 processors: saturated
+
+
+def test_someone_waits_by_hand():
+    from gridemu.brokers.directcontr.warm import someone_waits
+
+    jobs = [SJob(0, 0, 0, 3), SJob(1, 0, 1, 1)]
+    assert not someone_waits(simulate(jobs, [2], "ref", 10), jobs, 10)  # two processors: nobody waits
+    assert someone_waits(simulate(jobs, [1], "ref", 10), jobs, 10)  # one: job 1 waits until 3
+    assert not someone_waits(simulate(jobs, [1], "ref", 1), jobs, 1)  # up to t = 1, job 1 is not released yet
+    assert someone_waits(simulate(jobs, [1], "ref", 2), jobs, 2)  # released at 1, not started by 2

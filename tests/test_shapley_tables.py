@@ -77,3 +77,38 @@ def test_read_cell_joins_a_cell_run_in_parts(tmp_path):
     )
     runs, empty = tables.read_cell(tmp_path / "cell", 5)
     assert runs["seed"].tolist() == [1, 2, 3, 4, 5] and empty == 1
+
+
+def _swf(path: Path, size: int) -> str:
+    """A job every 10 s from 0 to 990, all of ``size`` seconds on one processor, users 1..5 in turn."""
+    lines = ["; Version: 2.2", "; MaxProcs: 5"]
+    for i in range(100):
+        lines.append(
+            " ".join(
+                str(x) for x in [i + 1, 10 * i, 0, size, 1, -1, -1, 1, size, -1, 1, 1 + i % 5] + [1, -1, 1, -1, -1, -1]
+            )
+        )
+    path.write_text("\n".join(lines) + "\n")
+    return str(path)
+
+
+@pytest.mark.parametrize("size, waits", [(1000, 1.0), (1, 0.0)])
+def test_warm_runs_count_contention_on_a_hand_made_trace(tmp_path, size, waits):
+    import gridemu.experiments.shapley_warm as warm
+
+    # 5 processors, windows of 100 s: 10 jobs a window. Jobs of 1000 s: the sixth job of any window
+    # waits (cold), and the FCFS backlog (every job of the last 1000 s is still running) adds more.
+    # Jobs of 1 s: each ends before the next arrives, no backlog, nobody waits.
+    trace = _swf(tmp_path / "t.swf", size)
+    out = tmp_path / "cell-uniform.csv"
+    warm.run(trace, 5, 100, "uniform", 3, out, None)
+    runs = pd.read_csv(out)
+    assert len(runs) == 3 and (runs["empty"] == 0).all() and (runs["cold_jobs"] == 10).all()
+    assert (runs["cold_waits"] == waits).all() and (runs["fcfs_waits"] == waits).all()
+    assert ((runs["fcfs_backlog"] > 0) == (size > 1)).all()
+    text = warm.cell_text(runs, "hand-made")
+    assert f"| contended (a job waits in REF's schedule) | | {waits:.0%} | {waits:.0%} |" in text
+    again = tmp_path / "again-uniform.csv"
+    warm.run(trace, 5, 100, "uniform", 3, again, None)  # the same windows and figures again
+    cols = [c for c in runs if c != "seconds"]
+    pd.testing.assert_frame_equal(pd.read_csv(again)[cols], runs[cols])

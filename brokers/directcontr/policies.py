@@ -29,7 +29,8 @@ the papers are ambiguous or silent (those common to every policy are in
       completions at t free the processor; otherwise a job's last segment is lost);
     - lines 15-16 are read ψ[own(J)] += ½d(d+1), φ[own(m)] += ½d(d+1) (printed φ[own(J)],
       ψ[own(m)], which would credit the job's owner with contribution for its own job and
-      contradicts lines 13-14 and 7-8);
+      contradicts lines 13-14 and 7-8); ``simulate(..., lines_15_16="literal")`` runs them as
+      printed (the other two repairs kept), so the two readings can be compared;
     - lines 22-23 (finUt[org] += 1, finCon[own(m)] += 1 at a start) are dropped: with
       "completed" counters and ½d(d+1) they count every started job's first unit twice
       (ψ would exceed ψ_sp by t − s per job). They never affect a decision (φ, ψ do not
@@ -86,6 +87,8 @@ from gridemu.brokers.directcontr.simulation import (
     _Sim,
 )
 
+# [S] Algorithm 1 lines 15-16: "prose" swaps them back as the prose says (the default), "literal" as printed.
+READINGS = ("prose", "literal")
 POLICIES = ("ref", "rand", "directcontr", "roundrobin", "fairshare", "utfairshare", "currfairshare")
 
 
@@ -130,9 +133,10 @@ class _CurrFairShare(_Sim):
 class _DirectContr(_Sim):
     """[S] Algorithm 1 with the three repairs of the module docstring."""
 
-    def __init__(self, org_jobs, proc_org, t_end, seed, record=False, by_index=False):
+    def __init__(self, org_jobs, proc_org, t_end, seed, record=False, by_index=False, lines_15_16="prose"):
         super().__init__(org_jobs, proc_org, t_end)
         self.by_index = by_index
+        self.literal = lines_15_16 == "literal"
         self.rng = np.random.default_rng(seed)
         self.fin_ut = [0] * self.k
         self.fin_con = [0] * self.k
@@ -156,8 +160,12 @@ class _DirectContr(_Sim):
             jobs, procs = self.run_count[u], self.busy[u]
             self.fin_ut[u] += d * jobs
             self.fin_con[u] += d * procs
-            self.psi[u] += tri * jobs
-            self.phi[u] += tri * procs
+            if self.literal:  # as printed: the triangle of a job goes to φ of its owner, ψ of m's owner
+                self.phi[u] += tri * jobs
+                self.psi[u] += tri * procs
+            else:
+                self.psi[u] += tri * jobs
+                self.phi[u] += tri * procs
 
     def begin_event(self, t_prev, t):
         self._account(t_prev, t)
@@ -215,13 +223,18 @@ def simulate(
     shares: Sequence[float] | None = None,
     level_map=map,
     gamma: str = "random",
+    lines_15_16: str = "prose",
 ) -> Result:
     """Run ``policy`` (one of :data:`POLICIES`) on ``jobs`` over [0, t_end); see the module docstring.
 
     ``gamma`` is DIRECTCONTR's processor order at an event: "random" (line 9) or "index"
-    (free processors by number: the order the decentralized protocol matches them in)."""
+    (free processors by number: the order the decentralized protocol matches them in).
+    ``lines_15_16`` is DIRECTCONTR's reading of [S] Algorithm 1 lines 15-16: "prose" (the
+    repaired one, ψ = ψ_sp) or "literal" (as printed: φ[own(J)], ψ[own(m)])."""
     if gamma not in ("random", "index"):
         raise ValueError(f"gamma: expected 'random' or 'index', got {gamma!r}")
+    if lines_15_16 not in READINGS:
+        raise ValueError(f"lines_15_16: expected one of {READINGS}, got {lines_15_16!r}")
     procs_l = _check_procs(procs)
     k = len(procs_l)
     if policy not in POLICIES:
@@ -257,7 +270,7 @@ def simulate(
         sim = _Keyed(org_jobs, owner, t_end, rand_keys).run()
         phi_out = [float(Fraction(x, 2 * n)) for x in est.at(t_end, k)]
     elif policy == "directcontr":
-        sim = _DirectContr(org_jobs, owner, t_end, seed, by_index=gamma == "index").run()
+        sim = _DirectContr(org_jobs, owner, t_end, seed, by_index=gamma == "index", lines_15_16=lines_15_16).run()
         phi_out = [float(x) for x in sim.phi]
     elif policy == "roundrobin":
         sim = _RoundRobin(org_jobs, owner, t_end).run()
