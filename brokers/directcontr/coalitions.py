@@ -10,7 +10,7 @@ experiments in its section 6).
 
 REF's φ is the exact Shapley value of the game of the subcoalitions' schedules, RAND's an
 estimate from N sampled orderings; both then rank by φ − ψ (:class:`_Keyed` of
-:mod:`.shapley_simulation`). :func:`ref_coalition`, :class:`RefTask` and
+:mod:`.simulation`). :func:`ref_coalition`, :class:`RefTask` and
 :class:`RefSchedule` are module level and picklable: a level of REF can run on Ray
 (:mod:`.shapley_parallel`). The readings, where the papers are ambiguous or silent:
 
@@ -58,15 +58,15 @@ estimate from N sampled orderings; both then rank by φ − ψ (:class:`_Keyed` 
   by (release, id), lowest free processor. The grand coalition is scheduled by the
   largest φ − ψ with ψ = ψ_sp of its own schedule (Algorithm 3 line 16); line 19's
   "φ[O(u)] ← φ[O(u)] + 1" only keeps the chosen organization on top for the rest of the
-  event, which the in-event rule (:mod:`.shapley_simulation`) already does. For unit-size jobs every greedy
+  event, which the in-event rule (:mod:`.simulation`) already does. For unit-size jobs every greedy
   schedule has the same v ([L] Proposition 5.4), so the estimate is unbiased for REF's
   φ; for other sizes it estimates the Shapley value of the FCFS values, not of REF's.
   ``phi`` in the result is the estimate at t_end.
 
 The Shapley-fair scheduling modules: :mod:`.shapley_value` (ψ_sp, the Shapley value,
-Δψ/p_tot), :mod:`.shapley_simulation` (the model and the event loop that runs a policy),
-:mod:`.shapley_coalitions` (REF and RAND(N), which schedule subcoalitions) and
-:mod:`.shapley_policies` (DIRECTCONTR, the baselines and ``simulate``, the entry point).
+Δψ/p_tot), :mod:`.simulation` (the model and the event loop that runs a policy),
+:mod:`.coalitions` (REF and RAND(N), which schedule subcoalitions) and
+:mod:`.policies` (DIRECTCONTR, the baselines and ``simulate``, the entry point).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """REF's subcoalitions of one size, scheduled in parallel on Ray (REF at scale).
 
 REF (Skowron and Rządca, "Non-monetary fair scheduling — a cooperative game theory
-approach", Algorithms 1-2; :mod:`.shapley_coalitions`) builds one schedule per
+approach", Algorithms 1-2; :mod:`.coalitions`) builds one schedule per
 subcoalition; the coalitions of one size are independent (each needs only the finished
 schedules of smaller ones), so ``brokers.directcontr.policies.simulate`` hands each
 size to a ``level_map``. This one splits a level into one Ray task per chunk of

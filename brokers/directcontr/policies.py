@@ -11,7 +11,7 @@ experiments in its section 6).
 
 Pure functions, no simulation kernel. Policies (:data:`POLICIES`) and the readings where
 the papers are ambiguous or silent (those common to every policy are in
-:mod:`.shapley_simulation`, REF's and RAND's in :mod:`.shapley_coalitions`):
+:mod:`.simulation`, REF's and RAND's in :mod:`.coalitions`):
 
 * ``"directcontr"``: [S] Algorithm 1 (lines 84-113), event-driven (t_prev = the previous
   event; at the first event t_prev = t). At every event, lines 6-8, then a fresh random
@@ -58,9 +58,9 @@ the papers are ambiguous or silent (those common to every policy are in
   contributed"); ratios are compared exactly (fractions).
 
 The Shapley-fair scheduling modules: :mod:`.shapley_value` (ψ_sp, the Shapley value,
-Δψ/p_tot), :mod:`.shapley_simulation` (the model and the event loop that runs a policy),
-:mod:`.shapley_coalitions` (REF and RAND(N), which schedule subcoalitions) and
-:mod:`.shapley_policies` (DIRECTCONTR, the baselines and ``simulate``, the entry point).
+Δψ/p_tot), :mod:`.simulation` (the model and the event loop that runs a policy),
+:mod:`.coalitions` (REF and RAND(N), which schedule subcoalitions) and
+:mod:`.policies` (DIRECTCONTR, the baselines and ``simulate``, the entry point).
 """
 
 from __future__ import annotations

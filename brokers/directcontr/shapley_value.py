@@ -20,16 +20,16 @@ coalitions are kept exact: 2·ψ_sp of a fixed schedule is a piecewise polynomia
 (:class:`_Piecewise`), and the Shapley weights are scaled to integers (:func:`_shapley_scale`).
 
 Fairness (:func:`fairness`; [S] 142, [L] 2127-2138): p_tot = Σ_{(s,p)∈σ*: s ≤ t_end}
-min(p, t_end − s) over REF's schedule σ* (:func:`.shapley_simulation.p_tot`, beside the
-:class:`~.shapley_simulation.Result` it reads), and Δψ = Σ_u |ψ_u − ψ*_u|: [S] writes
+min(p, t_end − s) over REF's schedule σ* (:func:`.simulation.p_tot`, beside the
+:class:`~.simulation.Result` it reads), and Δψ = Σ_u |ψ_u − ψ*_u|: [S] writes
 "|ψ − ψ*| = Σ(ψ − ψ*)" and [L] "‖ψ − ψ*‖_M = Σ(ψ − ψ*)"; both name a norm, [L] the
 Manhattan metric ([L] 408), so the printed sum without bars is read as the L1 norm (the
 plain sum could be negative).
 
 The Shapley-fair scheduling modules: :mod:`.shapley_value` (ψ_sp, the Shapley value,
-Δψ/p_tot), :mod:`.shapley_simulation` (the model and the event loop that runs a policy),
-:mod:`.shapley_coalitions` (REF and RAND(N), which schedule subcoalitions) and
-:mod:`.shapley_policies` (DIRECTCONTR, the baselines and ``simulate``, the entry point).
+Δψ/p_tot), :mod:`.simulation` (the model and the event loop that runs a policy),
+:mod:`.coalitions` (REF and RAND(N), which schedule subcoalitions) and
+:mod:`.policies` (DIRECTCONTR, the baselines and ``simulate``, the entry point).
 """
 
 from __future__ import annotations

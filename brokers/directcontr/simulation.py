@@ -15,14 +15,14 @@ decision reads a job's size before it completes), no preemption, greedy ("at any
 if there is a free processor and a non-empty set of ready, but not scheduled jobs, some job
 must be assigned", [L] 240-241), each organization's jobs start in the order it submitted
 them: (release, id). Time is integral: releases and sizes are integers (validated, the job
-named). The simulation (:class:`_Sim`, run by :func:`.shapley_policies.simulate`) is
+named). The simulation (:class:`_Sim`, run by :func:`.policies.simulate`) is
 event-driven: the events are the distinct release and completion times before ``t_end``; at
 an event the completions and releases of that instant are applied first, then free
 processors get waiting jobs. Nothing is started at ``t_end`` itself (it would add 0 to every
 ψ_sp at ``t_end``); jobs running at ``t_end`` count as in ψ_sp.
 
-Readings common to every policy (those of each policy are in :mod:`.shapley_policies` and
-:mod:`.shapley_coalitions`):
+Readings common to every policy (those of each policy are in :mod:`.policies` and
+:mod:`.coalitions`):
 
 * Selection inside one event (all policies that rank organizations). A job started at t
   adds 0 to ψ_sp at t, so when [L] Algorithm 2 line 4 recomputes ψ[C][u] at t after a
@@ -44,9 +44,9 @@ computed once per event, the largest (or smallest) first. :func:`p_tot`, the den
 Δψ/p_tot (:mod:`.shapley_value`), is here beside the :class:`Result` it reads.
 
 The Shapley-fair scheduling modules: :mod:`.shapley_value` (ψ_sp, the Shapley value,
-Δψ/p_tot), :mod:`.shapley_simulation` (the model and the event loop that runs a policy),
-:mod:`.shapley_coalitions` (REF and RAND(N), which schedule subcoalitions) and
-:mod:`.shapley_policies` (DIRECTCONTR, the baselines and ``simulate``, the entry point).
+Δψ/p_tot), :mod:`.simulation` (the model and the event loop that runs a policy),
+:mod:`.coalitions` (REF and RAND(N), which schedule subcoalitions) and
+:mod:`.policies` (DIRECTCONTR, the baselines and ``simulate``, the entry point).
 """
 
 from __future__ import annotations
