@@ -73,3 +73,17 @@ def test_the_largest_schedule_count_of_a_small_3_instance():
     # 4 jobs split 2/1/1 on each of 3 machines: 4!/(2! 1! 1!) = 12 orders each
     assert dedicated_checks.largest_count(3, 4) == 12**3
     assert dedicated_checks.largest_count(2, 5) == 10**2
+
+
+def test_the_exact_count_moments_of_the_readings():
+    # composition for N = 2: E[C(n, K)] = 2^n / (n + 1) per machine, two machines independent
+    mean, _ = dedicated_checks.count_moments("composition", 2, 5)
+    assert mean == pytest.approx((2**5 / 6) ** 2)
+    # same: both machines share the split, E[C(n, K)^2] = C(2n, n) / (n + 1)
+    assert dedicated_checks.count_moments("same", 2, 8)[0] == pytest.approx(12870 / 9)
+    # per-job: E[C(n, K)] with K binomial = C(2n, n) / 2^n
+    assert dedicated_checks.count_moments("per-job", 2, 5)[0] == pytest.approx((252 / 32) ** 2)
+    # a sampled mean of the readings' own generator agrees with the exact one
+    draws = [schedule_count(dedicated_tables.reading_instance("same", 2, 5, 10, i)) for i in range(2000)]
+    mean, sd = dedicated_checks.count_moments("same", 2, 5)
+    assert abs(np.mean(draws) - mean) < 4 * sd / np.sqrt(len(draws))

@@ -17,6 +17,12 @@
   variance at most (M − μ)(μ − m) (Bhatia–Davis: E[(M − X)(X − m)] ≥ 0); the sample σ of c
   instances (divisor c − 1) is then at most sqrt(c / (c − 1) · (M − μ)(μ − m)). The script
   prints M, that bound and the thesis's σ, row by row.
+* **"All solutions" under each reading of the split** (``dedicated_tables.READINGS``): the
+  exact mean and σ of |Π^SPT| over the split's distribution (sizes do not change the count),
+  enumerated over every split. Under composition and per-job the machines are independent,
+  so the mean is E[m]^N and E[X²] = E[m²]^N for one machine's multinomial m; under same and
+  rotated every machine has the same multinomial (rotating a split keeps its multiset), so
+  X = m^N.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ import contextlib
 import io
 import itertools
 import math
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
@@ -74,8 +81,45 @@ def splits(n: int, n_orgs: int):
 
 def largest_count(n_orgs: int, n: int) -> int:
     """M: the most SPT grid schedules of an instance with n jobs on each of N machines."""
-    per_machine = max(math.factorial(n) // math.prod(math.factorial(x) for x in s) for s in splits(n, n_orgs))
+    per_machine = max(multinomial(s) for s in splits(n, n_orgs))
     return per_machine**n_orgs
+
+
+def split_law(reading: str, n_orgs: int, n: int) -> dict[tuple[int, ...], Fraction]:
+    """One machine's split (n_1, ..., n_N) and its probability under a reading of the text."""
+    law: dict[tuple[int, ...], Fraction] = {}
+    if reading in ("composition", "same", "rotated"):
+        every = list(splits(n, n_orgs))
+        return {c: Fraction(1, len(every)) for c in every}
+    if reading == "per-job":
+        return {c: Fraction(multinomial(c), n_orgs**n) for c in splits(n, n_orgs)}
+
+    # sequential: n_1 uniform over {0..n}, n_2 over {0..n - n_1}, ..., the last the rest
+    def walk(left: int, k: int, prob: Fraction, head: tuple[int, ...]) -> None:
+        if k == n_orgs - 1:
+            law[head + (left,)] = law.get(head + (left,), Fraction(0)) + prob
+            return
+        for a in range(left + 1):
+            walk(left - a, k + 1, prob / (left + 1), head + (a,))
+
+    walk(n, 0, Fraction(1), ())
+    return law
+
+
+def multinomial(c: tuple[int, ...]) -> int:
+    return math.factorial(sum(c)) // math.prod(math.factorial(x) for x in c)
+
+
+def count_moments(reading: str, n_orgs: int, n: int) -> tuple[float, float]:
+    """Exact mean and σ of |Π^SPT| under a reading."""
+    law = split_law(reading, n_orgs, n)
+    if reading in ("same", "rotated"):
+        m1 = sum(p * multinomial(c) ** n_orgs for c, p in law.items())
+        m2 = sum(p * multinomial(c) ** (2 * n_orgs) for c, p in law.items())
+    else:
+        m1 = sum(p * multinomial(c) for c, p in law.items()) ** n_orgs
+        m2 = sum(p * multinomial(c) ** 2 for c, p in law.items()) ** n_orgs
+    return float(m1), math.sqrt(float(m2 - m1 * m1))
 
 
 def main() -> None:
@@ -100,6 +144,24 @@ def main() -> None:
     bound = math.sqrt(100 / 99 * (top - mean) * (mean - 1))
     verdict = "impossible" if sd > bound else "possible"
     print(f"| 3 | average (4, 5) | {top:,} | {mean:,} | {sd:,} | {bound:,.1f} | {verdict} |")
+    print()
+    readings = ("composition", "per-job", "same", "rotated", "sequential")
+    print(
+        "All solutions |Π^SPT|: exact mean (σ) under each reading of the split, and z, the thesis's mean minus it"
+        " in standard errors of a mean of the row's instances (200 for N = 2, 50 for N = 3)"
+    )
+    print("| N | n | thesis | " + " | ".join(readings) + " |")
+    print("|---|---|---|" + "---|" * len(readings))
+    for (n_orgs, n), (mean, sd, count) in T35_T37_ALL.items():
+        cells = []
+        for reading in readings:
+            if reading == "sequential" and n_orgs == 2:
+                cells.append("= composition")
+                continue
+            m, s = count_moments(reading, n_orgs, n)
+            # how many standard errors of a mean of the row's instance count the thesis's mean is off
+            cells.append(f"{m:,.1f} ({s:,.1f}), z = {(mean - m) / (s / math.sqrt(count)):+.1f}")
+        print(f"| {n_orgs} | {n} | {mean:,} ({sd:,}) | " + " | ".join(cells) + " |")
 
 
 if __name__ == "__main__":

@@ -498,7 +498,7 @@ def tables(frames: dict[str, pd.DataFrame], meta: dict) -> list[tuple[str, str, 
     walks = f"uncapped (given up after {meta.get('give_up'):,}" if steps is None else f"capped at {steps:,}"
     commands = "".join(f"\n* `{c}`" for c in meta.get("commands", [meta.get("command")]) if c)
     add(
-        f"run-{meta['tag']}" if meta.get("tag") else "run",
+        f"run-{meta['tag']}" if meta.get("tag") else "run-readings" if set(frames) == {"readings"} else "run",
         f"Computed {'with --quick' if meta.get('quick') else 'in full'}; {total:.0f} s wall on two worker "
         f"processes; EW and AEW on *large* {walks} steps per walk."
         + (f" Commands (`python -m gridemu.experiments.dedicated_tables ...`):{commands}" if commands else "")
@@ -756,7 +756,7 @@ def _reading_tables(df: pd.DataFrame) -> list[tuple[str, str, str]]:
                     else:
                         dist[r]["count"].append(np.log2(x.mean() / float(t)))
             rows.append(row)
-    per = _per_row(df.assign(cell=df.N * 100 + df.n), "cell")
+    per = "/".join(str(x) for x in sorted(set(df.groupby(["reading", "N", "n"]).size().tolist())))
     summary = [
         [
             r,
@@ -770,7 +770,7 @@ def _reading_tables(df: pd.DataFrame) -> list[tuple[str, str, str]]:
     return [
         (
             *_marker("readings"),
-            f"Means of Tables 3.5-3.11's figures under each reading of the split ({per} instances per (N, n) row and "
+            f"Means of Tables 3.5-3.11's figures under each reading of the split ({per} instances per row and "
             "reading: the *small* cells of every max p, and *small-3*), beside the thesis's. Exact sets by DYN.\n\n"
             + _table(head, rows),
         ),
