@@ -16,7 +16,7 @@
 #   What ran for the doc (the machine was shared with five other jobs; see dedicated.md): checks,
 #   checks, readings with 25 instances a *small* cell (3,176 s wall), and the *large* run tagged 50
 #   (N = 2, 3; 893 s wall): the lines marked "ran" below. Started and stopped unfinished (load 14-27 on
-#   2 cores): uncapped and large-10 (the lines marked "started").
+#   2 cores): large-10 (the line marked "started"). Ran later: uncapped, N = 2, n = 20 and 25 (84 s wall).
 set -euo pipefail
 T="python -m gridemu.experiments.dedicated_tables"
 STAGES=${*:-checks exact readings large large-10 uncapped game}
@@ -31,7 +31,7 @@ for stage in $STAGES; do
     large-10) $T --sets large --orgs 9,10 --large-per-cell 50 --max-steps 50000 --out runs/dedicated-large-10 --tag 10 --write ;;
     # started: $T --sets large --orgs 9,10 --large-per-cell 3 --max-steps 50000 --out runs/ch3-large-10 --tag 10 --write
     uncapped) $T --sets large --orgs 2 --large-per-cell 50 --max-steps none --give-up 1000000 --out runs/dedicated-uncapped --tag uncapped --write ;;
-    # started: $T --sets large --orgs 2 --jobs 20,25 --large-per-cell 50 --max-steps none --give-up 500000 --out runs/ch3-uncapped --tag uncapped --write
+    # ran: $T --sets large --orgs 2 --jobs 20,25 --large-per-cell 50 --max-steps none --give-up 500000 --out runs/ch3-uncapped --tag uncapped --write
     game)     python -m gridemu.experiments.dedicated_game --orgs 2,3,4,5,6,7,8,9,10 --write ;;
     *) echo "unknown stage $stage" >&2; exit 2 ;;
   esac

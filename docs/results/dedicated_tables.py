@@ -495,7 +495,7 @@ def tables(frames: dict[str, pd.DataFrame], meta: dict) -> list[tuple[str, str, 
         run.append([name, str(len(d)), _f(meta.get("wall", {}).get(name), 0), agree])
     total = sum(meta.get("wall", {}).values())
     steps = meta.get("max_steps", 0)
-    walks = f"uncapped (given up after {meta.get('give_up'):,}" if steps is None else f"capped at {steps:,}"
+    walks = f"uncapped (given up after {meta.get('give_up'):,})" if steps is None else f"capped at {steps:,}"
     commands = "".join(f"\n* `{c}`" for c in meta.get("commands", [meta.get("command")]) if c)
     add(
         f"run-{meta['tag']}" if meta.get("tag") else "run-readings" if set(frames) == {"readings"} else "run",
