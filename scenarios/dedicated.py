@@ -64,10 +64,15 @@ SMALL_3 = DataSet("small-3", (3,), (4, 5, 6), (10,))
 LARGE = DataSet("large", (2, 3, 4, 5, 6, 7, 8), (10, 15, 20, 25), (10,))
 
 
+def composition(rng: np.random.Generator, n_orgs: int, n: int) -> np.ndarray:
+    """A uniformly random composition of n into ``n_orgs`` parts (stars and bars)."""
+    bars = np.sort(rng.choice(n + n_orgs - 1, size=n_orgs - 1, replace=False))
+    return np.diff(np.concatenate(([-1], bars, [n + n_orgs - 1]))) - 1  # stars between bars
+
+
 def machine_jobs(rng: np.random.Generator, n_orgs: int, n: int, max_size: int) -> list[tuple[int, ...]]:
     """One machine's jobs of a random instance: per organization, its sorted sizes."""
-    bars = np.sort(rng.choice(n + n_orgs - 1, size=n_orgs - 1, replace=False))
-    counts = np.diff(np.concatenate(([-1], bars, [n + n_orgs - 1]))) - 1  # stars between bars
+    counts = composition(rng, n_orgs, n)
     sizes = rng.integers(1, max_size + 1, size=n)
     cuts = np.cumsum(counts)[:-1]
     return [tuple(sorted(int(x) for x in part)) for part in np.split(sizes, cuts)]

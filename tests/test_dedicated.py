@@ -266,3 +266,49 @@ def test_a_job_without_a_target_or_a_bad_target_exits_2(capsys, tmp_path):
         ":2.target",
         "unknown site",
     )
+
+
+# Two rounds (P = 40): in round 0 organization 0 has jobs on both machines; in round 1 only a
+# job on machine 1. An agent that read its whole job list at t = 0 would know at round 0's
+# timers that it has a round-1 job on machine 1.
+TWO_ROUNDS = """\
+release,size,site,target
+0,2,0,0
+0,3,0,1
+0,1,1,0
+0,4,1,1
+40,5,0,1
+40,2,1,0
+40,1,1,1
+"""
+
+
+def test_an_organization_learns_a_rounds_jobs_only_when_they_are_released(tmp_path, monkeypatch):
+    from gridemu.brokers.scheduling_game.agent import DedicatedAgent
+
+    path = tmp_path / "two.csv"
+    path.write_text(TWO_ROUNDS)
+    jobs = np.array([tuple(map(float, line.split(","))) for line in TWO_ROUNDS.splitlines()[1:]])
+    seen: list[tuple[int, float, dict]] = []
+    on_timer = DedicatedAgent.on_timer
+
+    def spy(self, now, tag):
+        seen.append((self.site.site_id, now, {r: dict(m) for r, m in self.mine.items()}))
+        on_timer(self, now, tag)
+
+    monkeypatch.setattr(DedicatedAgent, "on_timer", spy)
+    data = game({"default": "follow", 1: "mjf"}, proposal="spt")
+    data["workload"] = {"kind": "csv", "path": str(path)}
+    data["sites"]["count"] = 2
+    rows = rounds_of(emulator.run(data))
+    assert {r["round"] for r in rows} == {0, 1}  # both rounds were played and scored
+    assert any(now < 40 for _, now, _ in seen) and any(now > 40 for _, now, _ in seen)
+    for site, now, mine in seen:
+        released = jobs[(jobs[:, 2] == site) & (jobs[:, 0] <= now)]
+        known = {}
+        for release, _, _, target in released:
+            per_machine = known.setdefault(int(release // 40), {})
+            per_machine[int(target)] = per_machine.get(int(target), 0) + 1
+        # A finished round is forgotten; what is left is exactly what was released by now.
+        assert all(known.get(r) == m for r, m in mine.items()), (site, now, mine)
+        assert now >= 40 or 1 not in mine, (site, now, mine)

@@ -6,7 +6,8 @@ machine (``target_site``). Round r's jobs are all released at R = r × period (o
 instance per round, the repeated game of section 3.5). L is the slowest link's latency.
 
   1. At R each organization sends every job meant for another machine there (a transfer);
-     its jobs for its own machine stay queued at home. All are in by R + L.
+     its jobs for its own machine stay queued at home. All are in by R + L. An organization
+     learns a round's jobs only then, as they arrive: it never reads its later rounds' jobs.
   2. At R + L every machine lists the jobs it holds (one ``listing`` row per job: its id,
      owner and size) to the coordinator, the site ``protocol.coordinator``: the grid
      scheduler of the chapter, which proposes and cannot impose.
@@ -111,12 +112,10 @@ class DedicatedAgent(Agent):
         self.ended: dict[int, dict[int, list[float]]] = {}  # round -> machine -> my jobs' ends there
         self.moves: list[str] = []  # what this machine played, round by round
         self.broken: list[int] = []  # per finished round: machines that ran my jobs later than promised
-        jobs = site.local_jobs
-        # My jobs per round and machine: how many, to know when a machine has run them all.
+        # My jobs per round and machine, counted as they arrive (the game is on-line: an
+        # organization does not know its later rounds' jobs). A round's jobs are all released
+        # at R, before any of them can end, so the count is complete when the first one ends.
         self.mine: dict[int, dict[int, int]] = {}
-        for r, target in zip(round_index(jobs["release"], self.period).tolist(), jobs["target_site"].tolist()):
-            per_machine = self.mine.setdefault(r, {})
-            per_machine[target] = per_machine.get(target, 0) + 1
 
     def round_of(self, t: float) -> int:
         return int(round_index(t, self.period))
@@ -135,6 +134,8 @@ class DedicatedAgent(Agent):
 
     def on_arrival(self, now: float, slot: int) -> bool:
         target = int(self.site.job(slot).target_site)
+        per_machine = self.mine.setdefault(self.round_of(now), {})
+        per_machine[target] = per_machine.get(target, 0) + 1
         if target == self.site.site_id:
             self.slots.setdefault(self.round_of(now), []).append(slot)
             return False

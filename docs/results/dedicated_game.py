@@ -3,6 +3,7 @@ profiles played over many rounds, each round a fresh instance of section 3.7.1.
 
     python -m gridemu.experiments.dedicated_game            # print the tables (about a minute)
     python -m gridemu.experiments.dedicated_game --write    # into dedicated.md, and img/dedicated-game.png
+    python -m gridemu.experiments.dedicated_game --orgs 2,3,4,5,6,7,8,9,10   # the sweep by N over other N
 
 Every profile is the shipped scenario ``dedicated`` (3 organizations, 8 jobs per machine,
 sizes 1..10) with ``workload.rounds`` = ROUNDS and ``protocol.strategy`` set as the row says;
@@ -12,7 +13,6 @@ deviates. Figures are from each run's summary.json (computed from the job table)
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -75,14 +75,14 @@ def table() -> tuple[str, dict]:
     return "\n".join(lines), curves
 
 
-def by_orgs() -> str:
+def by_orgs(orgs: tuple[int, ...] = ORGS) -> str:
     """One defector (organization 1) against followers and against tit-for-tat, by N."""
     lines = [
         "| N | everyone follows: mean u | organization 1 defects, the others follow: its u / the others' u "
         "| against tit-for-tat: its u / the others' u |",
         "|---|---|---|---|",
     ]
-    for n in ORGS:
+    for n in orgs:
 
         def run(strategy):
             return payoff_matrix(play(strategy, {"sites.count": n}, rounds=ROUNDS_BY_N), ROUNDS_BY_N, n)
@@ -133,10 +133,10 @@ def figure(curves: dict) -> None:
     print(f"wrote {IMG}")
 
 
-def main(write: bool) -> None:
+def main(write: bool, orgs: tuple[int, ...] = ORGS) -> None:
     text, curves = table()
     print(text)
-    per_n = by_orgs()
+    per_n = by_orgs(orgs)
     print(per_n)
     if write:
         write_between(*MARKERS, text, DOC)
@@ -145,4 +145,12 @@ def main(write: bool) -> None:
 
 
 if __name__ == "__main__":
-    main("--write" in sys.argv[1:])
+    import argparse
+
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--write", action="store_true", help="put the tables into dedicated.md and draw the figure")
+    ap.add_argument(
+        "--orgs", type=lambda t: tuple(int(x) for x in t.split(",")), default=ORGS, help="N of the sweep by N"
+    )
+    args = ap.parse_args()
+    main(args.write, args.orgs)

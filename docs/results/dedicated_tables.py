@@ -42,11 +42,10 @@ from gridemu.brokers.scheduling_game.dedicated import (
     mjf_grid,
     schedule_count,
     scores,
-    spt_grid,
 )
 from gridemu.brokers.scheduling_game.equitable import cumulative_ordered, equitably_optimal_subset
 from gridemu.brokers.scheduling_game.search import adjusted_equitable_walk, dynamic_programming, equitable_walk
-from gridemu.scenarios.dedicated import LARGE, SMALL, SMALL_3, DataSet, exponential_instance
+from gridemu.scenarios.dedicated import LARGE, SMALL, SMALL_3, DataSet, composition, exponential_instance
 
 DOC = Path(__file__).with_name("dedicated.md")
 SETS = {"small": SMALL, "small-3": SMALL_3, "large": LARGE}
@@ -158,59 +157,112 @@ def run_exponential(n: int) -> dict:
     )
 
 
-def _per_job_owner(rng: np.random.Generator, n_orgs: int, n: int, max_size: int) -> DedicatedInstance:
-    """The other reading of "distributed uniformly": every job's owner uniform over the N."""
-    sizes = [[() for _ in range(n_orgs)] for _ in range(n_orgs)]
-    for l in range(n_orgs):
-        owners = rng.integers(0, n_orgs, size=n)
-        for k in range(n_orgs):
-            sizes[k][l] = tuple(int(p) for p in rng.integers(1, max_size + 1, size=int((owners == k).sum())))
-    return DedicatedInstance.of(sizes)
+#: Readings of section 3.7.1's split of a machine's n jobs among the N owners, each with the
+#: thesis's sizes (uniform over {1..max p}). The text: "The number of jobs of each organization
+#: on each processor is distributed uniformly: e.g. in a two-organizational grid, n_{1,k} is
+#: uniformly distributed over {0, 1, ..., n_{.,k}}, and n_{2,k} = n_{.,k} - n_{1,k}."
+#: * composition: every machine's split uniform over the compositions of n (the data sets');
+#: * per-job: every job's owner uniform over the N (binomial / multinomial counts);
+#: * same: one composition drawn per instance, the same on every machine (n_{k,l} = n_{k,1});
+#: * rotated: one composition c per instance, machine l gets it rotated by l (n_{k,l} =
+#:   c_{(k-l) mod N}; for N = 2, n_{1,2} = n_{2,1}: each organization has n jobs in all);
+#: * sequential: n_{1,l} uniform over {0..n}, n_{2,l} uniform over {0..n - n_{1,l}}, ..., the
+#:   last the rest (the N = 2 rule applied owner by owner; for N = 2 it is "composition").
+READINGS = ("composition", "per-job", "same", "rotated", "sequential")
 
 
-def run_split(task: tuple) -> dict:
-    """|Π^SPT| and SPT's sum score of one instance under both readings of the split of jobs."""
-    n_orgs, n, pmax, index = task
-    out = dict(N=n_orgs, n=n, max=pmax, index=index)
-    for rule in ("composition", "per-job"):
-        # "composition": the data set's own instance (Tables 3.5-3.11 use the same ones)
-        inst = (
-            DedicatedInstance.of((SMALL if n_orgs == 2 else SMALL_3).instance(n_orgs, n, pmax, index))
-            if rule == "composition"
-            else _per_job_owner(np.random.default_rng([7, n_orgs, n, pmax, index]), n_orgs, n, pmax)
-        )
-        mjf, spt = completion_sums(inst, mjf_grid(inst)), completion_sums(inst, spt_grid(inst))
-        out[f"{rule}_all"], out[f"{rule}_spt"] = schedule_count(inst), 100 * scores(spt, mjf)[0]
-    return out
+def _split(rng: np.random.Generator, reading: str, n_orgs: int, n: int) -> np.ndarray:
+    """counts[k, l]: how many of machine l's n jobs organization k owns, under ``reading``."""
+    if reading == "per-job":
+        return np.stack([np.bincount(rng.integers(0, n_orgs, size=n), minlength=n_orgs) for _ in range(n_orgs)], 1)
+    if reading == "composition":
+        return np.stack([composition(rng, n_orgs, n) for _ in range(n_orgs)], 1)
+    if reading == "sequential":
+        out = np.zeros((n_orgs, n_orgs), dtype=np.int64)
+        for l in range(n_orgs):
+            left = n
+            for k in range(n_orgs - 1):
+                out[k, l] = rng.integers(0, left + 1)
+                left -= out[k, l]
+            out[-1, l] = left
+        return out
+    c = composition(rng, n_orgs, n)
+    return np.stack([c if reading == "same" else np.roll(c, l) for l in range(n_orgs)], 1)
+
+
+def reading_instance(reading: str, n_orgs: int, n: int, pmax: int, index: int) -> DedicatedInstance:
+    """The ``index``-th instance of a cell under a reading of the split (its own stream)."""
+    if reading == "composition":  # the data set's own instance (Tables 3.5-3.11 use the same ones)
+        return DedicatedInstance.of((SMALL if n_orgs == 2 else SMALL_3).instance(n_orgs, n, pmax, index))
+    rng = np.random.default_rng([7, READINGS.index(reading), n_orgs, n, pmax, index])
+    counts = _split(rng, reading, n_orgs, n)
+    return DedicatedInstance.of(
+        [
+            [tuple(sorted(int(p) for p in rng.integers(1, pmax + 1, size=int(counts[k, l])))) for l in range(n_orgs)]
+            for k in range(n_orgs)
+        ]
+    )
+
+
+def run_reading(task: tuple) -> dict:
+    """Tables 3.5-3.11's counts and exact scores of one instance under one reading of the split
+    (DYN only: |Π^SPT| is a product of multinomials, ES is not needed)."""
+    reading, n_orgs, n, pmax, index = task
+    inst = reading_instance(reading, n_orgs, n, pmax, index)
+    mjf = completion_sums(inst, mjf_grid(inst))
+    dyn = dynamic_programming(inst)
+    pareto = dyn.extra["pareto"]
+    cons = constrained_equitable(pareto, mjf)
+    rec = dict(reading=reading, N=n_orgs, n=n, max=pmax, index=index, all=schedule_count(inst))
+    rec.update(pareto=len(pareto), eq=len(dyn), eq_cons=len(cons))
+    rec.update({f"ex_{k}": v for k, v in _choices(dyn.costs, mjf, False).items()})
+    rec.update({f"exc_{k}": v for k, v in _choices(cons.costs, mjf, True).items()})
+    return rec
 
 
 # ---------------------------------------------------------------------------- the runs
-def plan(quick: bool, large_per_cell: int, max_steps: int) -> dict[str, list]:
-    def cells(ds: DataSet, per_cell: int, jobs=None) -> list:
+def plan(
+    quick: bool,
+    large_per_cell: int,
+    max_steps: int | None,
+    sets: tuple[str, ...] = ("small", "small-3", "exponential", "readings", "large"),
+    orgs: tuple[int, ...] = LARGE.n_orgs,
+    jobs: tuple[int, ...] = LARGE.jobs_per_machine,
+    readings_per_cell: int = 50,
+) -> dict[str, list]:
+    def cells(ds: DataSet, per_cell: int, only=None) -> list:
         return [
             (ds.name, big_n, n, p, i)
             for big_n, n, p in ds.cells()
-            if jobs is None or n in jobs
+            if only is None or n in only
             for i in range(per_cell)
         ]
 
-    per = 5 if quick else 50
-    split = [t[1:] for t in cells(SMALL, per) + cells(SMALL_3, per)]
+    per = 5 if quick else readings_per_cell
+    readings = [
+        (reading,) + t[1:]
+        for reading in READINGS
+        for t in cells(SMALL, per) + cells(SMALL_3, 5 if quick else SMALL_3.per_cell)
+        if reading != "sequential" or t[1] > 2  # for N = 2 sequential is composition
+    ]
+    large = DataSet("large", orgs, jobs, LARGE.max_size)
     if quick:
-        return {
+        out = {
             "small": cells(SMALL, 5, (5, 8, 10)),
             "small-3": cells(SMALL_3, 5, (4, 5)),
             "exponential": list(range(3, 10)),
-            "split": split,
-            "large": [t + (max_steps,) for t in cells(LARGE, 2, (10, 15)) if t[1] <= 4],
+            "readings": readings,
+            "large": [t + (max_steps,) for t in cells(large, 2, (10, 15)) if t[1] <= 4],
         }
-    return {
-        "small": cells(SMALL, SMALL.per_cell),
-        "small-3": cells(SMALL_3, SMALL_3.per_cell),
-        "exponential": list(range(3, 12)),
-        "split": split,
-        "large": [t + (max_steps,) for t in cells(LARGE, large_per_cell)],
-    }
+    else:
+        out = {
+            "small": cells(SMALL, SMALL.per_cell),
+            "small-3": cells(SMALL_3, SMALL_3.per_cell),
+            "exponential": list(range(3, 12)),
+            "readings": readings,
+            "large": [t + (max_steps,) for t in cells(large, large_per_cell)],
+        }
+    return {name: todo for name, todo in out.items() if name in sets}
 
 
 def compute(tasks: dict[str, list], out: Path, workers: int, meta: dict) -> tuple[dict[str, pd.DataFrame], dict]:
@@ -220,7 +272,7 @@ def compute(tasks: dict[str, list], out: Path, workers: int, meta: dict) -> tupl
         "small-3": run_exact,
         "exponential": run_exponential,
         "large": run_large,
-        "split": run_split,
+        "readings": run_reading,
     }
     frames, meta = {}, dict(meta, wall={})
     with mp.Pool(min(2, workers)) as pool:
@@ -229,7 +281,7 @@ def compute(tasks: dict[str, list], out: Path, workers: int, meta: dict) -> tupl
             # the biggest first, so the two workers finish together
             todo = sorted(
                 todo,
-                key=lambda t: t if isinstance(t, int) else t[:3] if name == "split" else (t[1], t[2]),
+                key=lambda t: t if isinstance(t, int) else (t[1], t[2]),
                 reverse=True,
             )
             rows = list(pool.imap_unordered(runners[name], todo, chunksize=1))
@@ -242,9 +294,19 @@ def compute(tasks: dict[str, list], out: Path, workers: int, meta: dict) -> tupl
     return frames, meta
 
 
-def load(src: Path) -> tuple[dict[str, pd.DataFrame], dict]:
-    frames = {p.stem: pd.read_json(p, lines=True) for p in sorted(src.glob("*.jsonl"))}
-    return frames, json.loads((src / "meta.json").read_text())
+def load(sources: list[Path]) -> tuple[dict[str, pd.DataFrame], dict]:
+    """Saved results of one or more runs (their rows concatenated, data set by data set; the
+    first run's settings, with every run's wall time and command)."""
+    frames: dict[str, list[pd.DataFrame]] = {}
+    metas = [json.loads((src / "meta.json").read_text()) for src in sources]
+    for src in sources:
+        for p in sorted(src.glob("*.jsonl")):
+            frames.setdefault(p.stem, []).append(pd.read_json(p, lines=True))
+    meta = dict(metas[0], wall={}, commands=[m.get("command", "") for m in metas])
+    for m in metas:
+        for name, wall in m.get("wall", {}).items():
+            meta["wall"][name] = meta["wall"].get(name, 0.0) + wall
+    return {name: pd.concat(parts, ignore_index=True) for name, parts in frames.items()}, meta
 
 
 # ------------------------------------------------------------------ the thesis's values
@@ -432,10 +494,15 @@ def tables(frames: dict[str, pd.DataFrame], meta: dict) -> list[tuple[str, str, 
         agree = f"{int(d['agree'].sum())} of {len(d)}" if "agree" in d else "–"
         run.append([name, str(len(d)), _f(meta.get("wall", {}).get(name), 0), agree])
     total = sum(meta.get("wall", {}).values())
+    steps = meta.get("max_steps", 0)
+    walks = f"uncapped (given up after {meta.get('give_up'):,})" if steps is None else f"capped at {steps:,}"
+    commands = "".join(f"\n* `{c}`" for c in meta.get("commands", [meta.get("command")]) if c)
     add(
-        "run",
+        f"run-{meta['tag']}" if meta.get("tag") else "run-readings" if set(frames) == {"readings"} else "run",
         f"Computed {'with --quick' if meta.get('quick') else 'in full'}; {total:.0f} s wall on two worker "
-        f"processes; EW and AEW on *large* capped at {meta.get('max_steps', 0):,} steps per walk.\n\n"
+        f"processes; EW and AEW on *large* {walks} steps per walk."
+        + (f" Commands (`python -m gridemu.experiments.dedicated_tables ...`):{commands}" if commands else "")
+        + "\n\n"
         + _table(run[0], run[1:]),
     )
     if small is not None:
@@ -652,48 +719,68 @@ def tables(frames: dict[str, pd.DataFrame], meta: dict) -> list[tuple[str, str, 
         )
     if large is not None:
         out.extend(_large_tables(large, meta))
-    split = frames.get("split")
-    if split is not None:
-        rows = []
-        for (big_n, n), d in split.groupby(["N", "n"]):
-            th = (T35 if big_n == 2 else T37).get(str(n))
-            th_score = (T38 if big_n == 2 else T310).get(str(n))
-            grp = MIN_SUM_GROUP["3.8" if big_n == 2 else "3.10"]
-            rows.append(
-                [
-                    str(big_n),
-                    str(n),
-                    str(len(d)),
-                    th[0] if th else "–",
-                    _f(d.composition_all.mean(), 1),
-                    _f(d["per-job_all"].mean(), 1),
-                    th_score[4 * grp] if th_score else "–",
-                    _f(d.composition_spt.mean(), 1),
-                    _f(d["per-job_spt"].mean(), 1),
-                ]
-            )
-        add(
-            "split",
-            "Both readings of how the jobs of a machine are split among organizations: "
-            "\"composition\" (gridemu's, uniform over the splits; for N = 2 the text's rule) and \"per-job\" "
-            "(each job's owner uniform). Mean |Π^SPT| (\"all solutions\") and mean sum score of **SPT** "
-            "(the min-sum solution, %) against the thesis's (Tables 3.5, 3.7, 3.8, 3.10).\n\n"
-            + _table(
-                [
-                    "N",
-                    "n",
-                    "instances",
-                    "all: thesis",
-                    "composition",
-                    "per-job",
-                    "SPT sum score: thesis",
-                    "composition",
-                    "per-job",
-                ],
-                rows,
-            ),
-        )
+    if frames.get("readings") is not None:
+        out.extend(_reading_tables(frames["readings"]))
     return out
+
+
+#: Measures compared across the readings: (label, column, thesis table per N, thesis field per N).
+#: Tables 3.8-3.11's fields follow MIN_SUM_GROUP (3.8 and 3.9 print min-sum first).
+READING_MEASURES = (
+    ("all solutions", "all", {2: T35, 3: T37}, {2: 0, 3: 0}),
+    ("pareto-optimal", "pareto", {2: T35, 3: T37}, {2: 2, 3: 2}),
+    ("equitable unconstrained", "eq", {2: T35, 3: T37}, {2: 4, 3: 4}),
+    ("equitable constrained", "eq_cons", {2: T35, 3: T37}, {2: 6, 3: 6}),
+    ("SPT sum score (%)", "ex_minsum_sum", {2: T38, 3: T310}, {2: 0, 3: 4}),
+    ("min-max max score (%)", "ex_minmax_max", {2: T38, 3: T310}, {2: 6, 3: 2}),
+    ("constrained min-sum sum score (%)", "exc_minsum_sum", {2: T39, 3: T311}, {2: 0, 3: 4}),
+)
+
+
+def _reading_tables(df: pd.DataFrame) -> list[tuple[str, str, str]]:
+    """Tables 3.5-3.11's figures under each reading of the split, beside the thesis's."""
+    readings = [r for r in READINGS if (df.reading == r).any()]
+    head = ["measure", "N", "n", "thesis"] + readings
+    rows, dist = [], {r: {"count": [], "score": []} for r in readings}
+    for label, col, th_table, th_field in READING_MEASURES:
+        for (big_n, n), d in df.groupby(["N", "n"]):
+            th = th_table[big_n].get(str(n))
+            t = th[th_field[big_n]] if th else "n.a."
+            row = [label, str(big_n), str(n), t]
+            for r in readings:
+                x = pd.to_numeric(d[d.reading == r][col], errors="coerce").dropna()
+                row.append(_f(x.mean(), 1) if len(x) else "–")
+                if len(x) and t != "n.a.":
+                    if col.startswith("ex"):
+                        dist[r]["score"].append(x.mean() - float(t))
+                    else:
+                        dist[r]["count"].append(np.log2(x.mean() / float(t)))
+            rows.append(row)
+    per = "/".join(str(x) for x in sorted(set(df.groupby(["reading", "N", "n"]).size().tolist())))
+    summary = [
+        [
+            r,
+            _f(2 ** np.mean(dist[r]["count"]), 2),
+            _f(2 ** np.min(dist[r]["count"]), 2) + " – " + _f(2 ** np.max(dist[r]["count"]), 2),
+            _f(np.mean(dist[r]["score"]), 1),
+            _f(np.min(dist[r]["score"]), 1) + " – " + _f(np.max(dist[r]["score"]), 1),
+        ]
+        for r in readings
+    ]
+    return [
+        (
+            *_marker("readings"),
+            f"Means of Tables 3.5-3.11's figures under each reading of the split ({per} instances per row and "
+            "reading: the *small* cells of every max p, and *small-3*), beside the thesis's. Exact sets by DYN.\n\n"
+            + _table(head, rows),
+        ),
+        (
+            *_marker("readings-summary"),
+            "How far each reading is from the thesis, over the rows above: counts as the geometric mean ratio "
+            "gridemu / thesis (1 = the thesis's), scores as the mean difference gridemu − thesis (percentage "
+            "points).\n\n" + _table(["reading", "counts: ratio", "range", "scores: difference", "range"], summary),
+        ),
+    ]
 
 
 def _large_tables(large: pd.DataFrame, meta: dict) -> list[tuple[str, str, str]]:
@@ -701,11 +788,20 @@ def _large_tables(large: pd.DataFrame, meta: dict) -> list[tuple[str, str, str]]
     n_vals = sorted(large.n.unique())
     big_ns = sorted(large.N.unique())
     per = _per_row(large.assign(cell=large.N * 100 + large.n), "cell")
-    cap = f"{meta.get('max_steps', 0):,}"
+    tag = f"-{meta['tag']}" if meta.get("tag") else ""
+    uncapped = meta.get("max_steps", 0) is None
+    stop = f"{meta.get('give_up') if uncapped else meta.get('max_steps', 0):,}"
+    walks = (
+        f"walks uncapped (a walk still going after {stop} steps is given up, and its instance left out of the scores)"
+        if uncapped
+        else f"walks capped at {stop} steps"
+    )
+    # The thesis's average and sum rows cover N = 2..8: compared only when the run covers the same.
+    thesis_rows = set(big_ns) == set(LARGE.n_orgs)
     head = ["N"] + [f"{w} {n}" for n in ["average"] + [str(x) for x in n_vals] for w in ("EW", "AEW")] + ["AEW/EW"]
     rows, caps = [], []
     for label, d in [(str(b), large[large.N == b]) for b in big_ns] + [("average", large)]:
-        th = T313.get(label)
+        th = T313.get(label) if label != "average" or thesis_rows else None
         row, crow = [label], [label]
         for j, sub in enumerate([d] + [d[d.n == n] for n in n_vals]):
             col = 0 if j == 0 else 1 + [10, 15, 20, 25].index(n_vals[j - 1])
@@ -723,16 +819,16 @@ def _large_tables(large: pd.DataFrame, meta: dict) -> list[tuple[str, str, str]]
         caps.append(crow)
     out.append(
         (
-            *_marker("table-3.13"),
+            *_marker(f"table-3.13{tag}"),
             f"**Table 3.13** Mean run time (s) of EW and AEW, *large* data set ({per} instances per cell; thesis 50), "
-            f"each walk capped at {cap} steps.\n\n" + _table(head, rows),
+            f"{walks}.\n\n" + _table(head, rows),
         )
     )
     out.append(
         (
-            *_marker("table-3.13-caps"),
-            f"Walks stopped by the cap of {cap} steps (% of instances, EW / AEW), *large* data set.\n\n"
-            + _table(["N"] + [str(n) for n in n_vals], caps),
+            *_marker(f"table-3.13-caps{tag}"),
+            f"Walks stopped after {stop} steps ({'given up' if uncapped else 'the cap'}; % of instances, EW / AEW), "
+            "*large* data set.\n\n" + _table(["N"] + [str(n) for n in n_vals], caps),
         )
     )
     for num, algo, th in (("3.20", "ew", T320), ("3.21", "aew", T321)):
@@ -743,58 +839,113 @@ def _large_tables(large: pd.DataFrame, meta: dict) -> list[tuple[str, str, str]]
             else " Instances without an acceptable solution "
             f"({int((~large.aew_acceptable.astype(bool)).sum())}) left out."
         )
+        if uncapped:
+            ended = d[f"{algo}_finished"].astype(bool)
+            note += f" Walks given up, their instances left out: {int((~ended).sum())}."
+            d = d[ended]
         out.append(
             (
-                *_marker(f"table-{num}"),
+                *_marker(f"table-{num}{tag}"),
                 _stats_table(
                     d,
                     "N",
                     big_ns,
-                    th,
+                    th if thesis_rows else {k: v for k, v in th.items() if k != "average"},
                     [f"{algo}_{c}" for c in SCORE_COLS],
                     SCORE_HEADS,
                     f"**Table {num}** Scores (%) of {algo.upper()}'s solutions, *large* data set "
-                    f"({_per_row(large, 'N')} instances per row; thesis 200), walks capped at {cap} steps.{note}",
+                    f"({_per_row(large, 'N')} instances per row; thesis 200), {walks}.{note}",
                     2,
                 ),
             )
         )
     rows = []
     for label, d in [(str(b), large[large.N == b]) for b in big_ns] + [("sum", large)]:
-        th = T322.get(label)
+        th = T322.get(label) if label != "sum" or thesis_rows else None
         cells = []
         for n in n_vals:
             sub = d[d.n == n]
-            t = th[[10, 15, 20, 25].index(n)] if th else "–"
-            cells.append(f"{t} of {50 * (7 if label == 'sum' else 1)} / {int(sub.aew_acceptable.sum())} of {len(sub)}")
+            ours = f"{int(sub.aew_acceptable.sum())} of {len(sub)}"
+            t = th[[10, 15, 20, 25].index(n)] if th else None
+            cells.append(f"{t} of {50 * (7 if label == 'sum' else 1)} / {ours}" if t else f"– / {ours}")
         cells.append(f"{th[4] if th else '–'} / {int(d.aew_acceptable.sum())} of {len(d)}")
         rows.append([label] + cells)
     out.append(
         (
-            *_marker("table-3.22"),
+            *_marker(f"table-3.22{tag}"),
             "**Table 3.22** Instances in which AEW found an acceptable result "
-            f"(every u_k ≥ 0), *large* data set, walks capped at {cap} steps.\n\n"
+            f"(every u_k ≥ 0), *large* data set, {walks}.\n\n"
             + _table(["N"] + [str(n) for n in n_vals] + ["sum"], rows),
         )
     )
     return out
 
 
+def _steps(text: str) -> int | None:
+    """``--max-steps``: a positive count, or "none" (the walk as printed, uncapped)."""
+    if text.lower() == "none":
+        return None
+    steps = int(text)
+    if steps <= 0:
+        raise argparse.ArgumentTypeError(f"--max-steps must be a positive count or none, got {text}")
+    return steps
+
+
+def _ints(text: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in text.split(","))
+
+
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="a small subset of every data set")
     ap.add_argument("--write", action="store_true", help="put the tables into dedicated.md")
-    ap.add_argument("--from", dest="src", type=Path, help="format saved results instead of computing")
+    ap.add_argument(
+        "--from", dest="src", type=Path, action="append", help="format saved results instead of computing (repeatable)"
+    )
+    ap.add_argument("--tag", default="", help="suffix of the doc markers of the *large* tables (runs side by side)")
     ap.add_argument("--out", type=Path, default=Path("runs/dedicated-tables"))
-    ap.add_argument("--large-per-cell", type=int, default=20, help="instances per (N, n) cell of *large* (thesis: 50)")
-    ap.add_argument("--max-steps", type=int, default=50_000, help="cap on the steps of each EW/AEW walk on *large*")
+    ap.add_argument(
+        "--sets",
+        type=lambda t: tuple(t.split(",")),
+        default=("small", "small-3", "exponential", "readings", "large"),
+        help="which runs: small, small-3, exponential, readings (the split readings), large (comma-separated)",
+    )
+    ap.add_argument("--large-per-cell", type=int, default=50, help="instances per (N, n) cell of *large* (thesis: 50)")
+    ap.add_argument("--orgs", type=_ints, default=LARGE.n_orgs, help="N of the *large* runs (thesis: 2,...,8)")
+    ap.add_argument("--jobs", type=_ints, default=LARGE.jobs_per_machine, help="n of the *large* runs")
+    ap.add_argument("--readings-per-cell", type=int, default=50, help="instances per *small* cell for each reading")
+    ap.add_argument(
+        "--max-steps",
+        type=_steps,
+        default=50_000,
+        help="cap on the steps of each EW/AEW walk on *large*, or none: the walk as printed, which ends only "
+        "when the worst organization has no unvisited move (see --give-up)",
+    )
+    ap.add_argument(
+        "--give-up",
+        type=int,
+        default=5_000_000,
+        help="with --max-steps none: a walk still going after this many steps is stopped and reported as not "
+        "ended; its cell's scores are then left out (a cell is reported uncapped only if every walk ended)",
+    )
     ap.add_argument("--workers", type=int, default=2)
     args = ap.parse_args()
     if args.src:
         frames, meta = load(args.src)
+        meta["tag"] = args.tag
     else:
-        meta = dict(quick=args.quick, large_per_cell=args.large_per_cell, max_steps=args.max_steps)
-        frames, meta = compute(plan(args.quick, args.large_per_cell, args.max_steps), args.out, args.workers, meta)
+        meta = dict(
+            quick=args.quick,
+            sets=list(args.sets),
+            large_per_cell=args.large_per_cell,
+            max_steps=args.max_steps,
+            give_up=args.give_up,
+            command=" ".join(sys.argv[1:]),
+            tag=args.tag,
+        )
+        steps = args.give_up if args.max_steps is None else args.max_steps
+        tasks = plan(args.quick, args.large_per_cell, steps, args.sets, args.orgs, args.jobs, args.readings_per_cell)
+        frames, meta = compute(tasks, args.out, args.workers, meta)
     for begin, end, text in tables(frames, meta):
         print(text + "\n")
         if args.write:
