@@ -24,7 +24,7 @@ from gridemu.model.jobs import GONE, OFFERED, STATE_CODE
 from gridemu.model.messages import N_ROUTING, MessageKinds
 from gridemu.sites import faults, fcfs_recurrence
 from gridemu.sites.job_columns import COLUMN_NAMES, JOB_FIELDS, own_columns
-from gridemu.sites.schedulers import make_scheduler
+from gridemu.sites.schedulers import FCFS, make_scheduler
 
 if TYPE_CHECKING:  # pragma: no cover
     from gridemu.sites.spec import SiteSpec
@@ -97,6 +97,10 @@ class Site:
 
         self.scheduler = make_scheduler(spec.scheduler, self)
         self._on_finish = getattr(self.scheduler, "finished", None)  # schedulers that account usage
+        # Plain FCFS (not a subclass: they dispatch otherwise): a job queued on its empty queue
+        # starts at once if it fits, and a completion with nothing queued starts nothing, which
+        # the hot paths decide without calling push and dispatch.
+        self.fcfs = type(self.scheduler) is FCFS
         self.heap: list[tuple] = []  # completions, faults and timers
         # Received messages not handled yet, sorted (delivery time, source, sequence number)
         # from ``inbox_at`` on. Apart from the heap: a window's messages come in one batch,
@@ -258,7 +262,7 @@ class Site:
         elif self.r_state[slot] != PENDING:
             raise InvariantError(f"site {self.name} tried to transfer job {self.c_id[slot]} which is not queued")
         self.r_state[slot] = GONE
-        self.send(now, dst, "job", job=self.job_record(slot, moves=1), tag=tag)
+        self.send_all(now, (dst,), "job", self.job_record(slot, 1), tag=tag)  # send's body
 
     # divisible jobs (thesis ch. 4) ---------------------------------------------
 
@@ -352,14 +356,30 @@ class Site:
 
     def enqueue(self, slot: int, now: float) -> None:
         self.r_state[slot] = QUEUED
-        self.scheduler.push(slot)
-        self.scheduler.dispatch(self, now)
+        self._queue(slot, now)
 
     def receive_job(self, now: float, msg: tuple) -> int:
         """Take the job a message carries (its view or its row); returns its new slot, queued here."""
         slot = self._add_slot(msg[N_ROUTING:])
-        self.enqueue(slot, now)
+        self._queue(slot, now)
         return slot
+
+    def _queue(self, slot: int, now: float) -> None:
+        """Queue a job in state QUEUED and start what the scheduler allows now. Plain FCFS does
+        push and dispatch's work here on the hot paths: a job on an empty queue starts at once
+        if it fits, and dispatch runs only when the head of the queue fits."""
+        sched = self.scheduler
+        if self.fcfs:
+            queue = sched.queue
+            if not queue and self.c_procs[slot] <= self.free_count:
+                self.start(slot, now)
+                return
+            queue.append(slot)  # FCFS.push
+            if self.c_procs[queue[0]] > self.free_count:
+                return
+        else:
+            sched.push(slot)
+        sched.dispatch(self, now)
 
     def _add_slot(self, record: "tuple | list") -> int:
         slot = len(self.c_id)
@@ -433,6 +453,9 @@ class Site:
         heap, rel, agent, sched, views = self.heap, self.c_release, self.agent, self.scheduler, self.kinds.views
         handlers, view_of = agent.handlers, tuple.__new__
         intercept = agent.intercepts_arrivals
+        # Plain FCFS: its queue (never replaced), whose head a completion starts if it fits
+        # (dispatch's test, without the call); any other scheduler: None, dispatch decides.
+        queue, procs = (sched.queue, self.c_procs) if self.fcfs else (None, None)
         down = self.down
         inbox, at = self.inbox, self.inbox_at
         n_in = len(inbox)
@@ -460,8 +483,7 @@ class Site:
                 if intercept and agent.on_arrival(now, slot):
                     continue
                 self.r_state[slot] = QUEUED
-                sched.push(slot)
-                sched.dispatch(self, now)
+                self._queue(slot, now)
                 continue
             if t >= until:
                 if at == n_in and n_in:
@@ -488,8 +510,12 @@ class Site:
                 agent.on_complete(now, payload)
                 # Free every processor of this instant before choosing what starts (list
                 # scheduling, Alg. 5.1, picks from all of them; FCFS and SPT start the same).
-                if not self._completes_now(now):
-                    sched.dispatch(self, now)
+                # An FCFS queue that is empty or whose head does not fit starts nothing; a heap
+                # whose head is not a completion at this instant makes _completes_now False
+                # without the call.
+                if queue is None or (queue and procs[queue[0]] <= self.free_count):
+                    if not (heap and heap[0][0] == now and heap[0][1] == COMPLETE and self._completes_now(now)):
+                        sched.dispatch(self, now)
             elif kind == TIMER:
                 heapq.heappop(self.timer_times)
                 if down:
@@ -513,7 +539,8 @@ class Site:
             bisect.insort(self.free_procs, self.r_proc[slot])
         else:
             self.release_processors(slot)
-        self.setup.pop(slot, None)
+        if self.setup:
+            self.setup.pop(slot, None)
         self.r_state[slot] = DONE
         self.done += 1
         if self._on_finish is not None:

@@ -47,6 +47,8 @@ class PowerOfDAgent(Agent):
         self.known: dict[int, float] = {}  # neighbor -> last report heard + jobs sent to it since
         self.jobs = 0  # jobs held here, queued and running
         self.next_report = 0.0 if self.reports else math.inf
+        self.unheard = (0.0,) * self.d  # a sample's load before its first report (see on_arrival)
+        self.next_release = site.next_release
 
     def on_start(self, now: float) -> None:
         if self.reports:
@@ -66,7 +68,8 @@ class PowerOfDAgent(Agent):
     def on_arrival(self, now: float, slot: int) -> bool:
         sample = self.samples[slot]
         known = self.known
-        i = power_of_d_choice(self.jobs, [known.get(k, 0.0) for k in sample])
+        # Each sample's known load, 0.0 before its first report: known.get(k, 0.0) for each k.
+        i = power_of_d_choice(self.jobs, list(map(known.get, sample, self.unheard)))
         if i < 0:
             self.jobs += 1
             return False
@@ -85,4 +88,5 @@ class PowerOfDAgent(Agent):
     def send_bound(self) -> float:
         # Reports go out on the timer and transfers at local arrivals: received messages
         # and completions make this agent send nothing.
-        return min(self.site.next_release(), self.next_report)
+        release, report = self.next_release(), self.next_report
+        return report if report < release else release  # min(release, report) without the call
