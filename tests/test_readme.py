@@ -98,3 +98,14 @@ def test_readme_python(code, folder):
     script.write_text(code)
     proc = subprocess.run([sys.executable, str(script)], cwd=folder, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
+
+
+def test_ci_runs_the_readme_test_command():
+    # .ci/run runs "the test command written in the README": the same pytest arguments.
+    quick = re.search(r"```bash\n(.*?)```", README.read_text(), re.S).group(1)
+    readme = [
+        line.split("&&", 1)[1].split("-m pytest", 1)[1].strip() for line in quick.splitlines() if "pytest" in line
+    ]
+    ci = (README.parent / ".ci" / "run").read_text()
+    ran = [line.split("-m pytest", 1)[1].strip() for line in ci.splitlines() if line.startswith("python3 -m pytest")]
+    assert len(readme) == 1 and ran == readme, (readme, ran)
