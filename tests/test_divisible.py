@@ -216,15 +216,43 @@ def test_run_announces_deadlines_keeps_them_and_splits_jobs(protocol):
 def test_decentralized_run_equals_the_centralized_reference(protocol, extra):
     """With negligible latency, sites that only exchange messages do what the reference,
     reading the whole state at once, does: the same pieces on the same sites, the same ends."""
-    n = 5
-    data = grid(protocol, n=n, until=1000.0, latency=1e-9, **extra)
+    data = grid(protocol, n=5, until=1000.0, latency=1e-9, **extra)
     if extra.get("discrete"):  # whole-unit releases: arrivals and rounds share instants
         data["workload"]["integral"] = "releases"
+    assert_run_equals_reference(data)
+
+
+@settings(max_examples=12, deadline=None)
+@given(
+    n=st.integers(2, 5),
+    seed=st.integers(0, 10_000),
+    send=st.sampled_from(["tail", "head"]),
+    cut_running=st.booleans(),
+    starting=st.sampled_from(["queued", "running"]),
+    limit=st.sampled_from([1000.0, 3.0, {"default": 3.0, "0": 1000.0}]),
+    integral=st.booleans(),
+)
+def test_continuous_rounds_equal_the_reference_on_random_grids(n, seed, send, cut_running, starting, limit, integral):
+    """Continuous time, every end sent and running work cut or kept: the agents and the
+    reference agree on random grids. Whole-unit releases meet rounds (every min_gap = 1 while
+    a site idles) at one instant, where the round comes first; balanced sites tie on load."""
+    data = grid("bilb", n=n, until=250.0, latency=1e-9, limit=limit)
+    data["protocol"] |= {"send": send, "cut_running": cut_running, "starting": starting}
+    data["run"]["seed"] = seed
+    data["metrics"] = {"counterfactual": "none"}
+    if integral:
+        data["workload"]["integral"] = "releases"
+    assert_run_equals_reference(data)
+
+
+def assert_run_equals_reference(data: dict) -> None:
+    """The decentralized run of ``data`` and ``reference_run`` on its jobs: same ends,
+    deadlines and pieces (sizes per job)."""
     result = emulator.run(data)
     scenario = load_scenario(data)
     jobs, _ = generate_jobs(scenario)
-    proto = scenario.protocol
-    per_site = lambda v: v if isinstance(v, list) else [v] * n  # noqa: E731
+    proto, protocol, n = scenario.protocol, scenario.protocol["name"], len(scenario.sites)
+    per_site = lambda v: list(v) if isinstance(v, (list, tuple)) else [v] * n  # noqa: E731
     ref = reference_run(
         jobs,
         n,
@@ -375,9 +403,12 @@ def test_stale_offers_are_refused_and_deadlines_still_hold():
 def test_score_computed_by_hand_on_a_two_site_instance():
     """Site 0 gets one job of size 8 at t=0; site 1 is idle. Rounds at t=0, 1, 4.5, ...
 
-    The round at t=0 comes before the arrival (timers before arrivals), so BILB first
-    sees L = (7, 0) at t=1 and sends 3.5: the job ends at 4.5 (+ two latencies for the
-    remote piece). Alone it ends at 8, so S = 8 / 4.5 - 1.
+    The round at t=0 comes before the arrival (timers before arrivals), and the arrival waits
+    until site 0's part of that round is settled, once the offers are in (one latency):
+    announced 8 + lat, it runs from lat. BILB first sees L = (7 + lat, 0) at t=1 and sends
+    half: site 0 ends at 4.5 + lat/2, the remote piece, cut once the offers are in and
+    carried in one more latency, at 4.5 + 2.5 lat. Alone it ends at 8, so S = 8 / 4.5 - 1
+    (up to the latencies).
     """
     lat = 1e-6
     data = {
@@ -390,11 +421,11 @@ def test_score_computed_by_hand_on_a_two_site_instance():
     }
     result = emulator.run(data)
     job = result.jobs.iloc[0]
-    assert job["deadline"] == 8.0
-    assert job["end"] == pytest.approx(4.5 + 2 * lat, abs=1e-9)
+    assert job["deadline"] == pytest.approx(8.0 + lat, abs=1e-12)
+    assert job["end"] == pytest.approx(4.5 + 2.5 * lat, abs=1e-9)
     assert job["fragments"] == 2
     org = result.summary["organizations"]["org0"]
-    assert org["score"] == pytest.approx(8.0 / (4.5 + 2 * lat) - 1.0, rel=1e-9)
+    assert org["score"] == pytest.approx(8.0 / (4.5 + 2.5 * lat) - 1.0, rel=1e-9)
     assert org["score_period_mean"] == pytest.approx(org["score"])
 
 

@@ -167,6 +167,38 @@ def test_the_oracles_plan_is_the_agents_plan(case):
     assert math.isclose(after, next_round_time(0.0, loads, ours), rel_tol=1e-12, abs_tol=1e-12)
 
 
+def test_loads_and_amounts_within_tie_are_equal():
+    """Two balanced sites whose loads differ by latency noise (1e-8) come by id, as exact ties
+    do, in both plans; a noise-sized surplus sends nothing (it would be a sliver)."""
+    exact = bilb_plan([0.0, 5.0, 5.0], [100.0] * 3)
+    noisy = [0.0, 5.0 + 1e-8, 5.0 - 1e-8]
+    assert [(k, l) for k, l, _ in bilb_plan(noisy, [100.0] * 3)] == [(k, l) for k, l, _ in exact]
+    assert [(k, l) for k, l, _ in thesis_bilb(noisy, [100.0] * 3, noisy)[0]] == [(k, l) for k, l, _ in exact]
+    assert exact[0][:2] == (1, 0)  # by id: site 1 balances with site 0 first
+    assert bilb_plan([5.0, 5.0 + 1e-8], [100.0] * 2) == []
+    assert thesis_bilb([5.0, 5.0 + 1e-8], [100.0] * 2, [5.0, 5.0])[0] == []
+
+
+def test_a_release_just_before_a_round_comes_after_it():
+    """Job 0 (size 4) is released at 1 - 1e-12 on site 0, the first round is at 1: the same
+    instant, so the round comes first and sees nothing; the job arrives after it (announced
+    1 + 4) and the round at 2 sends half of L = 3: it ends at 3.5 (a round seeing it would
+    send 2: 3.0)."""
+    rounds = []
+    pieces = reference_run(
+        make_jobs([(1.0 - 1e-12, 4.0, 0)]),
+        2,
+        protocol="bilb",
+        limits=[100, 100],
+        start=1.0,
+        on_round=lambda t, L, plan, after: rounds.append((t, plan)),
+    )
+    assert rounds[0] == (1.0, [])
+    assert rounds[1][0] == 2.0 and rounds[1][1] == [(0, 1, pytest.approx(1.5))]
+    assert job_ends(pieces) == {0: pytest.approx(3.5)}
+    assert pieces["deadline"][0] == pytest.approx(5.0)
+
+
 @pytest.mark.parametrize("protocol,limits", [("bilb", [100, 100]), ("averaging_game", [0, 0])])
 def test_split_of_a_queued_job(protocol, limits):
     # Site 0 gets job 0 (size 2) and job 1 (size 8) at t=0; site 1 is idle; min_gap 1.

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 
 from gridemu.brokers.agent import GridInfo
-from gridemu.brokers.bilb.algorithm import bilb_plan, next_round_time
+from gridemu.brokers.bilb.algorithm import bilb_plan, next_round_time, tie_sorted
 from gridemu.brokers.bilb.divisible import DivisibleAgent, Plan
 from gridemu.brokers.bilb.params import BilbParams
 from gridemu.brokers.bilb.strategies import adjust_limit
@@ -39,6 +39,9 @@ class BilbAgent(DivisibleAgent):
         plan = bilb_plan(loads, levels, movable)
         timing = plan if self.round_timing == "plan" else bilb_plan(loads, [math.inf] * len(loads), movable)
         return plan, next_round_time(0.0, loads, timing)
+
+    def plan_order(self, loads: dict[int, float]) -> list[int]:
+        return tie_sorted(loads, loads.__getitem__)  # bilb_plan's order, loads within TIE tied
 
     def adjust(self, ratio: float) -> None:
         self.limit = adjust_limit(self.limit, ratio, self.eta)

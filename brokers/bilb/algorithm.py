@@ -25,7 +25,7 @@ Reading of Algorithm 4.3 where the pseudo-code and the text disagree:
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Callable, Iterable, Sequence
 
 # Tolerances of the divisible-load rules, shared by the agent (brokers/bilb/divisible.py) and
 # its test oracle (brokers/bilb/reference.py) so both follow one rule set.
@@ -33,6 +33,26 @@ from typing import Sequence
 CUT_EPS = 1e-12
 #: Two times closer than this are the same instant.
 SAME_INSTANT = 1e-9
+#: Loads, spaces and amounts of a plan closer than this are equal. The agents' offers carry a
+#: few latencies of drift (a piece sent in a round starts latencies late), the reference's none:
+#: a tie of two balanced sites broken by that noise would send other pieces to other sites, and
+#: a noise-sized space would send a sliver. Far above the drift at negligible latency, far
+#: below any amount worth sending.
+TIE = 1e-6
+
+
+def tie_sorted(ids: Iterable[int], value: Callable[[int], float]) -> list[int]:
+    """Site ids by increasing ``value``; values within ``TIE`` of the smallest of their run are
+    equal, and equal ones come by id (each run anchored at its first value, so the order does
+    not drift along a chain of near-equal values)."""
+    out: list[int] = []
+    run: list[int] = []
+    for i in sorted(ids, key=lambda i: (value(i), i)):
+        if run and value(i) - value(run[0]) > TIE:
+            out.extend(sorted(run))
+            run = []
+        run.append(i)
+    return out + sorted(run)
 
 
 def bilb_plan(
@@ -40,7 +60,8 @@ def bilb_plan(
 ) -> list[tuple[int, int, float]]:
     """Algorithm 4.3 (BILB): transfers ``(k, l, Φ_{l,k})`` from site k to site l.
 
-    Sites are taken in order of increasing load L_k (ties by index). Site k balances with the
+    Sites are taken in order of increasing load L_k (ties within ``TIE`` by index; ``TIE`` also
+    sets which surplus, space or amount is none). Site k balances with the
     k-1 less loaded ones against their running mean L̄_k: it sends at most
     ``surplus_k = min(L_k - L̄_k, l_k, m_k)``, with m_k (``movable``, default L_k) the part of
     its queue it can send, split over the receivers in order of increasing space, each
@@ -55,7 +76,7 @@ def bilb_plan(
         movable = loads
     elif len(movable) != n:
         raise ValueError(f"bilb_plan: {n} loads but {len(movable)} movable loads")
-    order = sorted(range(n), key=lambda i: (loads[i], i))
+    order = tie_sorted(range(n), loads.__getitem__)
     received = [0.0] * n  # Φ
     sent = [0.0] * n  # Ψ
     plan: list[tuple[int, int, float]] = []
@@ -65,14 +86,14 @@ def bilb_plan(
         if pos == 0:
             continue
         surplus = min(loads[k] - mean, limits[k], movable[k])
-        if surplus <= 0:
+        if surplus <= TIE:
             continue
         before = order[:pos]
         space = {l: max(0.0, min(mean, limits[l]) - (loads[l] + received[l] - sent[l])) for l in before}
-        receivers = sorted(before, key=lambda l: (space[l], l))
+        receivers = tie_sorted(before, space.__getitem__)
         for i, l in enumerate(receivers):
             amount = min(surplus / (len(receivers) - i), space[l])
-            if amount > 0:
+            if amount > TIE:
                 plan.append((k, l, amount))
                 received[l] += amount
                 sent[k] += amount

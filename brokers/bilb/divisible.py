@@ -68,6 +68,15 @@ Choices the thesis leaves open (documented in ``docs/results/bilb.md`` too):
     queue holds the processor idle.
   * What a site knows of its jobs' finish times, and when strategies are updated: see
     ``brokers/bilb/ledger.py``.
+  * Instants and ties, so that at negligible latency the agents equal the reference
+    (``brokers/bilb/reference.py`` says the same rules): a time within ``TIE`` of the round
+    time is at the round's instant (a piece that starts there counts as ``starting`` says; a
+    local job released there, in continuous time, waits until this site's part of the round
+    is settled, as the reference's round comes before its instant's releases); plans take
+    loads and spaces within ``TIE`` as equal (``bilb_plan``); a cut within ``TIE`` of a piece's
+    end takes it whole unless it starts before the answers come, and one with less left
+    stops. A head cut that takes a piece that started at the round's instant leaves a sliver
+    of a few latencies where the reference leaves an empty piece.
 """
 
 from __future__ import annotations
@@ -77,7 +86,7 @@ from typing import Any
 
 from gridemu.brokers.agent import Agent, GridInfo
 from gridemu.brokers.bilb.algorithm import CUT_EPS as EPS
-from gridemu.brokers.bilb.algorithm import SAME_INSTANT
+from gridemu.brokers.bilb.algorithm import SAME_INSTANT, TIE
 from gridemu.brokers.bilb.ledger import PeriodLedger
 from gridemu.brokers.bilb.params import DivisibleParams
 from gridemu.model.errors import InvariantError
@@ -167,6 +176,11 @@ class DivisibleAgent(PeriodLedger, Agent):
         # latencies; with gossip one more, as the partners' offers take two.
         latencies = 2 * grid.n_sites + 3 if self.everywhere else 4 if self.gossip else 3
         self.gap = max(params.min_gap, latencies * grid.max_latency)
+        #: Half-width of "the round's instant" (``starting``, releases at a round): a piece's start
+        #: or a round's time drifts from the latency-free reference's by up to a round's latencies,
+        #: far below TIE where latency is negligible (where the two must agree); at real latencies
+        #: the window stays TIE, so nothing waits for it.
+        self.instant = TIE
         self.pick = -1  # gossip: the neighbor drawn this round, until its answer comes
         self.partners_in = False  # gossip: every offer of a site that drew this one is in
         self.learn = params.learn
@@ -179,10 +193,11 @@ class DivisibleAgent(PeriodLedger, Agent):
         self.starting_queued = params.starting == "queued"
         self.before_releases = params.round_order == "before_releases"
         self.send_head = params.send == "head"
-        self.round_open = False  # before_releases: this site's part of the round is not settled yet
-        self.held: list[int] = []  # before_releases: local jobs released while the round was open
+        self.round_open = False  # this site's part of the round is not settled yet (releases at its instant wait)
+        self.held: list[int] = []  # local jobs released at a round's instant (before_releases: unit), not queued yet
         self.speed = site.speed
         self.round_time = math.nan
+        self.due = math.inf  # when the next round is set to run
         self.offers: dict[int, tuple[float, float, float]] = {}  # site -> (L_k, level, m_k)
         self.waiting: set[int] = set()  # own pieces offered this round, not answered yet
         self.expect: list[int] | None = None  # senders of the round's transfers to this site, in plan order
@@ -208,6 +223,10 @@ class DivisibleAgent(PeriodLedger, Agent):
         """The round's transfers (k, l, amount) and the delay to the next round (before ``min_gap``)."""
         raise NotImplementedError
 
+    def plan_order(self, loads: dict[int, float]) -> list[int]:
+        """Site ids in the order the plan sends down (a site sends only to sites before it)."""
+        return sorted(loads, key=lambda k: (loads[k], k))
+
     def adjust(self, ratio: float) -> None:
         """Update the strategy from a period's bounded flow ratio R_k."""
 
@@ -217,12 +236,17 @@ class DivisibleAgent(PeriodLedger, Agent):
     # ---------------------------------------------------------------- hooks
     def on_start(self, now: float) -> None:
         if self.grid.n_sites > 1:
-            self.site.set_timer(self._round_at(self.start), "round")
+            self._next_round(self._round_at(self.start))
 
     def on_arrival(self, now: float, slot: int) -> bool:
-        if self.round_open:
-            # ``before_releases``: the unit's releases come after its round, which takes a few
-            # latencies here; they wait (unannounced, unqueued) until this site's part is settled.
+        at_round = not self.discrete and abs(now - (self.round_time if self.round_open else self.due)) <= self.instant
+        if at_round or (self.round_open and self.before_releases):
+            # A round comes before the releases of its instant (``before_releases``: of its
+            # time unit), as in the reference; here it takes a few latencies, so they wait
+            # (unannounced, unqueued) until this site's part is settled: announced after the
+            # round's cuts and grants, queued behind what it granted, never cut by it. In
+            # continuous time the instant is ``instant`` wide: round times drift from the
+            # reference's by latencies, and a release just before a drifted round is at it.
             self.held.append(slot)
             return True
         site = self.site
@@ -241,12 +265,12 @@ class DivisibleAgent(PeriodLedger, Agent):
             return
         self.settle_periods(now)
         self.round_time = now
-        self.round_open = self.before_releases
+        self.round_open = True
         load = self.site.load(now) - now
         level = self.level()
         movable = self._movable(now) if self.plans_movable else load
         if not self.everywhere:  # a common clock (module doc)
-            self.site.set_timer(self._round_at(now + self.gap), "round")
+            self._next_round(self._round_at(now + self.gap))
         if self.gossip:
             self.offers = {self.site.site_id: (load, level, movable)}
             self.pick = self.random_neighbor(self.rng_gossip)
@@ -333,7 +357,7 @@ class DivisibleAgent(PeriodLedger, Agent):
         me = self.site.site_id
         mine = [(l, amount) for k, l, amount in plan if k == me]
         if self.everywhere:
-            self.site.set_timer(self._round_at(self.round_time + max(delay, self.gap)), "round")
+            self._next_round(self._round_at(self.round_time + max(delay, self.gap)))
             if mine:
                 self._cut(now, mine, now + (3 + 2 * chain_depth(plan)) * self.grid.max_latency)
             self.expect = [k for k, l, _ in plan if l == me]
@@ -359,7 +383,7 @@ class DivisibleAgent(PeriodLedger, Agent):
         piece is judged against still holds what this site offered (a receiver may refuse
         what it would have had room for; every guarantee holds, as the queue only shrinks).
         """
-        rank = {k: (offer[0], k) for k, offer in offers.items()}
+        rank = {k: i for i, k in enumerate(self.plan_order({k: offer[0] for k, offer in offers.items()}))}
         me = self.site.site_id
         if mine:
             self._cut(now, mine, now + 3 * self.grid.max_latency)
@@ -368,6 +392,10 @@ class DivisibleAgent(PeriodLedger, Agent):
             if rank[l] < rank[me] and l not in sent_to:
                 self.site.send(now, l, "fragment", slot=-1, tag=LAST)
         self.expect = sorted((k for k in members if rank[k] > rank[me]), key=rank.__getitem__)
+
+    def _next_round(self, t: float) -> None:
+        self.due = t
+        self.site.set_timer(t, "round")
 
     def _round_at(self, t: float) -> float:
         """When a round due at ``t`` runs: at ``t``, or with ``discrete`` at the first whole time
@@ -408,7 +436,7 @@ class DivisibleAgent(PeriodLedger, Agent):
         running = [
             x
             for x in site.running_slots()
-            if self.cut_running or (self.starting_queued and site.start_time(x) >= self.round_time - SAME_INSTANT)
+            if self.cut_running or (self.starting_queued and site.start_time(x) >= self.round_time - self.instant)
         ]
         return running + site.queue_order()
 
@@ -428,12 +456,23 @@ class DivisibleAgent(PeriodLedger, Agent):
             state = site.state(slot)
             size = site.end_time(slot) - now if state == RUNNING else site.size(slot) / speed
             begin = end - size
-            if state == QUEUED and begin < earliest and not self.cut_running:
+            if self._pinned(state, begin, earliest):
                 break  # it will have started by then, and stays whole (so does all before it)
             if state in (QUEUED, RUNNING) and not self._fresh(slot):
                 total += max(0.0, end - max(begin, earliest))
             end = begin
         return total
+
+    def _pinned(self, state: int, begin: float, earliest: float) -> bool:
+        """Whether a queued piece that would begin at ``begin`` stays whole: it starts before the
+        answers can come (``earliest``) and running work is not cut, unless it starts at the
+        round's instant (within ``instant``, as a piece that started just before the round in
+        ``_cuttable``) and ``starting = "queued"`` lets such a piece be cut. Its begin is the end
+        of what runs, which the latency-free reference has at the round time exactly where this
+        site's clock says a few latencies later."""
+        if state != QUEUED or begin >= earliest or self.cut_running:
+            return False
+        return not (self.starting_queued and begin <= self.round_time + self.instant)
 
     def _cut(self, now: float, transfers: list[tuple[int, float]], earliest: float) -> None:
         """Offer pieces off the tail of the queue: ``amount`` (time units) to each receiver in turn.
@@ -449,7 +488,7 @@ class DivisibleAgent(PeriodLedger, Agent):
         end = site.load(now)  # when the piece queue[i] ends
         for dst, amount in transfers:
             pieces = []
-            while amount > EPS and i >= 0:
+            while amount > TIE and i >= 0:
                 slot = queue[i]
                 state = site.state(slot)
                 size = site.end_time(slot) - now if state == RUNNING else site.size(slot) / speed
@@ -458,11 +497,11 @@ class DivisibleAgent(PeriodLedger, Agent):
                     end, i = begin, i - 1
                     continue
                 room = end - max(begin, earliest)
-                if room <= EPS:
+                if room <= EPS or self._pinned(state, begin, earliest):
                     i = -1
                     break
                 take = min(amount, room)
-                if state == QUEUED and size <= take + EPS:
+                if state == QUEUED and size <= take + TIE and begin >= earliest:
                     piece = slot
                     end, i = begin, i - 1
                     amount -= size
@@ -481,31 +520,44 @@ class DivisibleAgent(PeriodLedger, Agent):
         stretch of time stays where it was; a split takes the last part of the stretch still free."""
         site, speed = self.site, self.speed
         queue = self._cuttable()
-        ends, end = [0.0] * len(queue), site.load(now)
+        ends, begins, end = [0.0] * len(queue), [0.0] * len(queue), site.load(now)
         for i in range(len(queue) - 1, -1, -1):
             slot = queue[i]
             ends[i] = end
             end -= site.end_time(slot) - now if site.state(slot) == RUNNING else site.size(slot) / speed
+            begins[i] = end if site.state(slot) == QUEUED else site.start_time(slot)
         running = range(sum(site.state(slot) == RUNNING for slot in queue))  # _cuttable puts them first
-        # A piece that started at the round's instant heads the queue: whether it started just
-        # before the round or after is float rounding (see ``_cuttable``).
-        now_started = [i for i in running if site.start_time(queue[i]) >= self.round_time - SAME_INSTANT]
-        order = [*now_started, *range(len(running), len(queue)), *(i for i in running if i not in now_started)]
+        queued = range(len(running), len(queue))
+        # A piece that starts at the round's instant, before or after the round time (float
+        # rounding, latency drift; see ``_cuttable`` and ``_pinned``), is queued work with
+        # ``starting = "queued"`` and heads the queue; with "running" it is running work, cut
+        # last, after the queue, like the reference's.
+        at_instant = [i for i in (*running, *queued) if abs(begins[i] - self.round_time) <= self.instant]
+        if self.starting_queued:
+            first, last = [i for i in running if i in at_instant], [i for i in running if i not in at_instant]
+        else:
+            first, last = [], [*(i for i in queued if i in at_instant), *running]
+        order = [*first, *(i for i in queued if i not in last), *last]
         at = 0
         for dst, amount in transfers:
             pieces = []
-            while amount > EPS and at < len(order):
+            while amount > TIE and at < len(order):
                 i = order[at]
                 slot = queue[i]
                 state = site.state(slot)
                 size = site.end_time(slot) - now if state == RUNNING else site.size(slot) / speed
                 begin = ends[i] - size
                 room = ends[i] - max(begin, earliest)
-                if state not in (QUEUED, RUNNING) or self._fresh(slot) or room <= EPS:
+                if (
+                    state not in (QUEUED, RUNNING)
+                    or self._fresh(slot)
+                    or room <= EPS
+                    or self._pinned(state, begin, earliest)
+                ):
                     at += 1
                     continue
                 take = min(amount, room)
-                if state == QUEUED and size <= take + EPS:
+                if state == QUEUED and size <= take + TIE and begin >= earliest:
                     piece = slot
                     at += 1
                     amount -= size

@@ -19,7 +19,17 @@ Model (every rule here is part of the contract with the decentralized version):
   queued whole.
 * At equal times: completions, then the load-balancing round, then arrivals (by job id);
   a discrete round comes after its time unit's arrivals unless ``round_order`` is
-  ``"before_releases"``.
+  ``"before_releases"``. "Equal" is within ``SAME_INSTANT`` of a round: a completion just
+  after it comes before it, and (continuous time) a release just before it after it; which
+  came first is float rounding. The agents take the round's instant ``TIE`` wide, as their
+  pieces start and their rounds run a few latencies off these times.
+* Ties (``thesis_bilb``): loads and spaces within ``TIE`` are equal (by site id), and a
+  surplus or amount within ``TIE`` of zero is none; a cut within ``TIE`` of a piece's end
+  takes the whole piece, and one with less than ``TIE`` left stops. The agents' offers carry
+  latency noise; without these, it would decide which sites get which pieces.
+* A piece that started at the round's instant and that a head cut takes whole (``starting =
+  "queued"``) leaves an empty piece where it started: the agents leave a sliver there of a
+  few latencies (it has started, and the answers take that long), which this is the limit of.
 * A round: loads ``L_k = Q_k(t) - t`` and movable loads m_k (the queued pieces, and the
   unprocessed part of the running piece where phase 1 may cut it); a plan; phase 1 cuts each transfer's amount, in
   plan order, from the end of its sender's queue, and once the queue is used up from the
@@ -48,7 +58,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from gridemu.brokers.averaging.algorithm import averaging_plan
-from gridemu.brokers.bilb.algorithm import CUT_EPS, SAME_INSTANT
+from gridemu.brokers.bilb.algorithm import CUT_EPS, SAME_INSTANT, TIE, tie_sorted
 from gridemu.model.rng import PURPOSE_COALITION, site_rng
 
 #: Spawn-key purpose of the coalition draws (averaging game); part of the determinism
@@ -153,9 +163,14 @@ def thesis_bilb(
     queue is L_l + Φ_l − Ψ_l in both terms); receivers by increasing space (ties by site id),
     the i-th of them gets Φ_{l,k} = min(surplus_k/(k−i), space). The next iteration comes
     after min_k(L_k + Φ_k − Ψ_k).
+
+    Ties, which the text leaves open: loads (and spaces) within ``TIE`` of each other are equal,
+    and a surplus or amount within ``TIE`` of zero is none. The agents' offers carry a few
+    latencies of drift that exact arithmetic here does not; without the tolerance that noise
+    would pick which of two balanced sites comes first, and so which pieces each gets.
     """
     n = len(loads)
-    by_load = sorted(range(n), key=lambda site: (loads[site], site))
+    by_load = tie_sorted(range(n), lambda site: loads[site])
     L = [0.0] + [float(loads[site]) for site in by_load]  # L[1..N], the thesis's 1-based order
     lvl = [0.0] + [float(limits[site]) for site in by_load]
     m = [0.0] + [float(movable[site]) for site in by_load]
@@ -166,16 +181,17 @@ def thesis_bilb(
     for k in range(2, n + 1):
         mean = ((k - 1) * mean + L[k]) / k
         surplus = min(L[k] - mean, lvl[k], m[k])
-        if surplus <= 0:
+        if surplus <= TIE:
             continue
-        space = {}
+        space = {}  # by site id
         for i in range(1, k):
             queue = L[i] + phi[i] - psi[i]
-            space[i] = max(0.0, min(mean - queue, lvl[i] - queue))
-        receivers = sorted(range(1, k), key=lambda i: (space[i], by_load[i - 1]))
+            space[by_load[i - 1]] = max(0.0, min(mean - queue, lvl[i] - queue))
+        place = {site: i for i, site in enumerate(by_load, start=1)}  # site id -> i of M_i
+        receivers = [place[site] for site in tie_sorted(space, space.__getitem__)]
         for pos, i in enumerate(receivers, start=1):
-            amount = min(surplus / (k - pos), space[i])
-            if amount <= 0:
+            amount = min(surplus / (k - pos), space[by_load[i - 1]])
+            if amount <= TIE:
                 continue
             transfers.append((by_load[k - 1], by_load[i - 1], amount))
             phi[i] += amount
@@ -204,6 +220,23 @@ def _start_next(site: Site, now: float, events: _Events) -> None:
         events.push(site.busy_until, _COMPLETION, site.site_id)
 
 
+def _complete(site: Site, events: _Events) -> None:
+    """The running piece ends (at ``busy_until``) and the head of the queue starts then."""
+    end = site.busy_until
+    site.running.end = end
+    site.running = None
+    _start_next(site, end, events)
+
+
+def _complete_at(t: float, sites: list[Site], events: _Events) -> None:
+    """Completions come before a round at one instant, and one within SAME_INSTANT after it is
+    at that instant (which came first is float rounding): what starts then has started at the
+    round's instant (``starting``)."""
+    for site in sites:
+        while site.running is not None and site.busy_until <= t + SAME_INSTANT:
+            _complete(site, events)
+
+
 def _cut_from_end(
     site: Site,
     amount: float,
@@ -225,10 +258,10 @@ def _cut_from_end(
     taken: list[Piece] = []
     remaining = amount
     i = len(site.queue) - 1
-    while remaining > CUT_EPS and i >= 0:
+    while remaining > TIE and i >= 0:
         piece = site.queue[i]
         if not piece.cut:
-            if piece.size <= remaining + CUT_EPS:
+            if piece.size <= remaining + TIE:
                 piece.cut = True
                 taken.append(piece)
                 remaining -= piece.size
@@ -259,7 +292,7 @@ def _cut_running(
     # says such a piece has started.
     started_now = site.running is not None and site.running.start >= t - SAME_INSTANT
     cuttable = site.running is not None and (cut_running or (starting_queued and started_now))
-    if cuttable and remaining > CUT_EPS and site.busy_until - t > CUT_EPS:
+    if cuttable and remaining > TIE and site.busy_until - t > CUT_EPS:
         run = site.running
         take = min(remaining, site.busy_until - t)
         part = Piece(run.job_id, take, run.deadline, site.site_id, cut=True)
@@ -296,10 +329,10 @@ def _cut_from_head(
         taken = _cut_running(site, remaining, created, t, events, cut_running, starting_queued)
         remaining -= sum(piece.size for piece in taken)
     i = 0
-    while remaining > CUT_EPS and i < len(site.queue):
+    while remaining > TIE and i < len(site.queue):
         piece = site.queue[i]
         if not piece.cut:
-            if piece.size <= remaining + CUT_EPS:
+            if piece.size <= remaining + TIE:
                 piece.cut = True
                 taken.append(piece)
                 remaining -= piece.size
@@ -484,17 +517,20 @@ def reference_run(
     for row in jobs:
         events.push(float(row["release"]), _ARRIVAL, int(row["job_id"]), row)
     not_arrived = len(jobs)
-    events.push(math.ceil(start) if discrete else start, round_kind, 0)
+    due = math.ceil(start) if discrete else start  # the next round's time
+    events.push(due, round_kind, 0)
 
     while events.heap and events.heap[0][0] < horizon:
         t, kind, key, _, payload = events.pop()
         if kind == _COMPLETION:
             site = sites[key]
             if site.running is None or t != site.busy_until:
-                continue  # the running piece was cut and ended earlier
-            site.running.end = t
-            site.running = None
-            _start_next(site, t, events)
+                continue  # the running piece was cut, or completed with a round (below)
+            _complete(site, events)
+        elif kind == _ARRIVAL and not discrete and 0 < due - t <= SAME_INSTANT:
+            # A release within SAME_INSTANT before a round is at the round's instant (which came
+            # first is float rounding), and so comes after it.
+            events.push(due, _ARRIVAL, key, payload)
         elif kind == _ARRIVAL:
             site = sites[int(payload["submit_site"])]
             size = float(payload["size"])
@@ -504,6 +540,7 @@ def reference_run(
             _start_next(site, t, events)
             not_arrived -= 1
         else:
+            _complete_at(t, sites, events)
             loads = [site.finish_time(t) - t for site in sites]
             if coalition is None:
                 movable = [_movable(site, t, cut_running, starting == "queued") for site in sites]
@@ -529,6 +566,7 @@ def reference_run(
             if discrete:
                 next_t = math.ceil(next_t - SAME_INSTANT)
             if not_arrived > 0 or any(site.queue or site.running is not None for site in sites):
+                due = next_t
                 events.push(next_t, round_kind, 0)
 
     out = {
