@@ -19,7 +19,7 @@ from typing import Any, Sequence
 
 from gridemu.brokers import registry
 from gridemu.emulator.console import stderr_console
-from gridemu.emulator.figures import DEFAULT_DPI, FORMATS
+from gridemu.emulator.figures import figure_options
 from gridemu.emulator.results import check_out
 from gridemu.emulator.scenario import load_scenario, parse_override, read_scenario_file, shipped_scenarios
 from gridemu.model.errors import GridemuError, InvariantError
@@ -507,8 +507,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="T0:T1",
         help="the time range the Gantt chart draws, in the run's time unit (implies --gantt; 3600: from 3600 on)",
     )
-    p.add_argument("--format", choices=FORMATS, default="png", help="of every figure: png (default), pdf or svg")
-    p.add_argument("--dpi", type=float, default=DEFAULT_DPI, help=f"resolution of PNG figures (default {DEFAULT_DPI})")
+    figure_options(p)
     p.set_defaults(func=cmd_report)
 
     p = sub.add_parser("export", help="a finished run's jobs as an SWF trace or as the jobs CSV evalys reads")

@@ -138,6 +138,13 @@ def check_format(fmt: str, dpi: float) -> None:
         raise GridemuError(f"--dpi: must be between 10 and 2400, got {dpi!r}")
 
 
+def figure_options(parser: Any, dpi: float = DEFAULT_DPI) -> None:
+    """``--format`` and ``--dpi`` on an argparse parser: ``gridemu report`` and the scripts of
+    docs/results that draw figures take the same two options."""
+    parser.add_argument("--format", choices=FORMATS, default="png", help="of every figure: png (default), pdf or svg")
+    parser.add_argument("--dpi", type=float, default=dpi, help=f"resolution of PNG figures (default {dpi:g})")
+
+
 def save_figure(fig: Any, path: Path, fmt: str = "png", dpi: float = DEFAULT_DPI, tight: bool = False) -> Path:
     """Write ``fig`` to ``path`` with the suffix of ``fmt`` (png, pdf or svg) at ``dpi``, close
     it, and return the path written. PDF and SVG carry no creation date and SVG fixed ids, so

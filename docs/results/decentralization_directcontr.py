@@ -26,7 +26,14 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from gridemu.experiments.decentralization_tables import log_axis, messages_axis, save_figure, sites_axis, write_between  # noqa: E402
+from gridemu.experiments.decentralization_tables import (
+    legend_and_save,
+    log_axis,
+    messages_axis,
+    sites_axis,
+    table_args,
+    write_between,
+)  # noqa: E402
 
 BEGIN, END = "<!-- directcontr:begin (decentralization_directcontr.py --write) -->", "<!-- directcontr:end -->"
 LAT_BEGIN, LAT_END = (
@@ -109,7 +116,7 @@ def latency_table(root: Path) -> str:
     return "\n".join(out)
 
 
-def plot(df: pd.DataFrame) -> Path:
+def plot(df: pd.DataFrame, fmt: str = "png", dpi: float = 120) -> Path:
     fig, axes = plt.subplots(1, 3, figsize=(14, 4.2), constrained_layout=True)
     for variant, g in df.groupby("variant", sort=False):
         rep = variant.startswith("replicated")
@@ -130,21 +137,19 @@ def plot(df: pd.DataFrame) -> Path:
     axes[1].set_title("unfairness (lower is better)", fontsize=10)
     axes[2].set_ylabel("mean wait (time units)")
     axes[2].set_title("what the jobs get (lower is better)", fontsize=10)
-    return save_figure(fig, axes[1], "DIRECTCONTR", "directcontr")
+    return legend_and_save(fig, axes[1], "DIRECTCONTR", "directcontr", fmt, dpi)
 
 
 def main(argv: list[str]) -> int:
-    if not argv:
-        print(__doc__)
-        return 2
-    root = Path(argv[0])
+    args = table_args(argv, __doc__)
+    root = Path(args.root)
     df = load(root)
     text = table(df)
     lat = latency_table(root)
     print(text)
     print(lat)
-    print(f"wrote {plot(df)}")
-    if "--write" in argv:
+    print(f"wrote {plot(df, args.format, args.dpi)}")
+    if args.write:
         write_between(BEGIN, END, text)
         write_between(LAT_BEGIN, LAT_END, lat)
     return 0

@@ -25,7 +25,14 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from gridemu.experiments.decentralization_tables import log_axis, messages_axis, save_figure, sites_axis, write_between  # noqa: E402
+from gridemu.experiments.decentralization_tables import (
+    legend_and_save,
+    log_axis,
+    messages_axis,
+    sites_axis,
+    table_args,
+    write_between,
+)  # noqa: E402
 
 BEGIN, END = "<!-- gm:begin (decentralization_gm.py --write) -->", "<!-- gm:end -->"
 CENTRAL_BEGIN, CENTRAL_END = "<!-- gm-central:begin (decentralization_gm.py --write) -->", "<!-- gm-central:end -->"
@@ -87,7 +94,7 @@ def table(df: pd.DataFrame) -> str:
     return "\n".join(out)
 
 
-def plot(df: pd.DataFrame) -> Path:
+def plot(df: pd.DataFrame, fmt: str = "png", dpi: float = 120) -> Path:
     fig, axes = plt.subplots(1, 3, figsize=(14, 4.2), constrained_layout=True)
     for variant, g in df.groupby("variant", sort=False):
         style = dict(
@@ -107,7 +114,7 @@ def plot(df: pd.DataFrame) -> Path:
     axes[1].set_title("what the jobs get (lower is better)", fontsize=10)
     axes[2].set_ylabel("EF violations per 1,000 comparable pairs")
     axes[2].set_title("envy-freeness (0 drawn at 0.001)", fontsize=10)
-    return save_figure(fig, axes[0], "GM", "gm")
+    return legend_and_save(fig, axes[0], "GM", "gm", fmt, dpi)
 
 
 def central(sizes: tuple[int, ...] = (16, 64), seeds: tuple[int, ...] = (1, 2)) -> str:
@@ -135,16 +142,14 @@ def central(sizes: tuple[int, ...] = (16, 64), seeds: tuple[int, ...] = (1, 2)) 
 
 
 def main(argv: list[str]) -> int:
-    if not argv:
-        print(__doc__)
-        return 2
-    df = load(Path(argv[0]))
+    args = table_args(argv, __doc__)
+    df = load(Path(args.root))
     text = table(df)
     print(text)
-    print(f"wrote {plot(df)}")
+    print(f"wrote {plot(df, args.format, args.dpi)}")
     reference = central()
     print(reference)
-    if "--write" in argv:
+    if args.write:
         write_between(BEGIN, END, text)
         write_between(CENTRAL_BEGIN, CENTRAL_END, reference)
     return 0

@@ -25,7 +25,13 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from gridemu.experiments.decentralization_tables import messages_axis, save_figure, sites_axis, write_between  # noqa: E402
+from gridemu.experiments.decentralization_tables import (
+    legend_and_save,
+    messages_axis,
+    sites_axis,
+    table_args,
+    write_between,
+)  # noqa: E402
 
 BEGIN, END = "<!-- molba:begin (decentralization_molba.py --write) -->", "<!-- molba:end -->"
 SIZES = (5, 20, 100, 500)
@@ -73,7 +79,7 @@ def table(df: pd.DataFrame) -> str:
     return "\n".join(out)
 
 
-def plot(df: pd.DataFrame) -> Path:
+def plot(df: pd.DataFrame, fmt: str = "png", dpi: float = 120) -> Path:
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), constrained_layout=True)
     for mode, g in df.groupby("protocol.mode", sort=False):
         rep = mode == "replicated"
@@ -92,18 +98,16 @@ def plot(df: pd.DataFrame) -> Path:
     messages_axis(axes[0], "what the sites send")
     axes[1].set_ylabel("makespan / max(W̄, p_max)")
     axes[1].set_title("schedule score (lower is better; alone: 3.3 to 184)", fontsize=10)
-    return save_figure(fig, axes[1], "MOLBA", "molba")
+    return legend_and_save(fig, axes[1], "MOLBA", "molba", fmt, dpi)
 
 
 def main(argv: list[str]) -> int:
-    if not argv:
-        print(__doc__)
-        return 2
-    df = load(Path(argv[0]))
+    args = table_args(argv, __doc__)
+    df = load(Path(args.root))
     text = table(df)
     print(text)
-    print(f"wrote {plot(df)}")
-    if "--write" in argv:
+    print(f"wrote {plot(df, args.format, args.dpi)}")
+    if args.write:
         write_between(BEGIN, END, text)
     return 0
 

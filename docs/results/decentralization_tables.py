@@ -18,6 +18,7 @@ run of the same size; "local": every organization alone (the counterfactual run)
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 
@@ -26,6 +27,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
+
+from gridemu.emulator.figures import figure_options, save_figure  # noqa: E402
 
 DOC = Path(__file__).with_name("decentralization.md")
 IMG = Path(__file__).with_name("img")
@@ -109,7 +112,7 @@ def tables(df: pd.DataFrame) -> str:
     return "\n".join(out + growth)
 
 
-def plots(df: pd.DataFrame, name: str, protocol: str) -> Path:
+def plots(df: pd.DataFrame, name: str, protocol: str, fmt: str = "png", dpi: float = 120) -> Path:
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), constrained_layout=True)
     # One color per topology in every figure; gossip dotted in its topology's color.
     colors = {
@@ -140,17 +143,15 @@ def plots(df: pd.DataFrame, name: str, protocol: str) -> Path:
     axes[1].set_ylabel("mean flow time / mean flow time alone")
     axes[1].set_ylim(0, 1.1)
     axes[1].set_title(f"{protocol}: what load balancing keeps (lower is better)", fontsize=10)
-    return save_figure(fig, axes[1], "topology (exchange)", name)
+    return legend_and_save(fig, axes[1], "topology (exchange)", name, fmt, dpi)
 
 
-def save_figure(fig, legend_from, title: str, name: str) -> Path:
-    """The legend of ``legend_from``'s lines right of the panels; docs/results/img/decentralization-<name>.png."""
+def legend_and_save(fig, legend_from, title: str, name: str, fmt: str = "png", dpi: float = 120) -> Path:
+    """The legend of ``legend_from``'s lines right of the panels; docs/results/img/decentralization-<name>.<fmt>."""
     handles, labels = legend_from.get_legend_handles_labels()
     IMG.mkdir(exist_ok=True)
     fig.legend(handles, labels, loc="outside right center", fontsize=8, title=title)
-    path = IMG / f"decentralization-{name}.png"
-    fig.savefig(path, dpi=120)
-    return path
+    return save_figure(fig, IMG / f"decentralization-{name}", fmt, dpi)
 
 
 def messages_axis(ax, title: str) -> None:
@@ -177,11 +178,19 @@ def log_axis(ax) -> None:
     ax.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
 
 
+def table_args(argv: list[str], doc: str | None) -> argparse.Namespace:
+    """The command line of this page's table scripts: the sweeps' folder, ``--write``, and
+    ``--format``/``--dpi`` for their figures."""
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("root", help="the sweeps' folder (see the run script named above)")
+    ap.add_argument("--write", action="store_true", help="put the tables into decentralization.md")
+    figure_options(ap, dpi=120)
+    return ap.parse_args(argv)
+
+
 def main(argv: list[str]) -> int:
-    if not argv:
-        print(__doc__)
-        return 2
-    root = Path(argv[0])
+    args = table_args(argv, __doc__)
+    root = Path(args.root)
     for parts, name, protocol, markers in (
         (AVERAGING, "averaging", "averaging (Alg. 4.1)", (BEGIN, END)),
         (BILB, "bilb", "BILB (Alg. 4.3)", (BILB_BEGIN, BILB_END)),
@@ -189,12 +198,12 @@ def main(argv: list[str]) -> int:
         df = load(root, parts)
         text = tables(df)
         print(text)
-        print(f"wrote {plots(df, name, protocol)}")
-        if "--write" in argv:
+        print(f"wrote {plots(df, name, protocol, args.format, args.dpi)}")
+        if args.write:
             write_between(*markers, text)
     text = gap_table(root)
     print(text)
-    if "--write" in argv:
+    if args.write:
         write_between(GAP_BEGIN, GAP_END, text)
     return 0
 

@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 import gridemu.emulator as emulator
+from gridemu.emulator.figures import figure_options, save_figure
 from gridemu.experiments.decentralization_tables import write_between
 
 DOC = Path(__file__).with_name("dedicated.md")
@@ -100,7 +101,7 @@ def by_orgs(orgs: tuple[int, ...] = ORGS) -> str:
     return "\n".join(lines)
 
 
-def figure(curves: dict) -> None:
+def figure(curves: dict, fmt: str = "png", dpi: float = 110) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -128,12 +129,10 @@ def figure(curves: dict) -> None:
     )
     fig.tight_layout()
     IMG.parent.mkdir(exist_ok=True)
-    fig.savefig(IMG, dpi=110)
-    plt.close(fig)
-    print(f"wrote {IMG}")
+    print(f"wrote {save_figure(fig, IMG, fmt, dpi)}")
 
 
-def main(write: bool, orgs: tuple[int, ...] = ORGS) -> None:
+def main(write: bool, orgs: tuple[int, ...] = ORGS, fmt: str = "png", dpi: float = 110) -> None:
     text, curves = table()
     print(text)
     per_n = by_orgs(orgs)
@@ -141,7 +140,7 @@ def main(write: bool, orgs: tuple[int, ...] = ORGS) -> None:
     if write:
         write_between(*MARKERS, text, DOC)
         write_between(*BY_N, per_n, DOC)
-        figure(curves)
+        figure(curves, fmt, dpi)
 
 
 if __name__ == "__main__":
@@ -152,5 +151,6 @@ if __name__ == "__main__":
     ap.add_argument(
         "--orgs", type=lambda t: tuple(int(x) for x in t.split(",")), default=ORGS, help="N of the sweep by N"
     )
+    figure_options(ap, dpi=110)
     args = ap.parse_args()
-    main(args.write, args.orgs)
+    main(args.write, args.orgs, args.format, args.dpi)

@@ -30,6 +30,8 @@ import sys
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
+from gridemu.emulator.figures import figure_options, save_figure
+
 HERE = Path(__file__).resolve().parent
 DOC = HERE / "decentralization.md"
 FIGURE = HERE / "img" / "decentralization-power-of-d.png"
@@ -113,7 +115,9 @@ def table(stale: list, full: list, periods: tuple[float, ...]) -> str:
     return "\n".join(lines)
 
 
-def figure(stale: list, full: list, periods: tuple[float, ...], seeds: tuple[int, ...]) -> None:
+def figure(
+    stale: list, full: list, periods: tuple[float, ...], seeds: tuple[int, ...], fmt: str = "png", dpi: float = 120
+) -> Path:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -141,7 +145,7 @@ def figure(stale: list, full: list, periods: tuple[float, ...], seeds: tuple[int
     ax.legend(fontsize=8, ncol=2, loc="upper left")
     fig.tight_layout()
     FIGURE.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(FIGURE, dpi=120)
+    return save_figure(fig, FIGURE, fmt, dpi)
 
 
 def write_doc(text: str) -> None:
@@ -159,14 +163,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--periods", default=",".join(f"{p:g}" for p in PERIODS))
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--write", action="store_true", help="put the table in decentralization.md")
+    figure_options(parser, dpi=120)
     args = parser.parse_args(argv)
     seeds = tuple(range(1, args.seeds + 1))
     periods = tuple(float(p) for p in args.periods.split(","))
     stale, full = run(seeds, periods, args.workers)
     text = table(stale, full, periods)
     print(text)
-    figure(stale, full, periods, seeds)
-    print(f"figure: {FIGURE}")
+    print(f"figure: {figure(stale, full, periods, seeds, args.format, args.dpi)}")
     if args.write:
         write_doc(text)
     return 0

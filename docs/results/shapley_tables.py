@@ -15,12 +15,12 @@ markers of shapley.md instead of printing it.
 from __future__ import annotations
 
 import math
-import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from gridemu.emulator.figures import figure_options, save_figure
 from gridemu.experiments.bilb_tables import mean_ci
 from gridemu.experiments.decentralization_tables import write_between
 from gridemu.experiments.molba_tables import betainc
@@ -242,7 +242,7 @@ def bootstrap_ci(x: np.ndarray, draws: int = 2000) -> tuple[float, float]:
     return float(np.quantile(means, 0.025)), float(np.quantile(means, 0.975))
 
 
-def orgs_figure(runs: pd.DataFrame, path: Path, title: str) -> None:
+def orgs_figure(runs: pd.DataFrame, path: Path, title: str, fmt: str = "png", dpi: float = 110) -> Path:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -272,7 +272,7 @@ def orgs_figure(runs: pd.DataFrame, path: Path, title: str) -> None:
         fontsize=10,
     )
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    return save_figure(fig, path, fmt, dpi)
 
 
 def latency_table(runs: pd.DataFrame) -> str:
@@ -283,7 +283,7 @@ def latency_table(runs: pd.DataFrame) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main(root: str, write: bool, windows: int = 100) -> None:
+def main(root: str, write: bool, windows: int = 100, fmt: str = "png", dpi: float = 110) -> None:
     out: dict[str, str] = {}
     for folder, (marker, title, paper_s, paper_l) in CELLS.items():
         cell = Path(root) / folder
@@ -296,25 +296,29 @@ def main(root: str, write: bool, windows: int = 100) -> None:
         out["orgs"] = orgs_table(runs)
         if write:
             n = runs.groupby(["sites.procs.total", "sites.procs.dist", "sites.count"]).size().min()
-            orgs_figure(
+            path = orgs_figure(
                 runs,
                 IMG,
                 "LPC-EGEE, random windows of 5·10⁵ s: unfairness against REF by the number of "
                 f"organizations (mean of {n} windows, 95 % bootstrap CI)",
+                fmt,
+                dpi,
             )
-            print(f"wrote {IMG}")
+            print(f"wrote {path}")
     first = Path(root) / "lpc-egee-first" / "runs.parquet"
     if first.exists():
         runs = pd.read_parquet(first)
         out["first"] = first_summary(runs) + "\n" + orgs_table(runs)
         if write:
-            orgs_figure(
+            path = orgs_figure(
                 runs,
                 IMG_FIRST,
                 "LPC-EGEE, the first 5·10⁶ s ([L] Figure 4 as written): unfairness against "
                 "REF by the number of organizations (one run a point)",
+                fmt,
+                dpi,
             )
-            print(f"wrote {IMG_FIRST}")
+            print(f"wrote {path}")
     latency = Path(root) / "lpc-egee-latency" / "runs.parquet"
     if latency.exists():
         out["latency"] = latency_table(pd.read_parquet(latency))
@@ -326,5 +330,11 @@ def main(root: str, write: bool, windows: int = 100) -> None:
 
 
 if __name__ == "__main__":
-    args = [a for a in sys.argv[1:] if a != "--write"]
-    main(args[0] if args else "runs/shapley", "--write" in sys.argv[1:])
+    import argparse
+
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("root", nargs="?", default="runs/shapley", help="the sweeps' folder (default runs/shapley)")
+    ap.add_argument("--write", action="store_true", help="put the tables into shapley.md and draw the figures")
+    figure_options(ap, dpi=110)
+    args = ap.parse_args()
+    main(args.root, args.write, fmt=args.format, dpi=args.dpi)
