@@ -153,6 +153,17 @@ def test_run_announces_deadlines_keeps_them_and_splits_jobs(protocol):
     assert set(ts["site"]) == set(range(4)) and (ts["rounds"] > 0).all()
 
 
+#: The tables' reading of BILB and of the averaging game (docs/results/bilb.md).
+TABLES_GAME = {"join": 1.0, "discrete": True, "cut_running": False, "starting": "running"}
+TABLES_BILB = {
+    "limit": {"default": 3.0, "0": 1000.0},
+    "discrete": True,
+    "cut_running": False,
+    "starting": "running",
+    "round_timing": "unbounded",
+}
+
+
 @pytest.mark.parametrize(
     "protocol,extra",
     [
@@ -165,51 +176,12 @@ def test_run_announces_deadlines_keeps_them_and_splits_jobs(protocol):
         ("bilb", {"limit": {"default": 3.0, "0": 1000.0}, "discrete": True}),
         ("averaging_game", {"join": 1.0, "discrete": True}),
         # the tables' reading (docs/results/bilb.md): whole pieces, new jobs started before the round
-        (
-            "bilb",
-            {
-                "limit": {"default": 3.0, "0": 1000.0},
-                "discrete": True,
-                "cut_running": False,
-                "starting": "running",
-                "round_timing": "unbounded",
-            },
-        ),
-        ("averaging_game", {"join": 1.0, "discrete": True, "cut_running": False, "starting": "running"}),
+        ("bilb", TABLES_BILB),
+        ("averaging_game", TABLES_GAME),
         # round_order and send (sites hold the unit's releases until their part of the round is settled)
-        (
-            "bilb",
-            {
-                "limit": {"default": 3.0, "0": 1000.0},
-                "discrete": True,
-                "cut_running": False,
-                "starting": "running",
-                "round_timing": "unbounded",
-                "round_order": "before_releases",
-            },
-        ),
-        (
-            "bilb",
-            {
-                "limit": {"default": 3.0, "0": 1000.0},
-                "discrete": True,
-                "cut_running": False,
-                "starting": "running",
-                "round_timing": "unbounded",
-                "send": "head",
-            },
-        ),
-        (
-            "averaging_game",
-            {
-                "join": 1.0,
-                "discrete": True,
-                "cut_running": False,
-                "starting": "running",
-                "round_order": "before_releases",
-                "send": "head",
-            },
-        ),
+        ("bilb", {**TABLES_BILB, "round_order": "before_releases"}),
+        ("bilb", {**TABLES_BILB, "send": "head"}),
+        ("averaging_game", {**TABLES_GAME, "round_order": "before_releases", "send": "head"}),
         ("averaging_game", {"join": 0.6, "period": 100.0, "discrete": True, "round_order": "before_releases"}),
     ],
 )

@@ -259,21 +259,28 @@ def _cut_from_end(
     remaining = amount
     i = len(site.queue) - 1
     while remaining > TIE and i >= 0:
-        piece = site.queue[i]
-        if not piece.cut:
-            if piece.size <= remaining + TIE:
-                piece.cut = True
-                taken.append(piece)
-                remaining -= piece.size
-            else:
-                part = Piece(piece.job_id, remaining, piece.deadline, site.site_id, cut=True)
-                piece.size -= remaining
-                site.queue.insert(i + 1, part)
-                created.append(part)
-                taken.append(part)
-                remaining = 0.0
+        remaining = _take_piece(site, i, remaining, created, taken)
         i -= 1
     return taken + _cut_running(site, remaining, created, t, events, cut_running, starting_queued)
+
+
+def _take_piece(site: Site, i: int, remaining: float, created: list[Piece], taken: list[Piece]) -> float:
+    """Phase 1's step on queued piece ``i`` (skipped if this round already cut it): the whole
+    piece when ``remaining`` covers it (within TIE), else ``remaining`` of it, the cut part
+    (its last) inserted right after it. Returns what is still to take."""
+    piece = site.queue[i]
+    if piece.cut:
+        return remaining
+    if piece.size <= remaining + TIE:
+        piece.cut = True
+        taken.append(piece)
+        return remaining - piece.size
+    part = Piece(piece.job_id, remaining, piece.deadline, site.site_id, cut=True)
+    piece.size -= remaining
+    site.queue.insert(i + 1, part)
+    created.append(part)
+    taken.append(part)
+    return 0.0
 
 
 def _cut_running(
@@ -330,19 +337,7 @@ def _cut_from_head(
         remaining -= sum(piece.size for piece in taken)
     i = 0
     while remaining > TIE and i < len(site.queue):
-        piece = site.queue[i]
-        if not piece.cut:
-            if piece.size <= remaining + TIE:
-                piece.cut = True
-                taken.append(piece)
-                remaining -= piece.size
-            else:
-                part = Piece(piece.job_id, remaining, piece.deadline, site.site_id, cut=True)
-                piece.size -= remaining
-                site.queue.insert(i + 1, part)
-                created.append(part)
-                taken.append(part)
-                remaining = 0.0
+        remaining = _take_piece(site, i, remaining, created, taken)
         i += 1
     return taken + _cut_running(site, remaining, created, t, events, cut_running, starting_queued)
 

@@ -109,18 +109,24 @@ def score(inst: list[SJob], procs: list[int], t_end: int, seed: int, algos: list
     ptot = p_tot(ref, inst, t_end)
     out: dict[str, float] = {"jobs": len(inst), "waits": float(someone_waits(ref, inst, t_end)), "p_tot": ptot}
     for a in algos:
-        literal = a == "directcontr_literal"
-        r = simulate(
-            inst,
-            procs,
-            "directcontr" if literal else a,
-            t_end,
-            seed=seed,
-            samples=SAMPLES,
-            lines_15_16="literal" if literal else "prose",
-        )
+        r = run_algorithm(inst, procs, a, t_end, seed)
         out[a] = float(fairness(r.psi, ref.psi, ptot)) if ptot else 0.0
     return out
+
+
+def run_algorithm(inst: list[SJob], procs: list[int], name: str, t_end: int, seed: int):
+    """``simulate`` one algorithm; ``directcontr_literal`` is DIRECTCONTR with [S] Algorithm 1's
+    lines 15-16 as printed (every other name: the prose reading)."""
+    literal = name == "directcontr_literal"
+    return simulate(
+        inst,
+        procs,
+        "directcontr" if literal else name,
+        t_end,
+        seed=seed,
+        samples=SAMPLES,
+        lines_15_16="literal" if literal else "prose",
+    )
 
 
 def run(path: str, procs_total: int, duration: int, dist: str, windows: int, out: Path, warmup: int | None) -> None:
@@ -167,16 +173,7 @@ def run(path: str, procs_total: int, duration: int, dist: str, windows: int, out
             # the same algorithm over [t_start - W, t_start), from an empty system
             before = warm_instance([], trace.jobs(t_start - warmup, t_start, orgs), t_start - warmup)
             for a_name in SAME:
-                literal = a_name == "directcontr_literal"
-                r = simulate(
-                    before,
-                    procs,
-                    "directcontr" if literal else a_name,
-                    warmup,
-                    seed=seed,
-                    samples=SAMPLES,
-                    lines_15_16="literal" if literal else "prose",
-                )
+                r = run_algorithm(before, procs, a_name, warmup, seed)
                 own = backlog(before, r.start, warmup)
                 own = [SJob(j.id, j.org, t_start, j.size) for j in own]
                 res = score(warm_instance(own, window, t_start), procs, duration, seed, [a_name])
