@@ -416,12 +416,13 @@ def test_quiet_prints_neither_progress_nor_tables(tmp_path, capsys, monkeypatch)
     assert made == [1] and "organizations" in capsys.readouterr().out
 
 
-def test_the_results_scripts_take_format_and_dpi():
+def test_the_results_scripts_take_format_and_dpi(capsys):
     # docs/results' table scripts draw their figures through save_figure, with report's two options.
     from gridemu.experiments.decentralization_tables import table_args
 
     args = table_args(["runs/x", "--format", "pdf", "--dpi", "300"], None)
     assert (args.root, args.format, args.dpi, args.write) == ("runs/x", "pdf", 300.0, False)
     assert table_args(["runs/x", "--write"], None).format == "png"
-    with pytest.raises(SystemExit):
+    with pytest.raises(SystemExit) as refused:
         table_args(["runs/x", "--format", "jpg"], None)
+    assert refused.value.code == 2 and "--format: invalid choice: 'jpg'" in capsys.readouterr().err
