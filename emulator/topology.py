@@ -127,7 +127,8 @@ def build_topology(net: dict[str, Any], sites: Sequence[SiteSpec], seed: int, ba
             "network.topology", f"unknown topology {spec!r} (one of {', '.join(SHAPES)}, or network.topology_file)"
         )
     topo = _from_links(spec, n, links)
-    _check_connected(topo, sites, "network.topology")
+    if name != "random":  # random:K is connected by construction (one cycle already is; K = 1: n = 2)
+        _check_connected(topo, sites, "network.topology")
     return topo
 
 
@@ -143,15 +144,22 @@ def _int_arg(spec: str, text: str, name: str, low: int, high: int) -> int:
     return value
 
 
-def _random_links(n: int, k: int, rng: np.random.Generator) -> set[tuple[int, int]]:
-    links: set[tuple[int, int]] = set()
+def _random_links(n: int, k: int, rng: np.random.Generator) -> np.ndarray:
+    """The links of ``random:K`` as rows (i, j), i < j, each once: the same permutations and
+    links as one cycle after the other would give, drawn and deduplicated as arrays (a
+    million sites' 4 million links as Python tuples took most of a 1M-site validation)."""
+    parts = []
     for _ in range(k // 2):
-        cycle = rng.permutation(n).tolist()
-        links.update((min(a, b), max(a, b)) for a, b in zip(cycle, cycle[1:] + cycle[:1]) if a != b)
+        cycle = rng.permutation(n)
+        parts.append(np.stack([cycle, np.roll(cycle, -1)], axis=1))
     if k % 2:
-        order = rng.permutation(n).tolist()
-        links.update((min(a, b), max(a, b)) for a, b in zip(order[0::2], order[1::2]))
-    return links
+        order = rng.permutation(n)
+        parts.append(np.stack([order[0::2], order[1::2]], axis=1))
+    pairs = np.concatenate(parts).astype(np.int64)
+    a, b = pairs[:, 0], pairs[:, 1]
+    codes = np.sort((np.minimum(a, b) * n + np.maximum(a, b))[a != b])  # a link i < j as i n + j
+    codes = codes[np.concatenate([[True], codes[1:] != codes[:-1]])]  # each once
+    return np.stack([codes // n, codes % n], axis=1)
 
 
 def _small_world(n: int, k: int, p: float, rng: np.random.Generator) -> set[tuple[int, int]]:
@@ -179,12 +187,15 @@ def _small_world(n: int, k: int, p: float, rng: np.random.Generator) -> set[tupl
     return {(min(i, j), max(i, j)) for i in range(n) for j in adj[i]}
 
 
-def _from_links(name: str, n: int, links: set[tuple[int, int]], latency: dict | None = None) -> Topology:
-    adj: list[list[int]] = [[] for _ in range(n)]
-    for a, b in links:
-        adj[a].append(b)
-        adj[b].append(a)
-    return Topology(name, tuple(tuple(sorted(nb)) for nb in adj), latency)
+def _from_links(name: str, n: int, links: "set[tuple[int, int]] | np.ndarray", latency: dict | None = None) -> Topology:
+    """The topology of ``links`` (pairs of site ids, each link once): each site's neighbors sorted."""
+    pairs = np.asarray(list(links) if isinstance(links, set) else links, dtype=np.int64).reshape(-1, 2)
+    # Both ends of each link as one sorted code, site i n + neighbor: by site, then neighbor.
+    ends = np.sort(np.concatenate([pairs[:, 0] * n + pairs[:, 1], pairs[:, 1] * n + pairs[:, 0]]))
+    first = np.searchsorted(ends, np.arange(n + 1) * n).tolist()
+    ids = list(range(n))  # one int object per site, shared by every tuple that names it
+    flat = list(map(ids.__getitem__, (ends % n).tolist()))
+    return Topology(name, tuple(tuple(flat[a:b]) for a, b in zip(first, first[1:])), latency)
 
 
 def _check_connected(topo: Topology, sites: Sequence[SiteSpec], key: str) -> None:
