@@ -264,7 +264,10 @@ class SiteEngine(ShardEngine):
             if site.scheduler.name in spec.schedulers:
                 site.scheduler.configure(spec.schedulers[site.scheduler.name])
             if spec.grid.neighbors is not None:
-                site.links = frozenset(spec.grid.neighbors[s.site_id])
+                # A send checks its destination is a neighbor: a short tuple is searched as fast
+                # as a set and is the topology's own (a set of 8 took 1 KB a site).
+                nb = spec.grid.neighbors[s.site_id]
+                site.links = nb if len(nb) <= _SHORT else frozenset(nb)
             site.agent = protocol.agent(SiteView(site, spec.grid.seed, protocol.name), spec.grid, params)
             if spec.faults is not None:
                 faults.arm(site, spec.faults.for_site(s.site_id, spec.grid.seed))
@@ -419,10 +422,11 @@ class SiteEngine(ShardEngine):
         and its scheduler refer to each other, and an agent's handlers are its own bound
         methods (brokers/agent.py): with the sites' and agents' attributes cleared, reference
         counting frees them all at once, where a cyclic collection would walk every live
-        object of the run (seconds at 100,000 sites)."""
+        object of the run (seconds at 100,000 sites). The site's links to its agent and
+        scheduler are the cycles' other half."""
         for site in self.sites:
             agent = site.agent
-            site.__dict__.clear()
+            site.agent = site.scheduler = site._on_finish = None  # a site has fixed fields (slots)
             if hasattr(agent, "__dict__"):
                 agent.__dict__.clear()
         self.sites = []
@@ -533,6 +537,8 @@ class ColumnEngine(ShardEngine):
 #: Up to this many sites a window's updates of the calendar go item by item: numpy's fancy
 #: indexing has a fixed cost of microseconds, which small scenarios pay at every window.
 _FEW = 16
+#: Neighbors a site checks its sends against as a tuple; more, as a set.
+_SHORT = 32
 
 
 def _min(values: np.ndarray) -> float:
