@@ -198,10 +198,15 @@ class _ProgressBar:
 
 
 def progress_line(p) -> str:
-    """One progress line off a terminal: virtual time against the run's end, jobs done, speed."""
-    share = f" ({100 * p.virtual_time / p.end_time:.0f} %)" if math.isfinite(p.end_time) and p.end_time > 0 else ""
+    """One progress line off a terminal: virtual time against the run's end (the last release:
+    past it, the jobs still running say how far the run is), jobs done, speed."""
+    if p.virtual_time > p.end_time:
+        where = f"past the last release at {p.end_time:,.1f}"
+    else:
+        share = f" ({100 * p.virtual_time / p.end_time:.0f} %)" if math.isfinite(p.end_time) and p.end_time > 0 else ""
+        where = f"of {p.end_time:,.1f}{share}"
     return (
-        f"gridemu: t={p.virtual_time:,.1f} of {p.end_time:,.1f}{share}, {p.jobs_done:,} / {p.jobs_total:,} jobs done, "
+        f"gridemu: t={p.virtual_time:,.1f} {where}, {p.jobs_done:,} / {p.jobs_total:,} jobs done, "
         f"{p.events / max(p.wall, 1e-9):,.0f} events/s, {p.wall:,.0f} s"
     )
 

@@ -404,6 +404,13 @@ def test_progress_line_of_a_run_without_a_known_end():
     assert progress_line(p) == "gridemu: t=5.0 of inf, 1 / 2 jobs done, 5 events/s, 2 s"
 
 
+def test_progress_line_past_the_last_release_gives_no_share_over_100_percent():
+    p = Progress(virtual_time=20.5, end_time=1.0, jobs_done=74_862, jobs_total=74_903, events=10, wall=2.0)
+    assert progress_line(p) == (
+        "gridemu: t=20.5 past the last release at 1.0, 74,862 / 74,903 jobs done, 5 events/s, 2 s"
+    )
+
+
 def test_quiet_prints_neither_progress_nor_tables(tmp_path, capsys, monkeypatch):
     import gridemu.emulator.cli as cli
 
