@@ -11,6 +11,7 @@ import gridemu.emulator as emulator
 from gridemu.brokers.molba.algorithm import molba_plan
 from gridemu.brokers.molba.list_scheduling import makespan
 from gridemu.brokers.molba.negotiated import Ledger, compact, negotiated_time
+from tests.golden import digest
 from tests.test_molba_agent import hand_made, instance_of, overloaded_rows, rigid
 
 
@@ -140,3 +141,26 @@ def test_negotiated_same_job_table_in_process_and_on_ray(ray_session):
         pd.testing.assert_frame_equal(base.jobs[cols], other.jobs[cols])
         assert other.summary["protocol"] == base.summary["protocol"]
         assert other.summary["global"]["messages"] == base.summary["global"]["messages"]
+
+
+def test_a_stopped_negotiated_run_resumes_to_the_same_job_table(tmp_path):
+    """A checkpoint taken mid-negotiation (asks and answers in flight, jobs held for an
+    answer) carries the agents' ledgers: the resumed run ends as the run never stopped."""
+    data = rigid(6, 16, 80, latency=0.25, mode="negotiated")
+    kw = {"backend": "inprocess", "shards": 2}
+    whole = emulator.run(data, **kw)
+    seen = {"windows": 0}
+
+    def stop(progress) -> None:
+        seen["windows"] += 1
+        if seen["windows"] == 6:
+            raise KeyboardInterrupt
+
+    out = tmp_path / "r"
+    with pytest.raises(KeyboardInterrupt):
+        emulator.run(data, **kw, out=out, checkpoint=0, on_progress=stop)
+    assert (out / "checkpoint.gridemu").exists()
+    resumed = emulator.resume(out)
+    assert digest(resumed.jobs) == digest(whole.jobs)
+    assert resumed.summary["global"]["messages"] == whole.summary["global"]["messages"]
+    assert resumed.summary["protocol"] == whole.summary["protocol"]
