@@ -111,6 +111,8 @@ class FcfsColumns:
         self.dest = np.empty(len(jobs), dtype=np.int64)
         self.dest[by_site] = np.concatenate(spec.routes) if n else []
         self.leaves = self.dest != self.site_ids[home]
+        # Positions of the jobs that leave their site, in release order: the send bound.
+        self.leaving = np.flatnonzero(self.leaves)
         sends = np.cumsum(self.leaves[by_site])
         self.seq = np.empty(len(jobs), dtype=np.int64)
         self.seq[by_site] = sends - np.concatenate(([0], sends))[first]
@@ -144,8 +146,10 @@ class FcfsColumns:
         return t
 
     def send_bound(self) -> float:
-        """Routing agents send only at a local arrival: the next release."""
-        return float(self.release[self.cursor]) if self.cursor < len(self.release) else math.inf
+        """Routing agents send only at the local arrival of a job routed elsewhere: its release
+        (none: a route that keeps every job home, ``local``'s, never sends)."""
+        i = int(np.searchsorted(self.leaving, self.cursor))
+        return float(self.release[self.leaving[i]]) if i < len(self.leaving) else math.inf
 
     # ------------------------------------------------------------------ a window
 

@@ -49,7 +49,8 @@ def test_the_columns_serve_routing_protocols_on_fcfs_sites_only():
         return isinstance(Shard(build_shard_specs(scenario, jobs, 1, groups=groups)[0]).engine, ColumnEngine)
 
     assert uses_columns(routed_grid())
-    assert not uses_columns(routed_grid(protocol={"name": "local"}))  # silent: the per-site recurrence
+    assert uses_columns(routed_grid(protocol={"name": "local"}))  # its route keeps every job home
+    assert not uses_columns(routed_grid(protocol={"name": "local"}, faults={"mtbf": 50.0, "mttr": 5.0}))
     assert not uses_columns(routed_grid(scheduler={"name": "spt"}))
     mixed = routed_grid()
     mixed["sites"] = [{"name": "a", "speeds": [1.0, 2.0]}, {"name": "b", "procs": 3}]

@@ -45,7 +45,7 @@ def on_columns(data: dict) -> bool:
 
 
 def test_random_is_a_routing_protocol_and_declares_it_stateless():
-    assert "random" in ROUTED
+    assert "random" in ROUTED and "local" in ROUTED
     assert all(registry.get(name).can("stateless") for name in ROUTED)
 
 
@@ -66,7 +66,8 @@ def test_the_route_gives_the_job_table_of_the_agents(name, setting):
         routed = emulator.run(data, backend="inprocess", shards=shards)
         general = emulator.run(data, backend="inprocess", shards=shards, recurrence=False)
         pd.testing.assert_frame_equal(routed.jobs.drop(columns=PLACEMENT), general.jobs.drop(columns=PLACEMENT))
-        assert (routed.jobs["exec_site"] != routed.jobs["submit_site"]).any()  # jobs were routed away
+        moved = (routed.jobs["exec_site"] != routed.jobs["submit_site"]).any()
+        assert moved == (name != "local")  # jobs were routed away (local's route keeps every job home)
         for key in ("events", "messages_total"):
             assert routed.summary["global"][key] == general.summary["global"][key]
 
@@ -89,3 +90,14 @@ def test_an_unknown_capability_is_refused_where_declared_and_where_asked():
         Protocol("typo", LocalAgent, "misspells a capability", capabilities=frozenset({"topology"}))
     with pytest.raises(KeyError, match="unknown capability 'dedicated'"):
         registry.get("local").can("dedicated")
+
+
+def test_a_local_run_on_columns_sends_nothing_and_takes_one_window():
+    """local's route keeps every job home: its send bound is infinite (FcfsColumns.send_bound
+    counts only jobs that leave), so the run needs no barrier, as on the sites' event loops."""
+    data = grid("local", "plain")
+    assert on_columns(data)
+    for recurrence in (True, False):
+        result = emulator.run(data, backend="inprocess", shards=2, recurrence=recurrence)
+        assert result.summary["global"]["windows"] == 1
+        assert result.summary["global"]["messages_total"] == 0
