@@ -3,11 +3,14 @@ them to ``emulator/costs.json`` (with the date, machine and Python they were mea
 
     python bench/calibrate.py [--out emulator/costs.json] [--scale 1.0]
 
-Each configuration runs in a fresh process (its peak RSS is its own): small runs that vary
-one thing at a time (sites, processors, jobs, protocol messages, windows). A least-squares
-fit with non-negative coefficients gives the seconds per site, processor, job, message and
-window, and the bytes per site, processor and job (a message or a window is not kept); the
-bare process (gridemu imported, the scenario loaded, no run) is the base. Measured on a
+Each configuration runs in a fresh process (its peak RSS is its own), on the general path
+(``recurrence=False``: a site, view and agent per site, the dearer path): small runs that
+vary one thing at a time (sites, processors, jobs, protocol messages, windows, BILB's pieces
+and rounds). A least-squares fit with non-negative coefficients gives the seconds per site,
+processor, job, message and window, and the bytes per site, processor, job, job-carrying
+message (a piece left at its receiver) and site-round (a periodic agent's state and records:
+``estimate.py`` counts both as this script does); a message or a window that passes is not
+kept. The bare process (gridemu imported, the scenario loaded, no run) is the base. Measured on a
 shared machine, the seconds are an upper side of the truth: the estimate is an order of
 magnitude, meant to refuse what would not fit or end, not a prediction.
 """
@@ -28,21 +31,29 @@ from scipy.optimize import nnls
 
 ROOT = Path(__file__).resolve().parent.parent
 FIGURES = ("sites", "procs", "jobs", "messages", "windows")
+#: What a run holds until its end, the memory fit's figures: each site, processor and job; each
+#: piece a job-carrying message leaves at its receiver (a slot, its result row); each site's
+#: state and records of each protocol round (estimate.py counts them the same way).
+HELD = ("sites", "procs", "jobs", "job_messages", "site_rounds")
 
 CHILD = r"""
 import json, resource, sys, time
 from gridemu.emulator.api import run
+from gridemu.emulator.estimate import estimate
 from gridemu.emulator.scenario import load_scenario
+from gridemu.emulator.estimate import job_messages
 sets, do_run = json.loads(sys.argv[1]), sys.argv[2] == "1"
 name = sets.pop("scenario", "quickstart")
 sc = load_scenario(name, ({"workload.rate": 1.0} if name == "quickstart" else {}) | sets)
 t0 = time.perf_counter()
-g = run(sc).summary["global"] if do_run else {"messages_total": 0, "windows": 0, "jobs": 0}
+# The general path (a site, view and agent per site), the dearer one: the costs are an upper side.
+g = run(sc, recurrence=False).summary["global"] if do_run else {"messages_total": 0, "windows": 0, "jobs": 0}
 wall = time.perf_counter() - t0
 procs = sum(len(s.speeds) for s in sc.sites)
 rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 print(json.dumps({"sites": len(sc.sites), "procs": procs, "jobs": g["jobs"], "messages": g["messages_total"],
-                  "windows": g["windows"], "wall": wall, "rss": rss}))
+                  "windows": g["windows"], "job_messages": job_messages(sc, g.get("messages", {})),
+                  "site_rounds": len(sc.sites) * (estimate(sc).rounds or 0.0), "wall": wall, "rss": rss}))
 """
 
 
@@ -52,8 +63,17 @@ def configs(scale: float) -> list[dict]:
 
     local = {"protocol": {"name": "local"}, "metrics.counterfactual": "none", "run.backend": "inprocess"}
     out = []
-    for sites in (n(2000), n(8000)):  # sites
-        out.append({**local, "sites": {"count": sites, "procs": 1}, "workload.jobs": sites})
+    # Sites: averaging over random:8 with about one job a site (an agent that talks, its
+    # links, a report round): a site of a talking protocol, the upper side of a local one's.
+    for sites in (n(2000), n(8000)):
+        out.append(
+            {
+                "scenario": "averaging-topology",
+                "metrics.counterfactual": "none",
+                "sites.count": sites,
+                "workload.until": 1.0,
+            }
+        )
     for procs in (n(20000), n(80000)):  # processors
         out.append({**local, "sites": {"count": 4, "procs": procs}, "workload.jobs": 1000})
     for jobs in (n(100000), n(400000)):  # jobs
@@ -81,6 +101,18 @@ def configs(scale: float) -> list[dict]:
                 "network.latency": latency,
             }
         )
+    # Messages that carry pieces of jobs, and rounds: BILB over random:8 keeps a slot per piece
+    # it receives and a record per site and round (at 64 sites, 3 to 4 times the jobs' memory).
+    for sites, gap in ((n(64), 0.5), (n(64), 2.0), (n(256), 2.0)):
+        out.append(
+            {
+                "scenario": "bilb-topology",
+                "metrics.counterfactual": "none",
+                "sites.count": sites,
+                "protocol.min_gap": gap,
+                "workload.until": 100.0,
+            }
+        )
     return out
 
 
@@ -106,17 +138,21 @@ def main() -> None:
         rows.append(row)
         print(json.dumps(row), file=sys.stderr)
     a = np.array([[row[f] for f in FIGURES] for row in rows], dtype=float)
-    # Memory grows with what a run holds (sites, processors, jobs), not with the messages and
-    # windows that pass (a message lives one window; this set of runs cannot tell the two apart).
-    mem, _ = nnls(a[:, :3], np.array([max(0.0, row["rss"] - base["rss"]) for row in rows]))
-    mem = np.append(mem, [0.0, 0.0])
-    secs, _ = nnls(np.column_stack([a, np.ones(len(rows))]), np.array([row["wall"] for row in rows]))
+    # Memory grows with what a run holds (HELD), not with the messages and windows that pass (a
+    # message lives one window: estimate.py counts a round's or a window's messages apart).
+    held = np.array([[row[f] for f in HELD] for row in rows], dtype=float)
+    mem, _ = nnls(held, np.array([max(0.0, row["rss"] - base["rss"]) for row in rows]))
+    # Each run weighs by its relative error (rows divided by their wall time): a fit of the
+    # absolute seconds would be the longest runs' alone (the others then cost 0 a job).
+    wall = np.array([row["wall"] for row in rows])
+    secs, _ = nnls(np.column_stack([a, np.ones(len(rows))]) / wall[:, None], np.ones(len(rows)))
     costs = {
         "measured": datetime.date.today().isoformat(),
         "machine": f"{platform.node()}: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs",
         "python": platform.python_version(),
-        "how": "bench/calibrate.py: fresh-process runs of quickstart varying one figure at a time, non-negative fit",
-        "memory_bytes": {"base": base["rss"], **{f"per_{f[:-1]}": round(float(v), 1) for f, v in zip(FIGURES, mem)}},
+        "how": "bench/calibrate.py: fresh-process runs of quickstart, gm-grid and bilb-topology on the general "
+        "path, varying one figure at a time, non-negative fit",
+        "memory_bytes": {"base": base["rss"], **{f"per_{f[:-1]}": round(float(v), 1) for f, v in zip(HELD, mem)}},
         "seconds": {
             "base": round(float(secs[-1]), 4),
             **{f"per_{f[:-1]}": float(f"{v:.3g}") for f, v in zip(FIGURES, secs[:-1])},

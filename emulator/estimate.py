@@ -23,6 +23,7 @@ from gridemu.emulator.scenario import Scenario
 from gridemu.model.checks import per_site_array
 from gridemu.model.errors import ScenarioError
 from gridemu.model.inputs import gib
+from gridemu.model.messages import MessageKinds
 from gridemu.scenarios.workload import generate_jobs, poisson_size, streams_extent
 
 #: Past these a run is refused (``--force`` goes on): it would not end in practice.
@@ -38,6 +39,8 @@ TERM_KEYS = {
     "window": "run.lookahead",
     "link": "network",
     "in_flight": "protocol",
+    "job_message": "protocol",
+    "site_round": "protocol",
 }
 #: Bytes a message row takes while it waits for its window's end (a tuple of 27 fields and
 #: the floats it holds; measured with tracemalloc, 2026-11-26: 416 B).
@@ -159,6 +162,23 @@ def _restarts(duration: float, mean_size: float, sc: Scenario) -> tuple[float, f
     return duration, listed + len(sc.sites) * duration / (f.mtbf + f.mttr)
 
 
+def carries_pieces(sc: Scenario) -> bool:
+    """Whether the protocol's messages may carry jobs or pieces beyond its transfers (BILB's
+    offered pieces, GM's migrations, MOLBA's moves): every protocol that waits for answers or
+    tracks other sites' jobs, i.e. without the ``faults`` capability. A piece a message
+    leaves at its receiver is held until the run's end."""
+    return not sc.plugin.can("faults")
+
+
+def job_messages(sc: Scenario, by_kind: dict[str, int]) -> float:
+    """Of a run's messages (a count by kind), those that carried a job or a piece (kinds
+    declared with ``job=True``, the kernel's ``job`` and ``fragment`` among them): what the
+    estimate counts as every message of a protocol that :func:`carries_pieces`, else as its
+    transfers (``Traffic.per_job``)."""
+    kinds = MessageKinds(sc.plugin.messages)
+    return float(sum(n for name, n in by_kind.items() if name in kinds.code and kinds[name].job))
+
+
 def estimate(sc: Scenario, table: np.ndarray | None = None) -> Estimate:
     """The estimate of a run of ``sc``; ``table``: its jobs when they are drawn already."""
     wl, sites = sc.workload, sc.sites
@@ -201,7 +221,13 @@ def estimate(sc: Scenario, table: np.ndarray | None = None) -> Estimate:
     windows = min(duration / sc.lookahead, sends) + 1 if talks else 1.0
     c = costs()
     figures = {"site": n, "proc": procs_total, "job": jobs, "message": messages, "window": windows}
-    held = dict(figures)
+    held = {
+        "site": n,
+        "proc": procs_total,
+        "job": jobs,
+        "job_message": messages if carries_pieces(sc) else traffic.per_job * jobs,  # an upper side
+        "site_round": n * (rounds or 0.0),
+    }
     if sc.data["metrics"].get("counterfactual") == "local":
         # A second run, every organization alone: its time, and its job table beside the
         # first's (the first run's sites are gone by then).
