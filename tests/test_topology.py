@@ -81,6 +81,35 @@ def test_degrees_of_each_shape():
     assert topo("full", n).neighbors is None
 
 
+def _random_graph_as_written(n: int, k: int, seed: int) -> list[set[int]]:
+    """random:K as the module doc defines it, link by link: the union of K // 2 random
+    Hamiltonian cycles, then a random perfect matching when K is odd, drawn in that order
+    from the topology's stream; a link drawn twice counts once."""
+    rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(0x544F504F,)))
+    adj: list[set[int]] = [set() for _ in range(n)]
+    for _ in range(k // 2):
+        cycle = rng.permutation(n).tolist()
+        for a, b in zip(cycle, cycle[1:] + cycle[:1]):
+            if a != b:
+                adj[a].add(b)
+                adj[b].add(a)
+    if k % 2:
+        order = rng.permutation(n).tolist()
+        for a, b in zip(order[0::2], order[1::2]):
+            adj[a].add(b)
+            adj[b].add(a)
+    return adj
+
+
+@pytest.mark.parametrize(("n", "k"), [(2, 1), (3, 2), (4, 3), (10, 4), (17, 8), (64, 5), (1000, 8)])
+def test_random_graphs_are_the_cycles_and_matching_the_doc_defines(n, k):
+    """The vectorized draw (emulator/topology.py) against the definition written out."""
+    sites = [SiteSpec(i, f"s{i}", f"o{i}", (1.0,), "fcfs") for i in range(n)]
+    for seed in (1, 2, 7):
+        topo = build_topology({"topology": f"random:{k}"}, sites, seed)
+        assert topo.neighbors == tuple(tuple(sorted(nb)) for nb in _random_graph_as_written(n, k, seed))
+
+
 def test_random_shapes_come_from_the_seed():
     for spec in ("random:4", "smallworld:4:0.5"):
         assert topo(spec, 50, seed=3) == topo(spec, 50, seed=3)
