@@ -342,7 +342,7 @@ class SiteEngine(ShardEngine):
         wall = t0 - wall0
         ran = min(1.0, (time.thread_time() - cpu0) / wall) if wall > 0 else 1.0
         if len(took) > _FEW:
-            self.cpu[active] += np.array(took) * ran
+            self.cpu[active] += np.fromiter(took, float, len(took)) * ran
             next_t[active] = new_next
             bounds[active] = new_bound
         else:  # a window that visits a few sites: numpy's fancy indexing costs more than items

@@ -44,7 +44,8 @@ PENDING, QUEUED, RUNNING, DONE, TRANSFERRED = (
 )
 
 SIZE, FRAGMENT = (JOB_FIELDS.index(f) for f in ("size", "fragment"))
-_APPEND = array.append
+# Called once an event: one global read each, not a module or type attribute too.
+_APPEND, _VIEW_OF, _HEAPPOP = array.append, tuple.__new__, heapq.heappop
 # The payload slots of a job message after its tag (model/messages.py: JOB's only field, the
 # first float slot): what ``transfer`` puts between them and the job record.
 _AFTER_TAG = NO_FIELDS[1:]
@@ -201,25 +202,30 @@ class Site:
     def send(self, now: float, dst: int, kind: str, job: tuple = (), **fields: Any) -> None:
         """Send a message of a declared kind with its named fields (and a job record for the
         kinds that carry one); it is delivered after the link latency, never inside this window."""
-        self.send_all(now, (dst,), kind, job, **fields)
+        code = self._kind_code(now, kind)  # send_all's body for one destination: its fields not packed again
+        self._post(now, (dst,), code, self.kinds.kinds[code].payload(job, fields))
 
     def send_all(self, now: float, dsts: Iterable[int], kind: str, job: tuple = (), **fields: Any) -> None:
         """``send`` the same message to each of ``dsts`` in order (the same sequence numbers,
         latencies and fault draws as one ``send`` each); the checks and the payload are done
         once, which is what an all-to-all broadcast spends most of its time on."""
+        code = self._kind_code(now, kind)
+        self._post(now, dsts, code, self.kinds.kinds[code].payload(job, fields))
+
+    def _kind_code(self, now: float, kind: str) -> int:
+        """The code of a kind this site may send now: after its send bound, declared by its protocol."""
         if now < self.bound:
             raise InvariantError(
                 f"causality: site {self.name} sent a {kind!r} message "
                 f"at t={now} before its declared send bound {self.bound}"
             )
         try:
-            code = self.kinds.code[kind]
+            return self.kinds.code[kind]
         except KeyError:
             raise InvariantError(
                 f"site {self.name} sent a {kind!r} message, a kind its protocol does not declare (declared: "
                 f"{', '.join(self.kinds.names)})"
             ) from None
-        self._post(now, dsts, code, self.kinds.kinds[code].payload(job, fields))
 
     def _post(self, now: float, dsts: Iterable[int], code: int, payload: tuple) -> None:
         """Put the message of kind ``code`` with its payload columns in the outbox for each of
@@ -543,9 +549,9 @@ class Site:
                     continue
                 received += 1
                 code = row[5]
-                handlers[code](t, tuple.__new__(views[code], row))
+                handlers[code](t, _VIEW_OF(views[code], row))
                 continue
-            now, kind, _, _, payload = heapq.heappop(heap)
+            now, kind, _, _, payload = _HEAPPOP(heap)
             if kind == COMPLETE:
                 if now != self.r_end[payload]:
                     continue  # the piece was cut shorter and completed earlier
