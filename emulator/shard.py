@@ -323,25 +323,29 @@ class SiteEngine(ShardEngine):
         # site is timed on the wall clock and the window's CPU is shared in proportion: with
         # more shards than cores, the time a shard waits for one is nobody's cost.
         wall0, cpu0 = clock(), time.thread_time()
-        # The visit is the general path's per-site cost: _done is written out here, and a
-        # faultless shard asks the agent for its bound without Site.send_bound's call around it.
+        # The visit is the general path's per-site cost: _done is written out here, a faultless
+        # shard asks the agent for its bound without Site.send_bound's call around it, and one
+        # clock read a visit times it (the kernel's few steps after a site's events, its bound
+        # and outbox, count as its own).
+        t0 = wall0
         for i, bound in zip(active.tolist(), bounds[active].tolist()):
             site = sites[i]
             site.bound = bound
-            e0, d0 = site.events, (site.cursor if site.fast else site.done - site.pieces)
-            t0 = clock()
+            e0, d0 = site.events, site.done - site.pieces
             next_add(site.advance(until))
-            took_add(clock() - t0)
             events += site.events - e0
-            done += (site.cursor if site.fast else site.done - site.pieces) - d0
+            done += site.done - site.pieces - d0
             bound_add(site.agent.send_bound() if faultless else site.send_bound())
             if site.outbox:
                 rows += site.outbox
                 site.outbox = []
-        wall = clock() - wall0
+            t1 = clock()
+            took_add(t1 - t0)
+            t0 = t1
+        wall = t0 - wall0
         ran = min(1.0, (time.thread_time() - cpu0) / wall) if wall > 0 else 1.0
         if len(took) > _FEW:
-            self.cpu[active] += np.array(took) * ran
+            self.cpu[active] += np.fromiter(took, float, len(took)) * ran
             next_t[active] = new_next
             bounds[active] = new_bound
         else:  # a window that visits a few sites: numpy's fancy indexing costs more than items
@@ -363,13 +367,10 @@ class SiteEngine(ShardEngine):
             return
         if isinstance(batch, np.ndarray):
             first = float(batch["deliver"].min())
-            local = self.local_of[batch["dst"]].tolist()
             rows = batch.tolist()
         else:
             if first is None:
                 first = min(map(itemgetter(0), batch))
-            local_of = self.local_list
-            local = [local_of[row[3]] for row in batch]
             rows = batch
         if first < self.clock:
             row = min(rows, key=lambda r: r[0])
@@ -377,9 +378,14 @@ class SiteEngine(ShardEngine):
                 f"causality: message {self.kinds.names[row[5]]!r} from site {row[1]} (seq {row[2]}) to site "
                 f"{row[3]} due at t={row[0]} arrived after the window that ended at t={self.clock}"
             )
-        sites, per_site, faultless = self.sites, {}, self.faultless
-        for i, row in zip(local, rows):
-            per_site.setdefault(i, []).append(row)
+        sites, local_of, faultless = self.sites, self.local_list, self.faultless
+        per_site: dict[int, list[tuple]] = {}
+        for row in rows:
+            i = local_of[row[3]]
+            if i in per_site:
+                per_site[i].append(row)
+            else:
+                per_site[i] = [row]
         heads, new_bound = [], []
         for i, got in per_site.items():
             site = sites[i]
@@ -569,5 +575,6 @@ def _live(site: Site) -> int:
 
 
 def _done(site: Site) -> int:
-    # Finished pieces less the pieces split off jobs: equals the job count once all are done.
-    return site.cursor if site.fast else site.done - site.pieces
+    # Finished pieces less the pieces split off jobs: equals the job count once all are done
+    # (a site on the FCFS recurrence counts its arrivals as done: sites/fcfs_recurrence.py).
+    return site.done - site.pieces

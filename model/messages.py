@@ -58,6 +58,7 @@ assert JOB_OFFSET + JOB_DTYPE.itemsize == MSG_DTYPE.itemsize
 NO_JOB: tuple = (-1, 0, 0, 0.0, 0.0, 0, float("nan"), 0.0, -1, 0, 0, float("nan"), -1)
 #: The payload slots of a message whose fields are all unset.
 NO_FIELDS: tuple = (0.0,) * N_FLOAT + (0,) * N_INT
+_NO_PAYLOAD = NO_FIELDS + NO_JOB  # slots unset, no job
 _VIEW_ROUTING = ("deliver", "src", "seq", "dst", "sent", "code")
 #: Agent hooks that are not messages: a kind of one of these names would shadow it.
 AGENT_HOOKS = frozenset({"start", "arrival", "complete", "timer"})
@@ -199,17 +200,19 @@ class MessageKind:
             raise TypeError(f"a {self.name!r} message carries no job (declare it with job=True)")
         if not fields:
             return NO_FIELDS + (job or NO_JOB)
-        row = list(NO_FIELDS)
         names = tuple(fields)
         plan = self._plans.get(names)
         if plan:
             # Most sends give a float field a float and an int field an int: no cast to make.
+            # The row is the whole payload at once where no job follows the slots (one tuple made).
+            row = list(NO_FIELDS) if job else list(_NO_PAYLOAD)
             for (pos, exact), value in zip(plan, fields.values()):
                 if type(value) is not exact or (exact is int and not -_INT_BOUND <= value < _INT_BOUND):
                     break
                 row[pos] = value
             else:
-                return tuple(row) + (job or NO_JOB)
+                return tuple(row) + job if job else tuple(row)
+        row = list(NO_FIELDS)
         put = self._put
         for field, value in fields.items():
             try:

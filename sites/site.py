@@ -21,7 +21,7 @@ import numpy as np
 
 from gridemu.model.errors import InvariantError
 from gridemu.model.jobs import GONE, OFFERED, STATE_CODE
-from gridemu.model.messages import N_ROUTING, MessageKinds
+from gridemu.model.messages import JOB, N_ROUTING, NO_FIELDS, NO_JOB, MessageKinds
 from gridemu.sites import faults, fcfs_recurrence
 from gridemu.sites.job_columns import COLUMN_NAMES, JOB_FIELDS, own_columns
 from gridemu.sites.schedulers import FCFS, make_scheduler
@@ -44,6 +44,12 @@ PENDING, QUEUED, RUNNING, DONE, TRANSFERRED = (
 )
 
 SIZE, FRAGMENT = (JOB_FIELDS.index(f) for f in ("size", "fragment"))
+# Called once an event: one global read each, not a module or type attribute too.
+_APPEND, _VIEW_OF, _HEAPPOP = array.append, tuple.__new__, heapq.heappop
+# The payload slots of a job message after its tag (model/messages.py: JOB's only field, the
+# first float slot): what ``transfer`` puts between them and the job record.
+_AFTER_TAG = NO_FIELDS[1:]
+assert JOB.payload((), {"tag": 0.5}) == (0.5,) + _AFTER_TAG + NO_JOB
 
 
 class Site:
@@ -209,45 +215,64 @@ class Site:
     def send(self, now: float, dst: int, kind: str, job: tuple = (), **fields: Any) -> None:
         """Send a message of a declared kind with its named fields (and a job record for the
         kinds that carry one); it is delivered after the link latency, never inside this window."""
-        self.send_all(now, (dst,), kind, job, **fields)
+        code = self._kind_code(now, kind)  # send_all's body for one destination: its fields not packed again
+        self._post(now, (dst,), code, self.kinds.kinds[code].payload(job, fields))
 
     def send_all(self, now: float, dsts: Iterable[int], kind: str, job: tuple = (), **fields: Any) -> None:
         """``send`` the same message to each of ``dsts`` in order (the same sequence numbers,
         latencies and fault draws as one ``send`` each); the checks and the payload are done
         once, which is what an all-to-all broadcast spends most of its time on."""
+        code = self._kind_code(now, kind)
+        self._post(now, dsts, code, self.kinds.kinds[code].payload(job, fields))
+
+    def _kind_code(self, now: float, kind: str) -> int:
+        """The code of a kind this site may send now: after its send bound, declared by its protocol."""
         if now < self.bound:
             raise InvariantError(
                 f"causality: site {self.name} sent a {kind!r} message "
                 f"at t={now} before its declared send bound {self.bound}"
             )
         try:
-            code = self.kinds.code[kind]
+            return self.kinds.code[kind]
         except KeyError:
             raise InvariantError(
                 f"site {self.name} sent a {kind!r} message, a kind its protocol does not declare (declared: "
                 f"{', '.join(self.kinds.names)})"
             ) from None
-        links, me, outbox, faults = self.links, self.site_id, self.outbox, self.faults
-        latency = self.latency if isinstance(self.latency, float) else None
-        message = self.kinds.kinds[code]
-        payload = message.payload(job, fields)
-        seq = self.msg_seq
-        for dst in dsts:
-            if links is not None and dst not in links:
-                raise InvariantError(
-                    f"site {self.name} sent a {kind!r} message to site {dst}, "
-                    "which is not one of its neighbors in the network topology"
-                )
-            seq += 1
-            self.msg_seq = seq
-            self.sent[code] += 1
-            lat = latency if latency is not None else self.latency[dst]
-            deliver = now + lat
-            if faults is not None:
-                deliver = faults.fate(now, me, dst, deliver, lat, message.job)
-                if deliver is None:
-                    continue
-            outbox.append((deliver, me, seq, dst, now, code) + payload)
+
+    def _post(self, now: float, dsts: Iterable[int], code: int, payload: tuple) -> None:
+        """Put the message of kind ``code`` with its payload columns in the outbox for each of
+        ``dsts`` (send_all's checks done): a sequence number each, the link's latency, the
+        faults' draws."""
+        links, me, outbox, faults, latency = self.links, self.site_id, self.outbox, self.faults, self.latency
+        if not isinstance(dsts, (tuple, list, range)):
+            dsts = tuple(dsts)  # read twice below
+        if links is not None:
+            for dst in dsts:
+                if dst not in links:
+                    raise InvariantError(
+                        f"site {self.name} sent a {self.kinds.names[code]!r} message to site {dst}, "
+                        "which is not one of its neighbors in the network topology"
+                    )
+        first = seq = self.msg_seq
+        if faults is None and isinstance(latency, float):  # one delivery time for all
+            deliver = now + latency
+            for dst in dsts:
+                seq += 1
+                outbox.append((deliver, me, seq, dst, now, code) + payload)
+        else:
+            job = self.kinds.kinds[code].job
+            for dst in dsts:
+                seq += 1
+                lat = latency if isinstance(latency, float) else latency[dst]
+                deliver = now + lat
+                if faults is not None:
+                    deliver = faults.fate(now, me, dst, deliver, lat, job)
+                    if deliver is None:
+                        continue  # lost: sent all the same
+                outbox.append((deliver, me, seq, dst, now, code) + payload)
+        self.msg_seq = seq
+        self.sent[code] += seq - first
 
     def job_record(self, slot: int, moves: int = 0) -> tuple:
         """The job's fields in JOB_DTYPE order; ``moves`` added to its migrations (a job leaving)."""
@@ -270,12 +295,16 @@ class Site:
     def transfer(self, now: float, slot: int, dst: int, tag: float = 0.0) -> None:
         """Send a queued (or just arrived) job to another site; it leaves this site's books.
         ``tag`` travels with it (e.g. the processor it is meant for)."""
-        if self.r_state[slot] == QUEUED:
+        state = self.r_state
+        if state[slot] == QUEUED:
             self.scheduler.remove(slot)
-        elif self.r_state[slot] != PENDING:
+        elif state[slot] != PENDING:
             raise InvariantError(f"site {self.name} tried to transfer job {self.c_id[slot]} which is not queued")
-        self.r_state[slot] = GONE
-        self.send_all(now, (dst,), "job", self.job_record(slot, 1), tag=tag)  # send's body
+        state[slot] = GONE
+        if type(tag) is not float or now < self.bound:  # a cast to make, or the causality error
+            self.send_all(now, (dst,), "job", self.job_record(slot, 1), tag=tag)  # send's body
+        else:  # send_all's payload, made here: the tag in its float slot, the job record after
+            self._post(now, (dst,), self.job_code, (tag,) + _AFTER_TAG + self.job_record(slot, 1))
 
     # divisible jobs (thesis ch. 4) ---------------------------------------------
 
@@ -396,8 +425,8 @@ class Site:
 
     def _add_slot(self, record: "tuple | list") -> int:
         slot = len(self.c_id)
-        for column, value in zip(self._columns, record):
-            column.append(value)
+        # One C loop over the columns (append returns None: any() runs them all).
+        any(map(_APPEND, self._columns, record))
         self.r_start.append(math.nan)
         self.r_end.append(math.nan)
         self.r_state.append(QUEUED)
@@ -410,11 +439,28 @@ class Site:
         """Start a queued job now (called by the scheduler, or by a protocol that names the
         processors and a ``setup`` time spent before the job progresses: a migration's cost)."""
         q = self.c_procs[slot]
-        if q > self.free_count:
-            raise InvariantError(
-                f"site {self.name} started job {self.c_id[slot]} on {q} processors with {self.free_count} free"
-            )
-        self.free_count -= q
+        free = self.free_count
+        if q > free:
+            raise InvariantError(f"site {self.name} started job {self.c_id[slot]} on {q} processors with {free} free")
+        self.free_count = free - q
+        if procs is None and q == 1 and self.uniform:  # the hot path: the lowest-numbered free one, kept in r_proc only
+            self.r_proc[slot] = self.free_procs.pop(0)
+            speed = self.speed
+        else:
+            speed = self._take_processors(slot, q, procs)
+        if setup:
+            self.setup[slot] = setup
+        end = now + setup + self.c_size[slot] / speed
+        self.r_start[slot] = now
+        self.r_end[slot] = end
+        self.r_state[slot] = RUNNING
+        self.seq = seq = self.seq + 1
+        heapq.heappush(self.heap, (end, COMPLETE, seq, 0, slot))
+
+    def _take_processors(self, slot: int, q: int, procs: list[int] | None) -> float:
+        """Take the ``q`` processors a job starts on (``procs``, named by a protocol, or the
+        fastest free ones, by number on identical processors) and record them; returns the
+        job's speed, its slowest processor's."""
         if procs is not None:
             if len(procs) != q or any(p not in self.free_procs for p in procs):
                 raise InvariantError(
@@ -423,35 +469,26 @@ class Site:
             for p in procs:
                 self.free_procs.remove(p)
             self.alloc[slot] = list(procs)
-            speed = min(self.speeds[p] for p in procs)
-        elif self.uniform and q == 1:  # the hot path: the lowest-numbered free one, kept in r_proc only
-            self.r_proc[slot] = self.free_procs.pop(0)
-            speed = self.speed
-            procs = None
-        else:  # the fastest free ones (by number on identical processors)
+        else:
             procs = self.free_procs[:q]
             del self.free_procs[:q]
             if not self.uniform:
                 self.alloc[slot] = procs
-            speed = min(self.speeds[p] for p in procs)
-        if procs is not None:
-            self.r_proc[slot] = procs[0]
-            if q > 1:
-                self.proc_sets[slot] = sorted(procs)
-        if setup:
-            self.setup[slot] = setup
-        end = now + setup + self.c_size[slot] / speed
-        self.r_start[slot] = now
-        self.r_end[slot] = end
-        self.r_state[slot] = RUNNING
-        self.seq += 1
-        heapq.heappush(self.heap, (end, COMPLETE, self.seq, 0, slot))
+        self.r_proc[slot] = procs[0]
+        if q > 1:
+            self.proc_sets[slot] = sorted(procs)
+        return min(self.speeds[p] for p in procs)
 
     def deliver(self, rows: list[tuple]) -> None:
-        """Queue received messages (full message tuples) as events at their delivery times.
-        Called between windows only: never while ``advance`` reads the inbox."""
-        pending = self.inbox[self.inbox_at :] if self.inbox_at else self.inbox
-        pending.extend(rows)
+        """Queue received messages (full message tuples) as events at their delivery times; the
+        site may keep ``rows`` itself (the caller's own list, not used after). Called between
+        windows only: never while ``advance`` reads the inbox."""
+        at = self.inbox_at
+        if at < len(self.inbox):
+            pending = self.inbox[at:] if at else self.inbox
+            pending.extend(rows)
+        else:  # nothing pending (the usual case): the rows become the inbox
+            pending = rows
         pending.sort()  # (delivery, source, sequence) differ: no comparison reaches a payload
         self.inbox, self.inbox_at = pending, 0
 
@@ -463,15 +500,26 @@ class Site:
         """Handle every event of this site with time < until, in order; return next_event_time()."""
         if self.fast:
             return fcfs_recurrence.advance(self, until)
-        heap, rel, agent, sched, views = self.heap, self.c_release, self.agent, self.scheduler, self.kinds.views
-        handlers, view_of = agent.handlers, tuple.__new__
-        intercept = agent.intercepts_arrivals
-        # Plain FCFS: its queue (never replaced), whose head a completion starts if it fits
-        # (dispatch's test, without the call); any other scheduler: None, dispatch decides.
-        queue, procs = (sched.queue, self.c_procs) if self.fcfs else (None, None)
+        agent = self.agent
+        # The loop's fixed references, read once a site (a visit handles one or two events:
+        # reading them from the site at each was a tenth of the general path's opcodes).
+        try:
+            hot = self._hot
+        except AttributeError:
+            hot = None
+        if hot is None or hot[0] is not agent:  # the first visit, or an agent attached since
+            hot = self._hot = self._hot_refs()
+        _, heap, rel, n_local, sched, queue, procs, intercept, handlers, kinds = hot
+        views = kinds.views
         down = self.down
         inbox, at = self.inbox, self.inbox_at
         n_in = len(inbox)
+        # The cursor and the next release live in locals (each written back before a hook
+        # runs: next_release reads the cursor), and so do the counts (written back on return:
+        # no hook reads them, and a repair's held messages add to ``received`` on their own).
+        cursor = self.cursor
+        release = rel[cursor] if cursor < n_local else INF
+        events = received = 0
         while True:
             # The next heap event or message: at one instant a message comes after
             # completions and faults, before timers (and arrivals: the cursor, below).
@@ -483,13 +531,15 @@ class Site:
             else:
                 message = False
                 t = heap[0][0] if heap else INF
-            if self.cursor < self.n_local and rel[self.cursor] < t:
-                now = rel[self.cursor]
-                if now >= until:
-                    return now
-                slot = self.cursor
-                self.cursor += 1
-                self.events += 1
+            if release < t:
+                if release >= until:
+                    t = release
+                    break
+                now, slot = release, cursor
+                cursor += 1
+                self.cursor = cursor
+                release = rel[cursor] if cursor < n_local else INF
+                events += 1
                 if down:
                     faults.hold_arrival(self, now, slot)
                     continue
@@ -501,24 +551,24 @@ class Site:
             if t >= until:
                 if at == n_in and n_in:
                     self.inbox, self.inbox_at = [], 0
-                return t
+                break
             if message:
                 row = inbox[at]
                 at += 1
                 self.inbox_at = at
-                self.events += 1
+                events += 1
                 if down:
                     faults.hold_message(self, t, row)
                     continue
-                self.received += 1
+                received += 1
                 code = row[5]
-                handlers[code](t, view_of(views[code], row))
+                handlers[code](t, _VIEW_OF(views[code], row))
                 continue
-            now, kind, _, _, payload = heapq.heappop(heap)
-            if kind == COMPLETE and now != self.r_end[payload]:
-                continue  # the piece was cut shorter and completed earlier
-            self.events += 1
+            now, kind, _, _, payload = _HEAPPOP(heap)
             if kind == COMPLETE:
+                if now != self.r_end[payload]:
+                    continue  # the piece was cut shorter and completed earlier
+                events += 1
                 self._finish_piece(payload)
                 agent.on_complete(now, payload)
                 # Free every processor of this instant before choosing what starts (list
@@ -529,7 +579,9 @@ class Site:
                 if queue is None or (queue and procs[queue[0]] <= self.free_count):
                     if not (heap and heap[0][0] == now and heap[0][1] == COMPLETE and self._completes_now(now)):
                         sched.dispatch(self, now)
-            elif kind == TIMER:
+                continue
+            events += 1
+            if kind == TIMER:
                 heapq.heappop(self.timer_times)
                 if down:
                     if self.up_at < INF:  # it fires at the repair
@@ -542,6 +594,29 @@ class Site:
                 else:
                     faults.recover(self, now)
                 down = self.down
+        self.events += events
+        self.received += received
+        return t
+
+    def _hot_refs(self) -> tuple:
+        """What ``advance`` reads of the site's parts that never change (the agent first: the
+        key that says the tuple is current). Plain FCFS: its queue (never replaced), whose head
+        a completion starts if it fits (dispatch's test, without the call); any other
+        scheduler: None, dispatch decides."""
+        agent, sched = self.agent, self.scheduler
+        queue, procs = (sched.queue, self.c_procs) if self.fcfs else (None, None)
+        return (
+            agent,
+            self.heap,
+            self.c_release,
+            self.n_local,
+            sched,
+            queue,
+            procs,
+            agent.intercepts_arrivals,
+            agent.handlers,
+            self.kinds,  # not its views: a view class is made at run time, a checkpoint rebuilds it
+        )
 
     def _finish_piece(self, slot: int) -> None:
         """The piece in ``slot`` is done at its r_end: free its processors, tell a scheduler that
@@ -549,7 +624,11 @@ class Site:
         q = self.c_procs[slot]
         self.free_count += q
         if q == 1 and slot not in self.alloc:  # the hot path: one of identical processors
-            bisect.insort(self.free_procs, self.r_proc[slot])
+            free = self.free_procs
+            if free:
+                bisect.insort(free, self.r_proc[slot])
+            else:  # all were busy (a single processor: always)
+                free.append(self.r_proc[slot])
         else:
             self.release_processors(slot)
         if self.setup:

@@ -68,8 +68,9 @@ class PowerOfDAgent(Agent):
     def on_arrival(self, now: float, slot: int) -> bool:
         sample = self.samples[slot]
         known = self.known
-        # Each sample's known load, 0.0 before its first report: known.get(k, 0.0) for each k.
-        i = power_of_d_choice(self.jobs, list(map(known.get, sample, self.unheard)))
+        # Each sample's known load, 0.0 before its first report: known.get(k, 0.0) for each k
+        # (read as the choice goes: no list made).
+        i = power_of_d_choice(self.jobs, map(known.get, sample, self.unheard))
         if i < 0:
             self.jobs += 1
             return False

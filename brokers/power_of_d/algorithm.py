@@ -6,14 +6,14 @@ simulator that runs them on the whole state is ``brokers/power_of_d/reference.py
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Iterable, Sequence
 
 import numpy as np
 
 from gridemu.model.rng import named_rng
 
 
-def power_of_d_choice(own_load: float, sampled_loads: Sequence[float]) -> int:
+def power_of_d_choice(own_load: float, sampled_loads: Iterable[float]) -> int:
     """Mitzenmacher's "power of d choices" (supermarket model; stale loads: "How useful is
     old information?", IEEE TPDS 11(1), 2000): a new job goes to the least loaded of its
     own site and the d sampled ones. Returns the position of the chosen sample in
