@@ -8,6 +8,9 @@
 #   python -m gridemu.experiments.bilb_tables runs/bilb-tables --write --tables 4.3,4.5 --before 0a22a79
 # R = 20 runs per cell (seeds 1-20; N = 2: R2 = 40; N = 30: R30 = 10); about 25 minutes on
 # 2 busy cores. R=200 R2=200 R30=200 gives the page's usual 200 runs (about 2 hours).
+# Two more queues, run later, one at a time: c, Table 4.5's α = β = 1 rows (the same R, R2, R30;
+# about 5 minutes); d, Table 4.4 (R44 = 60 runs per cell at N = 10, R44_2 = 200 at N = 2; about
+# 15 minutes). Then --tables 4.4,4.5 writes them.
 set -euo pipefail
 OUT=${OUT:-runs/bilb-tables}
 R=${R:-20}
@@ -36,5 +39,32 @@ b)
   # Table 4.5's N = 2 and 10 rows at l = 1000 are Table 4.3's l = 1000 cells (the same runs)
   sweep bilb $ONE --repeat $R2 --grid sites.count=2 --set protocol.limit=1000 $HOM --out $OUT/t45-hom-2.0-part-2
   sweep bilb $ONE --repeat $R --grid sites.count=10 --set protocol.limit=1000 $HOM --out $OUT/t45-hom-2.0-part-10
+  ;;
+c)
+  ONE1="$ONE --set workload.alpha=1.0 --set workload.beta=1.0"
+  HET1="--set workload.alpha.default=1.0 --set workload.beta.default=1.0"
+  sweep bilb $ONE1 --repeat $R2 --grid sites.count=2 --set protocol.limit=1000 --out $OUT/t45-hom-1.0-part-2
+  sweep bilb $ONE1 --repeat $R --grid sites.count=5 --set protocol.limit=1000 --out $OUT/t45-hom-1.0-part-5
+  sweep bilb $ONE1 --repeat $R --grid sites.count=10 --set protocol.limit=1000 --out $OUT/t45-hom-1.0-part-10
+  sweep bilb $ONE1 --repeat $R30 --grid sites.count=30 --set protocol.limit=1000 --out $OUT/t45-hom-1.0-n30
+  for nl in 2:1:$R2 5:3:$R 10:5:$R 30:10:$R30; do
+    IFS=: read -r n lv r <<<"$nl"
+    sweep bilb-overloaded $ONE --repeat "$r" --set sites.count="$n" --set protocol.limit.default="$lv" $HET1 \
+      --out "$OUT/t45-het-1.0-$n"
+  done
+  ;;
+d)
+  # in parts of 20 seeds at N = 10 (run.seed = 1, 21, ...) and 40 at N = 2, so that more runs only
+  # add parts: R44 runs per level at N = 10 (default 60), R44_2 at N = 2 (default 200)
+  for ((s = 1; s <= ${R44:-60}; s += 20)); do
+    for lv in 1 2 3 4 5 6 7 8 9 10 20 50 100 1000; do
+      sweep bilb-overloaded $ONE $HET --set run.seed=$s --repeat 20 --grid protocol.limit.default=$lv \
+        --grid sites.count=10 --out $OUT/t44-part-10-$lv-s$s
+    done
+  done
+  for ((s = 1; s <= ${R44_2:-200}; s += 40)); do
+    sweep bilb-overloaded $ONE $HET --set run.seed=$s --repeat 40 \
+      --grid protocol.limit.default=1,2,3,4,5,6,7,8,9,10,20,50,100,1000 --grid sites.count=2 --out $OUT/t44-part-2-s$s
+  done
   ;;
 esac
