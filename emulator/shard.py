@@ -432,7 +432,7 @@ class SiteEngine(ShardEngine):
         scheduler are the cycles' other half."""
         for site in self.sites:
             agent = site.agent
-            site.agent = site.scheduler = site._on_finish = None  # a site has fixed fields (slots)
+            site.agent = site.scheduler = site._on_finish = site._hot = None  # a site has fixed fields (slots)
             if hasattr(agent, "__dict__"):
                 agent.__dict__.clear()
         self.sites = []

@@ -63,7 +63,7 @@ class Site:
             "site_id name owner speeds m uniform speed free_count free_procs alloc setup latency _columns "
             "n_local local_jobs cursor r_start r_end r_state r_proc proc_sets scheduler _on_finish fcfs heap "
             "inbox inbox_at timer_times seq msg_seq outbox bound events done kinds job_code sent received "
-            "cpu_seconds pieces agent links fast _fp_free _fp_prev faults down up_at held"
+            "cpu_seconds pieces agent links fast _fp_free _fp_prev faults down up_at held _hot"
         ).split(),
     )
 
@@ -141,6 +141,7 @@ class Site:
         self.cpu_seconds = 0.0  # time spent handling this site's events (its decisions' cost)
         self.pieces = 0  # pieces split off jobs here; names their fragment ids
         self.agent: Any = None  # the protocol's agent (brokers/<protocol>/agent.py), attached by the shard
+        self._hot: tuple | None = None  # advance's fixed references (_hot_refs), made at the first visit
         # The sites it may send to (None: every site): a tuple or a set (SiteEngine chooses).
         self.links: "tuple[int, ...] | frozenset[int] | None" = None
         self.fast = False
@@ -503,10 +504,7 @@ class Site:
         agent = self.agent
         # The loop's fixed references, read once a site (a visit handles one or two events:
         # reading them from the site at each was a tenth of the general path's opcodes).
-        try:
-            hot = self._hot
-        except AttributeError:
-            hot = None
+        hot = self._hot
         if hot is None or hot[0] is not agent:  # the first visit, or an agent attached since
             hot = self._hot = self._hot_refs()
         _, heap, rel, n_local, sched, queue, procs, intercept, handlers, kinds = hot
