@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 
 import pytest
 from hypothesis import settings
@@ -12,6 +13,12 @@ from hypothesis import settings
 settings.register_profile("ci", derandomize=True)
 if os.environ.get("CI"):
     settings.load_profile("ci")
+
+# The Ctrl-C tests press Ctrl-C as a terminal would. A shell without job control starts its
+# background jobs with SIGINT ignored (`nohup ... &`), and every process under them inherits
+# that: a run could then not be interrupted at all, and those tests would fail for the shell.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(scope="session")
