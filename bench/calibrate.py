@@ -39,9 +39,8 @@ HELD = ("sites", "procs", "jobs", "job_messages", "site_rounds")
 CHILD = r"""
 import json, resource, sys, time
 from gridemu.emulator.api import run
-from gridemu.emulator.estimate import estimate
+from gridemu.emulator.estimate import estimate, job_messages
 from gridemu.emulator.scenario import load_scenario
-from gridemu.emulator.estimate import job_messages
 sets, do_run = json.loads(sys.argv[1]), sys.argv[2] == "1"
 name = sets.pop("scenario", "quickstart")
 sc = load_scenario(name, ({"workload.rate": 1.0} if name == "quickstart" else {}) | sets)
