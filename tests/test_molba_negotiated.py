@@ -12,6 +12,7 @@ from gridemu.brokers.molba.algorithm import molba_plan
 from gridemu.brokers.molba.list_scheduling import makespan
 from gridemu.brokers.molba.negotiated import Ledger, compact, negotiated_time
 from tests.golden import digest
+from tests.test_checkpoint import stop_at
 from tests.test_molba_agent import hand_made, instance_of, overloaded_rows, rigid
 
 
@@ -149,16 +150,9 @@ def test_a_stopped_negotiated_run_resumes_to_the_same_job_table(tmp_path):
     data = rigid(6, 16, 80, latency=0.25, mode="negotiated")
     kw = {"backend": "inprocess", "shards": 2}
     whole = emulator.run(data, **kw)
-    seen = {"windows": 0}
-
-    def stop(progress) -> None:
-        seen["windows"] += 1
-        if seen["windows"] == 6:
-            raise KeyboardInterrupt
-
     out = tmp_path / "r"
     with pytest.raises(KeyboardInterrupt):
-        emulator.run(data, **kw, out=out, checkpoint=0, on_progress=stop)
+        emulator.run(data, **kw, out=out, checkpoint=0, on_progress=stop_at(6))
     assert (out / "checkpoint.gridemu").exists()
     resumed = emulator.resume(out)
     assert digest(resumed.jobs) == digest(whole.jobs)
