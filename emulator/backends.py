@@ -25,6 +25,7 @@ from gridemu.emulator.plugins import by_value, dump_shard, load_shard, protocol_
 from gridemu.emulator.shard import Shard, ShardSpec, StepInfo, draw_jobs, numbered, with_drawn_jobs
 from gridemu.model.errors import GridemuError, first_line
 from gridemu.model.jobs import release_keys
+from gridemu.model.messages import PackedRows, to_batch
 
 
 class ShardLost(GridemuError):
@@ -349,7 +350,7 @@ class RayBackend:
     def materialize(self, inboxes: list[list[Any]]) -> list[list[Any]]:
         """Each shard's batches behind the next window's object references (a checkpoint
         must not refer to objects that die with their actors, and holds batches, which
-        either backend resumes from)."""
+        either backend resumes from), packed rows made arrays as a checkpoint stores them."""
         # Batches a checkpoint fetched already stay as they are (the run may end right after
         # one); every reference is fetched in one call, however many shards share it.
         ref = self.ray.ObjectRef
@@ -357,7 +358,8 @@ class RayBackend:
         out = []
         for d, inbox in enumerate(inboxes):
             got = [next(values) if isinstance(b, ref) else b for b in inbox]
-            out.append([b[d] if isinstance(b, tuple) else b for b in got])
+            got = [b[d] if isinstance(b, tuple) else b for b in got]
+            out.append([to_batch(b.rows()) if isinstance(b, PackedRows) else b for b in got])
         return out
 
     def results(self, horizon: float) -> list[dict[str, Any]]:

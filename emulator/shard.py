@@ -23,7 +23,7 @@ from gridemu.emulator.checks import check_causality
 from gridemu.emulator.plugins import protocol_of
 from gridemu.model.errors import InvariantError
 from gridemu.model.jobs import columns_in_piece_order, number_jobs, radix_ids, rank_among, release_keys, take
-from gridemu.model.messages import MessageKinds, empty_batch, to_batch
+from gridemu.model.messages import MessageKinds, PackedRows, empty_batch, pack_rows
 from gridemu.scenarios.poisson import SiteDraws, draw_sites
 from gridemu.sites import faults, fcfs_recurrence
 from gridemu.sites.faults import FaultPlan
@@ -365,7 +365,9 @@ class SiteEngine(ShardEngine):
         a scan of an all-to-all round's million rows is 0.15 s)."""
         if not len(batch):
             return
-        if isinstance(batch, np.ndarray):
+        if isinstance(batch, PackedRows):
+            first, rows = batch.first, batch.rows()
+        elif isinstance(batch, np.ndarray):  # from a checkpoint
             first = float(batch["deliver"].min())
             rows = batch.tolist()
         else:
@@ -418,9 +420,9 @@ class SiteEngine(ShardEngine):
             if row[0] < out_min.get(d, math.inf):
                 out_min[d] = row[0]
         if self.columnar:
-            # Rows for other processes travel as arrays; the shard's own stay rows, as _keep_own
-            # delivers them here (an all-to-all broadcast keeps 1/S of its messages home).
-            out = [b if d == self.shard_id else to_batch(b) for d, b in enumerate(out)]
+            # Rows for other processes travel packed by column; the shard's own stay rows, as
+            # _keep_own delivers them here (an all-to-all broadcast keeps 1/S of its messages home).
+            out = [b if d == self.shard_id or not b else pack_rows(b) for d, b in enumerate(out)]
         return out, out_min
 
     def close(self) -> None:

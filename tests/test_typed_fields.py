@@ -4,6 +4,8 @@ send, and the same values of the same types on every backend and shard count."""
 from __future__ import annotations
 
 import dataclasses
+import math
+import pickle
 
 import numpy as np
 import pytest
@@ -11,7 +13,7 @@ import pytest
 from gridemu import emulator
 from gridemu.brokers import registry
 from gridemu.emulator import backends, shard
-from gridemu.model.messages import N_FLOAT, N_INT, message, to_batch
+from gridemu.model.messages import N_FLOAT, N_INT, message, pack_rows, to_batch
 from tests import typed_fields_protocol
 
 KIND = typed_fields_protocol.SAMPLE
@@ -151,14 +153,20 @@ def test_every_field_type_arrives_the_same_across_in_process_shards(typed_fields
     assert _received(emulator.run(_scenario(), backend="inprocess", shards=shards)) == EXPECTED
 
 
-def test_every_field_type_arrives_the_same_when_shards_exchange_arrays(typed_fields, monkeypatch):
-    # In-process shards hand each other rows; Ray shards hand each other arrays. Shards in one
-    # process made to exchange arrays take the Ray path of every message between shards.
+def test_every_field_type_arrives_the_same_when_shards_exchange_packed_rows(typed_fields, monkeypatch):
+    # In-process shards hand each other rows; Ray shards hand each other rows packed by column
+    # (model.messages.PackedRows), pickled. Shards in one process made to exchange them, through
+    # pickle, take the Ray path of every message between shards.
     made = []
+
+    def packed(rows):
+        made.append(len(rows))
+        return pickle.loads(pickle.dumps(pack_rows(rows)))
+
     monkeypatch.setattr(backends, "dataclasses", _Columnar())
-    monkeypatch.setattr(shard, "to_batch", lambda rows: made.append(len(rows)) or to_batch(rows))
+    monkeypatch.setattr(shard, "pack_rows", packed)
     assert _received(emulator.run(_scenario(), backend="inprocess", shards=3)) == EXPECTED
-    assert sum(made) >= 8  # the messages between shards went as arrays (4 sites on 3 shards: 8 of 12 at least)
+    assert sum(made) >= 8  # the messages between shards went packed (4 sites on 3 shards: 8 of 12 at least)
 
 
 class _Columnar:
@@ -174,3 +182,21 @@ class _Columnar:
 @pytest.mark.parametrize("shards", [1, 3])
 def test_every_field_type_arrives_the_same_on_ray_shards(typed_fields, ray_session, shards):
     assert _received(emulator.run(_scenario(), backend="ray", shards=shards)) == EXPECTED
+
+
+def test_packed_rows_come_back_as_they_went():
+    nan = float("nan")
+    rows = [
+        (2.5, 1, 7, 3, 2.0, 5, 0.0, nan, 0.0, 0.0, 4, 0, 0, 0) + (0,) * 13,
+        (1.5, 2, 8, 3, 1.0, 5, 0.0, 1.0, 0.0, 0.0, 9, 0, 0, 0) + (0,) * 13,
+        (1.5, 2, 9, 0, 1.0, 6, 0.0, 2.0, 0.0, 0.0, 4, 0, 0, 0) + (0,) * 13,
+    ]
+    packed = pickle.loads(pickle.dumps(pack_rows(rows)))
+    back = packed.rows()
+    assert len(packed) == 3 and packed.first == 1.5
+    assert [r[:7] + r[8:] for r in back] == [r[:7] + r[8:] for r in rows]
+    assert math.isnan(back[0][7]) and back[1][7] == 1.0 and back[2][7] == 2.0
+    assert [type(v) for v in back[2]] == [type(v) for v in rows[2]]
+    one = pack_rows(rows[:1])
+    assert [r[:7] + r[8:] for r in one.rows()] == [rows[0][:7] + rows[0][8:]] and math.isnan(one.rows()[0][7])
+    assert all(type(c) is list for c in one.columns)  # a single row: every column goes once
