@@ -13,6 +13,7 @@ import pytest
 import gridemu
 from gridemu import emulator
 from gridemu.emulator.cli import main
+from gridemu.emulator.report import load_run
 from gridemu.emulator.stats import confidence, t975
 from gridemu.emulator.sweep import sweep
 
@@ -141,3 +142,51 @@ def test_a_sweep_folder_says_how_to_repeat_it(tmp_path, capsys):
     )
     row = runs[runs["protocol.name"] == "random"].iloc[0]
     assert again.summary["global"]["mean_flow_time"] == pytest.approx(row["mean_flow_time"], rel=1e-12)
+
+
+def test_report_warmup_counts_a_runs_figures_again_as_the_run_would(tmp_path, capsys):
+    """Issue 43: ``report RUN --warmup T`` gives the figures a run with ``metrics.warmup = T``
+    writes (the same code), whatever cut the run had; S_k, which needs the counterfactual, is
+    left out with a note; summary.json stays as the run wrote it."""
+    full = emulator.run("quickstart", backend="inprocess", overrides=SMALL, out=tmp_path / "r")
+    cut = emulator.run("quickstart", backend="inprocess", overrides={**SMALL, "metrics.warmup": 20.0})
+    _, _, _, again = load_run(tmp_path / "r", warmup=20.0)
+    g, want = again["global"], cut.summary["global"]
+    assert g["warmup"] == 20.0 and g["jobs_measured"] == want["jobs_measured"] < g["jobs"]
+    for key, value in want.items():
+        if key not in ("wall_seconds", "site_cpu_seconds", "setup_seconds", "events_per_second", "jobs_per_second"):
+            assert g[key] == value, key
+    assert g["mean_flow_time"] != full.summary["global"]["mean_flow_time"]
+    for org, figures in cut.summary["organizations"].items():
+        assert again["organizations"][org] == {
+            k: v for k, v in figures.items() if k not in ("score", "sum_flow_time_local")
+        }
+    # 0 takes the cut of a run that had one away.
+    _, _, _, none = load_run(tmp_path / "r", warmup=0.0)
+    assert (
+        "warmup" not in none["global"] and none["global"]["mean_flow_time"] == full.summary["global"]["mean_flow_time"]
+    )
+
+    assert main(["report", str(tmp_path / "r"), "--warmup", "20", "--no-plot"]) == 0
+    out = capsys.readouterr()
+    assert "jobs released before 20 left out" in out.out and "score S_k" not in out.out
+    assert "S_k left out" in out.err
+    assert "warmup" not in gridemu.load(tmp_path / "r").summary["global"]
+    assert main(["report", str(tmp_path / "r"), "--warmup", "-1"]) == 2
+    assert "--warmup" in capsys.readouterr().err
+
+
+def test_report_warmup_of_a_sweep_is_refused_in_one_line(tmp_path, capsys):
+    sweep(
+        "quickstart",
+        [("protocol.name", ["local"])],
+        overrides=SMALL,
+        out=tmp_path / "s",
+        backend="inprocess",
+        quiet=True,
+    )
+    capsys.readouterr()
+    assert main(["report", str(tmp_path / "s"), "--warmup", "20"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "keep no job table" in err and "--set metrics.warmup=T" in err
+    assert not (tmp_path / "s" / "stats.csv").exists()  # refused before any work
