@@ -97,6 +97,8 @@ def run_one(
     # Released before the end (not pending) and not finished: what the report warns about.
     row["jobs_released"] = g["jobs"] - states.get("pending", 0)
     row["jobs_unfinished"] = row["jobs_released"] - states.get("done", 0)
+    if "jobs_measured" in g:  # metrics.warmup: the jobs the figures cover
+        row["jobs_measured"] = g["jobs_measured"]
     row.update({f"messages_{kind}": n for kind, n in g["messages"].items()})
     row.update({f"faults_{k}": v for k, v in g.get("faults", {}).items()})
     # A protocol's own figures (e.g. molba's scores of local, MOLBA and MOLBA+ILBA).

@@ -190,3 +190,17 @@ def test_report_warmup_of_a_sweep_is_refused_in_one_line(tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and "keep no job table" in err and "--set metrics.warmup=T" in err
     assert not (tmp_path / "s" / "stats.csv").exists()  # refused before any work
+
+
+def test_a_sweep_with_a_warmup_cut_says_how_many_jobs_its_figures_cover(tmp_path):
+    runs, _, _ = sweep(
+        "quickstart",
+        [],
+        overrides={**SMALL, "metrics.warmup": 20.0},
+        out=tmp_path / "s",
+        backend="inprocess",
+        quiet=True,
+    )
+    cut = emulator.run("quickstart", backend="inprocess", overrides={**SMALL, "metrics.warmup": 20.0})
+    assert runs["jobs_measured"].tolist() == [cut.summary["global"]["jobs_measured"]]
+    assert runs["jobs_measured"].iloc[0] < runs["jobs"].iloc[0]
