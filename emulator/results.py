@@ -35,6 +35,7 @@ import pyarrow as pa
 from gridemu.brokers import registry
 from gridemu.brokers.metrics import score
 from gridemu.emulator.engine import RawRun
+from gridemu.emulator.provenance import toml_header
 from gridemu.emulator.scenario_toml import to_toml
 from gridemu.emulator.stats import tail
 from gridemu.model.errors import GridemuError
@@ -106,7 +107,7 @@ class RunResult:
         if len(self.pieces) != len(self.jobs):
             self.pieces.to_parquet(folder / "fragments.parquet", index=False)
         (folder / "summary.json").write_text(json.dumps(self.summary, indent=2, default=_json_default) + "\n")
-        (folder / "scenario.toml").write_text(to_toml(self.scenario))
+        (folder / "scenario.toml").write_text(toml_header(self.summary.get("provenance")) + to_toml(self.scenario))
         for table in registry.report_of(self.summary["global"]["protocol"]).result_tables(self.summary):
             table.frame.to_csv(folder / f"{table.name}.csv", index=False)
 

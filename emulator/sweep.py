@@ -227,14 +227,14 @@ def sweep(  # noqa: C901
 
     def write(folder: Path) -> None:
         # How to repeat the sweep: its base scenario (files it names absolute) and its grid.
-        from gridemu.emulator.provenance import provenance
+        from gridemu.emulator.provenance import provenance, toml_header
         from gridemu.emulator.scenario import absolute_paths, apply_overrides
         from gridemu.emulator.scenario_toml import to_toml
 
         repeatable = absolute_paths(apply_overrides(base_data, {}), source or "<dict>")
-        (folder / "scenario.toml").write_text(to_toml(repeatable))
         about = {"grid": [[k, list(v)] for k, v in grid], "repeat": repeat, "backend": backend}
         about["provenance"] = provenance(repeatable)
+        (folder / "scenario.toml").write_text(toml_header(about["provenance"]) + to_toml(repeatable))
         (folder / "sweep.json").write_text(json.dumps(about, indent=1, default=str) + "\n")
         runs.to_parquet(folder / "runs.parquet", index=False)
         runs.to_csv(folder / "runs.csv", index=False)
