@@ -97,6 +97,7 @@ def run_one(
     # Released before the end (not pending) and not finished: what the report warns about.
     row["jobs_released"] = g["jobs"] - states.get("pending", 0)
     row["jobs_unfinished"] = row["jobs_released"] - states.get("done", 0)
+    row["time_unit"] = g["time_unit"]  # what the time figures count in (the report's axes)
     if "jobs_measured" in g:  # metrics.warmup: the jobs the figures cover
         row["jobs_measured"] = g["jobs_measured"]
     row.update({f"messages_{kind}": n for kind, n in g["messages"].items()})

@@ -204,3 +204,27 @@ def test_a_sweep_with_a_warmup_cut_says_how_many_jobs_its_figures_cover(tmp_path
     cut = emulator.run("quickstart", backend="inprocess", overrides={**SMALL, "metrics.warmup": 20.0})
     assert runs["jobs_measured"].tolist() == [cut.summary["global"]["jobs_measured"]]
     assert runs["jobs_measured"].iloc[0] < runs["jobs"].iloc[0]
+    assert runs["time_unit"].tolist() == ["time units"]  # what the report's axes count in
+
+
+def test_a_sweeps_time_figures_share_one_unit_chosen_by_their_span(tmp_path, monkeypatch):
+    from gridemu.emulator import sweep_report
+
+    runs = pd.DataFrame(
+        {
+            "k": ["a", "a", "b", "b"],
+            "seed": [1, 2, 1, 2],
+            "mean_flow_time": [3600.0, 7200.0, 1800.0, 1800.0],
+            "makespan": [8 * 86400.0, 8 * 86400.0, 9 * 86400.0, 9 * 86400.0],
+            "mean_bounded_slowdown": [2.0, 3.0, 1.0, 1.0],
+        }
+    )
+    table = confidence(runs, ["k"], ["mean_flow_time", "makespan", "mean_bounded_slowdown"])
+    drawn = {}
+    monkeypatch.setattr(sweep_report, "save_figure", lambda fig, *a, **k: drawn.setdefault("fig", fig))
+    sweep_report.plot_sweep(tmp_path, table, ["k"], ["mean_flow_time", "makespan", "mean_bounded_slowdown"], unit="s")
+    axes = drawn["fig"].axes
+    assert [ax.get_title() for ax in axes[:3]] == ["mean_flow_time (days)", "makespan (days)", "mean_bounded_slowdown"]
+    points = axes[1].lines[0].get_ydata()  # the errorbar's means
+    assert list(points) == pytest.approx([8.0, 9.0])
+    assert list(axes[2].lines[0].get_ydata()) == pytest.approx([2.5, 1.0])  # no unit: as it is
