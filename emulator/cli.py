@@ -22,6 +22,7 @@ from gridemu.emulator.console import stderr_console
 from gridemu.emulator.figures import figure_options
 from gridemu.emulator.results import check_out
 from gridemu.emulator.scenario import load_scenario, parse_override, read_scenario_file, shipped_scenarios
+from gridemu.model.checks import check_number
 from gridemu.model.errors import GridemuError, InvariantError
 
 EXIT_USAGE = 2
@@ -369,6 +370,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     parse_sites(args.gantt_sites, None)  # a typo is one line before any work
     check_format(args.format, args.dpi)
     window = parse_window(args.window)
+    if args.warmup is not None:
+        check_number("--warmup", args.warmup, nonneg=True, finite=True)
     report(
         Path(args.dir),
         plot=not args.no_plot,
@@ -377,6 +380,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         fmt=args.format,
         dpi=args.dpi,
         window=window,
+        warmup=args.warmup,
     )
     return 0
 
@@ -511,6 +515,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--window",
         metavar="T0:T1",
         help="the time range the Gantt chart draws, in the run's time unit (implies --gantt; 3600: from 3600 on)",
+    )
+    p.add_argument(
+        "--warmup",
+        type=float,
+        metavar="T",
+        help="a run's job figures over the jobs released from virtual time T on (0: all); not for a sweep",
     )
     figure_options(p)
     p.set_defaults(func=cmd_report)

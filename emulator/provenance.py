@@ -2,6 +2,7 @@
 version and, when the package runs from a git checkout, its commit (and whether files were
 changed); the versions of Python, numpy, pandas and Ray; each input file's absolute path and
 SHA-256 (the trace a workload reads), so that a later run can tell it has the same data.
+The saved ``scenario.toml`` carries the same facts as comment lines (:func:`toml_header`).
 """
 
 from __future__ import annotations
@@ -76,3 +77,19 @@ def provenance(data: dict[str, Any]) -> dict[str, Any]:
     if files:
         out["inputs"] = files
     return out
+
+
+def toml_header(prov: dict[str, Any] | None) -> str:
+    """``provenance`` as TOML comment lines, put at the top of a saved ``scenario.toml`` so
+    that the file alone says what ran it (a TOML reader skips them)."""
+    if not prov:
+        return ""
+    what = f"gridemu {prov.get('gridemu')}"
+    git = prov.get("git")
+    if git:
+        what += f" (git {git['commit']}{', with modified files' if git.get('modified') else ''})"
+    libraries = ", ".join(f"{name} {prov[name]}" for name in ("python", *LIBRARIES) if prov.get(name))
+    lines = [f"# written by {what}; {libraries}"]
+    for key, file in prov.get("inputs", {}).items():
+        lines.append(f"# {key}: {file['path']}, sha256 {file['sha256'] or 'none (the file is missing)'}")
+    return "\n".join(lines) + "\n"

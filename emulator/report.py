@@ -18,7 +18,8 @@ panel per site, colored by owner (:func:`plot_gantt`; for rigid-job schedules, t
 ``--window T0:T1`` draws that time range only.
 
 A protocol's result tables (``Report.tables``: fairshare's policy table) are printed after
-the run's.
+the run's. ``--warmup T`` counts a run's job figures again over the jobs released from T on
+(:func:`load_run`; a sweep, which keeps no job table, is refused).
 
 For a sweep folder (``runs.parquet``), ``emulator/sweep_report.py`` gives every headline
 figure's mean and 95 % interval per setting, with figures; for the thesis ch. 4 protocols it
@@ -49,7 +50,7 @@ from gridemu.emulator.figures import (
     save_figure,
     time_axis,
 )
-from gridemu.emulator.results import load
+from gridemu.emulator.results import load, with_warmup
 from gridemu.model.checks import parse_int
 from gridemu.model.errors import GridemuError, ScenarioError
 from gridemu.sites.results import interval_runs
@@ -192,14 +193,29 @@ def _fmt(value: Any, digits: int = 2) -> str:
     return str(value)
 
 
-def load_run(run_dir: Path) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame | None, dict[str, Any]]:
+def load_run(
+    run_dir: Path, warmup: float | None = None
+) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame | None, dict[str, Any]]:
     """The tables the report draws: jobs (with ``attrs["pieces"]`` where jobs were split:
-    what each site ran is in the pieces, waiting is per job), sites, timeseries or None, summary."""
+    what each site ran is in the pieces, waiting is per job), sites, timeseries or None, summary;
+    with ``warmup``, the summary's job figures over the jobs released from it on
+    (:func:`with_warmup`, the run's own metric code)."""
     result = load(run_dir)
     jobs = result.jobs
     if len(result.pieces) != len(jobs):
         jobs.attrs["pieces"] = result.pieces
-    return jobs, result.sites, result.timeseries if len(result.timeseries) else None, result.summary
+    summary = result.summary
+    if warmup is not None:
+        if "metrics" not in result.scenario:
+            raise GridemuError(f"report --warmup: {run_dir / 'scenario.toml'} is missing (its metrics.slowdown_bound)")
+        if any("score" in v for v in summary["organizations"].values()):
+            print(
+                "gridemu: note: report --warmup: S_k left out: it needs the counterfactual run, which the folder "
+                f"does not keep (gridemu run ... --warmup {warmup:g} counts it)",
+                file=sys.stderr,
+            )
+        summary = with_warmup(summary, jobs, result.scenario["metrics"], warmup)
+    return jobs, result.sites, result.timeseries if len(result.timeseries) else None, summary
 
 
 def curves(
@@ -424,11 +440,14 @@ def plot_flow_cdf(
     """Each organization's flow times as a cumulative distribution (finished jobs; log time
     axis): ``DIR/flow_cdf.<fmt>``, the legend in name order and each organization in its
     colour of the Gantt chart. Past MAX_LINES organizations: the grid's, and the three of
-    highest mean flow time. A distribution of fewer than DOTS_BELOW jobs is drawn as dots."""
+    highest mean flow time. A distribution of fewer than DOTS_BELOW jobs is drawn as dots.
+    With a warm-up cut (``global.warmup``), the jobs released from it on, as the summary's."""
     plt = _pyplot()
     g = summary["global"]
     axis = axis or time_axis(run_span(jobs), g.get("time_unit", "time units"))
     done = jobs[jobs["state"] == "done"]
+    if g.get("warmup"):  # the same jobs as the summary's flow-time figures
+        done = done[done["release"] >= g["warmup"]]
     flow = pd.Series(axis(done["end"] - done["release"]), index=done.index).clip(lower=1e-12)
     owner = done["owner"].astype(str)
     fig, ax = plt.subplots(figsize=(9, 4.8))
@@ -459,8 +478,9 @@ def plot_flow_cdf(
     ax.set_ylim(0, 1.03)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
+    cut = f", jobs released from t={g['warmup']:g} {g.get('time_unit', 'time units')} on" if g.get("warmup") else ""
     ax.set_title(
-        f"flow time per organization: {g['protocol']} protocol, {g['sites']} sites, seed {g['seed']}", fontsize=10
+        f"flow time per organization: {g['protocol']} protocol, {g['sites']} sites, seed {g['seed']}{cut}", fontsize=10
     )
     return save_figure(fig, run_dir / "flow_cdf.png", fmt, dpi, tight=True)
 
@@ -796,17 +816,25 @@ def report(
     fmt: str = "png",
     dpi: float = DEFAULT_DPI,
     window: tuple[float, float] | None = None,
+    warmup: float | None = None,
 ) -> Path | None:
     """Print a run's tables and write its figures (``fmt``, ``dpi``), all in one time unit
-    (:func:`time_axis` of the run's span); a sweep folder's table (:func:`report_sweep`)."""
+    (:func:`time_axis` of the run's span); a sweep folder's table (:func:`report_sweep`).
+    ``warmup``: the job figures over the jobs released from it on (0: all), whatever cut the
+    run had; summary.json is left as the run wrote it."""
     if (run_dir / "runs.parquet").exists() and not (run_dir / "summary.json").exists():
         from gridemu.emulator.sweep_report import has_period_scores, report_sweep_folder
 
+        if warmup is not None:
+            raise GridemuError(
+                f"report --warmup: {run_dir} is a sweep, whose runs keep no job table to cut: "
+                "sweep again with --set metrics.warmup=T (or --warmup T)"
+            )
         path = report_sweep_folder(run_dir, plot=plot, fmt=fmt, dpi=dpi)
         if has_period_scores(run_dir):
             report_sweep(run_dir)
         return path
-    jobs, sites, ts, summary = load_run(run_dir)
+    jobs, sites, ts, summary = load_run(run_dir, warmup)
     print_summary(summary)
     if not plot:
         return None

@@ -35,6 +35,7 @@ import pyarrow as pa
 from gridemu.brokers import registry
 from gridemu.brokers.metrics import score
 from gridemu.emulator.engine import RawRun
+from gridemu.emulator.provenance import toml_header
 from gridemu.emulator.scenario_toml import to_toml
 from gridemu.emulator.stats import tail
 from gridemu.model.errors import GridemuError
@@ -106,7 +107,7 @@ class RunResult:
         if len(self.pieces) != len(self.jobs):
             self.pieces.to_parquet(folder / "fragments.parquet", index=False)
         (folder / "summary.json").write_text(json.dumps(self.summary, indent=2, default=_json_default) + "\n")
-        (folder / "scenario.toml").write_text(to_toml(self.scenario))
+        (folder / "scenario.toml").write_text(toml_header(self.summary.get("provenance")) + to_toml(self.scenario))
         for table in registry.report_of(self.summary["global"]["protocol"]).result_tables(self.summary):
             table.frame.to_csv(folder / f"{table.name}.csv", index=False)
 
@@ -589,13 +590,16 @@ def by_owner(values: pd.Series, owner: pd.Series, n_orgs: int) -> Any:
     return values.groupby(pd.Categorical.from_codes(owner.to_numpy(), categories=range(n_orgs)), observed=False)
 
 
-def summarize(
-    raw: RawRun, table: pd.DataFrame, sites: pd.DataFrame, local_table: pd.DataFrame | None
-) -> dict[str, Any]:
-    orgs = raw.scenario.orgs
-    everything = table
+def job_figures(
+    table: pd.DataFrame, orgs: list[str], metrics: dict[str, Any], local_table: pd.DataFrame | None = None
+) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    """The figures of a job table (owner and state as codes): the global ones (``makespan``,
+    means and tails of flow, wait and bounded slowdown) and each organization's, over the jobs
+    released from ``metrics.warmup`` on (with a cut, ``warmup`` and ``jobs_measured`` too);
+    ``sum_flow_time_local`` and ``score`` where the counterfactual's ``local_table`` is given.
+    A run's summary and ``gridemu report DIR --warmup T`` both count them here."""
     # metrics.warmup: jobs released before it are left out of every figure of a job.
-    warmup = float(raw.scenario.data["metrics"].get("warmup", 0.0))
+    warmup = float(metrics.get("warmup", 0.0))
     if warmup > 0:
         table = table[table["release"].to_numpy() >= warmup]
         if local_table is not None:
@@ -609,7 +613,7 @@ def summarize(
     n_done = np.bincount(done["owner"].to_numpy(), minlength=len(orgs))
     makespan = by_owner(done["end"], done["owner"], len(orgs)).max().to_numpy()
     migrated = np.bincount(owner, weights=(table["migrations"].to_numpy() > 0), minlength=len(orgs))
-    bound = float(raw.scenario.data["metrics"].get("slowdown_bound", 10.0))
+    bound = float(metrics.get("slowdown_bound", 10.0))
     waits, slowdowns, mean_wait, mean_bsld = wait_and_slowdown(done, len(orgs), bound)
     per_org = {}
     for k, org in enumerate(orgs):
@@ -627,12 +631,7 @@ def summarize(
             entry["sum_flow_time_local"] = float(local_flows[k])
             entry["score"] = score(float(flows[k]), float(local_flows[k]))
         per_org[org] = entry
-    sent = [c for c in sites.columns if c.startswith("sent_")]
-    messages = {c[5:]: int(sites[c].sum()) for c in sent if sites[c].sum() > 0}
-    states = everything["state"].value_counts()
     glob = {
-        "jobs": int(len(everything)),
-        "jobs_by_state": {STATES[int(c)]: int(n) for c, n in states.items()},
         "makespan": float(table.loc[done_mask, "end"].max()) if done_mask.any() else None,
         "mean_flow_time": float(flows.sum() / done_mask.sum()) if done_mask.any() else None,
         "mean_wait_time": mean_wait if done_mask.any() else None,
@@ -640,6 +639,50 @@ def summarize(
         **tail(done["end"] - done["release"], "flow_time"),
         **tail(done["start"] - done["release"], "wait_time"),
         **tail(bounded_slowdown(done, bound), "bounded_slowdown"),
+    }
+    if warmup > 0:
+        glob["warmup"] = warmup
+        glob["jobs_measured"] = int(len(table))
+    return glob, per_org
+
+
+def with_warmup(summary: dict[str, Any], jobs: pd.DataFrame, metrics: dict[str, Any], warmup: float) -> dict[str, Any]:
+    """``summary`` with its job figures counted again (:func:`job_figures`) over the jobs of the
+    job table ``jobs`` (as ``jobs.parquet`` holds it) released from ``warmup`` on; 0: no cut.
+    The counterfactual is not kept in a run's folder, so ``score`` and ``sum_flow_time_local``
+    are left out; the protocol's sections stay as the run wrote them."""
+    orgs = list(summary["organizations"])
+    coded = pd.DataFrame(
+        {
+            "owner": pd.Categorical(jobs["owner"], categories=orgs).codes,
+            "state": pd.Categorical(jobs["state"], categories=list(STATES)).codes,
+            **{c: jobs[c] for c in ("release", "start", "end", "size", "migrations")},
+        }
+    )
+    figures, per_org = job_figures(coded, orgs, {**metrics, "warmup": warmup})
+    glob = {k: v for k, v in summary["global"].items() if k not in ("warmup", "jobs_measured")}
+    glob.update(figures)
+    dropped = ("score", "sum_flow_time_local")
+    organizations = {
+        org: {**{k: v for k, v in old.items() if k not in dropped}, **per_org[org]}
+        for org, old in summary["organizations"].items()
+    }
+    return {**summary, "global": glob, "organizations": organizations}
+
+
+def summarize(
+    raw: RawRun, table: pd.DataFrame, sites: pd.DataFrame, local_table: pd.DataFrame | None
+) -> dict[str, Any]:
+    orgs = raw.scenario.orgs
+    figures, per_org = job_figures(table, orgs, raw.scenario.data["metrics"], local_table)
+    sent = [c for c in sites.columns if c.startswith("sent_")]
+    messages = {c[5:]: int(sites[c].sum()) for c in sent if sites[c].sum() > 0}
+    states = table["state"].value_counts()
+    cut = {k: figures.pop(k) for k in ("warmup", "jobs_measured") if k in figures}
+    glob = {
+        "jobs": int(len(table)),
+        "jobs_by_state": {STATES[int(c)]: int(n) for c, n in states.items()},
+        **figures,
         "time_unit": raw.scenario.data["run"]["time_unit"],
         "events": int(raw.events),
         "messages": messages,
@@ -658,9 +701,7 @@ def summarize(
         "seed": raw.scenario.seed,
         "protocol": raw.scenario.protocol["name"],
     }
-    if warmup > 0:
-        glob["warmup"] = warmup
-        glob["jobs_measured"] = int(len(table))
+    glob.update(cut)
     if "stalled_at" in raw.extra:  # liveness: stopped with only timers left (coordinator.Coordinator)
         glob["stalled_at"] = raw.extra["stalled_at"]
     if raw.scenario.faults is not None:
@@ -687,5 +728,7 @@ __all__ = [
     "site_table",
     "timeseries_table",
     "summarize",
+    "job_figures",
+    "with_warmup",
     "score",
 ]

@@ -97,6 +97,9 @@ def run_one(
     # Released before the end (not pending) and not finished: what the report warns about.
     row["jobs_released"] = g["jobs"] - states.get("pending", 0)
     row["jobs_unfinished"] = row["jobs_released"] - states.get("done", 0)
+    row["time_unit"] = g["time_unit"]  # what the time figures count in (the report's axes)
+    if "jobs_measured" in g:  # metrics.warmup: the jobs the figures cover
+        row["jobs_measured"] = g["jobs_measured"]
     row.update({f"messages_{kind}": n for kind, n in g["messages"].items()})
     row.update({f"faults_{k}": v for k, v in g.get("faults", {}).items()})
     # A protocol's own figures (e.g. molba's scores of local, MOLBA and MOLBA+ILBA).
@@ -225,14 +228,14 @@ def sweep(  # noqa: C901
 
     def write(folder: Path) -> None:
         # How to repeat the sweep: its base scenario (files it names absolute) and its grid.
-        from gridemu.emulator.provenance import provenance
+        from gridemu.emulator.provenance import provenance, toml_header
         from gridemu.emulator.scenario import absolute_paths, apply_overrides
         from gridemu.emulator.scenario_toml import to_toml
 
         repeatable = absolute_paths(apply_overrides(base_data, {}), source or "<dict>")
-        (folder / "scenario.toml").write_text(to_toml(repeatable))
         about = {"grid": [[k, list(v)] for k, v in grid], "repeat": repeat, "backend": backend}
         about["provenance"] = provenance(repeatable)
+        (folder / "scenario.toml").write_text(toml_header(about["provenance"]) + to_toml(repeatable))
         (folder / "sweep.json").write_text(json.dumps(about, indent=1, default=str) + "\n")
         runs.to_parquet(folder / "runs.parquet", index=False)
         runs.to_csv(folder / "runs.csv", index=False)

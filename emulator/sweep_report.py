@@ -4,8 +4,9 @@ For every setting of the swept keys (over its seeds): each headline figure's mea
 deviation, number of runs and 95 % confidence interval (Student t, :mod:`emulator.stats`),
 printed and written to ``SWEEPDIR/stats.csv``; ``SWEEPDIR/sweep.png`` draws them as point
 ranges (the mean and its interval) per figure against the first swept key, one series per
-setting of the others. Warnings name the settings where many jobs never finished and the
-swept keys that changed nothing (every value gave the same runs: a key the protocol ignores).
+setting of the others, the figures of time in one unit (seconds, hours or days). Warnings
+name the settings where many jobs never finished and the swept keys that changed nothing
+(every value gave the same runs: a key the protocol ignores).
 Sweeps of the thesis ch. 4 protocols also get their per-period scores (``report.report_sweep``,
 which ``report.report`` calls after this module's report).
 """
@@ -18,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from gridemu.emulator.figures import DEFAULT_DPI, save_figure
+from gridemu.emulator.figures import DEFAULT_DPI, save_figure, time_axis
 from gridemu.emulator.results import read_table
 from gridemu.emulator.stats import TAIL_FIGURES, confidence
 
@@ -36,6 +37,8 @@ HEADLINE = (
 SHOWN = ("mean_flow_time", "flow_time_p95", "mean_wait_time", "mean_bounded_slowdown", "makespan", "score_mean")
 #: Figures that depend on the schedule only (not on timing): equal in two runs of the same schedule.
 SCHEDULE = ("jobs", "makespan", "mean_flow_time", "events", "messages_total")
+#: The figures that are lengths of virtual time (drawn in the run's time unit).
+TIME_FIGURES = ("mean_flow_time", "mean_wait_time", "makespan", "flow_time_", "wait_time_")
 #: A setting whose runs leave more than this share of their released jobs unfinished is named.
 UNFINISHED_SHARE = 0.05
 
@@ -128,7 +131,9 @@ def report_sweep_folder(sweep_dir: Path, plot: bool = True, fmt: str = "png", dp
     for line in warnings_of(runs, keys):
         print(f"gridemu: warning: {line}", file=sys.stderr)
     if plot and len(table):
-        print(f"figure written to {plot_sweep(sweep_dir, table, keys, shown, fmt, dpi)}")
+        units = runs["time_unit"].dropna().unique() if "time_unit" in runs else []
+        unit = str(units[0]) if len(units) == 1 else "time units"  # sweeps written before it was kept: as they were
+        print(f"figure written to {plot_sweep(sweep_dir, table, keys, shown, fmt, dpi, unit)}")
     return path
 
 
@@ -145,8 +150,11 @@ def plot_sweep(
     figures: list[str],
     fmt: str = "png",
     dpi: float = DEFAULT_DPI,
+    unit: str = "time units",
 ) -> Path:
-    """Point ranges (mean, 95 % interval) of each figure against the first swept key."""
+    """Point ranges (mean, 95 % interval) of each figure against the first swept key; figures
+    of time in one unit for all panels, chosen from the longest (:func:`time_axis`; ``unit``:
+    the runs' ``run.time_unit``), and named in each panel's title."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -161,11 +169,15 @@ def plot_sweep(
     rows = -(-len(figures) // cols)
     fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.2 * rows), squeeze=False)
     width = 0.5 / max(1, len(series))
+    timed = [f for f in figures if f.startswith(TIME_FIGURES)]
+    spans = flat[[f"{f}_mean" for f in timed]].to_numpy(dtype=float) if timed else np.zeros(0)
+    axis = time_axis(float(np.nanmax(spans)) if np.isfinite(spans).any() else 0.0, unit)
     for ax, f in zip(axes.flat, figures):
+        scale = axis.scale if f in timed else 1.0
         for i, (label, part) in enumerate(series):
             pos = np.array([xs.index(v) for v in part[x_key]], dtype=float) + (i - (len(series) - 1) / 2) * width
-            mean = part[f"{f}_mean"].to_numpy(dtype=float)
-            half = np.nan_to_num(part[f"{f}_ci95"].to_numpy(dtype=float))
+            mean = part[f"{f}_mean"].to_numpy(dtype=float) / scale
+            half = np.nan_to_num(part[f"{f}_ci95"].to_numpy(dtype=float)) / scale
             label = label if isinstance(label, tuple) else (label,)
             name = ", ".join(f"{k}={_text(v)}" for k, v in zip(others, label)) or None
             ax.errorbar(pos, mean, yerr=half, fmt="o", capsize=3, label=name)
@@ -178,7 +190,8 @@ def plot_sweep(
         log = len(means) and means.min() > 0 and means.max() / means.min() > 30
         if log:
             ax.set_yscale("log")
-        ax.set_title(f + (" (log scale)" if log else ""), fontsize=9)
+        what = ", ".join(([axis.label] if f in timed else []) + (["log scale"] if log else []))
+        ax.set_title(f + (f" ({what})" if what else ""), fontsize=9)
         ax.grid(axis="y", alpha=0.3)
     for ax in list(axes.flat)[len(figures) :]:
         ax.set_visible(False)

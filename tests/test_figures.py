@@ -300,15 +300,11 @@ def test_constant_panels_are_left_out_and_named():
     assert run_panels(waiting, backlog, levels, "l_k") == (["util", "waiting", "backlog", "level"], [])
 
 
-def test_flow_cdf_legend_is_sorted_and_few_points_are_dots(tmp_path):
-    from gridemu.emulator.report import plot_flow_cdf
-
-    rows = []
-    for org, n in (("org10", 30), ("org2", 3), ("org1", 12)):
-        rows += [{"owner": org, "release": 0.0, "end": float(i + 1), "state": "done"} for i in range(n)]
-    jobs = pd.DataFrame(rows)
-    summary = {"global": {"protocol": "local", "sites": 3, "seed": 1, "time_unit": "s"}}
+def flow_cdf_lines(folder: Path, jobs: pd.DataFrame, summary: dict) -> dict:
+    """What plot_flow_cdf draws: its legend's labels, each line's marker and style."""
     import matplotlib.figure
+
+    from gridemu.emulator.report import plot_flow_cdf
 
     seen = {}
     original = matplotlib.figure.Figure.savefig
@@ -318,16 +314,37 @@ def test_flow_cdf_legend_is_sorted_and_few_points_are_dots(tmp_path):
         seen["labels"] = [t.get_text() for t in ax.get_legend().get_texts()]
         seen["markers"] = {line.get_label().split()[0]: line.get_marker() for line in ax.get_lines()}
         seen["styles"] = {line.get_label().split()[0]: line.get_linestyle() for line in ax.get_lines()}
+        seen["title"] = ax.get_title()
         return original(fig, *args, **kwargs)
 
     matplotlib.figure.Figure.savefig = spy
     try:
-        plot_flow_cdf(tmp_path, jobs, summary)
+        plot_flow_cdf(folder, jobs, summary)
     finally:
         matplotlib.figure.Figure.savefig = original
+    return seen
+
+
+def few_jobs() -> pd.DataFrame:
+    rows = []
+    for org, n in (("org10", 30), ("org2", 3), ("org1", 12)):
+        rows += [{"owner": org, "release": float(i), "end": float(2 * i + 1), "state": "done"} for i in range(n)]
+    return pd.DataFrame(rows)
+
+
+def test_flow_cdf_legend_is_sorted_and_few_points_are_dots(tmp_path):
+    summary = {"global": {"protocol": "local", "sites": 3, "seed": 1, "time_unit": "s"}}
+    seen = flow_cdf_lines(tmp_path, few_jobs(), summary)
     assert seen["labels"] == ["org1 (12 jobs)", "org2 (3 jobs)", "org10 (30 jobs)"]
     assert seen["markers"]["org2"] == "o" and seen["styles"]["org2"] == "None"  # 3 points: dots
     assert seen["styles"]["org10"] == "-"
+
+
+def test_flow_cdf_of_a_run_with_a_warmup_cut_draws_the_jobs_its_figures_count(tmp_path):
+    summary = {"global": {"protocol": "local", "sites": 3, "seed": 1, "time_unit": "s", "warmup": 10.0}}
+    seen = flow_cdf_lines(tmp_path, few_jobs(), summary)
+    assert seen["labels"] == ["org1 (2 jobs)", "org10 (20 jobs)"]  # org2's jobs all came before t=10
+    assert "released from t=10 s on" in seen["title"]
 
 
 # --------------------------------------------------------------------------- fairshare policy table

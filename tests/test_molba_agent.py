@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pandas as pd
 import pytest
 from hypothesis import given, settings
@@ -276,7 +278,7 @@ def test_cli_exits_2_on_a_bad_alpha(capsys):
 def test_report_gantt_of_a_molba_run_shows_the_local_schedule_beside_the_executed_one(tmp_path, capsys):
     from gridemu.brokers.molba.algorithm import local_schedule
     from gridemu.brokers.molba.protocol import local_table
-    from gridemu.emulator.report import report
+    from gridemu.emulator.report import gantt_boxes, report
 
     data = rigid(4, 8, 24)
     result = emulator.run(data, out=tmp_path)
@@ -290,6 +292,13 @@ def test_report_gantt_of_a_molba_run_shows_the_local_schedule_beside_the_execute
     assert dict(zip(local["job_id"], local["start"])) == pytest.approx(want)
     assert (local["exec_site"] == local["submit_site"]).all()
     assert (local["end"] - local["start"]).to_numpy() == pytest.approx(local["size"].to_numpy())
+    # The local half's boxes: no two jobs on one processor at once (the executed run's
+    # processors, which the job table records, are not the local schedule's).
+    boxes = gantt_boxes(local, {s: 8 for s in range(4)})
+    for _, part in boxes.groupby("site"):
+        used = [(b.start, b.end, p) for b in part.itertuples() for p in range(b.proc, b.proc + b.count)]
+        for (s1, e1, p1), (s2, e2, p2) in itertools.combinations(used, 2):
+            assert p1 != p2 or e1 <= s2 + 1e-9 or e2 <= s1 + 1e-9
 
 
 # ------------------------------------------------------------------ mode = "aggregates"

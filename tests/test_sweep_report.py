@@ -13,6 +13,7 @@ import pytest
 import gridemu
 from gridemu import emulator
 from gridemu.emulator.cli import main
+from gridemu.emulator.report import load_run
 from gridemu.emulator.stats import confidence, t975
 from gridemu.emulator.sweep import sweep
 
@@ -141,3 +142,89 @@ def test_a_sweep_folder_says_how_to_repeat_it(tmp_path, capsys):
     )
     row = runs[runs["protocol.name"] == "random"].iloc[0]
     assert again.summary["global"]["mean_flow_time"] == pytest.approx(row["mean_flow_time"], rel=1e-12)
+
+
+def test_report_warmup_counts_a_runs_figures_again_as_the_run_would(tmp_path, capsys):
+    """Issue 43: ``report RUN --warmup T`` gives the figures a run with ``metrics.warmup = T``
+    writes (the same code), whatever cut the run had; S_k, which needs the counterfactual, is
+    left out with a note; summary.json stays as the run wrote it."""
+    full = emulator.run("quickstart", backend="inprocess", overrides=SMALL, out=tmp_path / "r")
+    cut = emulator.run("quickstart", backend="inprocess", overrides={**SMALL, "metrics.warmup": 20.0})
+    _, _, _, again = load_run(tmp_path / "r", warmup=20.0)
+    g, want = again["global"], cut.summary["global"]
+    assert g["warmup"] == 20.0 and g["jobs_measured"] == want["jobs_measured"] < g["jobs"]
+    for key, value in want.items():
+        if key not in ("wall_seconds", "site_cpu_seconds", "setup_seconds", "events_per_second", "jobs_per_second"):
+            assert g[key] == value, key
+    assert g["mean_flow_time"] != full.summary["global"]["mean_flow_time"]
+    for org, figures in cut.summary["organizations"].items():
+        assert again["organizations"][org] == {
+            k: v for k, v in figures.items() if k not in ("score", "sum_flow_time_local")
+        }
+    # 0 takes the cut of a run that had one away.
+    _, _, _, none = load_run(tmp_path / "r", warmup=0.0)
+    assert (
+        "warmup" not in none["global"] and none["global"]["mean_flow_time"] == full.summary["global"]["mean_flow_time"]
+    )
+
+    assert main(["report", str(tmp_path / "r"), "--warmup", "20", "--no-plot"]) == 0
+    out = capsys.readouterr()
+    assert "jobs released before 20 left out" in out.out and "score S_k" not in out.out
+    assert "S_k left out" in out.err
+    assert "warmup" not in gridemu.load(tmp_path / "r").summary["global"]
+    assert main(["report", str(tmp_path / "r"), "--warmup", "-1"]) == 2
+    assert "--warmup" in capsys.readouterr().err
+
+
+def test_report_warmup_of_a_sweep_is_refused_in_one_line(tmp_path, capsys):
+    sweep(
+        "quickstart",
+        [("protocol.name", ["local"])],
+        overrides=SMALL,
+        out=tmp_path / "s",
+        backend="inprocess",
+        quiet=True,
+    )
+    capsys.readouterr()
+    assert main(["report", str(tmp_path / "s"), "--warmup", "20"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "keep no job table" in err and "--set metrics.warmup=T" in err
+    assert not (tmp_path / "s" / "stats.csv").exists()  # refused before any work
+
+
+def test_a_sweep_with_a_warmup_cut_says_how_many_jobs_its_figures_cover(tmp_path):
+    runs, _, _ = sweep(
+        "quickstart",
+        [],
+        overrides={**SMALL, "metrics.warmup": 20.0},
+        out=tmp_path / "s",
+        backend="inprocess",
+        quiet=True,
+    )
+    cut = emulator.run("quickstart", backend="inprocess", overrides={**SMALL, "metrics.warmup": 20.0})
+    assert runs["jobs_measured"].tolist() == [cut.summary["global"]["jobs_measured"]]
+    assert runs["jobs_measured"].iloc[0] < runs["jobs"].iloc[0]
+    assert runs["time_unit"].tolist() == ["time units"]  # what the report's axes count in
+
+
+def test_a_sweeps_time_figures_share_one_unit_chosen_by_their_span(tmp_path, monkeypatch):
+    from gridemu.emulator import sweep_report
+
+    runs = pd.DataFrame(
+        {
+            "k": ["a", "a", "b", "b"],
+            "seed": [1, 2, 1, 2],
+            "mean_flow_time": [3600.0, 7200.0, 1800.0, 1800.0],
+            "makespan": [8 * 86400.0, 8 * 86400.0, 9 * 86400.0, 9 * 86400.0],
+            "mean_bounded_slowdown": [2.0, 3.0, 1.0, 1.0],
+        }
+    )
+    table = confidence(runs, ["k"], ["mean_flow_time", "makespan", "mean_bounded_slowdown"])
+    drawn = {}
+    monkeypatch.setattr(sweep_report, "save_figure", lambda fig, *a, **k: drawn.setdefault("fig", fig))
+    sweep_report.plot_sweep(tmp_path, table, ["k"], ["mean_flow_time", "makespan", "mean_bounded_slowdown"], unit="s")
+    axes = drawn["fig"].axes
+    assert [ax.get_title() for ax in axes[:3]] == ["mean_flow_time (days)", "makespan (days)", "mean_bounded_slowdown"]
+    points = axes[1].lines[0].get_ydata()  # the errorbar's means
+    assert list(points) == pytest.approx([8.0, 9.0])
+    assert list(axes[2].lines[0].get_ydata()) == pytest.approx([2.5, 1.0])  # no unit: as it is

@@ -99,7 +99,14 @@ def test_a_run_records_how_to_repeat_it_and_its_scenario_runs_from_another_folde
         "path": str(trace.resolve()),
         "sha256": hashlib.sha256(trace.read_bytes()).hexdigest(),
     }
-    assert f'path = "{trace.resolve()}"' in (tmp_path / "r" / "scenario.toml").read_text()
+    saved = (tmp_path / "r" / "scenario.toml").read_text()
+    assert f'path = "{trace.resolve()}"' in saved
+    # The saved scenario alone says what ran it: comment lines a TOML reader skips.
+    head = saved.splitlines()[:2]
+    assert head[0].startswith(f"# written by gridemu {prov['gridemu']}") and f"numpy {prov['numpy']}" in head[0]
+    if "git" in prov:
+        assert prov["git"]["commit"] in head[0]
+    assert head[1] == f"# workload.path: {trace.resolve()}, sha256 {prov['inputs']['workload.path']['sha256']}"
     # The saved scenario runs from any folder and gives the same jobs.
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()

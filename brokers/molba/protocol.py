@@ -187,14 +187,17 @@ def molba_summary(
 
 def local_table(jobs: pd.DataFrame, machines: list[int], t0: float) -> pd.DataFrame:
     """A molba run's jobs as the local schedule runs them (at home, from T0): the left half
-    of ``gridemu report --gantt``. Lengths are read back from the executed times."""
+    of ``gridemu report --gantt``. Lengths are read back from the executed times. The
+    processors the executed run recorded (``proc``, ``proc_set``) are not the local
+    schedule's: left out, so the chart places each job on the lowest free ones, as the
+    local schedule's list scheduling does."""
     length = (jobs["end"] - jobs["start"]).to_numpy()
     inst = [
         Job(int(i), int(s), float(p), int(q))
         for i, s, p, q in zip(jobs["job_id"], jobs["submit_site"], length, jobs["procs"])
     ]
     start = {pl.job: pl.start for pl in local_schedule(inst, machines)}
-    out = jobs.copy()
+    out = jobs.drop(columns=["proc", "proc_set"], errors="ignore")
     out["exec_site"] = out["submit_site"]
     out["start"] = t0 + out["job_id"].map(start)
     out["end"] = out["start"] + length

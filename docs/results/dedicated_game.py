@@ -121,7 +121,7 @@ def figure(curves: dict, fmt: str = "png", dpi: float = 110) -> None:
         ax.axhline(0, color="grey", lw=0.8, ls=":")
         ax.set_title(label.replace(" (cooperation)", ""), fontsize=9)
         ax.set_xlabel("round")
-    axes[0].set_ylabel("cumulative payoff Σ u_k\n(time units gained over MJF)")
+    axes[0].set_ylabel("cumulative payoff $\\Sigma\\, u_k$\n(time units gained over MJF)")
     axes[0].legend(fontsize=8, loc="upper left")
     fig.suptitle(
         f"The scheduling game, 3 organizations, 8 jobs per machine, {ROUNDS} rounds (gridemu run dedicated)",

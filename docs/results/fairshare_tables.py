@@ -1,15 +1,16 @@
 """Tables and figures of docs/results/fairshare.md from the runs of fairshare-runs.sh.
 
-    bash docs/results/fairshare-runs.sh && python -m gridemu.experiments.fairshare_tables runs/fairshare
+    bash docs/results/fairshare-runs.sh && python -m gridemu.experiments.fairshare_tables runs/fairshare [--format pdf]
 
 For each run: every entry's target, final aggregated share, final deviation (percentage
 points), mean absolute deviation over the second half of the run, and the time (hours) from
 which the share stays within ±2 points of its target; then the staleness sweep. Writes
-each run's share figure to docs/results/img/fairshare-<run>.png.
+each run's share figure to docs/results/img/fairshare-<run>.<format> (``--format``, ``--dpi``).
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import shutil
 import sys
@@ -17,6 +18,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from gridemu.emulator.figures import figure_options
 from gridemu.emulator.report import plot_shares
 
 RUNS = [
@@ -35,7 +37,7 @@ def hours(x: float | None) -> str:
     return "never" if x is None else f"{x / 3600:.1f}"
 
 
-def main(root: str) -> None:
+def main(root: str, fmt: str = "png", dpi: float = 110) -> None:
     for name, title in RUNS:
         run = Path(root) / name
         if not (run / "summary.json").exists():
@@ -60,7 +62,7 @@ def main(root: str) -> None:
         )
         ts = pd.read_parquet(run / "timeseries.parquet")
         IMG.mkdir(exist_ok=True)
-        shutil.copy(plot_shares(run, ts, f"{name}: {title}"), IMG / f"fairshare-{name}.png")
+        shutil.copy(plot_shares(run, ts, f"{name}: {title}", fmt=fmt, dpi=dpi), IMG / f"fairshare-{name}.{fmt}")
     sweep = Path(root) / "staleness" / "runs.parquet"
     if sweep.exists():
         runs = pd.read_parquet(sweep)
@@ -79,4 +81,8 @@ def main(root: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else "runs/fairshare")
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("root", nargs="?", default="runs/fairshare", help="the runs of fairshare-runs.sh")
+    figure_options(ap, dpi=110)
+    args = ap.parse_args(sys.argv[1:])
+    main(args.root, args.format, args.dpi)
