@@ -9,9 +9,11 @@ import json
 import pytest
 
 from gridemu.brokers.registry import PROTOCOLS
+from gridemu.emulator import gate as gate_module
 from gridemu.emulator.estimate import estimate
-from gridemu.emulator.limits import COSTS_FILE
+from gridemu.emulator.limits import COSTS_FILE, Limits
 from gridemu.emulator.scenario import load_scenario
+from gridemu.model.errors import ScenarioError
 
 
 def test_every_protocol_with_a_work_hook_has_a_calibrated_coefficient():
@@ -59,3 +61,17 @@ def test_shapley_reference_doubles_with_each_organization():
     )
     per_org_job = [e.work.units / (e.jobs * e.sites) for e in (five, six)]
     assert per_org_job[1] == pytest.approx(2 * per_org_job[0], rel=0.01)
+
+
+def test_a_long_run_is_announced_before_it_starts(capsys):
+    """Within the budget it runs, with one line that says how long it is estimated to take."""
+    sc = load_scenario("molba", {"workload.jobs": 20000})
+    est, _ = gate_module.gate(sc, Limits(float("inf")))
+    err = capsys.readouterr().err.splitlines()
+    assert est.wall > gate_module.LONG_RUN
+    assert len(err) == 1 and err[0].startswith("gridemu: note: peak memory about") and "Ctrl-C" in err[0]
+    gate_module.gate(load_scenario("molba"), Limits(float("inf")))
+    assert capsys.readouterr().err == ""
+    # A budget below the estimate refuses it, naming the protocol's term.
+    with pytest.raises(ScenarioError, match="protocol: the run would take about"):
+        gate_module.gate(sc, Limits(float("inf"), wall_seconds=est.wall / 2))
