@@ -59,6 +59,30 @@ class Traffic:
 
 
 @dataclass(frozen=True)
+class RunSize:
+    """What ``gridemu validate``'s estimate knows of a run before it runs, for a protocol's
+    ``work`` hook: its sites, jobs (expected), the topology's mean degree, the agents' rounds
+    over the run (periodic protocols; 0 otherwise) and its messages (``Protocol.traffic``)."""
+
+    sites: int
+    jobs: float
+    mean_degree: float
+    rounds: float = 0.0
+    messages: float = 0.0
+
+
+@dataclass(frozen=True)
+class Work:
+    """A protocol's own computation, in units of its choosing whose cost grows about linearly
+    with them (MOLBA: plans times jobs squared); ``bench/calibrate.py`` fits one
+    seconds-per-unit coefficient per protocol (``emulator/costs.json``). ``what`` says what
+    is counted."""
+
+    units: float = 0.0
+    what: str = ""
+
+
+@dataclass(frozen=True)
 class RunFacts:
     """What a protocol's summary sees once the run is over and its invariants are checked."""
 
@@ -171,6 +195,9 @@ class Protocol:
     summary: "Callable[[RunFacts], dict[str, Any] | Summary | None] | None" = None
     #: ``traffic(params, n_sites, mean_degree)``: the messages it sends (``gridemu validate``).
     traffic: Callable[[Params, int, float], Traffic] | None = None
+    #: ``work(params, size)``: its agents' and summary's own computation where it is not linear
+    #: in the sites, jobs, messages and windows the kernel handles (``gridemu validate``).
+    work: Callable[[Params, RunSize], Work] | None = None
     #: Agents that decide only where each newly submitted job goes, from their site's own
     #: stream and whatever the state of any site: ``route(grid, site_ids, n_jobs, params)``
     #: gives, for each site of ``site_ids`` (``n_jobs``: how many each submits), the

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gridemu.brokers.protocol import Traffic
+from gridemu.brokers.protocol import RunSize, Traffic, Work
 from gridemu.emulator.limits import Limits, costs
 from gridemu.emulator.scenario import Scenario
 from gridemu.model.checks import per_site_array
@@ -41,6 +41,7 @@ TERM_KEYS = {
     "in_flight": "protocol",
     "job_message": "protocol",
     "site_round": "protocol",
+    "work": "protocol",
 }
 #: Bytes a message row takes while it waits for its window's end (a tuple of 27 fields and
 #: the floats it holds; measured with tracemalloc, 2026-11-26: 416 B).
@@ -65,6 +66,7 @@ class Estimate:
     wall: float = 0.0  # seconds
     memory_terms: dict[str, float] | None = None
     wall_terms: dict[str, float] | None = None
+    work: Work = Work()  # the protocol's own computation (``Protocol.work``)
 
     def describe(self) -> str:
         text = (
@@ -77,7 +79,10 @@ class Estimate:
             text += f"; about {_count(self.rounds)} rounds, one every {self.traffic.round_every:g}"
         if self.crashes:
             text += f"; about {_count(self.crashes)} crashes"
-        return text + f"; about {_count(self.windows)} windows"
+        text += f"; about {_count(self.windows)} windows"
+        if self.work.what:
+            text += f"; the protocol's own work: {self.work.what}"
+        return text
 
     def resources(self) -> str:
         """Peak memory and wall time, and the costs they come from (``gridemu validate``)."""
@@ -242,6 +247,11 @@ def estimate(sc: Scenario, table: np.ndarray | None = None) -> Estimate:
     if isinstance(sc.latency, np.ndarray):
         memory_terms["link"] = 2.0 * sc.latency.nbytes  # the matrix, and its rows on the shards
     wall_terms = {k: v * c.seconds.get(f"per_{k}", 0.0) for k, v in figures.items()}
+    # What the protocol computes beyond the kernel's linear costs (MOLBA's plans, REF's
+    # coalitions), at its own calibrated cost; a protocol not calibrated here has none.
+    size = RunSize(n, jobs, degree, rounds or 0.0, messages)
+    own = sc.plugin.work(sc.params, size) if sc.plugin.work else Work()
+    wall_terms["work"] = own.units * c.work.get(sc.plugin.name, 0.0)
     return Estimate(
         jobs,
         span,
@@ -259,6 +269,7 @@ def estimate(sc: Scenario, table: np.ndarray | None = None) -> Estimate:
         c.seconds.get("base", 0.0) + sum(wall_terms.values()),
         memory_terms,
         wall_terms,
+        own,
     )
 
 

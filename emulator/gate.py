@@ -12,6 +12,8 @@ the counterfactual run's scenario and the same checks of it.
 
 from __future__ import annotations
 
+import sys
+
 from gridemu.emulator.engine import Workload, prepare_workload, scheduler_states
 from gridemu.emulator.estimate import Estimate, check_resolution, estimate
 from gridemu.emulator.limits import Limits
@@ -24,6 +26,9 @@ from gridemu.scenarios.workload import generate_jobs
 #: it holds one (the run refuses an empty one after building its shards); above it, an empty
 #: Poisson draw has a probability below e^-1000.
 FEW_JOBS = 1000
+#: A run estimated to take longer than this (seconds in one process) is announced before it
+#: starts, with its estimate: it is within the budget, so it runs, but not in a minute.
+LONG_RUN = 600.0
 #: Workloads that are sized without being drawn; the others are drawn (or read) first and
 #: sized from their job table, so a trace is read once.
 SIZED = ("poisson", "streams")
@@ -47,7 +52,8 @@ def counterfactual(scenario: Scenario) -> Scenario:
 def gate(scenario: Scenario, limits: Limits | None = None, warn: bool = True) -> tuple[Estimate, Workload]:
     """Every check a run makes before its first window; returns the estimate and the
     workload (the jobs, or what the shards draw them from) for the run to go on with.
-    ``warn``: the workload's warnings are printed (``run``); validate prints its own."""
+    ``warn``: the workload's warnings, and the estimate of a run past :data:`LONG_RUN`, are
+    printed (``run``); validate prints its own."""
     limits = limits or Limits.here()
     if scenario.workload["kind"] in SIZED:
         est = _checked(estimate(scenario), limits)
@@ -72,6 +78,11 @@ def gate(scenario: Scenario, limits: Limits | None = None, warn: bool = True) ->
                 "metrics.counterfactual",
                 f'the "local" run of the same jobs (every organization alone) cannot run: {exc}',
             ) from None
+    if warn and est.wall > LONG_RUN:  # announced once nothing can refuse the run any more
+        print(
+            f"gridemu: note: {est.resources()}; Ctrl-C stops it (with --checkpoint, to resume later)",
+            file=sys.stderr,
+        )
     return est, work
 
 

@@ -6,7 +6,7 @@ turn a run's size into bytes and seconds. ``--force`` goes past the budgets.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
@@ -21,18 +21,20 @@ MAX_SWEEP_RUNS = 1_000_000
 
 @dataclass(frozen=True)
 class Costs:
-    """Bytes and seconds per site, processor, job, message and window (``costs.json``)."""
+    """Bytes and seconds per site, processor, job, message and window, and seconds per unit
+    of each protocol's own work (``Protocol.work``), by protocol name (``costs.json``)."""
 
     memory: dict[str, float]
     seconds: dict[str, float]
     measured: str
     machine: str
+    work: dict[str, float] = field(default_factory=dict)
 
 
 @lru_cache(maxsize=1)
 def costs() -> Costs:
     raw = json.loads(COSTS_FILE.read_text())
-    return Costs(raw["memory_bytes"], raw["seconds"], raw["measured"], raw["machine"])
+    return Costs(raw["memory_bytes"], raw["seconds"], raw["measured"], raw["machine"], raw.get("work_seconds", {}))
 
 
 @dataclass(frozen=True)

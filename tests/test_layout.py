@@ -270,14 +270,15 @@ def test_the_kernel_names_no_scheduler_section():
 
 
 def test_the_protocol_contract_stays_small():
-    """Everything the kernel asks of a protocol fits in a dozen fields: what only one protocol
-    needs is a hook it fills (summary, report) or a capability it declares, never a field."""
+    """Everything the kernel asks of a protocol fits in about a dozen fields: what only one
+    protocol needs is a hook it fills (summary, report) or a capability it declares, never a
+    field. (13 since ``work``, the estimate's count of a protocol's own computation, issue 45.)"""
     from dataclasses import fields
 
     from gridemu.brokers.protocol import Protocol
 
     names = [f.name for f in fields(Protocol)]
-    assert len(names) <= 12, names
+    assert len(names) <= 13, names
     assert not {
         "divisible",
         "dedicated",

@@ -10,7 +10,7 @@ from typing import ClassVar
 from gridemu.brokers.averaging_game.agent import AveragingGameAgent
 from gridemu.brokers.bilb.divisible import MESSAGES
 from gridemu.brokers.bilb.params import DivisibleParams
-from gridemu.brokers.bilb.protocol import traffic
+from gridemu.brokers.bilb.protocol import traffic, work
 from gridemu.brokers.bilb.scores import summary
 from gridemu.brokers.params import param
 from gridemu.brokers.protocol import Protocol, Report, ScenarioFacts
@@ -46,6 +46,7 @@ PROTOCOL = Protocol(
     messages=MESSAGES,
     summary=summary,
     traffic=traffic,
+    work=work,
     report=Report(level_label="p_k (join coalition)"),
     capabilities=frozenset({"periodic", "topologies"}),
 )

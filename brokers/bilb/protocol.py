@@ -9,7 +9,7 @@ from gridemu.brokers.bilb.agent import BilbAgent
 from gridemu.brokers.bilb.divisible import MESSAGES
 from gridemu.brokers.bilb.params import BilbParams, DivisibleParams
 from gridemu.brokers.bilb.scores import summary
-from gridemu.brokers.protocol import Protocol, Report, Traffic
+from gridemu.brokers.protocol import Protocol, Report, RunSize, Traffic, Work
 
 
 def traffic(params: DivisibleParams, n: int, degree: float) -> Traffic:
@@ -21,6 +21,14 @@ def traffic(params: DivisibleParams, n: int, degree: float) -> Traffic:
     )
 
 
+def work(params: DivisibleParams, size: RunSize) -> Work:
+    """Each site's round plans over its neighbors' offers (sorts them, cuts queued jobs into
+    pieces and judges each answer): about a unit per site, round and neighbor, beyond the
+    messages themselves."""
+    per_round = 4.0 if params.exchange == "gossip" else size.mean_degree
+    return Work(size.sites * size.rounds * (per_round + 1), "site-rounds times the neighbors planned over")
+
+
 PROTOCOL = Protocol(
     "bilb",
     BilbAgent,
@@ -29,6 +37,7 @@ PROTOCOL = Protocol(
     messages=MESSAGES,
     summary=summary,
     traffic=traffic,
+    work=work,
     report=Report(level_label="declared level l_k", level_log=True),
     capabilities=frozenset({"periodic", "topologies"}),
 )

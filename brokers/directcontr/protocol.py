@@ -29,8 +29,10 @@ from gridemu.brokers.params import Params, param
 from gridemu.brokers.protocol import (
     Protocol,
     RunFacts,
+    RunSize,
     ScenarioFacts,
     Traffic,
+    Work,
     require_full_graph_when_replicated,
     require_identical_processors,
     require_one_site_per_org,
@@ -184,6 +186,19 @@ def traffic(params: DirectContrParams, n: int, degree: float) -> Traffic:
     return Traffic(per_job=2 * (n - 1), what="release and completion broadcasts, not requests")
 
 
+def work(params: DirectContrParams, size: RunSize) -> Work:
+    """The summary's centralized schedules and, in mode replicated, every site's step. A
+    schedule ranks the k organizations at each of its about 2n instants; REF schedules every
+    coalition (2^k of them: one organization more, twice the time), the others one each
+    (RAND's orders weigh coalitions, they schedule none); in mode replicated each of the k
+    sites takes the central step at every instant, and the summary replays it twice."""
+    n, k = size.jobs, size.sites
+    schedules = sum(2.0**k if p == "ref" else 1.0 for p in params.compare or ())
+    if params.mode == "replicated":
+        schedules += 2 + k
+    return Work(schedules * 2 * n * k, f"{schedules:,.0f} schedules of {n:,.0f} jobs over {k:,} organizations")
+
+
 PROTOCOL = Protocol(
     "directcontr",
     agent,
@@ -195,6 +210,7 @@ PROTOCOL = Protocol(
     grid_info=grid_info,
     summary=summary,
     traffic=traffic,
+    work=work,
     capabilities=frozenset({"starts_jobs", "topologies"}),
 )
 

@@ -1,0 +1,77 @@
+"""The wall-time estimate counts each protocol's own work (``Protocol.work``, issue 45): the
+structure of the model, never a clock. The figures against measured CPU time are in
+docs/reliability.md ("The size of a run, before it runs")."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from gridemu.brokers.registry import PROTOCOLS
+from gridemu.emulator import gate as gate_module
+from gridemu.emulator.estimate import estimate
+from gridemu.emulator.limits import COSTS_FILE, Limits
+from gridemu.emulator.scenario import load_scenario
+from gridemu.model.errors import ScenarioError
+
+
+def test_every_protocol_with_a_work_hook_has_a_calibrated_coefficient():
+    declared = sorted(name for name in PROTOCOLS if PROTOCOLS[name].work is not None)
+    assert {"molba", "bilb", "averaging_game", "directcontr"} <= set(declared)
+    coefficients = json.loads(COSTS_FILE.read_text())["work_seconds"]
+    assert sorted(coefficients) == declared
+    assert all(v > 0 for v in coefficients.values())
+
+
+def test_molba_planning_grows_with_the_square_of_the_jobs_and_with_the_planners():
+    """MOLBA at 20,000 jobs was estimated 5.7 s (linear costs) and ran past 600 s."""
+    small = estimate(load_scenario("molba", {"workload.jobs": 2000}))
+    large = estimate(load_scenario("molba", {"workload.jobs": 20000}))
+    assert large.work.units == pytest.approx(100 * small.work.units, rel=0.01)
+    assert large.wall > 50 * small.wall
+    assert large.wall > 600  # what it was seen to take at least
+    assert large.wall_terms["work"] > 10 * sum(v for k, v in large.wall_terms.items() if k != "work")
+    # Replicated, every site plans (and the summary once); negotiated, only the summary.
+    many = estimate(load_scenario("molba", {"sites.count": 200}))
+    assert (
+        many.work.units
+        > 100 * estimate(load_scenario("molba", {"sites.count": 200, "protocol.mode": "negotiated"})).work.units
+    )
+    assert "201 plans" in many.describe()
+
+
+def test_divisible_rounds_grow_with_rounds_and_neighbors():
+    often = estimate(load_scenario("bilb-topology", {"protocol.min_gap": 0.5}))
+    seldom = estimate(load_scenario("bilb-topology", {"protocol.min_gap": 2.0}))
+    assert often.work.units == pytest.approx(4 * seldom.work.units, rel=0.01)
+    sparse = estimate(load_scenario("bilb-topology", {"network.topology": "random:4"}))
+    assert (
+        seldom.work.units < often.work.units and sparse.work.units < estimate(load_scenario("bilb-topology")).work.units
+    )
+    game = estimate(load_scenario("averaging-game"))
+    assert game.work.units > 0 and game.wall_terms["work"] > 0
+
+
+def test_shapley_reference_doubles_with_each_organization():
+    # REF schedules every coalition: one more organization, twice the schedules.
+    five = estimate(load_scenario("shapley", {"protocol.compare": ["ref"], "protocol.mode": "sampled"}))
+    six = estimate(
+        load_scenario("shapley", {"sites.count": 6, "protocol.compare": ["ref"], "protocol.mode": "sampled"})
+    )
+    per_org_job = [e.work.units / (e.jobs * e.sites) for e in (five, six)]
+    assert per_org_job[1] == pytest.approx(2 * per_org_job[0], rel=0.01)
+
+
+def test_a_long_run_is_announced_before_it_starts(capsys):
+    """Within the budget it runs, with one line that says how long it is estimated to take."""
+    sc = load_scenario("molba", {"workload.jobs": 20000})
+    est, _ = gate_module.gate(sc, Limits(float("inf")))
+    err = capsys.readouterr().err.splitlines()
+    assert est.wall > gate_module.LONG_RUN
+    assert len(err) == 1 and err[0].startswith("gridemu: note: peak memory about") and "Ctrl-C" in err[0]
+    gate_module.gate(load_scenario("molba"), Limits(float("inf")))
+    assert capsys.readouterr().err == ""
+    # A budget below the estimate refuses it, naming the protocol's term.
+    with pytest.raises(ScenarioError, match="protocol: the run would take about"):
+        gate_module.gate(sc, Limits(float("inf"), wall_seconds=est.wall / 2))
