@@ -326,34 +326,55 @@ def to_batch(rows: list[tuple]) -> np.ndarray:
 
 
 class PackedRows:
-    """Message rows bound for another process, as columns: a column whose values are all
-    equal goes once. Most of a row's 27 fields are slots its kind leaves unused (a load
-    report fills 8), so a batch pickles a third of the values, and packing and unpacking
-    cost about half of :func:`to_batch` and ``tolist`` (the structured array a row becomes
-    there is copied field by field both ways). The rows come back as they went, except that
-    values equal by ``==`` in a column arrive as the first of them (an int 0 beside a float
-    0.0): the array path made each value its field's type, and no receiver relies on either.
-    """
+    """Message rows bound for another process, as two numpy arrays: the fields of float type
+    whose values differ, one row of ``floats`` a field, and those of integer type, in
+    ``ints``; a field whose values are all equal goes once, in ``same``. ``layout`` tells
+    where each field is (``f``, ``i`` or ``s``). Most of a row's 27 fields are slots its kind
+    leaves unused (a load report fills 8), so a batch carries a third of the values; two
+    arrays a batch keep numpy's fixed cost per array small for the usual batch of a few
+    hundred rows (an array a field cost more than it saved). Packing and unpacking cost half
+    of :func:`to_batch` and ``tolist``, which copy a structured array's rows field by field
+    both ways. The rows come back as the array path gave them: each value its field's type."""
 
-    __slots__ = ("n", "first", "columns")
+    __slots__ = ("n", "first", "layout", "same", "floats", "ints")
 
-    def __init__(self, n: int, first: float, columns: tuple):
-        self.n, self.first, self.columns = n, first, columns  # a list: one value for the column
+    def __init__(self, n: int, first: float, layout: str, same: tuple, floats: np.ndarray, ints: np.ndarray):
+        self.n, self.first, self.layout, self.same, self.floats, self.ints = n, first, layout, same, floats, ints
 
     def __len__(self) -> int:
         return self.n
 
     def __reduce__(self) -> tuple:
-        return (PackedRows, (self.n, self.first, self.columns))
+        return (PackedRows, (self.n, self.first, self.layout, self.same, self.floats, self.ints))
 
     def rows(self) -> list[tuple]:
-        n = self.n
-        return list(zip(*[repeat(c[0], n) if type(c) is list else c for c in self.columns]))
+        n, floats, ints, same = self.n, iter(self.floats.tolist()), iter(self.ints.tolist()), iter(self.same)
+        columns = [next(floats) if k == "f" else next(ints) if k == "i" else repeat(next(same), n) for k in self.layout]
+        return list(zip(*columns))
+
+
+#: Each MSG_DTYPE field: its place in :class:`PackedRows` when its values differ, and the
+#: Python type a value of it reads as.
+_FIELDS = tuple(("f", float) if MSG_DTYPE[name].kind == "f" else ("i", int) for name in MSG_DTYPE.names)
 
 
 def pack_rows(rows: list[tuple]) -> PackedRows:
     """Rows (full message tuples, at least one) -> :class:`PackedRows`."""
     n = len(rows)
-    columns = tuple([c[0]] if c.count(c[0]) == n else c for c in zip(*rows))
-    deliver = columns[0]
-    return PackedRows(n, deliver[0] if type(deliver) is list else min(deliver), columns)
+    layout, same, floats, ints = [], [], [], []
+    for column, (where, kind) in zip(zip(*rows), _FIELDS):
+        if column.count(column[0]) == n:
+            layout.append("s")
+            same.append(kind(column[0]))
+        else:
+            layout.append(where)
+            (floats if where == "f" else ints).append(column)
+    first = min(floats[0]) if layout[0] == "f" else same[0]  # the delivery time is the first field
+    return PackedRows(
+        n,
+        first,
+        "".join(layout),
+        tuple(same),
+        np.array(floats, dtype=np.float64).reshape(len(floats), n),
+        np.array(ints, dtype=np.int64).reshape(len(ints), n),
+    )

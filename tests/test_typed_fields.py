@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import pickle
+from operator import itemgetter
 
 import numpy as np
 import pytest
@@ -184,19 +185,23 @@ def test_every_field_type_arrives_the_same_on_ray_shards(typed_fields, ray_sessi
     assert _received(emulator.run(_scenario(), backend="ray", shards=shards)) == EXPECTED
 
 
-def test_packed_rows_come_back_as_they_went():
+def test_packed_rows_come_back_as_the_array_path_gives_them():
     nan = float("nan")
     rows = [
         (2.5, 1, 7, 3, 2.0, 5, 0.0, nan, 0.0, 0.0, 4, 0, 0, 0) + (0,) * 13,
         (1.5, 2, 8, 3, 1.0, 5, 0.0, 1.0, 0.0, 0.0, 9, 0, 0, 0) + (0,) * 13,
-        (1.5, 2, 9, 0, 1.0, 6, 0.0, 2.0, 0.0, 0.0, 4, 0, 0, 0) + (0,) * 13,
+        (1.5, 2, 9, 0, 1, 6, 0.0, 2.0, 0.0, 0.0, 4, 0, 0, 0) + (0,) * 13,  # an int where a float goes
     ]
     packed = pickle.loads(pickle.dumps(pack_rows(rows)))
-    back = packed.rows()
     assert len(packed) == 3 and packed.first == 1.5
-    assert [r[:7] + r[8:] for r in back] == [r[:7] + r[8:] for r in rows]
-    assert math.isnan(back[0][7]) and back[1][7] == 1.0 and back[2][7] == 2.0
-    assert [type(v) for v in back[2]] == [type(v) for v in rows[2]]
+    # Unused fields go as one value; used ones in the float or the integer array.
+    assert packed.floats.shape == (3, 3) and packed.ints.shape == (5, 3) and len(packed.same) == 19
+    back, array_path = packed.rows(), to_batch(rows).tolist()
+    key = itemgetter(0, 1, 2)
+    for got, want in zip(sorted(back, key=key), sorted(array_path, key=key)):
+        assert [type(v) for v in got] == [type(v) for v in want]
+        assert [v for v in got if v == v] == [v for v in want if v == v]  # NaN aside
+    assert math.isnan(back[0][7])
     one = pack_rows(rows[:1])
-    assert [r[:7] + r[8:] for r in one.rows()] == [rows[0][:7] + rows[0][8:]] and math.isnan(one.rows()[0][7])
-    assert all(type(c) is list for c in one.columns)  # a single row: every column goes once
+    assert one.layout == "s" * 27 and one.floats.size == one.ints.size == 0  # one row: every field goes once
+    assert one.rows()[0][:7] == rows[0][:7] and one.first == 2.5
