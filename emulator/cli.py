@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from gridemu.brokers import registry
-from gridemu.emulator.console import stderr_console
+from gridemu.emulator.console import stderr_console, stdout_console
 from gridemu.emulator.figures import figure_options
 from gridemu.emulator.results import check_out
 from gridemu.emulator.scenario import load_scenario, parse_override, read_scenario_file, shipped_scenarios
@@ -45,7 +45,6 @@ def _out_dir(args: argparse.Namespace, prefix: str = "") -> Path:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    from rich.console import Console
     from rich.table import Table
 
     if args.protocol is not None:
@@ -69,7 +68,7 @@ def cmd_list(args: argparse.Namespace) -> int:
         protocols.add_column(column)
     for proto in registry.PROTOCOLS.values():
         protocols.add_row(proto.name, ", ".join(proto.params.keys()), proto.description)
-    console = Console()
+    console = stdout_console()
     console.print(table)
     console.print(protocols)
     return 0
@@ -88,7 +87,6 @@ def _list_keys(args: argparse.Namespace) -> int:
         for row in rows:  # key, type, default (JSON), documentation
             print("\t".join(row))
         return 0
-    from rich.console import Console
     from rich.table import Table
 
     table = Table(title=f"[protocol] keys of {proto.name}: {proto.description}")
@@ -96,7 +94,7 @@ def _list_keys(args: argparse.Namespace) -> int:
         table.add_column(column)
     for row in rows:
         table.add_row(*row)
-    Console().print(table)
+    stdout_console().print(table)
     return 0
 
 

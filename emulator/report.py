@@ -59,11 +59,12 @@ MAX_LINES = 12
 
 
 def print_summary(summary: dict[str, Any]) -> None:
-    from rich.console import Console
     from rich.table import Table
 
+    from gridemu.emulator.console import stdout_console
+
     # Piped output gets a readable width instead of the 80-column default.
-    console = Console() if sys.stdout.isatty() else Console(width=120)
+    console = stdout_console(120)
     orgs = summary["organizations"]
     with_score = any("score" in v for v in orgs.values())
     unit = summary["global"].get("time_unit", "time units")
@@ -590,13 +591,14 @@ def sweep_table(sweep_dir: Path) -> tuple[list[str], pd.DataFrame]:
 
 
 def report_sweep(sweep_dir: Path) -> Path:
-    from rich.console import Console
     from rich.table import Table
+
+    from gridemu.emulator.console import stdout_console
 
     settings, table = sweep_table(sweep_dir)
     path = sweep_dir / "scores.csv"
     table.to_csv(path, index=False)
-    console = Console() if sys.stdout.isatty() else Console(width=160)
+    console = stdout_console()
     out = Table(title=f"scores per period, pooled over seeds (mean over organizations [min, max]), {sweep_dir}")
     for col in settings + [
         "periods",

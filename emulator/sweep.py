@@ -317,8 +317,9 @@ def aggregate(runs: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
 def _print_table(table: pd.DataFrame, n: int, wall: float, out: Path | None) -> None:
     """The main figures per setting as ``mean ± std`` over seeds, headers never cut (the
     full table, every figure's mean, std, n and 95 % interval in its own columns, is table.csv)."""
-    from rich.console import Console
     from rich.table import Table
+
+    from gridemu.emulator.console import stdout_console
 
     figures = [
         f for f in ("mean_flow_time", "makespan", "messages_total", "score_mean") if f"{f}_mean" in table.columns
@@ -334,7 +335,7 @@ def _print_table(table: pd.DataFrame, n: int, wall: float, out: Path | None) -> 
             mean, std = row[f"{f}_mean"], row[f"{f}_std"]
             cells.append("-" if pd.isna(mean) else f"{mean:.4g}" + (f" ± {std:.2g}" if pd.notna(std) else ""))
         t.add_row(*cells)
-    (Console() if sys.stdout.isatty() else Console(width=160)).print(t)
+    stdout_console().print(t)
     if out is not None:
         print(
             f"sweep results written to {out}/ (runs.parquet, runs.csv, "

@@ -106,15 +106,16 @@ def _text(value: object) -> str:
 
 def report_sweep_folder(sweep_dir: Path, plot: bool = True, fmt: str = "png", dpi: float = DEFAULT_DPI) -> Path:
     """Print and write a sweep's statistics (and figures); returns the stats.csv written."""
-    from rich.console import Console
     from rich.table import Table
+
+    from gridemu.emulator.console import stdout_console
 
     runs = read_table(sweep_dir / "runs.parquet")
     keys = settings_of(runs)
     table = sweep_statistics(runs, keys)
     path = sweep_dir / "stats.csv"
     table.to_csv(path)
-    console = Console() if sys.stdout.isatty() else Console(width=160)
+    console = stdout_console()
     shown = [f for f in SHOWN if f"{f}_mean" in table.columns]
     out = Table(title=f"{sweep_dir}: mean ± 95 % confidence half-width (Student t) over n runs")
     for col in keys + ["n"] + shown:

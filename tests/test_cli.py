@@ -909,3 +909,16 @@ def test_a_ray_run_spent_in_barriers_gets_a_note_naming_the_one_process_backend(
         {"site_cpu_seconds": None},
     ):
         assert cli.barrier_note({"global": {**chatty, **other}}) is None
+
+
+@pytest.mark.parametrize("command", [("report", "--no-plot"), ("list",)])
+def test_a_reader_that_stops_early_is_no_error(base_run, command):
+    # `gridemu report RUN | head`: the pipe is closed before the first table is written. rich
+    # ends a broken pipe with exit 1; gridemu treats it as the reader's choice (exit 0, silent).
+    argv = [sys.executable, "-m", "gridemu.emulator.cli", command[0]]
+    argv += [str(base_run), *command[1:]] if command[0] == "report" else []
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 0, err
+    assert err == ""
