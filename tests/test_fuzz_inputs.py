@@ -744,3 +744,18 @@ def test_a_damaged_summary_is_one_line_naming_the_key(capsys, bases, summary, ke
             err = capsys.readouterr().err
             assert err.startswith("gridemu: error:") and "summary.json" in err and key in err, err
             assert len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("name", ["bilb-topology", "averaging-game"])
+def test_strategy_periods_of_1e_9_are_refused_before_the_run(capsys, name):
+    """BILB's and the averaging game's ``period`` below ``min_gap``: the gate counted rounds
+    every min_gap only, so period = 1e-9 passed validate and the run filled memory with a
+    record per site and period (10^11 a site; killed past 426 MiB by the bounded run)."""
+    sets = ["--set", "sites.count=10", "--set", "workload.until=20.0", "--set", "protocol.period=1e-9"]
+    with folder() as d:
+        for argv in (["validate", name, *sets], run_argv(name, d / "out") + sets):
+            assert call(argv) == 2
+            err = capsys.readouterr().err
+            assert err.startswith("gridemu: error: protocol:") and len(err.strip().splitlines()) == 1, err
+            assert "rounds counted by the strategy's periods" in err, err
+        assert not (d / "out").exists()
