@@ -58,7 +58,7 @@ from gridemu.emulator.scenario import load_scenario, parse_override
 from gridemu.model.errors import GridemuError
 from tests.test_checkpoint import stop_at
 
-#: CI: a fixed set of examples, small enough that the file takes about 20 s of CPU (two cores).
+#: CI: a fixed set of examples, small enough that the file takes about 20 s on two cores.
 #: By hand (docs/reliability.md, "The fuzzer"): ``GRIDEMU_FUZZ_SEED=$RANDOM
 #: GRIDEMU_FUZZ_EXAMPLES=500 pytest tests/test_fuzz_inputs.py``.
 FUZZ_SEED = os.environ.get("GRIDEMU_FUZZ_SEED")
