@@ -228,7 +228,9 @@ class StopAtBarrier:
     signal until the coordinator has saved, then :meth:`resume_signal` delivers it to the
     handlers that were there before (Ctrl-C's KeyboardInterrupt, the CLI's SIGTERM). A
     second signal stops at once, as without checkpoints. Outside the main thread (or with
-    no checkpoint file) nothing changes."""
+    no checkpoint file) nothing changes, nor for a signal the process ignores (a background
+    job of a shell without job control, nohup: SIGINT): held, it would be given back to
+    SIG_IGN, and the run that said it was stopping would go on."""
 
     SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
@@ -237,7 +239,8 @@ class StopAtBarrier:
         self.previous: dict[int, Any] = {}
         if active and threading.current_thread() is threading.main_thread():
             for sig in self.SIGNALS:
-                self.previous[sig] = signal.signal(sig, self._hold)
+                if signal.getsignal(sig) is not signal.SIG_IGN:
+                    self.previous[sig] = signal.signal(sig, self._hold)
 
     def _hold(self, signum: int, frame: Any) -> None:
         if self.pending is not None:  # the second one: stop now

@@ -99,6 +99,8 @@ def load_policy_tree(spec: Mapping[str, Any], key: str, base: Path | None = None
     from gridemu.model.errors import ScenarioError
     from gridemu.model.inputs import check_input_file, check_toml_depth
 
+    if "tree" in spec and "file" in spec:  # one would silently win over the other
+        raise ScenarioError(f"{key}.file", "tree and file are both given: give the policy one way")
     if "tree" in spec:
         try:
             return policy_from_dict(spec["tree"], where=f"{key}.tree")

@@ -86,6 +86,25 @@ def test_a_signal_at_any_phase_without_checkpoints_leaves_no_folder(tmp_path, mo
     assert sorted(p.name for p in tmp_path.iterdir()) == ["tiny.toml"]  # no folder, no hidden partial one
 
 
+def test_a_sigint_the_process_ignores_is_ignored_with_checkpoints_too(tmp_path, monkeypatch, capsys, whole):
+    """A run started with SIGINT ignored (a background job of a shell without job control,
+    nohup) ignores it, as without --checkpoint. The held signal used to be given back to
+    SIG_IGN at the barrier: the run said "stopping at the next barrier" and went on, writing a
+    checkpoint at every barrier (issue 44's audit: ``gridemu run ... --checkpoint 0 &`` in a
+    script, then ``kill -INT``)."""
+    scenario, out = tmp_path / "tiny.toml", tmp_path / "r"
+    scenario.write_text(to_toml(TINY))
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        signal_at(monkeypatch, signal.SIGINT, "window", whole[1] // 2)
+        assert main(["run", str(scenario), "--quiet", "--out", str(out), "--checkpoint", "0"]) == 0
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert "stopping" not in capsys.readouterr().err
+    assert digest(pd.read_parquet(out / "jobs.parquet")) == whole[0]
+
+
 def dead(ray, actor) -> None:
     """Kill ``actor`` (no restart) and wait until Ray reports it dead: ``ray.kill`` only asks,
     and a call made at once could still be answered (the loss then shows at a later call)."""

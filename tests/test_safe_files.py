@@ -316,6 +316,15 @@ def test_jobs_and_until_together_duplicate_columns_and_a_falling_range_are_refus
     expect_error(capsys, ["report", run, "--gantt-sites", "٣"], "--gantt-sites", "is not a site id")
 
 
+def test_a_policy_given_as_tree_and_file_is_refused(tmp_path, capsys):
+    """``policy.file`` beside ``policy.tree`` (or a provider's): the tree silently won and the
+    file was never read, a folder or binary file included (issue 44's audit)."""
+    (tmp_path / "policy.xml").mkdir()
+    for key in ("policy.file", "policy.providers.VO-A.file"):
+        sets = ["--set", f'{key}="{tmp_path / "policy.xml"}"']
+        expect_error(capsys, ["validate", "fairshare-imbalanced", *sets], key, "tree and file are both given")
+
+
 # --------------------------------------------------------------------------- scenario.toml round trips
 
 #: Small enough that each shipped scenario runs twice in about a second.

@@ -14,10 +14,16 @@ from gridemu.brokers.protocol import Protocol, Report, RunSize, Traffic, Work
 
 def traffic(params: DivisibleParams, n: int, degree: float) -> Traffic:
     per_round = 4 * n if params.exchange == "gossip" else n * degree
+    # A round settles every strategy period since the last one (a record per site and
+    # period): periods shorter than min_gap cost as rounds do (period = 1e-9 used to pass
+    # the gate and fill memory with 10^11 records a site).
     return Traffic(
         per_time=per_round / params.min_gap,
-        round_every=params.min_gap,
-        what="offers and answers, if a round runs every min_gap while work is left",
+        round_every=min(params.min_gap, params.period),
+        what="offers and answers, if a round runs every min_gap while work is left"
+        + (
+            "; rounds counted by the strategy's periods, shorter than min_gap" if params.period < params.min_gap else ""
+        ),
     )
 
 
