@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gridemu.brokers.bilb.algorithm import bilb_plan, next_round_time
+from gridemu.brokers.bilb.algorithm import bilb_plan, next_round_time, on_tie_grid, tie_sorted
 from gridemu.brokers.bilb.cost import expected_delay
 
 
@@ -87,3 +87,37 @@ def test_bilb_guarantees(case):
         if received[i] > 0:  # a receiver's queue never exceeds its l_k
             assert loads[i] + received[i] - sent[i] <= limits[i] + eps
     assert math.isclose(sum(sent), sum(received), rel_tol=1e-12, abs_tol=1e-9)  # nothing created or lost
+
+
+# Offers of one round of `bilb-topology --set sites.count=10 --set workload.until=20 --set
+# sites.speed=0.1`: ten loads within 7e-6 of each other (site id -> L_k), and the closed
+# neighborhoods of sites 6 and 8.
+NEAR_EQUAL = {
+    0: 109.75243966283449, 1: 109.75244470103976, 2: 109.7524430726533, 3: 109.75244032929356,
+    4: 109.75243814504384, 5: 109.75244254272707, 6: 109.75244087134729, 7: 109.7524406712756,
+    8: 109.7524404019957, 9: 109.75244084545776,
+}  # fmt: skip
+HOODS = ([1, 2, 3, 4, 6, 7, 8], [0, 2, 3, 5, 6, 7, 8])
+
+
+def _orders(loads: dict[int, float]) -> list[list[int]]:
+    return [tie_sorted(hood, lambda k: loads[k]) for hood in HOODS]
+
+
+def test_overlapping_neighborhoods_order_two_sites_alike_on_the_tie_grid():
+    six, eight = _orders(NEAR_EQUAL)
+    assert six.index(6) < six.index(8) and eight.index(8) < eight.index(6)  # the disagreement: each waited
+    snapped = {k: on_tie_grid(v) for k, v in NEAR_EQUAL.items()}
+    six, eight = _orders(snapped)
+    common = [k for k in six if k in eight]
+    assert common == [k for k in eight if k in six]
+    assert six == sorted(HOODS[0], key=lambda k: (snapped[k], k))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.floats(0, 10), min_size=2, max_size=12), st.data())
+def test_tie_grid_orders_any_two_sites_alike_in_any_company(values, data):
+    loads = {k: on_tie_grid(v + data.draw(st.floats(0, 5e-6))) for k, v in enumerate(values)}
+    everyone = tie_sorted(loads, loads.__getitem__)
+    subset = data.draw(st.lists(st.sampled_from(sorted(loads)), min_size=2, unique=True))
+    assert tie_sorted(subset, loads.__getitem__) == [k for k in everyone if k in subset]

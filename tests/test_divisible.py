@@ -677,3 +677,13 @@ def test_sweep_of_bilb_levels_and_its_table(ray_session, tmp_path, capsys):
     assert table.loc[1000.0, "all_score"] > 0.2
     assert (table["runs_periods"] == 2).all()
     assert "scores per period" in capsys.readouterr().out
+
+
+def test_bilb_over_a_topology_with_near_equal_loads_ends():
+    # It stopped with "an offer from site 6 came before the round of t=35.0 was settled".
+    result = emulator.run(
+        "bilb-topology",
+        backend="inprocess",
+        overrides={"sites.count": 10, "workload.until": 20, "sites.speed": 0.1, "metrics.counterfactual": "none"},
+    )
+    assert (result.jobs["state"] == "done").all()

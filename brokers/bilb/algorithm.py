@@ -55,6 +55,16 @@ def tie_sorted(ids: Iterable[int], value: Callable[[int], float]) -> list[int]:
     return out + sorted(run)
 
 
+def on_tie_grid(load: float) -> float:
+    """``load`` rounded to a multiple of 2 x ``TIE``. :func:`tie_sorted` ties a run of
+    near-equal values from its first, so how it orders two sites can depend on which other
+    sites are sorted with them; overlapping neighborhoods then disagree on who is less loaded,
+    and a site waits for a transfer its neighbor thinks goes the other way (bilb over a
+    topology: ten sites at loads within 7e-6 of each other). Loads on this grid are equal or
+    more than ``TIE`` apart, so tie_sorted orders them by (load, id) in any company."""
+    return round(load / (2 * TIE)) * (2 * TIE)
+
+
 def bilb_plan(
     loads: Sequence[float], limits: Sequence[float], movable: Sequence[float] | None = None
 ) -> list[tuple[int, int, float]]:

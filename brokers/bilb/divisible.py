@@ -86,7 +86,7 @@ from typing import Any
 
 from gridemu.brokers.agent import Agent, GridInfo
 from gridemu.brokers.bilb.algorithm import CUT_EPS as EPS
-from gridemu.brokers.bilb.algorithm import SAME_INSTANT, TIE
+from gridemu.brokers.bilb.algorithm import SAME_INSTANT, TIE, on_tie_grid
 from gridemu.brokers.bilb.ledger import PeriodLedger
 from gridemu.brokers.bilb.params import DivisibleParams
 from gridemu.model.errors import InvariantError
@@ -349,6 +349,9 @@ class DivisibleAgent(PeriodLedger, Agent):
         """Plan over ``members`` (site ids, ascending) from their offers; carry out this site's part."""
         offers = self.offers
         self.offers = {}
+        if not self.everywhere:
+            # Neighborhoods overlap: any two neighbors must be ordered alike in each (on_tie_grid).
+            offers = {k: (on_tie_grid(load), level, m) for k, (load, level, m) in offers.items()}
         loads, levels, movable = ([offers[k][i] for k in members] for i in range(3))
         plan, delay = self.plan(loads, levels, movable)
         if not self.everywhere:
