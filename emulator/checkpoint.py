@@ -95,7 +95,14 @@ def save(
     }
     roots = {"meta": enc.value(meta), "shards": None}
     if checkpoint.shards is not None:
-        roots["shards"] = [enc.value(load_shard(b, protocol)) for b in checkpoint.shards]
+        roots["shards"] = []
+        for state in checkpoint.shards:
+            shard = load_shard(state, protocol)
+            roots["shards"].append(enc.value(shard))
+            # Its sites and agents refer to each other, and a run pauses the cyclic collector
+            # (coordinator.py): unbroken, every checkpoint's copy of the shards stayed until
+            # the run's end (quickstart, 400,000 jobs on Ray, one every 2 s: +77 MiB each).
+            shard.close()
     graph = json.dumps({"roots": roots, "nodes": enc.nodes}, separators=(",", ":"), allow_nan=False)
     buf = io.BytesIO()
     np.savez(buf, graph=np.frombuffer(graph.encode(), dtype=np.uint8), **enc.arrays, allow_pickle=False)
