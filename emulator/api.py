@@ -86,7 +86,7 @@ def run(
         raise ScenarioError("--checkpoint", f"must be a number of seconds >= 0, got {checkpoint}")
     if out is not None:
         out = check_out(out, overwrite)  # before any work
-    _, work = gate(scenario, Limits.here(force))
+    _, work = gate(scenario, Limits.here(force), checkpoint=checkpoint is not None)
     if out is None:
         return _finish(_run_windows(scenario, address, on_progress, recurrence, checkpoint, None, work))
     if checkpoint is None:

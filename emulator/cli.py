@@ -127,7 +127,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     # The run's own gate: what run would refuse before its first window, refused here.
     # Generated workloads are sized, not drawn (validating 10^8 jobs takes no memory) unless
     # the run's driver draws them too (a protocol or scheduler checks every job).
-    est, _ = gate(sc, Limits.here(args.force), warn=False)
+    est, _ = gate(sc, Limits.here(args.force), warn=False, checkpoint=args.checkpoint is not None)
     for limit, value, what in (
         (args.max_jobs, est.jobs, "jobs"),
         (args.max_messages, est.messages, "messages"),
@@ -453,6 +453,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--force",
         action="store_true",
         help="go on past the estimate's memory and wall-time budgets (docs/reliability.md)",
+    )
+    p.add_argument(
+        "--checkpoint",
+        type=float,
+        metavar="SECONDS",
+        help="estimate a run that writes checkpoints (run --checkpoint): their memory counts",
     )
     p.set_defaults(func=cmd_validate)
 

@@ -184,8 +184,9 @@ def job_messages(sc: Scenario, by_kind: dict[str, int]) -> float:
     return float(sum(n for name, n in by_kind.items() if name in kinds.code and kinds[name].job))
 
 
-def estimate(sc: Scenario, table: np.ndarray | None = None) -> Estimate:
-    """The estimate of a run of ``sc``; ``table``: its jobs when they are drawn already."""
+def estimate(sc: Scenario, table: np.ndarray | None = None, checkpoint: bool = False) -> Estimate:
+    """The estimate of a run of ``sc``; ``table``: its jobs when they are drawn already;
+    ``checkpoint``: the run writes checkpoints (``--checkpoint``)."""
     wl, sites = sc.workload, sc.sites
     capacity = float(sum(sum(s.speeds) for s in sites))
     procs_total = float(sum(len(s.speeds) for s in sites))
@@ -240,6 +241,12 @@ def estimate(sc: Scenario, table: np.ndarray | None = None) -> Estimate:
         figures["site"] *= 2
         held["job"] *= 2
     memory_terms = {k: v * c.memory.get(f"per_{k}", 0.0) for k, v in held.items()}
+    if checkpoint:
+        # Writing a checkpoint opens the shards' states again beside the live ones, with
+        # their plain encoding: about the run's state once more at its largest (quickstart,
+        # 400,000 jobs: 175 MiB over the 445 held; this term says 170).
+        memory_terms["checkpoint"] = sum(memory_terms[k] for k in ("site", "proc", "job_message", "site_round"))
+        memory_terms["checkpoint"] += jobs * c.memory.get("per_job", 0.0)  # the first run's jobs only
     # The messages of one round (all-to-all reports go out together) or of one window are
     # held at once, as rows, until the barrier hands them on.
     per_batch = messages / rounds if rounds and rounds >= 1 else messages / max(windows, 1.0)

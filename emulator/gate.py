@@ -49,19 +49,22 @@ def counterfactual(scenario: Scenario) -> Scenario:
     return load_scenario(scenario.data, sets, source=scenario.source)
 
 
-def gate(scenario: Scenario, limits: Limits | None = None, warn: bool = True) -> tuple[Estimate, Workload]:
+def gate(
+    scenario: Scenario, limits: Limits | None = None, warn: bool = True, checkpoint: bool = False
+) -> tuple[Estimate, Workload]:
     """Every check a run makes before its first window; returns the estimate and the
     workload (the jobs, or what the shards draw them from) for the run to go on with.
     ``warn``: the workload's warnings, and the estimate of a run past :data:`LONG_RUN`, are
-    printed (``run``); validate prints its own."""
+    printed (``run``); validate prints its own. ``checkpoint``: the run writes checkpoints
+    (their memory counts)."""
     limits = limits or Limits.here()
     if scenario.workload["kind"] in SIZED:
-        est = _checked(estimate(scenario), limits)
+        est = _checked(estimate(scenario, checkpoint=checkpoint), limits)
         work = prepare_workload(scenario, warn)
     else:
         _presize(scenario, limits)
         work = prepare_workload(scenario, warn)
-        est = _checked(estimate(scenario, work.jobs), limits)
+        est = _checked(estimate(scenario, work.jobs, checkpoint), limits)
     if work.jobs is not None:
         scheduler_states(scenario, work.jobs, work.groups)
     elif est.jobs < FEW_JOBS:

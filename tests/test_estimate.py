@@ -75,3 +75,29 @@ def test_a_long_run_is_announced_before_it_starts(capsys):
     # A budget below the estimate refuses it, naming the protocol's term.
     with pytest.raises(ScenarioError, match="protocol: the run would take about"):
         gate_module.gate(sc, Limits(float("inf"), wall_seconds=est.wall / 2))
+
+
+def test_a_run_that_writes_checkpoints_counts_their_copy_of_the_state():
+    # Writing a checkpoint opens the shards' states beside the live ones: about the first
+    # run's state once more (not the counterfactual's, which runs after the checkpoints).
+    sc = load_scenario("quickstart", {"workload.jobs": 400000})
+    plain, checkpointed = estimate(sc), estimate(sc, checkpoint=True)
+    state = sum(plain.memory_terms[k] for k in ("site", "proc", "job_message", "site_round"))
+    assert checkpointed.memory - plain.memory == pytest.approx(checkpointed.memory_terms["checkpoint"])
+    assert checkpointed.memory_terms["checkpoint"] == pytest.approx(state + plain.memory_terms["job"] / 2)
+    assert "checkpoint" not in plain.memory_terms
+
+
+def test_validate_and_run_with_checkpoints_refuse_what_only_their_copy_makes_too_big(monkeypatch, tmp_path, capsys):
+    sc = load_scenario("quickstart", {"workload.jobs": 400000, "run.backend": "inprocess"})
+    plain, checkpointed = estimate(sc), estimate(sc, checkpoint=True)
+    between = Limits(memory_bytes=(plain.memory + checkpointed.memory) / 2, wall_seconds=1e9, force=False)
+    monkeypatch.setattr(Limits, "here", staticmethod(lambda force=False: between))
+    from gridemu.emulator.cli import main
+
+    argv = ["quickstart", "--set", "workload.jobs=400000", "--set", "run.backend=inprocess"]
+    assert main(["validate", *argv]) == 0
+    assert main(["validate", *argv, "--checkpoint", "5"]) == 2
+    assert main(["run", *argv, "--checkpoint", "5", "--out", str(tmp_path / "r"), "--quiet"]) == 2
+    assert "memory" in capsys.readouterr().err
+    assert not (tmp_path / "r").exists()
