@@ -359,7 +359,7 @@ class RayBackend:
         for d, inbox in enumerate(inboxes):
             got = [next(values) if isinstance(b, ref) else b for b in inbox]
             got = [b[d] if isinstance(b, tuple) else b for b in got]
-            out.append([to_batch(b.rows()) if isinstance(b, PackedRows) else b for b in got])
+            out.append([to_batch(b) if isinstance(b, PackedRows) else b for b in got])
         return out
 
     def results(self, horizon: float) -> list[dict[str, Any]]:

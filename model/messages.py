@@ -316,11 +316,11 @@ def empty_batch() -> np.ndarray:
     return np.zeros(0, dtype=MSG_DTYPE)
 
 
-def to_batch(rows: list[tuple]) -> np.ndarray:
-    """Rows (full message tuples) -> one structured array, sorted in delivery order."""
-    if not rows:
+def to_batch(rows: "list[tuple] | PackedRows") -> np.ndarray:
+    """Rows (full message tuples, or packed) -> one structured array, sorted in delivery order."""
+    if not len(rows):
         return empty_batch()
-    batch = np.array(rows, dtype=MSG_DTYPE)
+    batch = rows.array() if isinstance(rows, PackedRows) else np.array(rows, dtype=MSG_DTYPE)
     order = np.lexsort((batch["seq"], batch["src"], batch["deliver"]))
     return batch[order]
 
@@ -351,6 +351,14 @@ class PackedRows:
         n, floats, ints, same = self.n, iter(self.floats.tolist()), iter(self.ints.tolist()), iter(self.same)
         columns = [next(floats) if k == "f" else next(ints) if k == "i" else repeat(next(same), n) for k in self.layout]
         return list(zip(*columns))
+
+    def array(self) -> np.ndarray:
+        """The rows as one MSG_DTYPE array, filled column by column (no row is made)."""
+        out = np.empty(self.n, dtype=MSG_DTYPE)
+        floats, ints, same = iter(self.floats), iter(self.ints), iter(self.same)
+        for name, k in zip(MSG_DTYPE.names, self.layout):
+            out[name] = next(floats) if k == "f" else next(ints) if k == "i" else next(same)
+        return out
 
 
 #: Each MSG_DTYPE field: its place in :class:`PackedRows` when its values differ, and the

@@ -33,7 +33,7 @@ import numpy as np
 
 from gridemu.model.errors import InvariantError
 from gridemu.model.jobs import JOB_DTYPE, STATE_CODE, concat, radix_ids, take
-from gridemu.model.messages import MSG_DTYPE, PackedRows, empty_batch, job_block, jobs_in, to_batch
+from gridemu.model.messages import MSG_DTYPE, empty_batch, job_block, jobs_in, to_batch
 from gridemu.sites.results import settle
 
 PENDING, QUEUED, TRANSFERRED = STATE_CODE["pending"], STATE_CODE["queued"], STATE_CODE["transferred"]
@@ -154,9 +154,8 @@ class FcfsColumns:
     # ------------------------------------------------------------------ a window
 
     def deliver(self, batch: "np.ndarray | list[tuple]") -> None:
-        """Take messages for the hosted sites (an array, or rows from an event-loop shard)."""
-        if isinstance(batch, PackedRows):
-            batch = batch.rows()
+        """Take messages for the hosted sites (an array, or rows, packed or not, from an
+        event-loop shard)."""
         if not isinstance(batch, np.ndarray):
             batch = to_batch(batch)
         if not len(batch):

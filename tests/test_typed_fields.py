@@ -202,6 +202,7 @@ def test_packed_rows_come_back_as_the_array_path_gives_them():
         assert [type(v) for v in got] == [type(v) for v in want]
         assert [v for v in got if v == v] == [v for v in want if v == v]  # NaN aside
     assert math.isnan(back[0][7])
+    assert to_batch(packed).tobytes() == to_batch(rows).tobytes()  # straight to an array, no rows made
     one = pack_rows(rows[:1])
     assert one.layout == "s" * 27 and one.floats.size == one.ints.size == 0  # one row: every field goes once
     assert one.rows()[0][:7] == rows[0][:7] and one.first == 2.5
