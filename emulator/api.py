@@ -41,7 +41,7 @@ from gridemu.emulator.results import (
     write_marker,
 )
 from gridemu.emulator.scenario import Scenario, load_scenario
-from gridemu.model.errors import GridemuError, ScenarioError
+from gridemu.model.errors import GridemuError
 from gridemu.sites.sections import SectionFacts, given
 
 
@@ -82,8 +82,7 @@ def run(
         scenario = load_scenario(
             scenario.data, overrides, source=scenario.source, seed=seed, backend=backend, shards=shards
         )
-    if checkpoint is not None and not checkpoint >= 0:
-        raise ScenarioError("--checkpoint", f"must be a number of seconds >= 0, got {checkpoint}")
+    ckpt.check_every(checkpoint)
     if out is not None:
         out = check_out(out, overwrite)  # before any work
     _, work = gate(scenario, Limits.here(force), checkpoint=checkpoint is not None)

@@ -38,7 +38,7 @@ from gridemu.brokers.protocol import Protocol
 from gridemu.emulator import plain
 from gridemu.emulator.plugins import _own_classes, _own_modules, dump_shard, load_shard, require_registered
 from gridemu.emulator.shard import StepInfo
-from gridemu.model.errors import GridemuError
+from gridemu.model.errors import GridemuError, ScenarioError
 
 FILE = "checkpoint.gridemu"
 #: What an older gridemu wrote (a pickle): never read, it could run code.
@@ -51,6 +51,12 @@ FORMAT = 6
 MAGIC = "gridemu-checkpoint"
 #: The header line is read before anything else; a longer first line is no checkpoint's.
 HEADER_MAX = 1024
+
+
+def check_every(seconds: float | None) -> None:
+    """``--checkpoint SECONDS`` of run and validate: none, or a number of seconds >= 0."""
+    if seconds is not None and not seconds >= 0:
+        raise ScenarioError("--checkpoint", f"must be a number of seconds >= 0, got {seconds}")
 
 
 @dataclass

@@ -114,9 +114,12 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
+    from gridemu.emulator.checkpoint import check_every
     from gridemu.emulator.gate import gate
     from gridemu.emulator.limits import Limits
     from gridemu.emulator.scenario import check_scenario
+
+    check_every(args.checkpoint)
 
     sc, errors = check_scenario(args.scenario, _overrides(args.set))
     for exc in errors:  # every error it finds, one line each

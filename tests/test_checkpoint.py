@@ -131,6 +131,8 @@ def test_resume_without_a_checkpoint_or_with_a_damaged_one_is_one_line(tmp_path,
     assert err.count("\n") == 1 and "is not a gridemu checkpoint" in err
     assert main(["run", "quickstart", "--checkpoint", "-1", "--out", str(tmp_path / "x")]) == 2
     assert "--checkpoint: must be a number of seconds >= 0" in capsys.readouterr().err
+    assert main(["validate", "quickstart", "--checkpoint", "-1"]) == 2  # validate estimates such a run
+    assert "--checkpoint: must be a number of seconds >= 0" in capsys.readouterr().err
 
 
 def test_cli_resume_writes_the_results_of_the_stopped_run(tmp_path, capsys):
