@@ -88,32 +88,44 @@ def run(
     _, work = gate(scenario, Limits.here(force), checkpoint=checkpoint is not None)
     if out is None:
         return _finish(_run_windows(scenario, address, on_progress, recurrence, checkpoint, None, work))
-    if checkpoint is None:
-        raw = _run_windows(scenario, address, on_progress, recurrence, None, None, work)
-        result = _finish(raw)
-        enter_phase("write")
-        result.write(out, overwrite)
-        return result
-    # The checkpoints go into the folder while it runs: it is made (and marked) now, and
-    # locked against a resume of it while this run writes there.
+    # The folder is made (and marked) now and locked while the run goes, whether checkpoints
+    # go into it or only the results at the end: a second run, or a resume, into the same
+    # folder is refused at once rather than after doing all its work.
     made = not out.is_dir()
     if made:
         _make_run_folder(out)
-    elif marked(out) is None:  # an empty folder the user made
+    marked_now = not made and marked(out) is None  # an empty folder the user made
+    if marked_now:
         write_marker(out)
     try:
         with locked(out, "run"):
-            raw = _run_windows(scenario, address, on_progress, recurrence, checkpoint, out / ckpt.FILE, work)
+            # Again under the lock: another run may have finished into the folder since.
+            check_out(out, overwrite)
+            ckpt_file = None if checkpoint is None else out / ckpt.FILE
+            raw = _run_windows(scenario, address, on_progress, recurrence, checkpoint, ckpt_file, work)
             result = _finish(raw)
             enter_phase("write")
             result.write(out, overwrite=True)  # replaces the folder this run made or was allowed, checkpoint and all
     except BaseException:
-        # Stopped before checkpoint zero was saved (an error, or a second signal while the
-        # shards started): the folder this run made goes, rather than stay without a checkpoint.
-        if made and {p.name for p in out.iterdir()} <= {MARKER, LOCK}:
-            shutil.rmtree(out, ignore_errors=True)
+        # Stopped before any result or checkpoint was saved: what this run put there goes.
+        _undo_folder(out, made, marked_now)
         raise
     return result
+
+
+def _undo_folder(out: Path, made: bool, marked_now: bool) -> None:
+    """Take back what a run that stopped early put into ``out``: the folder it made, or the
+    marker and lock it wrote into the user's empty folder, where nothing else is there."""
+    try:
+        if not {p.name for p in out.iterdir()} <= {MARKER, LOCK}:
+            return
+        if made:
+            shutil.rmtree(out, ignore_errors=True)
+        elif marked_now:
+            for name in (MARKER, LOCK):
+                (out / name).unlink(missing_ok=True)
+    except OSError:
+        pass  # the folder is gone or unreadable: nothing of ours to take back
 
 
 def _make_run_folder(out: Path) -> None:

@@ -82,6 +82,55 @@ def test_overwrite_replaces_a_run_folder_but_never_a_file_put_into_it(tmp_path, 
     assert (out / USER_FILE).read_text() == "notes\n"
 
 
+def test_a_second_run_into_the_same_folder_is_refused_at_once(tmp_path, capsys, monkeypatch):
+    """A run without --checkpoint locks its folder too: a second one is refused before it
+    runs, not after doing all its work (then refused for the first one's results)."""
+    no_run(monkeypatch)
+    for out in (tmp_path / "new", tmp_path / "empty"):
+        if out.name == "empty":
+            out.mkdir()
+        out.mkdir(exist_ok=True)
+        (out / MARKER).write_text(json.dumps({"gridemu": "run", "format": 1}) + "\n")  # the first run's folder
+        with open(out / LOCK, "w") as held:  # ... which it holds while it runs
+            fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            expect_error(capsys, SMALL_RUN + ["--out", out, "--quiet"], str(out), "in use by another gridemu process")
+        assert sorted(p.name for p in out.iterdir()) == sorted([MARKER, LOCK])  # the first run's, left as they were
+
+
+def test_a_run_that_fails_takes_back_its_folder_or_marker(tmp_path, capsys, monkeypatch):
+    def fail(*args, **kwargs):
+        raise emulator.GridemuError("the run failed")
+
+    monkeypatch.setattr(api, "run_windows", fail)
+    made, empty = tmp_path / "made", tmp_path / "empty"
+    empty.mkdir()
+    for out in (made, empty):
+        expect_error(capsys, SMALL_RUN + ["--out", out, "--quiet"], "the run failed")
+    assert not made.exists() and empty.is_dir() and not any(empty.iterdir())
+
+
+def test_results_that_came_while_a_run_waited_are_not_replaced(tmp_path, monkeypatch):
+    """Checked again under the lock: another run may have written its results since."""
+    out = tmp_path / "r"
+    assert call(SMALL_RUN + ["--out", out]) == 0
+    before = (out / "jobs.parquet").read_bytes()
+    checks = []
+    real = api.check_out
+
+    def check_then_earlier_results(folder, overwrite=False, *args):
+        checks.append(folder)
+        if len(checks) == 1:  # the first check saw the folder as the other run left it a moment before
+            return Path(folder)
+        return real(folder, overwrite, *args)
+
+    monkeypatch.setattr(api, "check_out", check_then_earlier_results)
+    monkeypatch.setattr(api, "run_windows", lambda *a, **k: pytest.fail("the run started"))
+    small = {"workload.jobs": 50, "metrics.counterfactual": "none"}
+    with pytest.raises(emulator.GridemuError, match="holds the results of an earlier run"):
+        api.run("quickstart", backend="inprocess", overrides=small, out=out)
+    assert len(checks) == 2 and (out / "jobs.parquet").read_bytes() == before
+
+
 def test_a_sweep_folder_is_no_run_folder_and_a_sweep_refuses_the_users_folder(tmp_path, capsys, monkeypatch):
     import gridemu.emulator.sweep as sweep
 
