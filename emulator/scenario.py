@@ -75,7 +75,7 @@ _KNOWN = {
         "rounds",
         "period",
     },
-    "sites": {"count", "procs", "speed", "scheduler", "orgs", "zipf_a", "low", "high"},
+    "sites": {"count", "procs", "speed", "scheduler"},
     "site": {"name", "org", "procs", "speed", "speeds", "scheduler"},
 }
 

@@ -139,6 +139,9 @@ def test_scenario_file_not_utf8(tmp_path, capsys):
 SET_CASES = [
     # (override, text the message must hold)
     pytest.param("run.sed=3", ["run.sed", "unknown key", "seed"], id="unknown-key-run.sed"),
+    # keys [sites] once accepted and never read: a run with 4 organizations where 2 were asked
+    pytest.param("sites.orgs=2", ["sites.orgs", "unknown key", "count, procs"], id="unknown-key-sites.orgs"),
+    pytest.param("sites.zipf_a=1.5", ["sites.zipf_a", "unknown key"], id="unknown-key-sites.zipf_a"),
     pytest.param(
         "protocol.name=bogus", ["protocol.name", "bogus", "local", "random", "averaging"], id="unknown-protocol"
     ),
