@@ -44,6 +44,12 @@ from gridemu.emulator.scenario import Scenario, load_scenario
 from gridemu.model.errors import GridemuError
 from gridemu.sites.sections import SectionFacts, given
 
+#: Told of each run folder this process makes or marks when a run starts (``made``: it made
+#: the folder; else it marked the user's empty one). The ``gridemu`` command's supervisor
+#: (emulator/cli.py) takes such a folder back when its child dies before a word: no Python
+#: code of the child runs after a SIGKILL, or after Ray ends it when its raylet dies.
+on_folder: Callable[[Path, bool], None] | None = None
+
 
 def run(
     scenario: str | Path | dict[str, Any] | Scenario,
@@ -97,6 +103,8 @@ def run(
     marked_now = not made and marked(out) is None  # an empty folder the user made
     if marked_now:
         write_marker(out)
+    if on_folder is not None and (made or marked_now):
+        on_folder(out, made)
     try:
         with locked(out, "run"):
             # Again under the lock: another run may have finished into the folder since.
@@ -108,12 +116,12 @@ def run(
             result.write(out, overwrite=True)  # replaces the folder this run made or was allowed, checkpoint and all
     except BaseException:
         # Stopped before any result or checkpoint was saved: what this run put there goes.
-        _undo_folder(out, made, marked_now)
+        undo_folder(out, made, marked_now)
         raise
     return result
 
 
-def _undo_folder(out: Path, made: bool, marked_now: bool) -> None:
+def undo_folder(out: Path, made: bool, marked_now: bool) -> None:
     """Take back what a run that stopped early put into ``out``: the folder it made, or the
     marker and lock it wrote into the user's empty folder, where nothing else is there."""
     try:

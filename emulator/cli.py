@@ -664,6 +664,12 @@ def _supervise() -> int:
         os.setpgid(0, 0)
         signal.pthread_sigmask(signal.SIG_UNBLOCK, signals)
         _die_with_parent(parent)
+        from gridemu.emulator import api
+
+        def tell(out: Path, made: bool) -> None:  # each run folder made or marked, for the parent
+            os.write(word, (b"m" if made else b"k") + os.fsencode(os.path.abspath(out)) + b"\0")
+
+        api.on_folder = tell
         try:
             code = main(sys.argv[1:])
         finally:  # gridemu had its word: a result, an error line, even a traceback
@@ -680,7 +686,33 @@ def _supervise() -> int:
             continue
         done, status = os.waitpid(child, os.WNOHANG)
         if done:
-            return _child_ended(os.read(said, 1) == b"x", os.waitstatus_to_exitcode(status))
+            said_all = _read_all(said)
+            finished = said_all.endswith(b"x")
+            if not finished:
+                _take_back(said_all)
+            return _child_ended(finished, os.waitstatus_to_exitcode(status))
+
+
+def _read_all(fd: int) -> bytes:
+    """What the ended child wrote into the pipe ``fd`` (its writing end is closed)."""
+    chunks = []
+    while chunk := os.read(fd, 65536):
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _take_back(said: bytes) -> None:
+    """The run folders a child that died without a word made or marked (``m`` or ``k``, then
+    the path and a NUL): each goes, or loses the marker and lock put into it, where nothing
+    else is there yet and no other process holds it."""
+    from gridemu.emulator.api import undo_folder
+    from gridemu.emulator.results import locked
+
+    for entry in said.split(b"\0")[:-1]:
+        out = Path(os.fsdecode(entry[1:]))
+        with contextlib.suppress(GridemuError, OSError):
+            with locked(out, "take back"):
+                undo_folder(out, made=entry[:1] == b"m", marked_now=entry[:1] == b"k")
 
 
 def _child_ended(finished: bool, code: int) -> int:

@@ -421,3 +421,22 @@ def test_names_of_any_script_round_trip_through_scenario_toml(tmp_path):
     assert digest(again.jobs) == digest(first.jobs)
     assert set(first.jobs["group"]) == set(again.jobs["group"]) and 'VO-Å/P "A 1"' in set(first.jobs["group"])
     assert call(["report", tmp_path / "r", "--no-plot"]) == 0
+
+
+def test_the_supervisor_takes_back_what_a_dead_run_left_and_nothing_else(tmp_path):
+    """The gridemu command's parent, when its child died without a word (SIGKILL, a dead
+    raylet), removes the folder the child made or the marker and lock it put into the user's
+    empty folder; a folder holding a checkpoint, or anything else, stays."""
+    from gridemu.emulator.cli import _take_back
+
+    made, mine, kept = tmp_path / "made", tmp_path / "mine", tmp_path / "kept"
+    for folder in (made, mine, kept):
+        folder.mkdir()
+        (folder / MARKER).write_text(json.dumps({"gridemu": "run", "format": 1}) + "\n")
+        (folder / LOCK).write_bytes(b"")
+    (kept / ckpt.FILE).write_bytes(b"a checkpoint")
+    said = b"".join(tag + os.fsencode(str(f)) + b"\0" for tag, f in ((b"m", made), (b"k", mine), (b"m", kept)))
+    _take_back(said + b"m" + os.fsencode(str(tmp_path / "never-made")) + b"\0")
+    assert not made.exists()
+    assert mine.is_dir() and not any(mine.iterdir())
+    assert sorted(p.name for p in kept.iterdir()) == sorted([MARKER, LOCK, ckpt.FILE])
