@@ -261,6 +261,7 @@ def _finish(raw: RawRun) -> RunResult:
         usage=usage_table(raw),
         summary=summary,
         scenario=scenario.data,
+        saved_scenario=scenario.saved_data(),
         pieces=_piece_rows(pieces, jobs, scenario.orgs, raw.groups),
     )
 

@@ -254,7 +254,12 @@ class Coordinator:
 
     def _save(self) -> None:
         ckpt.save(
-            self.checkpoint_to, self.last, self.scenario.data, self.scenario.source, self.backend_name, self.n_shards
+            self.checkpoint_to,
+            self.last,
+            self.scenario.saved_data(),
+            self.scenario.source,
+            self.backend_name,
+            self.n_shards,
         )
 
     def _keep_checkpoint(self) -> None:

@@ -11,7 +11,7 @@ busy, utilization.
 ``usage.parquet``: each site's usage ledger: processor-time of finished jobs per group.
 ``summary.json``: ``organizations`` (per organization) and ``global`` figures, and for some
 protocols a ``protocol`` section; ``fairness`` and a scheduler section's (``policy``) where they apply.
-``scenario.toml``: the resolved scenario, every default filled in.
+``scenario.toml``: the resolved scenario, every default filled in (a ``[sites]`` table kept as one).
 ``<name>.csv``: the protocol's result tables (``Report.tables``; fairshare: ``policy.csv``).
 """
 
@@ -90,6 +90,9 @@ class RunResult:
     scenario: dict[str, Any]
     #: One row per piece (``PIECE_COLUMNS``); the same rows as ``jobs`` unless some job was split.
     pieces: pd.DataFrame = field(default_factory=pd.DataFrame)
+    #: What ``scenario.toml`` holds, where it differs from ``scenario`` (every site listed):
+    #: sites drawn from a ``[sites]`` table are kept as that table (``Scenario.saved_data``).
+    saved_scenario: dict[str, Any] | None = None
 
     def write(self, out: str | Path, overwrite: bool = False) -> Path:
         """Write the result files into ``out``, all or nothing: they are written to a hidden
@@ -107,7 +110,10 @@ class RunResult:
         if len(self.pieces) != len(self.jobs):
             self.pieces.to_parquet(folder / "fragments.parquet", index=False)
         (folder / "summary.json").write_text(json.dumps(self.summary, indent=2, default=_json_default) + "\n")
-        (folder / "scenario.toml").write_text(toml_header(self.summary.get("provenance")) + to_toml(self.scenario))
+        (folder / "scenario.toml").write_text(
+            toml_header(self.summary.get("provenance"))
+            + to_toml(self.scenario if self.saved_scenario is None else self.saved_scenario)
+        )
         for table in registry.report_of(self.summary["global"]["protocol"]).result_tables(self.summary):
             table.frame.to_csv(folder / f"{table.name}.csv", index=False)
 

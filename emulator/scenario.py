@@ -102,6 +102,16 @@ class Scenario:
     #: The protocol's keys, checked and frozen (``data["protocol"]`` as typed values); after
     #: ``Protocol.check_jobs``, also what the jobs settle.
     params: Params = field(default_factory=Params)
+    #: A ``[sites]`` table as given, its defaults filled in (None for ``[[sites]]`` entries).
+    sites_table: dict[str, Any] | None = None
+
+    def saved_data(self) -> dict[str, Any]:
+        """``data`` as ``scenario.toml`` and checkpoints keep it: sites drawn from a ``[sites]``
+        table stay that table, which the same seed expands to the same sites (a million site
+        tables written out were 110 MB of TOML)."""
+        if self.sites_table is None:
+            return self.data
+        return {k: (self.sites_table if k == "sites" else v) for k, v in self.data.items()}
 
     @property
     def seed(self) -> int:
@@ -523,6 +533,15 @@ def _validate(data: dict[str, Any], source: str) -> Scenario:  # noqa: C901
     data["scheduler"] = sched
 
     sites = _build_sites(data, sched["name"], run["seed"])
+    sites_table = None
+    if isinstance(data["sites"], dict):
+        given = data["sites"]
+        sites_table = {
+            "count": len(sites),
+            "procs": given.get("procs", 1),
+            "speed": given.get("speed", 1.0),
+            "scheduler": sites[0].scheduler,
+        }
     if run["shards"] > len(sites):
         raise ScenarioError("run.shards", f"{run['shards']} shards for {len(sites)} sites: at most one shard per site")
 
@@ -648,4 +667,5 @@ def _validate(data: dict[str, Any], source: str) -> Scenario:  # noqa: C901
         faults=faults,
         params=params,
         extra={"scenario_warnings": warnings} if warnings else {},
+        sites_table=sites_table,
     )

@@ -398,6 +398,24 @@ def test_every_shipped_scenario_runs_again_from_its_saved_toml(tmp_path, name):
     assert digest(again.jobs) == digest(first.jobs)
 
 
+def test_sites_drawn_from_a_table_are_saved_as_the_table(tmp_path):
+    """scenario.toml keeps a [sites] table as a table (a million sites listed one by one were
+    110 MB of TOML); the seed expands it to the same sites, drawn processor counts included,
+    and the API's result still lists every site."""
+    sets = {"sites.count": 3000, "sites.procs": {"dist": "uniform", "low": 1, "high": 4}, "workload.rate": 0.5}
+    sets |= {"workload.jobs": 600}
+    first = emulator.run(
+        "quickstart", backend="inprocess", overrides=sets | {"metrics.counterfactual": "none"}, out=tmp_path / "r"
+    )
+    assert len(first.scenario["sites"]) == 3000
+    saved = read_scenario_file(tmp_path / "r" / "scenario.toml")[0]
+    assert saved["sites"] == {"count": 3000, "procs": sets["sites.procs"], "speed": 1.0, "scheduler": "fcfs"}
+    assert len((tmp_path / "r" / "scenario.toml").read_text().splitlines()) < 100
+    again = emulator.run(tmp_path / "r" / "scenario.toml", backend="inprocess")
+    assert digest(again.jobs) == digest(first.jobs)
+    assert again.sites["procs"].tolist() == first.sites["procs"].tolist()
+
+
 def renamed(value):
     """Names no hand-written TOML writer got right: non-ASCII letters, digits of another
     script as a key, spaces and quotes."""
