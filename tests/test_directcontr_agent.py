@@ -14,6 +14,7 @@ from gridemu.brokers.directcontr.policies import simulate
 from gridemu.brokers.directcontr.protocol import instance
 from gridemu.brokers.directcontr.sampled import SpKey
 from gridemu.brokers.directcontr.shapley_value import psi_sp
+from gridemu.emulator.cli import main as cli_main
 from gridemu.emulator.scenario import load_scenario
 from gridemu.model.errors import ScenarioError
 from gridemu.scenarios.workload import generate_jobs
@@ -52,18 +53,20 @@ def trace(latency=1e-6, seed=3, **protocol) -> dict:
     }
 
 
-def central(data: dict):
+def central(data: dict, lines_15_16: str = "prose"):
     sc = load_scenario(data)
     jobs = instance(generate_jobs(sc)[0])
     procs = [s.procs for s in sc.sites]
-    return simulate(jobs, procs, "directcontr", int(sc.horizon), gamma="index"), procs
+    return simulate(jobs, procs, "directcontr", int(sc.horizon), gamma="index", lines_15_16=lines_15_16), procs
 
 
 @pytest.mark.parametrize("make", [hand, trace])
-def test_decentralized_schedule_is_centralized_directcontr_at_negligible_latency(make):
-    data = make(compare=["ref", "directcontr"])
+@pytest.mark.parametrize("reading", [None, "literal"])
+def test_decentralized_schedule_is_centralized_directcontr_at_negligible_latency(make, reading):
+    # None: the key left out, the prose reading (the default)
+    data = make(compare=["ref", "directcontr"], **({} if reading is None else {"lines_15_16": reading}))
     result = emulator.run(data)
-    want, procs = central(data)
+    want, procs = central(data, reading or "prose")
     owner = [u for u, n in enumerate(procs) for _ in range(n)]
     t = result.jobs.set_index("job_id")
     assert len(want.start) > 20
@@ -76,6 +79,39 @@ def test_decentralized_schedule_is_centralized_directcontr_at_negligible_latency
     assert proto["max_start_diff_vs_central_index_order"] < 1e-5 + 6e-6 * data["run"]["horizon"]
     assert proto["fairness_ref"] == 0.0
     assert proto["fairness"] == pytest.approx(proto["fairness_directcontr_index"], rel=1e-2, abs=1e-2)
+
+
+def two_orgs(**protocol) -> dict:
+    """[S] Algorithm 1 lines 15-16's two readings by hand (as in tests/test_shapley.py): org 0
+    owns processor 0 (site 0), org 1 processor 1. Org 1's job 0 takes processor 0 during
+    [0, 3). At t = 2 (d = 2, ½d(d+1) = 3) jobs 1 (org 0) and 2 (org 1) are released and
+    processor 1 is free. Prose: ψ[1] += 3, φ[0] += 3, org 0 first; literal (as printed):
+    φ[1] += 3, ψ[0] += 3, org 1 first."""
+    data = hand(sites=2, procs=1, horizon=12.0, compare=["ref", "directcontr"], **protocol)
+    data["workload"]["list"] = [
+        {"site": 1, "release": 0, "size": 3},
+        {"site": 0, "release": 2, "size": 4},
+        {"site": 1, "release": 2, "size": 1},
+    ]
+    return data
+
+
+def test_lines_15_16_key_chooses_the_reading_by_hand():
+    runs = {r: emulator.run(two_orgs(**({} if r is None else {"lines_15_16": r}))) for r in (None, "prose", "literal")}
+    placed = {
+        r: {int(j): (round(s), int(e)) for j, s, e in zip(x.jobs["job_id"], x.jobs["start"], x.jobs["exec_site"])}
+        for r, x in runs.items()
+    }
+    # (start on the schedule's clock, site that ran it); the real clock lags by about 4L·T
+    assert placed[None] == placed["prose"] == {0: (0, 0), 1: (2, 1), 2: (3, 0)}
+    assert placed["literal"] == {0: (0, 0), 2: (2, 1), 1: (3, 0)}
+    assert runs["literal"].summary["protocol"]["jobs_started_only_by_central"] == 0
+
+
+def test_a_bad_lines_15_16_exits_non_zero_naming_the_key(capsys):
+    assert cli_main(["validate", "shapley", "--set", "protocol.lines_15_16=printed"]) == 2
+    err = capsys.readouterr().err
+    assert "protocol.lines_15_16: unknown value 'printed' (allowed: prose, literal)" in err
 
 
 def test_latency_stretches_the_schedule_and_costs_fairness():
@@ -93,13 +129,17 @@ def test_summary_compares_every_algorithm_against_ref():
     assert proto["fairness_roundrobin"] > proto["fairness_ref"]
 
 
-def test_same_job_table_for_any_backend_and_shard_count(ray_session):
-    data = hand(latency=0.01, compare=["directcontr"])
+@pytest.mark.parametrize("reading", ["prose", "literal"])
+def test_same_job_table_for_any_backend_and_shard_count(ray_session, reading):
+    data = hand(latency=0.01, compare=["directcontr"], lines_15_16=reading)
     cols = ["job_id", "exec_site", "start", "end", "state"]
     base = emulator.run(data, shards=1)
     for backend, shards in (("inprocess", 3), ("ray", 2)):
         other = emulator.run(data, backend=backend, shards=shards)
         pd.testing.assert_frame_equal(base.jobs[cols], other.jobs[cols])
+    if reading == "literal":  # the key reached the agents: another schedule than the prose reading's
+        prose = emulator.run(hand(latency=0.01, compare=["directcontr"]), shards=1)
+        assert (prose.jobs["start"] != base.jobs["start"]).sum() > 10
 
 
 def test_trace_preparation_splits_processors_and_picks_a_random_window():
@@ -134,6 +174,14 @@ def test_trace_preparation_splits_processors_and_picks_a_random_window():
         ({"protocol": {"name": "directcontr", "samples": 0}}, "protocol.samples: must be > 0"),
         ({"protocol": {"name": "directcontr", "compare": ["best"]}}, "protocol.compare: a list of algorithms"),
         ({"protocol": {"name": "directcontr", "mode": "gossip"}}, "protocol.mode: "),
+        (
+            {"protocol": {"name": "directcontr", "lines_15_16": "printed"}},
+            r"protocol.lines_15_16: unknown value 'printed' \(allowed: prose, literal\)",
+        ),
+        (
+            {"protocol": {"name": "directcontr", "lines_15_16": "literal", "mode": "sampled"}},
+            'protocol.lines_15_16: the literal reading .* needs mode = "replicated"',
+        ),
         ({"protocol": {"name": "directcontr", "mode": "sampled", "choices": -1}}, "protocol.choices: must be >= 0"),
         ({"run": {"seed": 2}}, "run.horizon: give t_end"),
         ({"scheduler": {"name": "fcfs"}}, 'scheduler.name: the directcontr protocol starts jobs itself'),

@@ -18,6 +18,9 @@ something happened (a release or a completion): it applies that instant's events
 organizations with waiting jobs by φ − ψ at T (ties to the lowest index) and fills the free
 processors in processor order, the top organization's jobs first ([S] Algorithm 1 with the
 processors taken by number, ``brokers.directcontr.policies.simulate(..., gamma="index")``).
+With ``lines_15_16 = "literal"`` ([S] Algorithm 1 lines 15-16 as printed) the step ranks by
+that reading's φ − ψ, which also depends on the gaps between the instants with events
+(``_literal``), so every site keeps it step by step.
 A site then acts on its own processors only: it pulls each job the step gave them from the
 owner's site (``request``, answered by the ``job`` transfer, tagged with the processor), and
 runs it. A site knows every site's processor count (``procs``, shape not state).
@@ -85,6 +88,12 @@ class DirectContrAgent(Agent):
         self.completions: dict[int, list[int]] = {}  # instant -> jobs completing then
         self.steps: set[int] = set()  # instants whose step is due
         self.slot_of: dict[int, int] = {}  # own jobs: id -> slot
+        self.literal = params.lines_15_16 == "literal"
+        # The literal reading's part of 2(φ − ψ), summed over the steps so far (``_literal``);
+        # cross[u]: u's jobs running on other organizations' processors minus theirs on u's.
+        self.literal_part = [0] * self.k
+        self.cross = [0] * self.k
+        self.last_step: int | None = None
 
     def tau(self, t: int) -> float:
         return t + 2 * self.lat + 4 * self.lat * t
@@ -132,9 +141,12 @@ class DirectContrAgent(Agent):
     def on_timer(self, now: float, tag: Any) -> None:
         t = tag[1]
         self.steps.discard(t)
+        if self.literal:
+            self._literal(t)
         for job_id in self.completions.pop(t, []):
             owner, m, s, p = self.started.pop(job_id)
             heapq.heappush(self.free, m)
+            self._cross(owner, m, -1)
             # From now on its part is p·(2t − 2s − p + 1) = 2p·t + p·(1 − 2s − p), for good.
             self._account(owner, m, (-1, -(1 - 2 * s), -(s * s - s)))
             self._account(owner, m, (0, 2 * p, p * (1 - 2 * s - p)))
@@ -154,6 +166,7 @@ class DirectContrAgent(Agent):
                 self.started[job_id] = [u, m, t, None]
                 # Running from s: q = t − s units so far, q·(q + 1) = t² + (1 − 2s)·t + s² − s.
                 self._account(u, m, (1, 1 - 2 * t, t * t - t))
+                self._cross(u, m, 1)
                 if self.owner_of[m] == self.me:
                     self._pull(now, job_id, u, m)
 
@@ -165,12 +178,31 @@ class DirectContrAgent(Agent):
             for i in range(3):
                 poly[i] += sign * coef[i]
 
+    def _cross(self, owner: int, m: int, sign: int) -> None:
+        v = self.owner_of[m]
+        if self.literal and v != owner:
+            self.cross[owner] += sign
+            self.cross[v] -= sign
+
+    def _literal(self, t: int) -> None:
+        """[S] Algorithm 1 lines 15-16 as printed, over (t_prev, t] (t_prev: the previous
+        instant with events, this step's before its completions): a job J that ran on
+        processor m adds ½d(d+1) (d = t − t_prev) to φ[own(J)] and ψ[own(m)] instead of
+        ψ[own(J)] and φ[own(m)]. Where own(J) = own(m) the two are the same; otherwise own(J)'s
+        φ − ψ gains d(d+1) and own(m)'s loses it, against the prose reading that ``poly``
+        keeps. ``brokers.directcontr.policies._DirectContr`` with ``literal``, per
+        organization."""
+        d = 0 if self.last_step is None else t - self.last_step
+        self.last_step = t
+        for u in range(self.k):
+            self.literal_part[u] += 2 * d * (d + 1) * self.cross[u]
+
     def _keys(self, t: int) -> list[int]:
         """φ[u] − ψ[u] at t, doubled (exact integers): ψ_sp of the unit parts run on u's
         processors, minus that of u's jobs. A job that ran q = min(p, t − s) units from s
         counts q·(2t − 2s − q + 1): while it runs (q = t − s) that is quadratic in t, once it
         has finished linear; both are kept summed per organization (``poly``)."""
-        return [a * t * t + b * t + c for a, b, c in self.poly]
+        return [a * t * t + b * t + c + x for (a, b, c), x in zip(self.poly, self.literal_part)]
 
     def _pull(self, now: float, job_id: int, owner: int, m: int) -> None:
         if owner == self.me:

@@ -30,7 +30,8 @@ the papers are ambiguous or silent (those common to every policy are in
     - lines 15-16 are read ψ[own(J)] += ½d(d+1), φ[own(m)] += ½d(d+1) (printed φ[own(J)],
       ψ[own(m)], which would credit the job's owner with contribution for its own job and
       contradicts lines 13-14 and 7-8); ``simulate(..., lines_15_16="literal")`` runs them as
-      printed (the other two repairs kept), so the two readings can be compared;
+      printed (the other two repairs kept), so the two readings can be compared (in a run:
+      the ``directcontr`` protocol's key ``lines_15_16``);
     - lines 22-23 (finUt[org] += 1, finCon[own(m)] += 1 at a start) are dropped: with
       "completed" counters and ½d(d+1) they count every started job's first unit twice
       (ψ would exceed ψ_sp by t − s per job). They never affect a decision (φ, ψ do not

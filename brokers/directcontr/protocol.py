@@ -20,7 +20,7 @@ import numpy as np
 from gridemu.brokers.agent import Agent, GridInfo
 from gridemu.brokers.directcontr.agent import MESSAGES, DirectContrAgent
 from gridemu.brokers.directcontr.policies import POLICIES as SHAPLEY_POLICIES
-from gridemu.brokers.directcontr.policies import simulate
+from gridemu.brokers.directcontr.policies import READINGS, simulate
 from gridemu.brokers.directcontr.sampled import MESSAGES as SAMPLED_MESSAGES
 from gridemu.brokers.directcontr.sampled import DirectContrSampledAgent
 from gridemu.brokers.directcontr.shapley_value import fairness, psi_sp
@@ -79,12 +79,26 @@ class DirectContrParams(Params):
     )
     # RAND(N) simulates N random orders of the coalitions per window: past 10^6 a run would not end.
     samples: int = param(10, "RAND's N: random orders of the coalitions per window", positive=True, most=1_000_000)
+    lines_15_16: str = param(
+        "prose",
+        "DIRECTCONTR's reading of [S] Algorithm 1 lines 15-16, in the sites' steps and the summary's DIRECTCONTR: "
+        "prose: ψ[own(J)], φ[own(m)] += ½d(d+1), as the text says (ψ is ψ_sp); literal: as printed, "
+        "φ[own(J)], ψ[own(m)] (mode replicated only; docs/results/shapley.md)",
+        choices=READINGS,
+    )
 
     def validate(self, scenario: ScenarioFacts) -> DirectContrParams:
         require_full_graph_when_replicated("directcontr", scenario, self.mode)
         require_one_site_per_org("directcontr", scenario)
         require_scheduler("directcontr", scenario, "planned", "starts jobs itself")
         require_identical_processors("directcontr", scenario, " (the papers' model)")
+        if self.lines_15_16 == "literal" and self.mode == "sampled":
+            # The literal reading's counters depend on the gaps between Algorithm 1's events,
+            # which only the replicated step has; the sampled key is ψ_sp on the real clock.
+            raise ScenarioError(
+                "protocol.lines_15_16",
+                'the literal reading is a reading of the replicated step: it needs mode = "replicated", not "sampled"',
+            )
         if not math.isfinite(scenario.data["run"]["horizon"]):
             raise ScenarioError("run.horizon", "give t_end, the time at which fairness is measured (Δψ/p_tot)")
         if self.compare is None:
@@ -137,8 +151,10 @@ def summary(facts: RunFacts) -> dict[str, Any]:
         from gridemu.brokers.directcontr.parallel import ray_level_map
 
         level_map = ray_level_map
+    reading = proto.lines_15_16
     results = {
-        p: simulate(jobs, procs, p, t_end, seed=seed, samples=proto.samples, level_map=level_map) for p in proto.compare
+        p: simulate(jobs, procs, p, t_end, seed=seed, samples=proto.samples, level_map=level_map, lines_15_16=reading)
+        for p in proto.compare
     }
     psi = executed_psi(table, k, t_end)
     out: dict[str, Any] = {"name": "directcontr", "t_end": t_end, "psi": psi}
@@ -158,9 +174,9 @@ def summary(facts: RunFacts) -> dict[str, Any]:
         if "directcontr" in results:
             out["psi_central_directcontr"] = list(results["directcontr"].psi)
         return out
-    central = results.get("directcontr") or simulate(jobs, procs, "directcontr", t_end, seed=seed)
+    central = results.get("directcontr") or simulate(jobs, procs, "directcontr", t_end, seed=seed, lines_15_16=reading)
     out["psi_central_directcontr"] = list(central.psi)
-    index = simulate(jobs, procs, "directcontr", t_end, gamma="index")
+    index = simulate(jobs, procs, "directcontr", t_end, gamma="index", lines_15_16=reading)
     if base is not None and out["p_tot"]:
         out["fairness_directcontr_index"] = fairness(index.psi, results[base].psi, out["p_tot"])
     starts = dict(zip(table["job_id"].tolist(), table["start"].tolist()))
