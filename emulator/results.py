@@ -22,6 +22,7 @@ import json
 import math
 import os
 import shutil
+import sys
 import tempfile
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -372,6 +373,12 @@ def locked(folder: Path, what: str) -> Iterator[None]:
             raise GridemuError(
                 f"{what}: {folder} is in use by another gridemu process (it holds {folder / LOCK}): wait for it to end"
             ) from None
+        except OSError as exc:  # a file system without locks (some network and FUSE ones): go on, said
+            print(
+                f"gridemu: warning: {what}: cannot lock {folder} ({exc.strerror or exc}): "
+                "a second run or resume into it would not be refused",
+                file=sys.stderr,
+            )
         yield
     finally:
         os.close(fd)  # the lock goes with it

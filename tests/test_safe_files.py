@@ -458,3 +458,17 @@ def test_the_supervisor_takes_back_what_a_dead_run_left_and_nothing_else(tmp_pat
     assert not made.exists()
     assert mine.is_dir() and not any(mine.iterdir())
     assert sorted(p.name for p in kept.iterdir()) == sorted([MARKER, LOCK, ckpt.FILE])
+
+
+def test_a_file_system_without_locks_runs_and_says_so(tmp_path, capsys, monkeypatch):
+    """Some network and FUSE file systems refuse flock: a run there goes on, with a warning,
+    rather than failing where it ran before runs locked their folder."""
+    import errno
+
+    def no_locks(fd, op):
+        raise OSError(errno.ENOLCK, "No locks available")
+
+    monkeypatch.setattr(fcntl, "flock", no_locks)
+    assert call(SMALL_RUN + ["--out", tmp_path / "r"]) == 0
+    assert (tmp_path / "r" / "jobs.parquet").exists()
+    assert "cannot lock" in capsys.readouterr().err
