@@ -6,7 +6,7 @@
 # with protocol.local_from swept inside (window, period). A folder already there is kept, so
 # an interrupted study resumes. Then:
 #   python -m gridemu.experiments.bilb_readings runs/bilb-readings --write
-# About 90 minutes on 2 cores with R = 10.
+# About 75 minutes on 2 cores with R = 10 (72 at main 98d2bc6, the cores shared with other work).
 set -euo pipefail
 OUT=${OUT:-runs/bilb-readings}
 R=${R:-10}
