@@ -43,8 +43,14 @@ def test_foreign_plan_bounds_the_load_received_not_the_queue():
 def test_release_rounds_run_a_round_at_every_release():
     jobs = bilb_n2.jobs_for(1, 2, {})
     times: list[float] = []
-    bilb_n2._with_release_rounds()(
-        jobs, 2, protocol="bilb", limits=[1.0, 1.0], on_round=lambda t, *_: times.append(t), **bilb_n2.TABLES
+    ref.reference_run(
+        jobs,
+        2,
+        protocol="bilb",
+        limits=[1.0, 1.0],
+        on_round=lambda t, *_: times.append(t),
+        round_at_releases=True,
+        **bilb_n2.TABLES,
     )
     assert set(np.unique(jobs["release"]).tolist()) <= set(times)
     plain: list[float] = []
