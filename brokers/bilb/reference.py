@@ -451,6 +451,34 @@ def _check_readings(starting: str, round_timing: str, round_order: str, send: st
         raise ValueError("round_order 'before_releases' needs discrete rounds")
 
 
+def _round_plan(
+    t: float,
+    sites: list[Site],
+    loads: list[float],
+    limits: list[float],
+    coalition: "_Coalition | None",
+    cut_running: bool,
+    starting: str,
+    round_timing: str,
+    min_gap: float,
+) -> tuple[list[tuple[int, int, float]], float]:
+    """A round's plan and the next round's time: BILB's (Algorithm 4.3, each surplus capped at
+    what its sender can move) or, with a ``coalition``, the averaging game's among its members."""
+    if coalition is None:
+        movable = [_movable(site, t, cut_running, starting == "queued") for site in sites]
+        plan, after = thesis_bilb(loads, limits, movable)
+        if round_timing == "unbounded":
+            after = thesis_bilb(loads, [math.inf] * len(sites), movable)[1]
+        return plan, max(t + after, t + min_gap)
+    members = coalition.at(t)
+    plan = []
+    if len(members) >= 2:
+        sub = averaging_plan([loads[k] for k in members])
+        plan = [(members[i], members[j], amount) for i, j, amount in sub]
+    mean = sum(loads[k] for k in members) / len(members) if members else 0.0
+    return plan, t + max(min_gap, mean)
+
+
 def reference_run(
     jobs: np.ndarray,
     n_sites: int,
@@ -470,6 +498,7 @@ def reference_run(
     starting: str = "queued",
     round_order: str = "after_releases",
     send: str = "tail",
+    round_at_releases: bool = False,
 ) -> dict[str, np.ndarray]:
     """Run divisible-load balancing centrally; return every piece that existed.
 
@@ -495,7 +524,9 @@ def reference_run(
     the round's instant. ``round_order = "before_releases"`` (with ``discrete``) runs a
     round before its time unit's arrivals. ``send = "head"`` cuts what a sender owes from
     the front of its work (``_cut_from_head``) instead of its end.
-    ``on_round``, if given, is called after each round as
+    ``round_at_releases`` also runs a round at every release (after that instant's releases),
+    in place of the one due later: a diagnostic reading of docs/results/bilb_n2.py, which no
+    agent runs. ``on_round``, if given, is called after each round as
     ``on_round(t, loads_before, plan, queue_lengths_after)`` (see :data:`RoundHook`).
     """
     limits_, p_ = _check_args(jobs, n_sites, protocol, limits, p, start, min_gap, period, horizon)
@@ -534,23 +565,17 @@ def reference_run(
             site.queue.append(piece)
             _start_next(site, t, events)
             not_arrived -= 1
+            if round_at_releases and due > t:
+                due = t
+                events.push(t, round_kind, 0)
         else:
+            if round_at_releases and t != due:
+                continue  # replaced by a round at a release
             _complete_at(t, sites, events)
             loads = [site.finish_time(t) - t for site in sites]
-            if coalition is None:
-                movable = [_movable(site, t, cut_running, starting == "queued") for site in sites]
-                plan, after = thesis_bilb(loads, limits_, movable)
-                if round_timing == "unbounded":
-                    after = thesis_bilb(loads, [math.inf] * n_sites, movable)[1]
-                next_t = max(t + after, t + min_gap)
-            else:
-                members = coalition.at(t)
-                plan = []
-                if len(members) >= 2:
-                    sub = averaging_plan([loads[k] for k in members])
-                    plan = [(members[i], members[j], amount) for i, j, amount in sub]
-                mean = sum(loads[k] for k in members) / len(members) if members else 0.0
-                next_t = t + max(min_gap, mean)
+            plan, next_t = _round_plan(
+                t, sites, loads, limits_, coalition, cut_running, starting, round_timing, min_gap
+            )
             _carry_out(
                 t, sites, loads, plan, limits_, events, created, cut_running, starting == "queued", send == "head"
             )
