@@ -150,8 +150,17 @@ class _Coalition:
         return [k for k, member in enumerate(self.members) if member]
 
 
+def thesis_space(mean: float, queue: float, level: float, received: float, movable_queue: float) -> float:
+    """M_l's space in Algorithm 4.3: min(L̄_k − queue, l_l − queue), queue = L_l + Φ_l − Ψ_l
+    (``received`` is Φ_l, ``movable_queue`` m_l + Φ_l − Ψ_l: what other readings bound)."""
+    return min(mean - queue, level - queue)
+
+
 def thesis_bilb(
-    loads: Sequence[float], limits: Sequence[float], movable: Sequence[float]
+    loads: Sequence[float],
+    limits: Sequence[float],
+    movable: Sequence[float],
+    space_of: Callable[[float, float, float, float, float], float] = thesis_space,
 ) -> tuple[list[Transfer], float]:
     """Algorithm 4.3 (thesis 4.7.1) as its text reads, in site ids: the transfers and min_k(L_k + Φ_k − Ψ_k).
 
@@ -168,6 +177,9 @@ def thesis_bilb(
     and a surplus or amount within ``TIE`` of zero is none. The agents' offers carry a few
     latencies of drift that exact arithmetic here does not; without the tolerance that noise
     would pick which of two balanced sites comes first, and so which pieces each gets.
+
+    ``space_of(mean, queue, level, received, movable_queue)`` is a receiver's space before the
+    floor at 0: :func:`thesis_space` as the text reads; docs/results/bilb_n2.py measures others.
     """
     n = len(loads)
     by_load = tie_sorted(range(n), lambda site: loads[site])
@@ -186,7 +198,7 @@ def thesis_bilb(
         space = {}  # by site id
         for i in range(1, k):
             queue = L[i] + phi[i] - psi[i]
-            space[by_load[i - 1]] = max(0.0, min(mean - queue, lvl[i] - queue))
+            space[by_load[i - 1]] = max(0.0, space_of(mean, queue, lvl[i], phi[i], m[i] + phi[i] - psi[i]))
         place = {site: i for i, site in enumerate(by_load, start=1)}  # site id -> i of M_i
         receivers = [place[site] for site in tie_sorted(space, space.__getitem__)]
         for pos, i in enumerate(receivers, start=1):

@@ -30,12 +30,11 @@ import math
 import sys
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Iterator
 
 import numpy as np
 
 import gridemu.brokers.bilb.reference as ref
-from gridemu.brokers.bilb.algorithm import TIE, tie_sorted
 from gridemu.brokers.bilb.strategies import alone_finish_times
 from gridemu.brokers.metrics import score
 from gridemu.emulator.scenario import load_scenario, read_scenario_file
@@ -61,45 +60,14 @@ TABLES = dict(
 
 
 # ---------------------------------------------------------------- diagnostics (not options)
-def _plan(space_of: Callable[[float, float, float, float, float], float]):
-    """Algorithm 4.3 as ``reference.thesis_bilb`` has it, with a receiver's space given by
-    ``space_of(mean, queue, level, received, movable_queue)``."""
-
-    def plan(loads, limits, movable):
-        n = len(loads)
-        by_load = tie_sorted(range(n), lambda s: loads[s])
-        L = [0.0] + [float(loads[s]) for s in by_load]
-        lvl = [0.0] + [float(limits[s]) for s in by_load]
-        m = [0.0] + [float(movable[s]) for s in by_load]
-        phi, psi = [0.0] * (n + 1), [0.0] * (n + 1)
-        transfers, mean = [], L[1] if n else 0.0
-        for k in range(2, n + 1):
-            mean = ((k - 1) * mean + L[k]) / k
-            surplus = min(L[k] - mean, lvl[k], m[k])
-            if surplus <= TIE:
-                continue
-            space = {}
-            for i in range(1, k):
-                queue = L[i] + phi[i] - psi[i]
-                space[by_load[i - 1]] = max(0.0, space_of(mean, queue, lvl[i], phi[i], m[i] + phi[i] - psi[i]))
-            place = {site: i for i, site in enumerate(by_load, start=1)}
-            for pos, i in enumerate((place[s] for s in tie_sorted(space, space.__getitem__)), start=1):
-                amount = min(surplus / (k - pos), space[by_load[i - 1]])
-                if amount <= TIE:
-                    continue
-                transfers.append((by_load[k - 1], by_load[i - 1], amount))
-                phi[i] += amount
-                psi[k] += amount
-                surplus -= amount
-        return transfers, min((L[i] + phi[i] - psi[i] for i in range(1, n + 1)), default=0.0)
-
-    return plan
-
-
 #: l_l bounds the foreign load a receiver takes in a round (Φ_l ≤ l_l), not its queue.
-FOREIGN = _plan(lambda mean, queue, level, received, queued: min(mean - queue, level - received))
+FOREIGN = functools.partial(
+    ref.thesis_bilb, space_of=lambda mean, queue, level, received, queued: min(mean - queue, level - received)
+)
 #: l_l bounds the receiver's queued work only (its running piece not counted).
-QUEUED_ONLY = _plan(lambda mean, queue, level, received, queued: min(mean - queue, level - queued))
+QUEUED_ONLY = functools.partial(
+    ref.thesis_bilb, space_of=lambda mean, queue, level, received, queued: min(mean - queue, level - queued)
+)
 
 
 _THESIS_BILB = ref.thesis_bilb
