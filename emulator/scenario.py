@@ -267,7 +267,22 @@ def load_scenario(
     for key, value in run_settings.items():
         if value is not None:
             sets[f"run.{key}"] = value
-    return _validate(apply_overrides(raw, sets), source)  # a copy of its own: no second one
+    data = apply_overrides(raw, sets)  # a copy of its own: no second one
+    _note_overrides(data, sets)
+    return _validate(data, source)
+
+
+#: Overrides that leave the job table as it is: the description needs no word about them.
+_SAME_RUN = frozenset({"run.description", "run.backend", "run.shards", "run.packing", "run.name"})
+
+
+def _note_overrides(data: dict[str, Any], sets: dict[str, Any]) -> None:
+    """Say in ``run.description`` what was set over the scenario (a scenario.toml saved after
+    ``--set sites.count=20000`` must not still read "64 sites")."""
+    changed = [f"{k} = {v!r}" for k, v in sets.items() if k not in _SAME_RUN]
+    run = data.get("run")
+    if changed and isinstance(run, dict) and isinstance(run.get("description"), str):
+        run["description"] += f" (set: {', '.join(changed)})"
 
 
 def check_scenario(

@@ -243,6 +243,8 @@ def test_summary_json_matches_the_job_table(base_run):
 def test_resolved_scenario_toml_reruns_to_the_same_job_table(base_run, tmp_path):
     resolved = tomllib.loads((base_run / "scenario.toml").read_text())
     assert resolved["workload"]["jobs"] == 300  # the --set override is recorded
+    # and said in the description, which would otherwise describe the scenario as shipped
+    assert resolved["run"]["description"].endswith("one overloaded site (set: workload.jobs = 300)")
     assert resolved["run"]["backend"] == "inprocess"
     assert resolved["run"]["seed"] == 1
     again = tmp_path / "again"
