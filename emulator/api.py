@@ -19,7 +19,7 @@ from gridemu.brokers.protocol import RunFacts, Summary
 from gridemu.emulator import checkpoint as ckpt
 from gridemu.emulator.checks import check_conservation, check_guarantees
 from gridemu.emulator.coordinator import run_windows
-from gridemu.emulator.engine import Progress, RawRun, Workload, enter_phase
+from gridemu.emulator.engine import Progress, RawRun, Workload, enter_phase, prepare_workload
 from gridemu.emulator.gate import counterfactual, gate
 from gridemu.emulator.limits import Limits
 from gridemu.emulator.provenance import provenance
@@ -227,7 +227,10 @@ def _finish(raw: RawRun) -> RunResult:
         # It runs in this process (no shard to lose), from the seed: a stopped run's resume
         # runs it again.
         enter_phase("counterfactual")
-        local = job_table(piece_table(run_windows(counterfactual(scenario), warn=False)))
+        alone = counterfactual(scenario)
+        # The first run's jobs (gathered from its shards where they drew them), not drawn again.
+        work = prepare_workload(alone, warn=False, same_as=Workload(raw.jobs, raw.groups, None))
+        local = job_table(piece_table(run_windows(alone, warn=False, workload=work)))
     summary = summarize(raw, table, sites, local)
     plugin = scenario.plugin
     added = (

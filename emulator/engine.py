@@ -166,15 +166,15 @@ def prepare_workload(scenario: Scenario, warn: bool = True, same_as: Workload | 
     """Draw the jobs where the driver must (see ``_drawn_in_shards``) and check them against
     the sites' schedulers and the protocol; ``warn``: print the workload's warnings (off for
     a second run of the same jobs). ``same_as``: a workload prepared already from the same
-    ``[workload]``, sites and seed (the counterfactual's is the first run's): its jobs are
-    taken instead of drawn (or a trace read) again."""
-    draws = site_draws(scenario) if _drawn_in_shards(scenario) else None
-    if draws is None and same_as is not None and same_as.jobs is not None:
+    ``[workload]``, sites and seed (the counterfactual's is the first run's): its jobs, where
+    it holds them, are taken instead of drawn (or a trace read) again."""
+    draws = None
+    if same_as is not None and same_as.jobs is not None:
         jobs, groups = same_as.jobs, same_as.groups
-    elif draws is None:
+    elif (draws := site_draws(scenario) if _drawn_in_shards(scenario) else None) is not None:
+        jobs, groups = None, list(scenario.orgs)  # each shard draws its own sites' jobs
+    else:
         jobs, groups = generate_jobs(scenario)
-    else:  # each shard draws its own sites' jobs: the driver never holds them during the run
-        jobs, groups = None, list(scenario.orgs)
     for line in scenario.extra.get("workload_warnings", []) if warn else []:
         print(f"gridemu: warning: {line}", file=sys.stderr)
     if jobs is not None:
