@@ -366,9 +366,21 @@ class PackedRows:
         return out
 
 
+#: What ``marshal`` writes as itself. It would write a numpy scalar (a job record an agent
+#: built from ``local_jobs``, a destination drawn from an array) as raw bytes, not a number.
+_NUMBERS = frozenset((float, int, bool))
+
+
 def pack_rows(rows: list[tuple]) -> PackedRows:
-    """Rows (full message tuples of Python numbers, at least one) -> :class:`PackedRows`."""
+    """Rows (full message tuples, at least one) -> :class:`PackedRows`; a value that is not a
+    Python number (a numpy scalar) goes as the Python number it holds."""
     n = len(rows)
-    columns = [column if column.count(column[0]) != n else column[:1] for column in zip(*rows)]
+    columns = []
+    for column in zip(*rows):
+        if column.count(column[0]) == n:
+            column = column[:1]
+        if not _NUMBERS.issuperset(map(type, column)):
+            column = tuple(v.item() if isinstance(v, np.generic) else v for v in column)
+        columns.append(column)
     first = columns[0][0] if len(columns[0]) == 1 else min(columns[0])  # the delivery time is the first field
     return PackedRows(n, first, marshal.dumps(columns, 4))

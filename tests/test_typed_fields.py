@@ -203,3 +203,9 @@ def test_packed_rows_come_back_as_they_were_sent():
     assert len(pack_rows(reports).data) < len(pickle.dumps(reports)) / 2
     one = pack_rows(rows[:1])
     assert repr(one.rows()) == repr(rows[:1]) and one.first == 2.5
+    # A numpy scalar in a row (a destination drawn from an array, a record built from local_jobs)
+    # goes as its Python value: marshal would write its raw bytes.
+    drawn = [rows[1][:3] + (np.int64(5),) + rows[1][4:], rows[2][:-1] + (np.float64(0.5),)]
+    back = pack_rows(drawn).rows()
+    assert back == [rows[1][:3] + (5,) + rows[1][4:], rows[2][:-1] + (0.5,)]
+    assert type(back[0][3]) is int and type(back[1][-1]) is float
