@@ -251,3 +251,24 @@ def test_the_memory_estimate_counts_pieces_and_rounds_of_a_protocol_that_keeps_t
     assert estimate(load_scenario("bilb-topology", {"sites.count": 1000})).memory > 485 * 2**20  # what it held
     reports = estimate(load_scenario("averaging-topology", {"sites.count": 1000}))
     assert reports.memory_terms["job_message"] == 0
+
+
+@pytest.mark.parametrize(
+    "name, sets",
+    [
+        pytest.param("gm-prop1", {"metrics.counterfactual": "local"}, id="driver draws"),
+        pytest.param("averaging-topology", {"sites.count": 40, "workload.until": 5}, id="shards draw"),
+    ],
+)
+def test_the_counterfactual_runs_the_first_runs_jobs_without_drawing_them_again(monkeypatch, name, sets):
+    from gridemu import emulator
+    from gridemu.emulator import engine, shard
+
+    drawn = []
+    by_driver, by_shard = engine.generate_jobs, shard.draw_jobs
+    monkeypatch.setattr(engine, "generate_jobs", lambda s: drawn.append("driver") or by_driver(s))
+    monkeypatch.setattr(shard, "draw_jobs", lambda spec: drawn.append("shard") or by_shard(spec))
+    result = emulator.run(name, overrides={**sets, "metrics.counterfactual": "local"}, backend="inprocess")
+    assert len(drawn) == 1, drawn  # the first run's draw only
+    orgs = result.summary["organizations"].values()
+    assert all("sum_flow_time_local" in o for o in orgs)  # the counterfactual did run
