@@ -50,8 +50,8 @@ class ShardSpec:
     params: Params  # its keys, frozen: every agent of the shard gets this one object
     grid: GridInfo
     recurrence: bool = True  # allow the FCFS recurrence where no agent can act
-    #: Outgoing messages as numpy batches (they cross processes: Ray) or as lists of row
-    #: tuples (shards in one process: converting to arrays and back would be pure cost).
+    #: Outgoing messages packed by column (``PackedRows``: they cross processes, Ray) or as
+    #: lists of row tuples (shards in one process: packing and unpacking would be pure cost).
     columnar: bool = True
     #: Local scheduler name -> the state its sites share (``configure``d with it; sites/sections.py).
     schedulers: dict[str, Any] = field(default_factory=dict)
@@ -244,9 +244,7 @@ class SiteEngine(ShardEngine):
 
     def __init__(self, spec: ShardSpec, protocol: Protocol, params: Params, kinds: MessageKinds, local_of: np.ndarray):
         super().__init__(spec, kinds, local_of)
-        #: Outgoing messages as numpy batches (they cross processes: Ray) or as lists of row
-        #: tuples (shards in one process: converting to arrays and back would be pure cost).
-        self.columnar = spec.columnar
+        self.columnar = spec.columnar  # see ShardSpec.columnar
         self.clock = -math.inf  # every event before this time has been handled
         self.sites: list[Site] = []
         jobs, counts = _by_site(spec.jobs, local_of)
