@@ -13,7 +13,8 @@
 # (the rigid workloads draw owners, then q and p, from one stream): PER_N=1 gives every N seeds
 # of its own instead (N = 2: +0, 5: +100000, 10: +200000, 20: +300000), one sweep per (N, m)
 # in folders ending -N<N>-m<m>, which molba_tables.py reads too. The published tables were run
-# without it. Then: python -m gridemu.experiments.molba_tables $OUT --write.
+# with it, one reading per sweep (OUT=runs/molba-pern READINGS=owners, OUT=runs/molba-all-pern
+# READINGS=all). Then: python -m gridemu.experiments.molba_tables $OUT --write.
 set -euo pipefail
 OUT=${OUT:-runs/molba-tables}
 R=${R:-50}

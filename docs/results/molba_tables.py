@@ -1,6 +1,6 @@
 """Thesis Tables 5.1 and 5.2 beside gridemu's figures, and the t-tests on m of section 5.7.
 
-    bash docs/results/molba-tables.sh                          # the sweeps (OUT=runs/molba-tables), both readings
+    PER_N=1 bash docs/results/molba-tables.sh                  # the sweeps (OUT=runs/molba-tables), both readings
     python -m gridemu.experiments.molba_tables runs/molba-tables         # print the tables
     python -m gridemu.experiments.molba_tables runs/molba-tables --write # and put them in molba.md
     bash docs/results/molba-negotiated.sh                      # mode = "negotiated" (OUT=runs/molba-negotiated)
@@ -16,7 +16,8 @@ the pooled instances; its last row pools every instance (σ 2.31 on *uni*, above
 "exec" is the makespan the decentralized run executed (from T0), which must equal the
 reference's MOLBA+ILBA. Two readings of which organizations bring a machine
 (``protocol.machines``): "all" (folders ``uni``, ``swf``) and "owners" (``uni-owners``,
-``swf-owners``), the one the thesis's tables agree with.
+``swf-owners``), the one the thesis's tables agree with; each folder name followed by
+``-m<m>``, or with PER_N=1 (seeds per N, as molba.md's tables) by ``-N<N>-m<m>``.
 
 The effect of m (section 5.7): two-tailed Welch ("type 3") t-tests between m = 32 and 128
 and between 128 and 512, every other variable pooled, per score. p comes from Student's t
