@@ -1,8 +1,8 @@
 """Why Table 5.2 (*swf*) is off at n = 500: what the lower bound max(W̄, p_max) is made of.
 
-For the *swf* instances of molba-tables.sh without PER_N at n = 500 (the same seeds for every
-N: m = 32: 1..50, 128: 1001.., 512: 2001..; molba.md's tables, run with PER_N=1, draw N >= 5
-from seeds of their own), only the job generator and the local schedule are needed (no run): per
+For the *swf* instances of molba.md's tables at n = 500 (molba-tables.sh with PER_N=1: seeds
+1 + 1000 (m's index) + 100000 (N's index) + r, r < 50), only the job generator and the local
+schedule are needed (no run): per
 (N, m), the local score, the share of instances whose lower bound is W̄ (W̄ ≥ p_max), the
 median of W̄ / p_max, the widths (mean q / m, share of serial jobs) and the runtimes (median
 p, median p_max). The same figures for *uni*, where Table 5.1 agrees at n = 500. Then the
@@ -66,7 +66,7 @@ def figures(
         for name, value in READINGS[reading].items():  # workload.py looks lublin_jobs up in rigid at each draw
             patches.enter_context(mock.patch.object(rigid, name, value))
         for r in range(RUNS):
-            seed = 1 + 1000 * MS.index(m) + r
+            seed = 1 + 1000 * MS.index(m) + 100000 * NS.index(n_orgs) + r  # molba-tables.sh's PER_N=1 seeds
             sc = load_scenario(
                 scenario, {"sites.count": n_orgs, "sites.procs": m, "workload.jobs": n, "run.seed": seed}
             )
