@@ -25,7 +25,7 @@ STAGES=${*:-table1 table2 contended ricc ricc-long orgs first latency}
 # Warm-start windows and DIRECTCONTR - FAIRSHARE under every reading (shapley_warm.py: the same
 # windows as the sweeps, seeds 1.., each algorithm on the pure functions; per window the cold, the
 # FCFS-warm and the same-algorithm-warm instances, W = --same-warmup). WARM = windows a split.
-# What shapley.md reports was cut short by the CPU (2 cores shared by six sessions, load 6-14):
+# What shapley.md reports: LPC-EGEE in full (100 windows a split), RICC Table 1 cut short by the CPU:
 # each cell says how many windows it holds; the commands below are the full 100 and resume
 # (a seed already in the CSV is not run again). CPU seconds a window, unloaded: LPC 5·10^4 s 1.3,
 # LPC 5·10^5 s 7, RICC 5·10^4 s 73 (REF on 8192 processors), RICC 5·10^5 s not measured (more).
