@@ -168,13 +168,12 @@ def prepare_workload(scenario: Scenario, warn: bool = True, same_as: Workload | 
     a second run of the same jobs). ``same_as``: a workload prepared already from the same
     ``[workload]``, sites and seed (the counterfactual's is the first run's): its jobs, where
     it holds them, are taken instead of drawn (or a trace read) again."""
-    draws = None
     if same_as is not None and same_as.jobs is not None:
-        jobs, groups = same_as.jobs, same_as.groups
-    elif (draws := site_draws(scenario) if _drawn_in_shards(scenario) else None) is not None:
-        jobs, groups = None, list(scenario.orgs)  # each shard draws its own sites' jobs
+        jobs, groups, draws = same_as.jobs, same_as.groups, None
     else:
-        jobs, groups = generate_jobs(scenario)
+        draws = site_draws(scenario) if _drawn_in_shards(scenario) else None
+        # With draws, each shard draws its own sites' jobs: the driver never holds them during the run.
+        jobs, groups = generate_jobs(scenario) if draws is None else (None, list(scenario.orgs))
     for line in scenario.extra.get("workload_warnings", []) if warn else []:
         print(f"gridemu: warning: {line}", file=sys.stderr)
     if jobs is not None:
