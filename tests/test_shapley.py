@@ -685,6 +685,8 @@ def test_bad_options_named(kwargs, match):
         ([SJob(7, 0, 0.5, 1)], [1], "ref", 5, r"job 7: release"),
         ([SJob(7, 0, 0, 0)], [1], "ref", 5, r"job 7: size must be >= 1"),
         ([SJob(7, 2, 0, 1)], [1, 1], "ref", 5, r"job 7: org 2 out of range"),
+        ([SJob(7, True, 0, 1)], [1, 1], "ref", 5, r"job 7: org True out of range"),
+        ([SJob(7, 0, True, 1)], [1], "ref", 5, r"job 7: release"),
         ([SJob(7, 0, 0, 1), SJob(7, 0, 1, 1)], [1], "ref", 5, r"job 7: id used twice"),
         ([], [0, 1], "ref", 5, r"procs\[0\]: must be an integer >= 1"),
         ([], [1, 1.5], "ref", 5, r"procs\[1\]"),
@@ -696,6 +698,12 @@ def test_bad_options_named(kwargs, match):
 def test_bad_input_named(jobs, procs, policy, t_end, match):
     with pytest.raises(ValueError, match=match):
         simulate(jobs, procs, policy, t_end)
+
+
+def test_numpy_ints_accepted_as_ints():
+    plain = simulate([SJob(0, 1, 1, 2), SJob(1, 0, 0, 3)], [1, 1], "fairshare", 5)
+    wrapped = simulate([SJob(0, np.int64(1), np.int64(1), np.int32(2)), SJob(1, 0, 0, 3)], [1, 1], "fairshare", 5)
+    assert wrapped.start == plain.start and wrapped.machine == plain.machine and wrapped.psi == plain.psi
 
 
 def test_integral_floats_accepted():

@@ -102,6 +102,8 @@ def shapley(value: Callable[[frozenset[int]], float], players: Sequence[int]) ->
 
 
 def _finite_number(x) -> bool:
+    if type(x) is int:  # the usual case, before the slow checks against numbers' ABCs
+        return True
     return isinstance(x, numbers.Real) and not isinstance(x, bool) and math.isfinite(x)
 
 
