@@ -66,6 +66,7 @@ The Shapley-fair scheduling modules: :mod:`.shapley_value` (ψ_sp, the Shapley v
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Sequence
@@ -125,9 +126,15 @@ class _CurrFairShare(_Sim):
     def __init__(self, org_jobs, proc_org, t_end, shares):
         super().__init__(org_jobs, proc_org, t_end)
         self.shares = shares
+        # 1 / share[u] = den[u] / num[u], times the numerators' least common multiple.
+        common = math.lcm(*(Fraction(s).numerator for s in shares))
+        self.weight = [Fraction(s).denominator * (common // Fraction(s).numerator) for s in shares]
 
     def pick(self, t, waiting):  # recomputed at every start: the running counts change
-        keys = [Fraction(self.run_count[u]) / self.shares[u] for u in range(self.k)]
+        # run_count[u] / share[u] scaled by one positive integer, so exact ints (Fractions
+        # were a tenth of a long RICC window): the same order and the same ties.
+        weight = self.weight
+        keys = [c * w for c, w in zip(self.run_count, weight)]
         return _argbest(keys, waiting, largest=False)
 
 
@@ -175,9 +182,8 @@ class _DirectContr(_Sim):
     def proc_order(self, t, free):  # lines 17-18: free processors in γ order
         if self.by_index:
             return sorted(free)
-        is_free = np.zeros(self.M, dtype=bool)
-        is_free[free] = True
-        return self.gamma[is_free[self.gamma]].tolist()
+        gamma = self.gamma
+        return map(int, gamma[self.is_free[gamma]])  # as ints, and only those the loop takes
 
     def pick(self, t, waiting):  # line 19
         keys = [self.phi[u] - self.psi[u] for u in range(self.k)]

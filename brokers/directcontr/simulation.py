@@ -198,7 +198,9 @@ class _Sim:
     def finish(self, t_prev: int | None) -> None:
         pass
 
-    def proc_order(self, t: int, free: list[int]) -> list[int]:
+    def proc_order(self, t: int, free: set[int]) -> Iterable[int]:
+        """The free processors (``free``, read only; also ``self.is_free``, a mask) in the order
+        they get jobs; the loop takes as many as it starts jobs."""
         return sorted(free)
 
     def pick(self, t: int, waiting: list[int]) -> int:
@@ -224,6 +226,9 @@ class _Sim:
         # them gives those without sorting every free one at each event (RICC's 8,192
         # processors, mostly free: sorting them was 42 % of a warm window's time).
         lowest: list[int] | None = list(range(self.M)) if type(self).proc_order is _Sim.proc_order else None
+        # Another order reads which processors are free from this mask (DIRECTCONTR's γ order:
+        # one array operation an event, not a list of every free processor made for it).
+        is_free = self.is_free = np.ones(self.M, dtype=bool) if lowest is None else None
         t_prev: int | None = None
         while True:
             t = releases[ri] if ri < len(releases) else None
@@ -248,12 +253,14 @@ class _Sim:
                 free.add(m)
                 if lowest is not None:
                     push(lowest, m)
+                else:
+                    is_free[m] = True
             while ri < len(releases) and releases[ri] <= t:
                 ri += 1
             current = self.current = []
             waiting = [u for u in orgs if nxt[u] < n_of[u] and rel[u][nxt[u]] <= t]
             if free and waiting:
-                order = _pop_all(lowest) if lowest is not None else self.proc_order(t, list(free))
+                order = _pop_all(lowest) if lowest is not None else self.proc_order(t, free)
                 for m in order:
                     if not waiting:
                         break
@@ -264,6 +271,8 @@ class _Sim:
                     if not (i < n_of[u] and rel[u][i] <= t):
                         waiting.remove(u)
                     free.discard(m)
+                    if is_free is not None:
+                        is_free[m] = False
                     running[m] = (job, t)
                     push(heap, (t + job.size, m))
                     pa[u] += 1
