@@ -87,7 +87,9 @@ def confidence(runs: pd.DataFrame, keys: list[str], figures: list[str]) -> pd.Da
             v = pd.to_numeric(part[f], errors="coerce").dropna().to_numpy(dtype=float)
             n = len(v)
             mean = float(v.mean()) if n else math.nan
-            std = float(v.std(ddof=1)) if n > 1 else math.nan
+            # From the first value: the same deviations, and runs that agree (a seed that draws
+            # nothing) give exactly 0, not the ulp numpy's rounded mean leaves (± 2.2e-12).
+            std = float((v - v[0]).std(ddof=1)) if n > 1 else math.nan
             half = t975(n - 1) * std / math.sqrt(n) if n > 1 else math.nan
             row.update({f"{f}_mean": mean, f"{f}_std": std, f"{f}_n": n, f"{f}_ci95": half})
             row.update({f"{f}_lo": mean - half, f"{f}_hi": mean + half})

@@ -36,6 +36,15 @@ def test_confidence_interval_of_a_setting():
     assert math.isnan(table.loc["b", "x_ci95"])  # one run: no interval
 
 
+def test_runs_that_agree_have_no_spread():
+    # The tutorial's sweep: three seeds of a protocol that draws nothing, the same mean flow
+    # time each; numpy's rounded mean of them is an ulp off, which made the std 2.2e-12.
+    x = 15161.686210032884
+    assert np.asarray([x] * 3).std(ddof=1) > 0  # the case this guards against
+    table = confidence(pd.DataFrame({"k": ["a"] * 3, "x": [x] * 3}), ["k"], ["x"])
+    assert table.loc["a", "x_std"] == 0.0 and table.loc["a", "x_ci95"] == 0.0
+
+
 def test_a_run_reports_the_tail_of_flow_wait_and_bounded_slowdown():
     result = emulator.run("quickstart", backend="inprocess", overrides=SMALL)
     g, jobs = result.summary["global"], result.jobs
