@@ -50,12 +50,17 @@ class ScenarioFacts:
 class Traffic:
     """About how many messages a protocol sends, for ``gridemu validate``'s estimate of a run:
     ``per_job`` for each job, ``per_time`` each time unit while the run lasts, rounds every
-    ``round_every`` time units (periodic protocols); ``what`` says what is counted."""
+    ``round_every`` time units (periodic protocols), the first at ``first_round`` (default:
+    one ``round_every`` in); ``what`` says what is counted. A periodic protocol's
+    ``per_time`` is a round's messages over ``round_every``: the estimate counts whole rounds,
+    so a run shorter than a period still holds the round at 0 (a million sites reporting to 8
+    neighbors: 8 million messages at once)."""
 
     per_job: float = 0.0
     per_time: float = 0.0
     round_every: float | None = None
     what: str = ""
+    first_round: float | None = None
 
 
 @dataclass(frozen=True)

@@ -167,6 +167,18 @@ def _restarts(duration: float, mean_size: float, sc: Scenario) -> tuple[float, f
     return duration, listed + len(sc.sites) * duration / (f.mtbf + f.mttr)
 
 
+def _rounds(traffic: Traffic, duration: float) -> float | None:
+    """A periodic protocol's rounds while the run lasts, the first (at ``first_round``) and the
+    last included; None for a protocol without rounds."""
+    every = traffic.round_every
+    if not every:
+        return None
+    first = every if traffic.first_round is None else traffic.first_round
+    if duration < first:
+        return 0.0
+    return float(math.floor((duration - first) / every) + 1) if math.isfinite(duration) else math.inf
+
+
 def carries_pieces(sc: Scenario) -> bool:
     """Whether the protocol's messages may carry jobs or pieces beyond its transfers (BILB's
     offered pieces, GM's migrations, MOLBA's moves): every protocol that waits for answers or
@@ -217,8 +229,9 @@ def estimate(sc: Scenario, table: np.ndarray | None = None, checkpoint: bool = F
     duration, crashes = _restarts(duration, mean_size, sc)
     if math.isfinite(sc.horizon):
         duration = min(duration, sc.horizon)
-    messages = traffic.per_job * jobs + traffic.per_time * duration
-    rounds = duration / traffic.round_every if traffic.round_every else None
+    rounds = _rounds(traffic, duration)
+    periodic = traffic.per_time * (traffic.round_every * rounds if rounds is not None else duration)
+    messages = traffic.per_job * jobs + periodic
     talks = bool(messages) or crashes > 0
     # A window advances by at least the lookahead, and past an idle stretch to the next event
     # that may send: about one window per job, per round (two: the round and its answers),

@@ -30,6 +30,7 @@ def traffic(params: AveragingParams, n: int, degree: float) -> Traffic:
     return Traffic(
         per_time=per_round / params.period,
         round_every=params.period,
+        first_round=params.start,  # one period in unless set (validate fills it)
         what="load reports, not the transfers they decide",
     )
 

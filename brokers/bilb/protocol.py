@@ -20,6 +20,7 @@ def traffic(params: DivisibleParams, n: int, degree: float) -> Traffic:
     return Traffic(
         per_time=per_round / params.min_gap,
         round_every=min(params.min_gap, params.period),
+        first_round=params.start,
         what="offers and answers, if a round runs every min_gap while work is left"
         + (
             "; rounds counted by the strategy's periods, shorter than min_gap" if params.period < params.min_gap else ""

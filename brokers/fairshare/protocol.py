@@ -101,6 +101,7 @@ def traffic(params: FairshareParams, n: int, degree: float) -> Traffic:
     return Traffic(
         per_time=per_refresh / params.refresh,
         round_every=params.refresh,
+        first_round=0.0,  # the first reports at 0
         what=f"usage reports, exchange = {params.exchange}",
     )
 

@@ -34,6 +34,7 @@ def traffic(params: PowerOfDParams, n: int, degree: float) -> Traffic:
         per_job=1.0 if params.d else 0.0,
         per_time=reports,
         round_every=params.period,
+        first_round=0.0,
         what="load reports to the neighbors every period, and at most one transfer a job",
     )
 
