@@ -76,7 +76,8 @@ class Estimate:
         if self.traffic.what:
             text += f" ({self.traffic.what})"
         if self.rounds is not None:
-            text += f"; about {_count(self.rounds)} rounds, one every {self.traffic.round_every:g}"
+            rounds = "1 round" if self.rounds == 1 else f"{_count(self.rounds)} rounds"
+            text += f"; about {rounds}, one every {self.traffic.round_every:g}"
         if self.crashes:
             text += f"; about {_count(self.crashes)} crashes"
         text += f"; about {_count(self.windows)} windows"
