@@ -145,8 +145,10 @@ def _count(x: float) -> str:
 def _duration(seconds: float) -> str:
     if not math.isfinite(seconds):
         return "forever"
-    if seconds < 120:
+    if seconds < 10:
         return f"{seconds:.2g} s"
+    if seconds < 120:
+        return f"{seconds:.0f} s"  # not .2g: 110 s would read 1.1e+02 s
     if seconds < 7200:
         return f"{seconds / 60:.0f} min"
     if seconds < 3 * 86400:

@@ -11,7 +11,7 @@ import pytest
 from gridemu import emulator
 from gridemu.brokers.registry import PROTOCOLS
 from gridemu.emulator import gate as gate_module
-from gridemu.emulator.estimate import estimate
+from gridemu.emulator.estimate import _duration, estimate
 from gridemu.emulator.limits import COSTS_FILE, Limits
 from gridemu.emulator.scenario import load_scenario
 from gridemu.model.errors import ScenarioError
@@ -125,3 +125,8 @@ def test_validate_and_run_with_checkpoints_refuse_what_only_their_copy_makes_too
     assert main(["run", *argv, "--checkpoint", "5", "--out", str(tmp_path / "r"), "--quiet"]) == 2
     assert "memory" in capsys.readouterr().err
     assert not (tmp_path / "r").exists()
+
+
+@pytest.mark.parametrize("seconds, text", [(3.9, "3.9 s"), (110.0, "110 s"), (130.0, "2 min"), (5400.0, "90 min")])
+def test_wall_time_reads_as_a_person_would_say_it(seconds, text):
+    assert _duration(seconds) == text  # 110 s used to read "1.1e+02 s"
