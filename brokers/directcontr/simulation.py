@@ -177,7 +177,7 @@ class _Sim:
         self.run_count = [0] * self.k
         self.run_sum_s = [0] * self.k
         self.busy = [0] * self.k  # processors of each organization running a job (any owner's)
-        self.running: dict[int, tuple[SJob, int]] = {}  # processor -> (job, start)
+        self.running: dict[int, tuple[SJob, int, int]] = {}  # processor -> (job, start, local org)
         self.starts: list[tuple[int, int, int]] = []  # (job id, start, local processor)
         self.current: list[tuple[int, int]] = []  # starts of the current event: (job id, proc)
 
@@ -239,8 +239,7 @@ class _Sim:
             self.begin_event(t_prev, t)
             while heap and heap[0][0] == t:
                 _, m = pop(heap)
-                job, s = running.pop(m)
-                u = job.org
+                job, s, u = running.pop(m)
                 p = job.size
                 # switch the job's ψ from the running piece to the completed one
                 pa[u] -= 1
@@ -273,7 +272,7 @@ class _Sim:
                     free.discard(m)
                     if is_free is not None:
                         is_free[m] = False
-                    running[m] = (job, t)
+                    running[m] = (job, t, u)
                     push(heap, (t + job.size, m))
                     pa[u] += 1
                     pb[u] += 1 - 2 * t
@@ -301,14 +300,15 @@ _SUBMISSION = attrgetter("release", "id")
 
 
 def _local_jobs(jobs: Iterable[SJob], members: Sequence[int]) -> list[list[SJob]]:
-    """Jobs of ``members`` renumbered to local org indices, each org's list in submission order."""
+    """Jobs of ``members`` by local org index (``members``' order), each org's list in
+    submission order. The jobs keep their global ``org``: the loop knows a job's local
+    organization from the list it took it from (no job is made again for a coalition)."""
     pos = {u: i for i, u in enumerate(members)}
     out: list[list[SJob]] = [[] for _ in members]
     for j in jobs:
         i = pos.get(j.org)
         if i is not None:
-            # A job whose index does not change is kept (a frozen dataclass is slow to make).
-            out[i].append(j if i == j.org else SJob(j.id, i, j.release, j.size))
+            out[i].append(j)
     for lst in out:
         lst.sort(key=_SUBMISSION)
     return out
