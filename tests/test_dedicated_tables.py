@@ -87,3 +87,12 @@ def test_the_exact_count_moments_of_the_readings():
     draws = [schedule_count(dedicated_tables.reading_instance("same", 2, 5, 10, i)) for i in range(2000)]
     mean, sd = dedicated_checks.count_moments("same", 2, 5)
     assert abs(np.mean(draws) - mean) < 4 * sd / np.sqrt(len(draws))
+
+
+def test_the_run_block_names_the_worker_processes_the_runs_used():
+    # Runs saved before meta.json recorded the pool: their command line says it (default 2).
+    assert dedicated_tables._workers_in("--sets large --orgs 2 --workers 1 --out runs/x") == 1
+    assert dedicated_tables._workers_in("--sets large --orgs 2 --out runs/x") == 2
+    assert dedicated_tables._workers({"workers": [1]}) == "one worker process"
+    assert dedicated_tables._workers({"workers": [1, 2]}) == "one or two worker processes"
+    assert dedicated_tables._workers({}) == "two worker processes"

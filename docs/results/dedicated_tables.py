@@ -274,8 +274,8 @@ def compute(tasks: dict[str, list], out: Path, workers: int, meta: dict) -> tupl
         "large": run_large,
         "readings": run_reading,
     }
-    frames, meta = {}, dict(meta, wall={})
-    with mp.Pool(min(2, workers)) as pool:
+    frames, meta = {}, dict(meta, wall={}, workers=min(2, workers))
+    with mp.Pool(meta["workers"]) as pool:
         for name, todo in tasks.items():
             start = time.time()
             # the biggest first, so the two workers finish together
@@ -294,6 +294,21 @@ def compute(tasks: dict[str, list], out: Path, workers: int, meta: dict) -> tupl
     return frames, meta
 
 
+def _workers_in(command: str) -> int:
+    """The pool size a saved command line ran with (``--workers``, at most 2; default 2)."""
+    words = command.split()
+    given = words[words.index("--workers") + 1] if "--workers" in words[:-1] else "2"
+    return min(2, int(given)) if given.isdigit() else 2
+
+
+def _workers(meta: dict) -> str:
+    """The worker processes the runs used, in words (a list when several runs are formatted)."""
+    n = meta.get("workers", 2)
+    n = n if isinstance(n, list) else [n]
+    words = " or ".join({1: "one", 2: "two"}.get(k, str(k)) for k in n)
+    return f"{words} worker process{'' if n == [1] else 'es'}"
+
+
 def load(sources: list[Path]) -> tuple[dict[str, pd.DataFrame], dict]:
     """Saved results of one or more runs (their rows concatenated, data set by data set; the
     first run's settings, with every run's wall time and command)."""
@@ -302,7 +317,9 @@ def load(sources: list[Path]) -> tuple[dict[str, pd.DataFrame], dict]:
     for src in sources:
         for p in sorted(src.glob("*.jsonl")):
             frames.setdefault(p.stem, []).append(pd.read_json(p, lines=True))
-    meta = dict(metas[0], wall={}, commands=[m.get("command", "") for m in metas])
+    # Runs saved before the worker count was recorded: their command's --workers (default 2).
+    workers = sorted({m.get("workers") or _workers_in(m.get("command") or "") for m in metas})
+    meta = dict(metas[0], wall={}, commands=[m.get("command", "") for m in metas], workers=workers)
     for m in metas:
         for name, wall in m.get("wall", {}).items():
             meta["wall"][name] = meta["wall"].get(name, 0.0) + wall
@@ -499,8 +516,8 @@ def tables(frames: dict[str, pd.DataFrame], meta: dict) -> list[tuple[str, str, 
     commands = "".join(f"\n* `{c}`" for c in meta.get("commands", [meta.get("command")]) if c)
     add(
         f"run-{meta['tag']}" if meta.get("tag") else "run-readings" if set(frames) == {"readings"} else "run",
-        f"Computed {'with --quick' if meta.get('quick') else 'in full'}; {total:.0f} s wall on two worker "
-        f"processes; EW and AEW on *large* {walks} steps per walk."
+        f"Computed {'with --quick' if meta.get('quick') else 'in full'}; {total:.0f} s wall on {_workers(meta)}; "
+        f"EW and AEW on *large* {walks} steps per walk."
         + (f" Commands (`python -m gridemu.experiments.dedicated_tables ...`):{commands}" if commands else "")
         + "\n\n"
         + _table(run[0], run[1:]),
