@@ -180,6 +180,7 @@ class _Sim:
         self.running: dict[int, tuple[SJob, int, int]] = {}  # processor -> (job, start, local org)
         self.starts: list[tuple[int, int, int]] = []  # (job id, start, local processor)
         self.current: list[tuple[int, int]] = []  # starts of the current event: (job id, proc)
+        self.is_free: np.ndarray | None = None  # free processors, for orders other than by index (run)
 
     # -- state readers
     def psi2(self, u: int, t: int) -> int:
