@@ -127,14 +127,14 @@ class _CurrFairShare(_Sim):
         super().__init__(org_jobs, proc_org, t_end)
         self.shares = shares
         # 1 / share[u] = den[u] / num[u], times the numerators' least common multiple.
-        common = math.lcm(*(Fraction(s).numerator for s in shares))
-        self.weight = [Fraction(s).denominator * (common // Fraction(s).numerator) for s in shares]
+        exact = [Fraction(s) for s in shares]
+        common = math.lcm(*(s.numerator for s in exact))
+        self.weight = [s.denominator * (common // s.numerator) for s in exact]
 
     def pick(self, t, waiting):  # recomputed at every start: the running counts change
         # run_count[u] / share[u] scaled by one positive integer, so exact ints (Fractions
         # were a tenth of a long RICC window): the same order and the same ties.
-        weight = self.weight
-        keys = [c * w for c, w in zip(self.run_count, weight)]
+        keys = [c * w for c, w in zip(self.run_count, self.weight)]
         return _argbest(keys, waiting, largest=False)
 
 
