@@ -426,11 +426,17 @@ def streams_size(streams: list[dict[str, Any]]) -> float:
     return sum(max(0.0, (st["stop"] - st["start"]) / st["interval"]) for st in streams)
 
 
-def streams_extent(wl: dict[str, Any], sites: list["SiteSpec"]) -> tuple[float, float, float]:
-    """Streams, sized without drawing: (jobs, when the last one ends submitting, work at speed 1)."""
+def streams_extent(wl: dict[str, Any], sites: list["SiteSpec"]) -> tuple[float, float, float, float]:
+    """Streams, sized without drawing: (jobs, when the last one ends submitting, work at speed 1,
+    the longest runtime a stream may draw)."""
     streams = _check_streams(wl, sites)
     each = [max(0.0, (st["stop"] - st["start"]) / st["interval"]) for st in streams]
-    return sum(each), max(st["stop"] for st in streams), sum(k * st["size"] for k, st in zip(each, streams))
+    return (
+        sum(each),
+        max(st["stop"] for st in streams),
+        sum(k * st["size"] for k, st in zip(each, streams)),
+        max(st["size"] * (1 + st["spread"]) for k, st in zip(each, streams) if k > 0) if any(each) else 0.0,
+    )
 
 
 def expected_jobs(wl: dict[str, Any], sites: list["SiteSpec"]) -> float | None:
