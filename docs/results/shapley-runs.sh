@@ -85,7 +85,9 @@ for stage in $STAGES; do
         warm "$RICC" --procs 8192 --duration 50000 --dist $d --windows "$WARM" --same-warmup 50000 --out "$WOUT/ricc-$d.csv"
       done ;;
     warm-ricc-long)  # [S] Table 2 and [L] Table 1 on RICC, uniform (as ricc-long)
-      warm "$RICC" --procs 8192 --duration 500000 --dist uniform --windows "$WARM" --same-warmup 500000 --out "$WOUT/ricc-long-uniform.csv" ;;
+      # SEEDS=LO-HI: exactly those seeds, so a second process can take another part (both append)
+      warm "$RICC" --procs 8192 --duration 500000 --dist uniform --windows "$WARM" --same-warmup 500000 \
+        ${SEEDS:+--seeds "$SEEDS"} --out "$WOUT/ricc-long-uniform.csv" ;;
     facts)      # the traces' span, work and disjoint windows (the prose figures of shapley.md)
       python -m gridemu.experiments.shapley_warm trace-facts "$LPC" "$RICC" --write
       # how often the bounded warm-up (W) leaves the whole-trace backlog, on FCFS

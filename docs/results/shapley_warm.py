@@ -27,6 +27,7 @@ of the instance starts after its release or not at all before t_end (the content
 from __future__ import annotations
 
 import csv
+import itertools
 import math
 import sys
 import time
@@ -129,7 +130,19 @@ def run_algorithm(inst: list[SJob], procs: list[int], name: str, t_end: int, see
     )
 
 
-def run(path: str, procs_total: int, duration: int, dist: str, windows: int, out: Path, warmup: int | None) -> None:
+def run(
+    path: str,
+    procs_total: int,
+    duration: int,
+    dist: str,
+    windows: int,
+    out: Path,
+    warmup: int | None,
+    seeds: range | None = None,
+) -> None:
+    """Score the first ``windows`` windows with jobs, by seed, or (``seeds``) exactly those
+    seeds; either way a seed already in ``out`` is not run again, so two processes given
+    disjoint ``seeds`` may append to one CSV (a row is one short write)."""
     trace = Trace.read(path)
     warmup = duration if warmup is None else warmup
     machines = procs_total
@@ -143,9 +156,10 @@ def run(path: str, procs_total: int, duration: int, dist: str, windows: int, out
         done, kept = set(old["seed"].tolist()), int((old["empty"] == 0).sum())
     out.parent.mkdir(parents=True, exist_ok=True)
     fields = None
-    seed = 0
-    while kept < windows:
-        seed += 1
+    todo = iter(seeds) if seeds is not None else itertools.count(1)
+    for seed in todo:
+        if seeds is None and kept >= windows:
+            break
         if seed in done:
             continue
         t_start = trace.t_start(seed, duration)
@@ -332,6 +346,13 @@ def warmup_check(path: str, procs_total: int, duration: int, warmup: int, window
     return f"| {Path(path).name} | {procs_total} | {duration:.0e} s | {warmup:.0e} s | {same} of {windows} |"
 
 
+def _seed_range(text: str) -> range:
+    lo, _, hi = text.partition("-")
+    if not (lo.isdigit() and hi.isdigit()) or int(lo) < 1 or int(hi) < int(lo):
+        raise ValueError(f"--seeds: LO-HI with 1 <= LO <= HI, got {text!r}")
+    return range(int(lo), int(hi) + 1)
+
+
 def main(argv: list[str]) -> None:
     import argparse
 
@@ -345,6 +366,12 @@ def main(argv: list[str]) -> None:
     r.add_argument("--windows", type=int, default=100)
     r.add_argument("--same-warmup", type=int, default=None)
     r.add_argument("--out", type=Path, required=True)
+    r.add_argument(
+        "--seeds",
+        type=_seed_range,
+        default=None,
+        help="LO-HI: exactly these seeds (not --windows), e.g. a second process on another part",
+    )
     t = sub.add_parser("tables")
     t.add_argument("root")
     t.add_argument("--write", action="store_true")
@@ -356,7 +383,7 @@ def main(argv: list[str]) -> None:
     c.add_argument("cells", nargs="+", help="TRACE:PROCS:DURATION:WARMUP")
     a = ap.parse_args(argv)
     if a.cmd == "run":
-        run(a.trace, a.procs, a.duration, a.dist, a.windows, a.out, a.same_warmup)
+        run(a.trace, a.procs, a.duration, a.dist, a.windows, a.out, a.same_warmup, a.seeds)
     elif a.cmd == "warmup-check":
         head = (
             "| trace | processors | window | W | windows whose bounded FCFS replay leaves the whole-trace backlog |\n"
