@@ -59,3 +59,18 @@ def test_release_rounds_run_a_round_at_every_release():
     )
     assert not set(np.unique(jobs["release"]).tolist()) <= set(plain)  # the reference alone does not
     assert len(times) == len(set(times))  # one round per instant: a round due later is replaced, not doubled
+
+
+def test_table44_n10_cells_are_the_emulators_bilb_overloaded():
+    """The Table 4.4 N = 10 study's cell for seed 1 (organization 0 overloaded at l_1 = 1000, the
+    others at 5) is what ``gridemu run bilb-overloaded`` gives for seed 1 under the tables'
+    reading, and its count of rounds is the reference's."""
+    sets = {"workload.until": 1000.0, "protocol.send": "tail", "run.seed": 1}
+    run = emulator.run("bilb-overloaded", overrides=sets)
+    orgs = run.summary["organizations"]
+    scores = [orgs[f"org{k}"]["score_period_mean"] for k in range(10)]
+    cell = bilb_n2.overloaded_n10(bilb_n2.VARIANTS[0], 5.0, 1)
+    assert cell["overloaded"][0] == pytest.approx(scores[0], abs=1e-3)
+    assert cell["typical"][0] == pytest.approx(np.mean(scores[1:]), abs=1e-3)
+    assert scores[0] > 0.1  # organization 0 gained: load left it
+    assert cell["rounds"] > 0 and cell["out"] > 0 and cell["among"] > 0

@@ -4,6 +4,7 @@ how fast idle sites are fed").
     python -m gridemu.experiments.bilb_n2                  # print the tables (about 15 minutes on 1 busy core)
     python -m gridemu.experiments.bilb_n2 --write          # into bilb.md
     python -m gridemu.experiments.bilb_n2 --runs 40        # fewer runs per cell
+    python -m gridemu.experiments.bilb_n2 --t44-n10 [--write]   # Table 4.4 at N = 10 only (about 3 minutes)
 
 Each cell runs the shipped ``bilb`` scenario's jobs (seeds 1..R, one period T = 1000, λ = 0.2,
 α = β = 2, releases at whole units) through the centralized reference
@@ -38,12 +39,14 @@ import gridemu.brokers.bilb.reference as ref
 from gridemu.brokers.bilb.strategies import alone_finish_times
 from gridemu.brokers.metrics import score
 from gridemu.emulator.scenario import load_scenario, read_scenario_file
-from gridemu.experiments.bilb_tables import T43, mean_ci, orgs_of, parts_of, run_scores
+from gridemu.experiments.bilb_tables import T43, T44, mean_ci, orgs_of, parts_of, run_scores
 from gridemu.experiments.decentralization_tables import write_between
 from gridemu.scenarios.workload import generate_jobs
 
 DOC = Path(__file__).with_name("bilb.md")
 BEGIN, END = "<!-- n2:begin (bilb_n2.py --write) -->", "<!-- n2:end -->"
+T44_N10_MARKERS = ("<!-- t44-n10:begin (bilb_n2.py --t44-n10 --write) -->", "<!-- t44-n10:end -->")
+T44_N10_LEVELS = (1, 3, 5, 10, 1000)
 LEVELS = (1, 2, 3, 4, 5, 10, 1000)
 LOW, HIGH = (1, 2, 3, 4, 5), (10, 1000)
 N10_LEVELS = (1, 3, 5, 1000)
@@ -202,6 +205,88 @@ def overloaded_cell(variant, level: float, runs: int) -> tuple[float, float, flo
     return typical, ci_t, over, ci_o
 
 
+def overloaded_n10(variant, level: float, runs: int) -> dict[str, float]:
+    """Table 4.4 at N = 10 (organization 0 overloaded, l_1 = 1000, the nine others at ``level``):
+    the typical and overloaded scores over ``runs`` runs, and per run the rounds and the load the
+    plans moved out of organization 0 and among the nine others."""
+    _, settings, workload, plan, carry_limits, release_rounds, _ = variant
+    runner = functools.partial(ref.reference_run, round_at_releases=True) if release_rounds else ref.reference_run
+    n, per_run = 10, []
+    count = {"rounds": 0, "out": 0.0, "among": 0.0}
+
+    def hook(t, loads, plan_, after):
+        count["rounds"] += 1
+        for src, dst, amount in plan_:
+            if src == 0:
+                count["out"] += amount
+            elif dst != 0:
+                count["among"] += amount
+
+    for seed in range(1, runs + 1):
+        jobs = jobs_for(seed, n, workload | OVERLOADED)
+        limits = [1000.0] + [float(level)] * (n - 1)
+        with patched(plan, carry_limits):
+            pieces = runner(jobs, n, protocol="bilb", limits=limits, on_round=hook, **(TABLES | settings))
+        s = scores_of(jobs, n, pieces)
+        per_run.append((float(np.mean(s[1:])), s[0]))
+    got = np.array(per_run)
+    return {
+        "typical": mean_ci(got[:, 0]),
+        "overloaded": mean_ci(got[:, 1]),
+        "rounds": count["rounds"] / runs,
+        "out": count["out"] / runs,
+        "among": count["among"] / runs,
+    }
+
+
+def table44_n10(runs: int) -> str:
+    """Every reading on Table 4.4's N = 10 column, with what the plans did at l = 5."""
+    out = [
+        f"Table 4.4 at N = 10 (organization 0 overloaded, α₁ = β₁ = 3, l_1 = 1000, the nine others at l; "
+        f"{runs} runs per cell, the centralized reference), typical / overloaded score, and at l = 5 what a "
+        "run's plans did: rounds, load moved out of organization 0, load moved among the nine others:",
+        "",
+        "| reading | "
+        + " | ".join(f"l = {lv}" for lv in T44_N10_LEVELS)
+        + " | l = 5: rounds, out of 0, among the others |",
+        "|---|" + "---|" * (len(T44_N10_LEVELS) + 1),
+        "| thesis | " + " | ".join(f"{T44[lv][1][0]:g} / {T44[lv][1][4]:g}" for lv in T44_N10_LEVELS) + " | |",
+    ]
+    for variant in VARIANTS:
+        cells = {lv: overloaded_n10(variant, lv, runs) for lv in T44_N10_LEVELS}
+        five = cells[5]
+        out.append(
+            f"| {variant[0]} | "
+            + " | ".join(f"{c['typical'][0]:.3f} / {c['overloaded'][0]:.2f}" for c in cells.values())
+            + f" | {five['rounds']:.0f}, {five['out']:.0f}, {five['among']:.0f} |"
+        )
+    base = overloaded_n10(VARIANTS[0], 5, runs)
+    out += [
+        "",
+        f"Without the overloaded organization (Table 4.3's N = 10, l = 5, the tables' reading, the same "
+        f"{runs} seeds), for comparison: "
+        + _homogeneous_l5(runs)
+        + f"; with it: {base['rounds']:.0f} rounds, {base['among']:.0f} moved among the nine others.",
+    ]
+    return "\n".join(out)
+
+
+def _homogeneous_l5(runs: int) -> str:
+    rounds, among = 0, 0.0
+    for seed in range(1, runs + 1):
+        jobs = jobs_for(seed, 10, {})
+        count = {"rounds": 0, "among": 0.0}
+
+        def hook(t, loads, plan_, after, count=count):
+            count["rounds"] += 1
+            count["among"] += sum(amount for src, dst, amount in plan_ if src != 0 and dst != 0)
+
+        ref.reference_run(jobs, 10, protocol="bilb", limits=[5.0] * 10, on_round=hook, **TABLES)
+        rounds += count["rounds"]
+        among += count["among"]
+    return f"{rounds / runs:.0f} rounds, {among / runs:.0f} moved among organizations 1-9"
+
+
 def thesis(n: int, level: int) -> tuple[float, float]:
     row = T43[level][0 if n == 2 else 1]
     return row[0], row[2]
@@ -329,6 +414,12 @@ def emulator_check(root: Path, cells: dict[str, dict[int, dict[str, Any]]]) -> l
 
 
 def main(argv: list[str]) -> int:
+    if "--t44-n10" in argv:
+        text = table44_n10(int(argv[argv.index("--runs") + 1]) if "--runs" in argv else 20)
+        print(text)
+        if "--write" in argv:
+            write_between(*T44_N10_MARKERS, text, DOC)
+        return 0
     runs = int(argv[argv.index("--runs") + 1]) if "--runs" in argv else 200
     runs10 = int(argv[argv.index("--runs10") + 1]) if "--runs10" in argv else 20
     root = Path(argv[argv.index("--emulator") + 1]) if "--emulator" in argv else Path("runs/bilb-n2")
