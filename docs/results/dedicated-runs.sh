@@ -15,8 +15,8 @@
 #                (N = 2 is where the capped walks mostly end; for N >= 3 most walks pass any cap tried)
 #   What ran for the doc (the machine was shared with five other jobs; see dedicated.md): checks,
 #   checks, readings with 25 instances a *small* cell (3,176 s wall), and the *large* run tagged 50
-#   (N = 2..8, one N at a time on one worker, 3,899 s wall in all): the lines marked "ran" below. Started and stopped unfinished (load 14-27 on
-#   2 cores): large-10 (the line marked "started"). Ran later: uncapped, N = 2, n = 20 and 25 (84 s wall).
+#   (N = 2..8, one N at a time on one worker, 3,899 s wall in all), then N = 9 and 10 the same way (2,497 s):
+#   the lines marked "ran" below. Ran later: uncapped, N = 2, n = 20 and 25 (84 s wall).
 set -euo pipefail
 T="python -m gridemu.experiments.dedicated_tables"
 STAGES=${*:-checks exact readings large large-10 uncapped game}
@@ -29,8 +29,9 @@ for stage in $STAGES; do
     large)    $T --sets large --large-per-cell 50 --max-steps 50000 --out runs/dedicated-large --write ;;
     # ran: for n in 2 3 4 5 6 7 8; do $T --sets large --orgs $n --large-per-cell 50 --max-steps 50000 --workers 1 \
     #        --out runs/ch3-large-50-N$n --tag 50; done; $T --from runs/ch3-large-50-N2 ... --from runs/ch3-large-50-N8 --tag 50 --write
-    large-10) $T --sets large --orgs 9,10 --large-per-cell 50 --max-steps 50000 --out runs/dedicated-large-10 --tag 10 --write ;;
-    # started: $T --sets large --orgs 9,10 --large-per-cell 3 --max-steps 50000 --out runs/ch3-large-10 --tag 10 --write
+    large-10) $T --sets large --orgs 9,10 --large-per-cell 50 --max-steps 50000 --out runs/dedicated-large-10 --tag n910 --write ;;
+    # ran: for n in 9 10; do $T --sets large --orgs $n --large-per-cell 50 --max-steps 50000 --workers 1 \
+    #        --out runs/ch3-large-50-N$n --tag 50; done; $T --from runs/ch3-large-50-N9 --from runs/ch3-large-50-N10 --tag n910 --write
     uncapped) $T --sets large --orgs 2 --large-per-cell 50 --max-steps none --give-up 1000000 --out runs/dedicated-uncapped --tag uncapped --write ;;
     # ran: $T --sets large --orgs 2 --jobs 20,25 --large-per-cell 50 --max-steps none --give-up 500000 --out runs/ch3-uncapped --tag uncapped --write
     game)     python -m gridemu.experiments.dedicated_game --orgs 2,3,4,5,6,7,8,9,10 --write ;;
