@@ -6,6 +6,8 @@ import math
 
 import pytest
 
+from gridemu.emulator.sweep import sweep
+from gridemu.experiments import bilb_tables
 from gridemu.experiments.bilb_tables import MISSING, mean_errors, splice
 
 BLOCK = """
@@ -50,3 +52,26 @@ def test_splice_replaces_only_the_tables_given():
     assert out.index("### Table 4.2") < out.index("### Table 4.3") < out.index("### Table 4.5")
     assert "| 10 | 2.0 | 1000 | 3.00" in out  # the others are kept as they were
     assert splice(BLOCK, BLOCK) == BLOCK.strip("\n")
+
+
+def test_t42_shipped_sets_the_shipped_run_beside_the_pages_tail(tmp_path, monkeypatch):
+    """--t42-shipped: a row the sweep ran reads its cell, the others "not rerun"; each column's
+    mean relative error counts the rows it has (the tail's from the page's Table 4.2)."""
+    doc = tmp_path / "bilb.md"
+    doc.write_text(bilb_tables.BEGIN + BLOCK + bilb_tables.END)
+    monkeypatch.setattr(bilb_tables, "DOC", doc)
+    sweep(
+        "averaging-game",
+        [("sites.count", [2])],
+        repeat=2,
+        overrides={"workload.until": 1000.0},
+        out=tmp_path / "t42",
+        backend="inprocess",
+        quiet=True,
+    )
+    text = bilb_tables.t42_shipped(tmp_path / "t42")
+    rows = {line.split("|")[1].strip(): line for line in text.splitlines()[2:]}
+    assert "(CI ± " in rows["2"] and ", 2)" in rows["2"]  # two runs
+    assert rows["5"].count(MISSING) == 2  # neither the page nor the sweep has N = 5
+    assert "0.60 ± 0.04" in rows["2"]  # the page's tail cell
+    assert "**0.20** (1 rows)" in rows["mean relative error of the score"]

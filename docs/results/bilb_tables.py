@@ -4,6 +4,7 @@
     OUT=runs/bilb-whole EXTRA="--set protocol.cut_running=false" bash docs/results/bilb-tables.sh
     python -m gridemu.experiments.bilb_tables "cut=runs/bilb-tables" "whole=runs/bilb-whole" --write   # into bilb.md
     python -m gridemu.experiments.bilb_tables runs/bilb-tables --write --tables 4.3,4.5 --before REV
+    python -m gridemu.experiments.bilb_tables --t42-shipped runs/bilb-t42-shipped [--write]   # bilb-t42-shipped.sh
 
 ``--tables`` rewrites only those tables' sections of the page; a row whose sweep folder is
 missing reads "not rerun". ``--before REV`` adds the mean relative errors of the tables as
@@ -390,6 +391,35 @@ def errors_table(before: dict[str, float] | None, now: dict[str, float], rev: st
 
 DOC = Path(__file__).with_name("bilb.md")
 BEGIN, END = "<!-- tables:begin (bilb_tables.py --write) -->", "<!-- tables:end -->"
+T42_SHIPPED = ("<!-- t42-shipped:begin (bilb_tables.py --t42-shipped --write) -->", "<!-- t42-shipped:end -->")
+
+
+def t42_shipped(folder: Path) -> str:
+    """Table 4.2's homogeneous α = β = 2 rows from the shipped ``averaging-game`` (the head sent),
+    beside the thesis and the page's tables (the tail sent), with each column's mean relative error."""
+    df = scores(folder)
+    tail_rows = {
+        int(r[0]): r[3]
+        for r in _sections(block_of(DOC.read_text())).get("4.2", [])
+        if r[1] == "2.0" and "α₁" not in r[0]
+    }
+    lines = [
+        "| N | thesis | the tables' reading (the tail sent; above) | shipped `averaging-game` (the head sent) |",
+        "|---|---|---|---|",
+    ]
+    errors: dict[str, list[float]] = {"tail": [], "head": []}
+    for n in (2, 5, 10, 30):
+        thesis, row = T42_HOM[n, 2.0], one(df, **{"sites.count": n})
+        ours = MISSING if row is None else cell(row, "all")
+        for key, text in (("tail", tail_rows.get(n, MISSING)), ("head", ours)):
+            if not math.isnan(_first_number(text)):
+                errors[key].append(abs(_first_number(text) - _first_number(thesis)) / _first_number(thesis))
+        lines.append(f"| {n} | {thesis} | {tail_rows.get(n, MISSING)} | {ours} |")
+    mean = {k: f"**{np.mean(v):.2f}** ({len(v)} rows)" if v else "–" for k, v in errors.items()}
+    lines.append(f"| mean relative error of the score | | {mean['tail']} | {mean['head']} |")
+    return "\n".join(lines)
+
+
 ERRORS_BEGIN, ERRORS_END = "<!-- table-errors:begin (bilb_tables.py --write) -->", "<!-- table-errors:end -->"
 
 
@@ -417,6 +447,14 @@ def write(variants: list[tuple[str, Path]], only: tuple[str, ...], rev: str | No
 if __name__ == "__main__":
     # python bilb_tables.py LABEL=DIR [LABEL=DIR ...] [--write] [--tables 4.3,4.5] [--before REV]
     argv = sys.argv[1:]
+    if "--t42-shipped" in argv:
+        text = t42_shipped(Path(argv[argv.index("--t42-shipped") + 1]))
+        print(text)
+        if "--write" in argv:
+            from gridemu.experiments.decentralization_tables import write_between  # noqa: PLC0415
+
+            write_between(*T42_SHIPPED, text, DOC)
+        sys.exit(0)
     opts = {}
     for flag in ("--tables", "--before"):
         if flag in argv:
