@@ -236,6 +236,8 @@ def _largest_gamma(wl: dict, rates: np.ndarray, jobs: float, n_sites: int) -> fl
     jobs by rate; past 64 distinct pairs, the largest shape and scale for all (an upper side)."""
     alpha = per_site_array("workload.alpha", wl.get("alpha", 2.0), n_sites)
     beta = per_site_array("workload.beta", wl.get("beta", 2.0), n_sites)
+    if (alpha == alpha[0]).all() and (beta == beta[0]).all():  # one pair: np.unique of 1M rows takes 1 s
+        return largest_gamma(float(alpha[0]), float(beta[0]), jobs)
     pairs, inverse = np.unique(np.stack([alpha, beta], axis=1), axis=0, return_inverse=True)
     if len(pairs) > 64:
         return largest_gamma(float(alpha.max()), float(beta.max()), jobs)
