@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
@@ -185,18 +186,21 @@ def _rounds(traffic: Traffic, duration: float) -> float | None:
 
 def gamma_tail(a: float, x: float) -> float:
     """Q(a, x) = P(X > x) for X ~ gamma(shape a, scale 1): the regularized upper incomplete
-    gamma function, by its series below a + 1 and its continued fraction above (Numerical
-    Recipes, section 6.2, written out here: numpy has no incomplete gamma)."""
+    gamma function, from its power series below a + 1 and its continued fraction above
+    (Abramowitz and Stegun 6.5.29 and 6.5.31; numpy has no incomplete gamma). For shapes up
+    to :data:`_SERIES_SHAPE`: the series takes about sqrt(a) terms a digit."""
     if x <= 0:
         return 1.0
     front = math.exp(-x + a * math.log(x) - math.lgamma(a))
     if x < a + 1:  # P(a, x) = front * sum_n x^n / (a (a+1) ... (a+n))
         term = total = 1.0 / a
         k = a
-        while term > total * 1e-15:
+        for _ in range(100_000):
             k += 1
             term *= x / k
             total += term
+            if term <= total * 1e-15:
+                break
         return max(0.0, 1.0 - front * total)
     # Q(a, x) = front / (x + 1 - a - 1(1-a) / (x + 3 - a - 2(2-a) / (x + 5 - a - ...))), Lentz's method
     tiny = 1e-300
@@ -216,19 +220,31 @@ def gamma_tail(a: float, x: float) -> float:
     return front * h
 
 
+#: Past this shape the gamma is about normal in its cube root (Wilson and Hilferty).
+_SERIES_SHAPE = 1e4
+
+
 def largest_gamma(shape: float, scale: float, n: float) -> float:
     """About the largest of ``n`` gamma(shape, scale) draws: the size exceeded with
     probability 1 / (n + 1) (the expected maximum's usual approximation), by bisection."""
     if n < 1:
         return 0.0
     p = 1.0 / (n + 1)
-    lo, hi = 0.0, max(1.0, shape)
-    while gamma_tail(shape, hi) > p:
-        lo, hi = hi, 2 * hi
+    if shape > _SERIES_SHAPE:  # X/a ~ (1 - 1/(9a) + z/sqrt(9a))^3 with z standard normal
+        z = _bisect(lambda z: 0.5 * math.erfc(z / math.sqrt(2)) > p, 0.0, 40.0)
+        return scale * shape * (1 - 1 / (9 * shape) + z / math.sqrt(9 * shape)) ** 3
+    hi = max(1.0, shape)
+    while gamma_tail(shape, hi) > p and hi < 1e6 * max(1.0, shape):
+        hi *= 2
+    return scale * _bisect(lambda x: gamma_tail(shape, x) > p, 0.0, hi)
+
+
+def _bisect(below: Callable[[float], bool], lo: float, hi: float) -> float:
+    """The point of [lo, hi] where ``below`` turns false (true at lo, false at hi)."""
     for _ in range(60):
         mid = (lo + hi) / 2
-        lo, hi = (mid, hi) if gamma_tail(shape, mid) > p else (lo, mid)
-    return scale * hi
+        lo, hi = (mid, hi) if below(mid) else (lo, mid)
+    return hi
 
 
 def _largest_gamma(wl: dict, rates: np.ndarray, jobs: float, n_sites: int) -> float:

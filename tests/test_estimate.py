@@ -87,12 +87,18 @@ def test_the_gamma_tail_is_the_closed_form_where_there_is_one(x):
 
 
 @pytest.mark.parametrize(
-    "shape, scale, n", [(2.0, 2.0, 20_000), (1.0, 1.0, 100_000), (0.5, 3.0, 1_000), (5.0, 1.0, 100)]
+    "shape, scale, n", [(2.0, 2.0, 20_000), (1.0, 1.0, 100_000), (0.5, 3.0, 1_000), (5.0, 1.0, 100), (5e4, 1.0, 1_000)]
 )
 def test_the_largest_of_n_gamma_draws_is_about_their_maximum(shape, scale, n):
     rng = np.random.default_rng(7)
     drawn = np.median([rng.gamma(shape, scale, n).max() for _ in range(40)])
     assert largest_gamma(shape, scale, n) == pytest.approx(drawn, rel=0.15)
+
+
+def test_a_huge_shape_takes_the_normal_approximation_and_ends():
+    # the series would take about sqrt(shape) terms a digit: 1e300 used to mean forever
+    assert largest_gamma(1e300, 1.0, 1e6) == pytest.approx(1e300)
+    assert largest_gamma(1e5, 1.0, 1e6) == pytest.approx(1e5 + 4.75 * math.sqrt(1e5), rel=1e-3)
 
 
 def test_a_short_stream_of_releases_lasts_as_long_as_its_longest_job():
