@@ -110,7 +110,7 @@ class RunResult:
         self.usage.to_parquet(folder / "usage.parquet", index=False)
         if len(self.pieces) != len(self.jobs):
             self.pieces.to_parquet(folder / "fragments.parquet", index=False)
-        (folder / "summary.json").write_text(json.dumps(self.summary, indent=2, default=_json_default) + "\n")
+        (folder / "summary.json").write_text(json.dumps(self.summary, indent=2, default=json_default) + "\n")
         (folder / "scenario.toml").write_text(
             toml_header(self.summary.get("provenance"))
             + to_toml(self.scenario if self.saved_scenario is None else self.saved_scenario)
@@ -394,7 +394,8 @@ def _make_folder(folder: Path, out: Path) -> None:
         raise GridemuError(f"--out: cannot create {out}: {exc.strerror or exc}") from None
 
 
-def _json_default(value: Any) -> Any:
+def json_default(value: Any) -> Any:
+    """numpy numbers as JSON numbers (summary.json, and what experiment scripts keep)."""
     if isinstance(value, (np.integer,)):
         return int(value)
     if isinstance(value, (np.floating,)):

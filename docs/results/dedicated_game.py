@@ -5,6 +5,9 @@ profiles played over many rounds, each round a fresh instance of section 3.7.1.
     python -m gridemu.experiments.dedicated_game --write    # into dedicated.md, and img/dedicated-game.png
     python -m gridemu.experiments.dedicated_game --orgs 2,3,4,5,6,7,8,9,10   # the sweep by N over other N
 
+Each profile's result is kept under ``--cache`` (runs/dedicated-game), named by the code's
+commit: a stopped run, started again on the same commit, goes on where it stopped.
+
 Every profile is the shipped scenario ``dedicated`` (3 organizations, 8 jobs per machine,
 sizes 1..10) with ``workload.rounds`` = ROUNDS and ``protocol.strategy`` set as the row says;
 the same seed, so every profile plays the same instances. Organization 1 is the one that
@@ -17,12 +20,16 @@ rest is the sweep by N. ``--orgs`` to 10 takes longer (not measured).
 
 from __future__ import annotations
 
+import hashlib
+import json
 from pathlib import Path
 
 import numpy as np
 
 import gridemu.emulator as emulator
 from gridemu.emulator.figures import figure_options, save_figure
+from gridemu.emulator.provenance import git_commit
+from gridemu.emulator.results import json_default
 from gridemu.experiments.decentralization_tables import write_between
 
 DOC = Path(__file__).with_name("dedicated.md")
@@ -43,9 +50,31 @@ PROFILES = [
 ]
 
 
+#: Each profile's result is kept here (``--cache``), named by the code's commit and the run's
+#: settings, so an interrupted sweep goes on where it stopped; a checkout with changed files
+#: keeps nothing (its results could not be told from the commit's).
+CACHE = Path("runs/dedicated-game")
+_cache: Path | None = CACHE
+
+
 def play(strategy, extra: dict, seed: int = 1, rounds: int = ROUNDS):
     overrides = {"workload.rounds": rounds, "protocol.strategy": strategy, **extra}
-    return emulator.run("dedicated", seed=seed, overrides=overrides).summary["protocol"]
+    kept = _kept(overrides, seed)
+    if kept is not None and kept.is_file():
+        return json.loads(kept.read_text())
+    result = emulator.run("dedicated", seed=seed, overrides=overrides).summary["protocol"]
+    if kept is not None:
+        kept.parent.mkdir(parents=True, exist_ok=True)
+        kept.write_text(json.dumps(result, default=json_default))
+    return result
+
+
+def _kept(overrides: dict, seed: int) -> Path | None:
+    code = git_commit(Path(__file__).resolve().parent) if _cache is not None else None
+    if code is None or code["modified"]:
+        return None
+    key = json.dumps([code["commit"], seed, overrides], default=str)  # insertion order: the code's
+    return _cache / f"{hashlib.sha256(key.encode()).hexdigest()[:20]}.json"
 
 
 def payoff_matrix(p: dict, rounds: int, n: int) -> np.ndarray:
@@ -155,6 +184,13 @@ if __name__ == "__main__":
     ap.add_argument(
         "--orgs", type=lambda t: tuple(int(x) for x in t.split(",")), default=ORGS, help="N of the sweep by N"
     )
+    ap.add_argument(
+        "--cache",
+        type=Path,
+        default=CACHE,
+        help=f"where each profile's result is kept, so a stopped run resumes (default {CACHE}); 'none': nowhere",
+    )
     figure_options(ap, dpi=110)
     args = ap.parse_args()
+    _cache = None if str(args.cache) == "none" else args.cache
     main(args.write, args.orgs, args.format, args.dpi)
