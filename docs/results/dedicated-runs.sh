@@ -10,7 +10,7 @@
 #   readings     Tables 3.5-3.11's figures under five readings of the job split: ~10 min
 #   large        *large*, 50 instances a cell, N = 2..8 (Tables 3.13, 3.20-3.22), capped at 50,000 steps: ~70 min
 #   large-10     the same for N = 9, 10 (beyond the thesis): ~60 min
-#   game         the emulated game (dedicated_game.py), its sweep by N to 10: not run (the doc's sweep is N = 2, 3, 5, 8)
+#   game         the emulated game (dedicated_game.py), its sweep by N to 10: ~65 min at nice 19 (ran; resumes from runs/dedicated-game)
 #   uncapped     *large*, N = 2, the walks as printed (a walk still going after 1,000,000 steps is given up)
 #                (N = 2 is where the capped walks mostly end; for N >= 3 most walks pass any cap tried)
 #   What ran for the doc (the machine was shared with five other jobs; see dedicated.md): checks,
