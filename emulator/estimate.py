@@ -69,6 +69,7 @@ class Estimate:
     memory_terms: dict[str, float] | None = None
     wall_terms: dict[str, float] | None = None
     work: Work = Work()  # the protocol's own computation (``Protocol.work``)
+    longest_end: float = 0.0  # its longest job on the fastest processor ends at least this late
 
     def describe(self) -> str:
         text = (
@@ -381,6 +382,7 @@ def estimate(sc: Scenario, table: np.ndarray | None = None, checkpoint: bool = F
         memory_terms,
         wall_terms,
         own,
+        last_end,
     )
 
 
@@ -392,7 +394,12 @@ def check_resolution(est: Estimate) -> None:
     if not math.isfinite(end):
         return  # an endless run: the budget's refusal says so
     if not end + est.lookahead > end:
-        what = "its releases" if est.span >= est.duration else "its work spread over the processors"
+        if est.span >= est.duration:
+            what = "its releases"
+        elif est.longest_end >= est.duration:
+            what = "its longest job"
+        else:
+            what = "its work spread over the processors"
         raise ScenarioError(
             "run.lookahead",
             f"a window of {est.lookahead:g} no longer advances virtual time at t={end:.3g}, which the run reaches "

@@ -114,6 +114,16 @@ def test_a_short_stream_of_releases_lasts_as_long_as_its_longest_job():
     assert ran / 1.5 <= est.messages <= 1.5 * ran
 
 
+def test_a_clock_past_float_resolution_names_what_takes_it_there(capsys):
+    from gridemu.emulator import cli
+
+    one_job = 'workload={kind="jobs", list=[{release=0.0, size=1e300, site=0}]}'
+    assert cli.main(["validate", "quickstart", "--set", one_job]) == 2
+    assert "(its longest job; float resolution)" in capsys.readouterr().err
+    assert cli.main(["validate", "quickstart", "--set", "workload.rate=1e-300"]) == 2
+    assert "(its releases; float resolution)" in capsys.readouterr().err
+
+
 def test_a_job_list_lasts_until_its_last_job_can_end():
     # molba-swf releases everything at 0; one of its jobs runs 31,618 time units.
     est = estimate(load_scenario("molba-swf"))
