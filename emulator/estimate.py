@@ -248,11 +248,9 @@ def _bisect(below: Callable[[float], bool], lo: float, hi: float) -> float:
     return hi
 
 
-def _largest_gamma(wl: dict, rates: np.ndarray, jobs: float, n_sites: int) -> float:
+def _largest_gamma(alpha: np.ndarray, beta: np.ndarray, rates: np.ndarray, jobs: float) -> float:
     """About the longest job of a Poisson workload: per site's (alpha, beta), its share of the
     jobs by rate; past 64 distinct pairs, the largest shape and scale for all (an upper side)."""
-    alpha = per_site_array("workload.alpha", wl.get("alpha", 2.0), n_sites)
-    beta = per_site_array("workload.beta", wl.get("beta", 2.0), n_sites)
     if (alpha == alpha[0]).all() and (beta == beta[0]).all():  # one pair: np.unique of 1M rows takes 1 s
         return largest_gamma(float(alpha[0]), float(beta[0]), jobs)
     pairs, inverse = np.unique(np.stack([alpha, beta], axis=1), axis=0, return_inverse=True)
@@ -285,33 +283,29 @@ def estimate(sc: Scenario, table: np.ndarray | None = None, checkpoint: bool = F
     wl, sites = sc.workload, sc.sites
     capacity = float(sum(sum(s.speeds) for s in sites))
     procs_total = float(sum(len(s.speeds) for s in sites))
+    # A run ends when its last job does: a short stream of releases lasts as long as its
+    # longest job (20,000 gamma(2, 2) jobs released over 0.3 time units end near t = 25).
+    fastest = max((max(s.speeds) for s in sites), default=1.0)
     if wl["kind"] == "poisson":
         jobs = poisson_size(wl, len(sites))
         rates = per_site_array("workload.rate", wl.get("rate", 1.0), len(sites))
         span = float(wl["until"]) if "jobs" not in wl else jobs / float(rates.sum())
         procs = wl.get("procs", 1)
         mean_procs = (procs["low"] + procs.get("high", procs["low"])) / 2 if isinstance(procs, dict) else float(procs)
-        size = per_site_array("workload.alpha", wl.get("alpha", 2.0), len(sites)) * per_site_array(
-            "workload.beta", wl.get("beta", 2.0), len(sites)
-        )
-        work = float((rates / rates.sum() * size).sum()) * jobs * mean_procs
-        longest = _largest_gamma(wl, rates, jobs, len(sites))
+        alpha = per_site_array("workload.alpha", wl.get("alpha", 2.0), len(sites))
+        beta = per_site_array("workload.beta", wl.get("beta", 2.0), len(sites))
+        work = float((rates / rates.sum() * (alpha * beta)).sum()) * jobs * mean_procs
+        last_end = _largest_gamma(alpha, beta, rates, jobs) / fastest
     elif wl["kind"] == "streams":
         jobs, span, work, longest = streams_extent(wl, sites)
+        last_end = longest / fastest
     else:
         table = generate_jobs(sc)[0] if table is None else table
         jobs = float(len(table))
         span = float(table["release"].max()) if len(table) else 0.0
         work = float((table["size"] * table["procs"]).sum())
-        longest = 0.0
+        last_end = float((table["release"] + table["size"] / fastest).max()) if len(table) else 0.0
     mean_size = work / jobs if jobs else 0.0
-    # A run ends when its last job does: a short stream of releases lasts as long as its
-    # longest job (20,000 gamma(2, 2) jobs released over 0.3 time units end near t = 25).
-    fastest = max((max(s.speeds) for s in sites), default=1.0)
-    if table is not None and len(table):
-        last_end = float((table["release"] + table["size"] / fastest).max())
-    else:
-        last_end = longest / fastest
     duration = max(span, work / capacity, last_end)
     n = len(sites)
     degree = float(np.mean(sc.topology.degrees(n))) if not sc.topology.full else float(n - 1)
