@@ -39,6 +39,7 @@ import gridemu.brokers.bilb.reference as ref
 from gridemu.brokers.bilb.strategies import alone_finish_times
 from gridemu.brokers.metrics import score
 from gridemu.emulator.scenario import load_scenario, read_scenario_file
+from gridemu.experiments.bilb_table41 import md_table
 from gridemu.experiments.bilb_tables import T43, T44, mean_ci, orgs_of, parts_of, run_scores
 from gridemu.experiments.decentralization_tables import write_between
 from gridemu.scenarios.workload import generate_jobs
@@ -241,36 +242,35 @@ def overloaded_n10(variant, level: float, runs: int) -> dict[str, float]:
 
 def table44_n10(runs: int) -> str:
     """Every reading on Table 4.4's N = 10 column, with what the plans did at l = 5."""
-    out = [
-        f"Table 4.4 at N = 10 (organization 0 overloaded, α₁ = β₁ = 3, l_1 = 1000, the nine others at l; "
-        f"{runs} runs per cell, the centralized reference), typical / overloaded score, and at l = 5 what a "
-        "run's plans did: rounds, load moved out of organization 0, load moved among the nine others:",
-        "",
-        "| reading | "
-        + " | ".join(f"l = {lv}" for lv in T44_N10_LEVELS)
-        + " | l = 5: rounds, out of 0, among the others |",
-        "|---|" + "---|" * (len(T44_N10_LEVELS) + 1),
-        "| thesis | " + " | ".join(f"{T44[lv][1][0]:g} / {T44[lv][1][4]:g}" for lv in T44_N10_LEVELS) + " | |",
-    ]
+    rows = [["thesis", *(f"{T44[lv][1][0]:g} / {T44[lv][1][4]:g}" for lv in T44_N10_LEVELS), ""]]
     fives = []
     for variant in VARIANTS:
         cells = {lv: overloaded_n10(variant, lv, runs) for lv in T44_N10_LEVELS}
         five = cells[5]
         fives.append(five)
-        out.append(
-            f"| {variant[0]} | "
-            + " | ".join(f"{c['typical'][0]:.3f} / {c['overloaded'][0]:.2f}" for c in cells.values())
-            + f" | {five['rounds']:.0f}, {five['out']:.0f}, {five['among']:.0f} |"
+        rows.append(
+            [
+                variant[0],
+                *(f"{c['typical'][0]:.3f} / {c['overloaded'][0]:.2f}" for c in cells.values()),
+                f"{five['rounds']:.0f}, {five['out']:.0f}, {five['among']:.0f}",
+            ]
         )
     base = fives[0]  # the tables' reading
-    out += [
-        "",
-        f"Without the overloaded organization (Table 4.3's N = 10, l = 5, the tables' reading, the same "
-        f"{runs} seeds), for comparison: "
-        + _homogeneous_l5(runs)
-        + f"; with it: {base['rounds']:.0f} rounds, {base['among']:.0f} moved among the nine others.",
-    ]
-    return "\n".join(out)
+    header = ["reading", *(f"l = {lv}" for lv in T44_N10_LEVELS), "l = 5: rounds, out of 0, among the others"]
+    return "\n".join(
+        [
+            f"Table 4.4 at N = 10 (organization 0 overloaded, α₁ = β₁ = 3, l_1 = 1000, the nine others at l; "
+            f"{runs} runs per cell, the centralized reference), typical / overloaded score, and at l = 5 what a "
+            "run's plans did: rounds, load moved out of organization 0, load moved among the nine others:",
+            "",
+            md_table(header, rows),
+            "",
+            f"Without the overloaded organization (Table 4.3's N = 10, l = 5, the tables' reading, the same "
+            f"{runs} seeds), for comparison: "
+            + _homogeneous_l5(runs)
+            + f"; with it: {base['rounds']:.0f} rounds, {base['among']:.0f} moved among the nine others.",
+        ]
+    )
 
 
 def _homogeneous_l5(runs: int) -> str:

@@ -30,6 +30,7 @@ import numpy as np
 import pandas as pd
 
 from gridemu.emulator.report import sweep_scores
+from gridemu.experiments.bilb_table41 import md_table
 from gridemu.experiments.molba_tables import betainc
 
 # ---------------------------------------------------------------- the thesis's values
@@ -403,21 +404,19 @@ def t42_shipped(folder: Path) -> str:
         for r in _sections(block_of(DOC.read_text())).get("4.2", [])
         if r[1] == "2.0" and "α₁" not in r[0]
     }
-    lines = [
-        "| N | thesis | the tables' reading (the tail sent; above) | shipped `averaging-game` (the head sent) |",
-        "|---|---|---|---|",
-    ]
-    errors: dict[str, list[float]] = {"tail": [], "head": []}
+    rows, errors = [], {"tail": [], "head": []}
     for n in (2, 5, 10, 30):
         thesis, row = T42_HOM[n, 2.0], one(df, **{"sites.count": n})
         ours = MISSING if row is None else cell(row, "all")
         for key, text in (("tail", tail_rows.get(n, MISSING)), ("head", ours)):
-            if not math.isnan(_first_number(text)):
-                errors[key].append(abs(_first_number(text) - _first_number(thesis)) / _first_number(thesis))
-        lines.append(f"| {n} | {thesis} | {tail_rows.get(n, MISSING)} | {ours} |")
+            value, target = _first_number(text), _first_number(thesis)
+            if not math.isnan(value):
+                errors[key].append(abs(value - target) / target)
+        rows.append([n, thesis, tail_rows.get(n, MISSING), ours])
     mean = {k: f"**{np.mean(v):.2f}** ({len(v)} rows)" if v else "–" for k, v in errors.items()}
-    lines.append(f"| mean relative error of the score | | {mean['tail']} | {mean['head']} |")
-    return "\n".join(lines)
+    rows.append(["mean relative error of the score", "", mean["tail"], mean["head"]])
+    header = ["N", "thesis", "the tables' reading (the tail sent; above)", "shipped `averaging-game` (the head sent)"]
+    return md_table(header, rows)
 
 
 ERRORS_BEGIN, ERRORS_END = "<!-- table-errors:begin (bilb_tables.py --write) -->", "<!-- table-errors:end -->"
