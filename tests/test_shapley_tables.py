@@ -112,3 +112,19 @@ def test_warm_runs_count_contention_on_a_hand_made_trace(tmp_path, size, waits):
     warm.run(trace, 5, 100, "uniform", 3, again, None)  # the same windows and figures again
     cols = [c for c in runs if c != "seconds"]
     pd.testing.assert_frame_equal(pd.read_csv(again)[cols], runs[cols])
+
+
+def test_warm_runs_given_seeds_exactly_and_refuse_a_bad_range(tmp_path, capsys):
+    import gridemu.experiments.shapley_warm as warm
+
+    trace = _swf(tmp_path / "t.swf", 1000)
+    out = tmp_path / "cell-uniform.csv"
+    base = ["run", trace, "--procs", "5", "--duration", "100", "--dist", "uniform", "--out", str(out)]
+    warm.main([*base, "--seeds", "4-5"])
+    warm.main([*base, "--seeds", "5-6"])  # 5 is there already: only 6 runs
+    assert pd.read_csv(out)["seed"].tolist() == [4, 5, 6]
+    for bad in ("5-2", "0-3", "x-4"):
+        with pytest.raises(SystemExit) as stop:
+            warm.main([*base, "--seeds", bad])
+        assert stop.value.code == 2
+        assert f"argument --seeds: LO-HI with 1 <= LO <= HI, got '{bad}'" in capsys.readouterr().err

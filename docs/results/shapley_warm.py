@@ -26,6 +26,7 @@ of the instance starts after its release or not at all before t_end (the content
 
 from __future__ import annotations
 
+import argparse
 import csv
 import itertools
 import math
@@ -349,13 +350,12 @@ def warmup_check(path: str, procs_total: int, duration: int, warmup: int, window
 def _seed_range(text: str) -> range:
     lo, _, hi = text.partition("-")
     if not (lo.isdigit() and hi.isdigit()) or int(lo) < 1 or int(hi) < int(lo):
-        raise ValueError(f"--seeds: LO-HI with 1 <= LO <= HI, got {text!r}")
+        # ArgumentTypeError: argparse prints this text (a ValueError it replaces with its own)
+        raise argparse.ArgumentTypeError(f"LO-HI with 1 <= LO <= HI, got {text!r}")
     return range(int(lo), int(hi) + 1)
 
 
 def main(argv: list[str]) -> None:
-    import argparse
-
     ap = argparse.ArgumentParser(prog="shapley_warm")
     sub = ap.add_subparsers(dest="cmd", required=True)
     r = sub.add_parser("run")
