@@ -9,9 +9,10 @@ other shard, and a small status record. Four ways to run that exchange:
   object a destination, each handed on as an object reference (through Ray's object store
   once it passes the 100 KiB inline limit); what ``emulator/backends.py: RayBackend`` did
   before it sent one object a shard;
-* ``one object``: what ``RayBackend`` does: the same tasks, but a shard's batches for every
-  destination go back as one tuple (``num_returns=2``), whose reference each destination
-  gets and takes its part of;
+* ``one object``: what ``RayBackend`` did until 2026-11-27: the same tasks, but a shard's
+  batches for every destination go back as one tuple (``num_returns=2``), whose reference
+  each destination gets and takes its part of (the shards now send each other their
+  batches over links of their own, ``emulator/links.py``, which this script does not run);
 * ``pipelined``: the same tasks, but each shard also gets every shard's status record of
   the last window (so the shards could agree the next window among themselves) and the
   driver keeps four windows in flight instead of waiting at every barrier;

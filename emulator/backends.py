@@ -1,11 +1,13 @@
 """Backends run the same :class:`~emulator.shard.Shard` code: as plain objects, or as Ray actors.
 
-The coordinator talks to a backend in three calls: ``status()`` once, ``step()`` once per
-window (one call per shard), ``results()`` at the end. In the Ray backend each shard's
-outgoing batches, one for every destination shard, come back as one object (a tuple),
-whose reference the coordinator hands unopened to each destination shard that has a
-batch in it; that shard takes its own (``_ShardActor.step``). Payloads never pass through
-the coordinator. Results come back column by column (``_ShardActor.results``).
+The coordinator talks to a backend in three kinds of call: ``status()`` once, then the
+windows, then ``results()`` at the end. In-process, it calls ``step()`` once a window, one
+call per shard, and hands each shard the rows the others sent it. Ray shards run the
+windows among themselves (``run_windows()``, a chunk of windows a call; the rule is in
+:mod:`gridemu.emulator.exchange`): after each window a shard sends every other one its
+StepInfo and its batch over a TCP link of their own (:mod:`gridemu.emulator.links`), so
+neither a window's batches nor a Ray call a window go through the driver. Results come
+back column by column (``_ShardActor.results``).
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ import warnings
 from pathlib import Path
 from typing import Any, Iterator
 
+from gridemu.emulator.exchange import ChunkEnd, ChunkPlan, run_chunk
+from gridemu.emulator.links import Links, PeerLost
 from gridemu.emulator.plugins import by_value, dump_shard, load_shard, protocol_of
 from gridemu.emulator.shard import Shard, ShardSpec, StepInfo, draw_jobs, numbered, with_drawn_jobs
 from gridemu.model.errors import GridemuError, first_line
@@ -102,16 +106,24 @@ class _ShardActor:
     def status(self) -> StepInfo:
         return self.shard.status()
 
-    def step(self, until: float, *inbox: Any) -> tuple[StepInfo, tuple]:
-        """A window: ``inbox`` holds other shards' outputs (a tuple of batches by destination:
-        this shard takes its own) or, after a checkpoint, this shard's batches themselves.
-        The outgoing batches go back as one object: a window stores one object a shard in
-        Ray's object store, not one a destination (16 shards: 15 fewer; the exchange alone,
-        ``bench/ray_exchange.py --shards 16``, 500 rows to each shard: 66.5 -> 30.5 ms a
-        window on 2 cores)."""
-        k = self.shard.shard_id
-        info, *out = self.shard.step(until, *(b[k] if isinstance(b, tuple) else b for b in inbox))
-        return info, tuple(out)
+    def listen(self, token: bytes) -> tuple[str, int]:
+        """Open this shard's links to the others (:mod:`gridemu.emulator.links`): first a
+        socket they connect to, whose address goes back; then :meth:`link`."""
+        self.links = Links(self.spec.shard_id, self.spec.n_shards, token)
+        return self.links.address
+
+    def link(self, addresses: list[tuple[str, int]]) -> None:
+        self.links.connect(addresses)
+
+    def run_windows(self, plan: ChunkPlan, infos: list[StepInfo], in_min: float, *inbox: Any) -> ChunkEnd:
+        """A chunk of windows run with the other shards, the driver out of the exchange
+        (:mod:`gridemu.emulator.exchange`), the messages over the links."""
+        links = self.links
+        try:
+            return run_chunk(self.shard, links.n, plan, infos, in_min, list(inbox), links.post, links.collect)
+        except BaseException:
+            links.close()  # the others wait for this shard's messages: a closed link ends their wait
+            raise
 
     def results(self, horizon: float) -> Iterator[Any]:
         """The shard's results in pieces: first what is small, with the names of the columns,
@@ -314,6 +326,10 @@ class RayBackend:
                 # Each shard draws its sites' jobs; their release keys go from actor to actor.
                 keys = [a.draw.remote() for a in self.actors]
                 self._get([a.build.remote(*keys) for a in self.actors])
+            # The shards' links to each other, behind a token of this run (emulator/links.py).
+            token = os.urandom(32)
+            addresses = self._get([a.listen.remote(token) for a in self.actors])
+            self._get([a.link.remote(addresses) for a in self.actors])
         except BaseException:  # a shard lost while drawing (rebuilt by the caller), a signal: no actor left behind
             self.close()
             raise
@@ -338,29 +354,35 @@ class RayBackend:
     def status(self) -> list[StepInfo]:
         return self._get([a.status.remote() for a in self.actors])
 
-    def step(self, until: float, inboxes: list[list[Any]]) -> tuple[list[StepInfo], list[list[Any]]]:
-        refs = [a.step.options(num_returns=2).remote(until, *inbox) for a, inbox in zip(self.actors, inboxes)]
-        infos = self._get([r[0] for r in refs])
-        # Each destination gets the reference to the whole output and takes its part there.
-        return infos, [[r[1]] * self.n for r in refs]
+    def run_windows(
+        self, plan: ChunkPlan, infos: list[StepInfo], in_min: list[float], inboxes: list[list[Any]]
+    ) -> list[ChunkEnd]:
+        """A chunk of windows, the shards exchanging their batches and infos among themselves
+        (:mod:`gridemu.emulator.exchange`)."""
+        first = min(in_min)
+        refs = [a.run_windows.remote(plan, infos, first, *inbox) for a, inbox in zip(self.actors, inboxes)]
+        # A shard that fails or dies closes its links, and the others stop waiting for it with
+        # PeerLost: every call ends. The shard's own error is the one that counts.
+        pending = refs
+        while pending:  # in steps, so that a signal's handler runs while the shards work
+            _, pending = self.ray.wait(pending, num_returns=len(pending), timeout=1.0)
+        errors: list[Exception] = []
+        for ref in refs:
+            try:
+                self._get([ref])
+            except PeerLost as exc:  # a shard's own error, or its death, is raised here instead
+                errors.append(exc)
+        if errors:
+            raise ShardLost(f"a shard's link to the others broke ({errors[0]})")
+        return self._get(refs)
 
     def snapshot(self) -> list[bytes]:
         return self._get([a.snapshot.remote() for a in self.actors])
 
     def materialize(self, inboxes: list[list[Any]]) -> list[list[Any]]:
-        """Each shard's batches behind the next window's object references (a checkpoint
-        must not refer to objects that die with their actors, and holds batches, which
-        either backend resumes from), packed rows made arrays as a checkpoint stores them."""
-        # Batches a checkpoint fetched already stay as they are (the run may end right after
-        # one); every reference is fetched in one call, however many shards share it.
-        ref = self.ray.ObjectRef
-        values = iter(self._get([b for inbox in inboxes for b in inbox if isinstance(b, ref)]))
-        out = []
-        for d, inbox in enumerate(inboxes):
-            got = [next(values) if isinstance(b, ref) else b for b in inbox]
-            got = [b[d] if isinstance(b, tuple) else b for b in got]
-            out.append([to_batch(b) if isinstance(b, PackedRows) else b for b in got])
-        return out
+        """The next window's batches as a checkpoint stores them: packed rows made arrays (a
+        checkpoint holds arrays, which either backend resumes from)."""
+        return [[to_batch(b) if isinstance(b, PackedRows) else b for b in inbox] for inbox in inboxes]
 
     def results(self, horizon: float) -> list[dict[str, Any]]:
         pieces = [a.results.remote(horizon) for a in self.actors]  # the shards run in parallel

@@ -283,8 +283,8 @@ def barrier_note(summary: dict) -> str | None:
         return None
     return (
         f"{g['windows']:,} windows took {loop:.0f} s ({1000 * loop / g['windows']:.1f} ms each), and each shard's "
-        f"sites worked {work:.1f} s of it: on Ray every window is a round trip to every shard, so a run this chatty is "
-        "faster in one process (--backend inprocess)"
+        f"sites worked {work:.1f} s of it: on Ray every window waits for every shard's messages, so a run this "
+        "chatty is faster in one process (--backend inprocess)"
     )
 
 

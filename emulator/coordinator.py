@@ -13,7 +13,6 @@ import gc
 import math
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
@@ -30,9 +29,10 @@ from gridemu.emulator.engine import (
     prepare_workload,
     resolve_shards,
 )
+from gridemu.emulator.exchange import ChunkPlan, Stall, in_flight_min, window_after
 from gridemu.emulator.scenario import Scenario
 from gridemu.emulator.shard import ShardSpec, StepInfo
-from gridemu.emulator.window import WindowRule, next_window
+from gridemu.emulator.window import WindowRule
 from gridemu.model.errors import GridemuError
 from gridemu.model.jobs import JOB_DTYPE, records
 from gridemu.model.messages import to_batch
@@ -40,6 +40,9 @@ from gridemu.scenarios.workload import no_jobs_error
 
 #: Lost shards rebuilt in one run before giving up (a node that keeps failing is not transient).
 MAX_REBUILDS = 3
+#: Wall seconds a chunk of windows runs on Ray shards before they stop at a barrier, where the
+#: coordinator reports progress, keeps checkpoints and sees a signal (emulator/exchange.py).
+CHUNK_SECONDS = 0.5
 
 
 def run_windows(scenario: Scenario, **options: Any) -> RawRun:
@@ -135,40 +138,34 @@ class Coordinator:
             setup = time.perf_counter() - t0  # building shards (Ray: starting actors)
             self.saved_at = time.perf_counter()
             delay_max = scenario.faults.delay_max if scenario.faults else 0.0
-            stall = _Stall(max(rule.span, 10 * (scenario.max_latency + delay_max)))
+            # A periodic run without horizon stops when it is stuck with only timers left.
+            span = max(rule.span, 10 * (scenario.max_latency + delay_max))
+            watch = Stall(span) if periodic and math.isinf(horizon) else None
             while True:
-                # Periodic protocols set timers (and reports) forever: without a horizon the run
-                # ends once every job is finished. A job inside a message is not finished, so
-                # what may still be in flight then is only reports.
-                infos, in_min = self.infos, self.in_min
-                ended = math.isinf(horizon) and sum(i.done for i in infos) == n_jobs
-                window = (
-                    None
-                    if ended
-                    else next_window(
-                        rule,
-                        min(min(i.next_time for i in infos), min(in_min)),
-                        min(min(i.bound for i in infos), min(in_min)),
-                    )
-                )
+                window = window_after(rule, self.infos, min(self.in_min), n_jobs)
                 # Any call to a shard may find its actor dead: the step, a snapshot, a status,
                 # the results (all are rolled back to the last checkpoint and replayed).
                 try:
                     if window is None:
                         results, in_flight, jobs = self._end(stop, horizon, work, n_jobs)
                         break
-                    self._step(window.end)
+                    if hasattr(self.backend, "run_windows"):
+                        end, due = self._chunk(rule, n_jobs, watch)
+                    else:
+                        self._step(window.end)
+                        end = window.end
+                        due = watch is not None and watch.due(end, sum(i.done for i in self.infos))
                     if self.checkpoint_every is not None:
                         self._keep_checkpoint()
-                    if periodic and math.isinf(horizon) and stall.stuck(window.end, self.infos, self.backend):
+                    if due and watch.ask(end, sum(i.live for i in self.backend.status())):
                         results, in_flight, jobs = self._end(stop, horizon, work, n_jobs)
-                        stalled_at = window.end
+                        stalled_at = end
                         break
                 except ShardLost as lost:
                     self._rebuild(lost, specs)
                     continue
                 if self.on_progress is not None:
-                    self._report(window.end, rule.span, n_jobs, t0)
+                    self._report(end, rule.span, n_jobs, t0)
                 if stop.pending is not None:  # Ctrl-C or SIGTERM: a checkpoint at this barrier, then stop
                     self._stop(stop)
         finally:
@@ -239,13 +236,32 @@ class Coordinator:
         become the next window's inboxes."""
         self.infos, outs = self.backend.step(until, self.inboxes)
         self.windows += 1
-        n = self.n_shards
-        self.inboxes = [[] for _ in range(n)]
-        self.in_min = [math.inf] * n
+        self.inboxes = [[] for _ in range(self.n_shards)]
         for info, out in zip(self.infos, outs):
-            for dest, t in info.out_min.items():
+            for dest in info.out_min:
                 self.inboxes[dest].append(out[dest])
-                self.in_min[dest] = min(self.in_min[dest], t)
+        self.in_min = in_flight_min(self.infos, self.n_shards)
+
+    def _chunk(self, rule: WindowRule, n_jobs: int, watch: Stall | None) -> tuple[float, bool]:
+        """Windows run by the shards among themselves (:mod:`gridemu.emulator.exchange`) until
+        the chunk's wall budget passes, the run ends, or ``watch`` must ask the shards whether
+        a job can still move. Returns the last window's end and whether to ask."""
+        budget = CHUNK_SECONDS if self.checkpoint_every is None else min(CHUNK_SECONDS, self.checkpoint_every)
+        plan = ChunkPlan(rule, n_jobs, self.windows, budget, watch)
+        ends = self.backend.run_windows(plan, self.infos, self.in_min, self.inboxes)
+        first = ends[0]
+        if any((e.windows, e.end, e.reason) != (first.windows, first.end, first.reason) for e in ends):
+            raise GridemuError(  # a fault of gridemu's: the shards chose different windows
+                "internal error: the shards ended a chunk of windows differently: "
+                + "; ".join(f"shard {k}: {e.windows} windows to {e.end:g} ({e.reason})" for k, e in enumerate(ends))
+            )
+        self.windows += first.windows
+        self.infos = [e.info for e in ends]
+        self.inboxes = [e.inbox for e in ends]
+        self.in_min = in_flight_min(self.infos, self.n_shards)
+        if watch is not None:
+            watch.done, watch.since, watch.seen = first.stall.done, first.stall.since, first.stall.seen
+        return first.end, first.reason == "stall"
 
     def _checkpoint(self) -> ckpt.Checkpoint:
         # The loop rebinds infos, inboxes and in_min every window: no copy needed.
@@ -352,27 +368,6 @@ class Coordinator:
             ctypes.CDLL("libc.so.6").malloc_trim(0)
         except (OSError, AttributeError):  # not glibc: nothing to do
             pass
-
-
-@dataclass
-class _Stall:
-    """Liveness of a periodic protocol's run without a horizon: no job finished for ``span`` of
-    virtual time, and twice in a row no shard with a job that could move without an agent's
-    decision (StepInfo.live): the run is stuck with only timers left."""
-
-    span: float
-    done: int = -1
-    since: float = 0.0
-    seen: int = 0
-
-    def stuck(self, now: float, infos: list[StepInfo], backend: Any) -> bool:
-        done = sum(i.done for i in infos)
-        if done != self.done:
-            self.done, self.since, self.seen = done, now, 0
-        elif now - self.since >= self.span:
-            self.since = now
-            self.seen = self.seen + 1 if sum(i.live for i in backend.status()) == 0 else 0
-        return self.seen == 2
 
 
 def _submitted(results: list[dict[str, Any]], n_jobs: int) -> np.ndarray:

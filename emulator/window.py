@@ -65,7 +65,7 @@ class WindowRule:
         than the lookahead until the last release (every window may reach T + lookahead
         anyway: a shorter cap would only add barriers); after it, 1/200, so the run ends close
         to the last job's end (a longer last window would add rounds of reports that nobody
-        reads). Sites that never talk get one window (every barrier costs a Ray round trip)
+        reads). Sites that never talk get one window (every barrier costs a Ray exchange)
         unless progress is shown. Other talking sites' windows are bounded by their send
         bounds and the lookahead alone."""
         if self.periodic or (self.progress and math.isinf(bound)):

@@ -8,7 +8,7 @@ import gc
 import pytest
 
 import gridemu.emulator as emulator
-from gridemu.emulator import backends
+from gridemu.emulator import backends, coordinator
 from gridemu.emulator import checkpoint as ckpt
 from gridemu.emulator.cli import main
 from gridemu.emulator.results import write_marker
@@ -82,17 +82,20 @@ def test_a_checkpoint_resumes_on_the_other_backend(ray_session, tmp_path, before
 
 
 def kill_shard_at(monkeypatch, calls: set[int]) -> dict:
-    """Kill shard actor 1 (no restart) just before the given step calls of the Ray backend."""
-    real = backends.RayBackend.step
+    """Kill shard actor 1 (no restart) just before the given windows of the Ray backend (each
+    chunk of windows the shards run among themselves one window long: the n-th call is the
+    n-th window)."""
+    real = backends.RayBackend.run_windows
     seen = {"n": 0}
 
-    def step(self, until, inboxes):
+    def run_windows(self, *args):
         seen["n"] += 1
         if seen["n"] in calls:
             self.ray.kill(self.actors[1], no_restart=True)
-        return real(self, until, inboxes)
+        return real(self, *args)
 
-    monkeypatch.setattr(backends.RayBackend, "step", step)
+    monkeypatch.setattr(coordinator, "CHUNK_SECONDS", 0.0)
+    monkeypatch.setattr(backends.RayBackend, "run_windows", run_windows)
     return seen
 
 
@@ -157,8 +160,10 @@ NODE_REMOVED = """
 import ray
 from ray.cluster_utils import Cluster
 import gridemu.emulator as emulator
+from gridemu.emulator import coordinator
 from tests.golden import digest
 
+coordinator.CHUNK_SECONDS = 0.0  # chunks of one window: a progress report at every barrier
 cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
 worker = cluster.add_node(num_cpus=1)
 cluster.wait_for_nodes()
@@ -257,10 +262,7 @@ def test_a_shard_that_cannot_be_built_is_one_error_not_a_rebuild(ray_session):
     sc = load_scenario("quickstart", {"workload.jobs": 200})
     specs = build_shard_specs(sc, generate_jobs(sc)[0], 2)
     broken = [dataclasses.replace(s, protocol="no-such-protocol") for s in specs]
-    backend = backends.RayBackend(broken)
-    try:
-        with pytest.raises(GridemuError, match="a shard actor could not be built: .*no-such-protocol") as err:
-            backend.status()
-        assert not isinstance(err.value, backends.ShardLost)
-    finally:
-        backend.close()
+    # Seen when the shards are connected to each other, their first call.
+    with pytest.raises(GridemuError, match="a shard actor could not be built: .*no-such-protocol") as err:
+        backends.RayBackend(broken)
+    assert not isinstance(err.value, backends.ShardLost)
