@@ -6,9 +6,12 @@ costs hundreds of microseconds of CPU to submit (a profile of 2 shards: 18 % of 
 samples in ``ActorHandle._actor_method_call``, one call a window); at 16 shards and 1,491
 windows the calls alone took more than the shards' work. Here the shards connect to each
 other once, when the backend starts them, and a window's message is one length-prefixed
-frame on a socket: a ``sendall`` from the window loop, read by a thread of the receiving
-shard that files it by window and sender. A thread reads all the time, so a large frame
-never blocks two shards sending to each other.
+frame on a socket. Sockets do not block: :meth:`Links.post` sends what the kernel takes at
+once and keeps the rest, and :meth:`Links.collect` waits in one ``select`` over every link,
+reading the others' frames and sending what is left of its own, until it has every frame of
+the window and has sent all of its own. So two shards sending each other large frames never
+wait for each other, and there is no thread: a receiving thread would take the interpreter
+lock from the window loop each time a frame lands.
 
 A frame holds plain values only, written by ``marshal`` (which writes no code and runs
 none): the window, the sender's StepInfo fields, the batch (``PackedRows`` as its three
@@ -26,7 +29,6 @@ import marshal
 import selectors
 import socket
 import struct
-import threading
 from typing import Any
 
 import numpy as np
@@ -68,7 +70,7 @@ def _decode(value: Any) -> Any:
 
 class Links:
     """This shard's links: one socket to each other shard for sending, one from each for
-    receiving (read by a thread). Built in two steps, as every shard must listen before any
+    receiving, none of them blocking. Built in two steps, as every shard must listen before any
     connects: ``Links(k, n, token)`` listens, :meth:`connect` links up."""
 
     def __init__(self, k: int, n: int, token: bytes):
@@ -77,9 +79,10 @@ class Links:
         self.server = socket.create_server((host, 0), backlog=max(1, n))
         self.address = (host, self.server.getsockname()[1])
         self.out: dict[int, socket.socket] = {}
-        self.mail: dict[int, dict[int, tuple]] = {}
-        self.mail_in = threading.Condition()
-        self.lost: str | None = None
+        self.unsent: dict[int, bytearray] = {}  # by destination: what the kernel did not take yet
+        self.unread: dict[int, bytearray] = {}  # by sender: bytes of a frame not whole yet
+        self.mail: dict[int, dict[int, tuple]] = {}  # window -> sender -> (info, batch, cut)
+        self.select = selectors.DefaultSelector()
 
     def connect(self, addresses: list[tuple[str, int]], timeout: float = 60.0) -> None:
         """Link up with every other shard (``addresses``: each shard's :attr:`address`)."""
@@ -103,7 +106,7 @@ class Links:
                 if not hmac.compare_digest(token, self.token) or not 0 <= src < self.n or src in links:
                     conn.close()  # not a shard of this run
                     continue
-                conn.settimeout(None)
+                conn.setblocking(False)
                 links[src] = conn
         except OSError as exc:
             raise GridemuError(
@@ -112,70 +115,72 @@ class Links:
             ) from None
         finally:
             self.server.close()
-        threading.Thread(target=self._receive, args=(links,), name="gridemu-links", daemon=True).start()
+        for src, conn in links.items():
+            self.select.register(conn, selectors.EVENT_READ, src)
+            self.unread[src] = bytearray()
+        for j, s in self.out.items():
+            s.setblocking(False)
+            self.unsent[j] = bytearray()
 
     def post(self, window: int, info: StepInfo, out: list[Any], cut: bool) -> None:
-        """Send every other shard this window's info, its batch and the cut flag."""
+        """Send every other shard this window's info, its batch and the cut flag (what the
+        kernel does not take at once goes out in :meth:`collect`)."""
         head = (info.next_time, info.bound, info.out_min, info.events, info.done)
-        for j, s in self.out.items():
+        for j in self.out:
             frame = marshal.dumps((window, head, _encode(out[j] if j in info.out_min else None), cut))
-            s.sendall(_LENGTH.pack(len(frame)) + frame)
+            self.unsent[j] += _LENGTH.pack(len(frame))
+            self.unsent[j] += frame
+            self._send(j)
 
     def collect(self, window: int) -> dict[int, tuple[StepInfo, Any, bool]]:
-        """Every other shard's ``(info, batch or None, cut)`` of ``window``, by sender."""
-        with self.mail_in:
-            while len(self.mail.get(window, ())) < self.n - 1:
-                if self.lost is not None:
-                    raise PeerLost(self.lost)
-                self.mail_in.wait()
-            return self.mail.pop(window, {})
+        """Every other shard's ``(info, batch or None, cut)`` of ``window``, by sender, once
+        all of this shard's frames are sent."""
+        mail = self.mail
+        while len(mail.get(window, ())) < self.n - 1 or any(self.unsent.values()):
+            for key, events in self.select.select():
+                if events & selectors.EVENT_WRITE:
+                    self._send(key.data[1])
+                if events & selectors.EVENT_READ:
+                    self._read(key.data, key.fileobj)
+        return mail.pop(window, {})
 
-    def _receive(self, links: dict[int, socket.socket]) -> None:
-        sel = selectors.DefaultSelector()
-        buffers = {}
-        for src, conn in links.items():
-            conn.setblocking(False)
-            sel.register(conn, selectors.EVENT_READ, src)
-            buffers[src] = bytearray()
-        while sel.get_map():
-            for key, _ in sel.select():
-                src, conn = key.data, key.fileobj
-                try:
-                    chunk = conn.recv(1 << 20)
-                except BlockingIOError:
-                    continue
-                except OSError as exc:
-                    chunk, why = b"", str(exc)
-                else:
-                    why = "closed"
-                if not chunk:
-                    sel.unregister(conn)
-                    with self.mail_in:
-                        self.lost = f"the link from shard {src} {why} (its process ended)"
-                        self.mail_in.notify_all()
-                    continue
-                buf = buffers[src]
-                buf += chunk
-                self._file(src, buf)
+    def _send(self, j: int) -> None:
+        buf, s = self.unsent[j], self.out[j]
+        while buf:
+            try:
+                sent = s.send(buf)
+            except BlockingIOError:
+                break
+            except OSError as exc:
+                raise PeerLost(f"the link to shard {j} broke ({exc}; its process ended)") from None
+            del buf[:sent]
+        # Watched for room while something is left to send (the key's data: ("out", j)).
+        watched = s in self.select.get_map()
+        if buf and not watched:
+            self.select.register(s, selectors.EVENT_WRITE, ("out", j))
+        elif watched and not buf:
+            self.select.unregister(s)
 
-    def _file(self, src: int, buf: bytearray) -> None:
-        """File every whole frame at the head of ``buf``, and drop it from there."""
-        got = []
+    def _read(self, src: int, conn: Any) -> None:
+        try:
+            chunk = conn.recv(1 << 20)
+        except BlockingIOError:
+            return
+        except OSError as exc:
+            raise PeerLost(f"the link from shard {src} broke ({exc}; its process ended)") from None
+        if not chunk:
+            raise PeerLost(f"the link from shard {src} closed (its process ended, or it failed)")
+        buf = self.unread[src]
+        buf += chunk
         at = 0
-        while len(buf) - at >= _LENGTH.size:
+        while len(buf) - at >= _LENGTH.size:  # every whole frame at the head of buf
             (size,) = _LENGTH.unpack_from(buf, at)
             if len(buf) - at - _LENGTH.size < size:
                 break
             window, head, batch, cut = marshal.loads(buf[at + _LENGTH.size : at + _LENGTH.size + size])
-            got.append((window, StepInfo(*head), _decode(batch), cut))
+            self.mail.setdefault(window, {})[src] = (StepInfo(*head), _decode(batch), cut)
             at += _LENGTH.size + size
-        if not got:
-            return
         del buf[:at]
-        with self.mail_in:
-            for window, info, batch, cut in got:
-                self.mail.setdefault(window, {})[src] = (info, batch, cut)
-            self.mail_in.notify_all()
 
     def close(self) -> None:
         for s in self.out.values():

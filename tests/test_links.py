@@ -81,17 +81,19 @@ def test_large_frames_both_ways_at_once_do_not_block_the_two_shards():
     try:
         big = np.zeros(100_000, dtype=MSG_DTYPE)  # 17.8 MB, far past any socket buffer
         big["deliver"] = np.arange(len(big))
-        posts = [
-            threading.Thread(target=x.post, args=(0, info(k, {1 - k: 0.0}), [big, big], False))
-            for k, x in enumerate(links)
-        ]
-        for t in posts:
-            t.start()
-        for t in posts:
-            t.join(timeout=60)
-        assert not any(t.is_alive() for t in posts)
         for k, x in enumerate(links):
-            assert np.array_equal(x.collect(0)[1 - k][1], big)
+            x.post(0, info(k, {1 - k: 0.0}), [big, big], False)  # never blocks: the rest waits
+        got: dict[int, dict] = {}
+        collects = [
+            threading.Thread(target=lambda k=k, x=x: got.update({k: x.collect(0)})) for k, x in enumerate(links)
+        ]
+        for t in collects:
+            t.start()
+        for t in collects:
+            t.join(timeout=60)
+        assert not any(t.is_alive() for t in collects)
+        for k in range(2):
+            assert np.array_equal(got[k][1 - k][1], big)
     finally:
         for x in links:
             x.close()
