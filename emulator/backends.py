@@ -361,19 +361,21 @@ class RayBackend:
         (:mod:`gridemu.emulator.exchange`)."""
         first = min(in_min)
         refs = [a.run_windows.remote(plan, infos, first, *inbox) for a, inbox in zip(self.actors, inboxes)]
-        # A shard that fails or dies closes its links, and the others stop waiting for it with
-        # PeerLost: every call ends. The shard's own error is the one that counts.
+        # A shard that raises closes its links, and one that dies has them closed by its end:
+        # the others stop waiting for it with PeerLost. Its own error (or its death, which Ray
+        # reports even where no link closes: a node cut off) is raised as soon as it is seen;
+        # the shards still waiting go when the caller closes the backend.
+        lost: list[PeerLost] = []
         pending = refs
         while pending:  # in steps, so that a signal's handler runs while the shards work
-            _, pending = self.ray.wait(pending, num_returns=len(pending), timeout=1.0)
-        errors: list[Exception] = []
-        for ref in refs:
-            try:
-                self._get([ref])
-            except PeerLost as exc:  # a shard's own error, or its death, is raised here instead
-                errors.append(exc)
-        if errors:
-            raise ShardLost(f"a shard's link to the others broke ({errors[0]})")
+            ready, pending = self.ray.wait(pending, num_returns=len(pending), timeout=1.0)
+            for ref in ready:
+                try:
+                    self._get([ref])
+                except PeerLost as exc:
+                    lost.append(exc)
+        if lost:
+            raise ShardLost(f"a shard's link to the others broke ({lost[0]})")
         return self._get(refs)
 
     def snapshot(self) -> list[bytes]:
