@@ -4,7 +4,8 @@
 batch after each window. As Ray calls, that is S - 1 actor calls a shard a window, and one
 costs hundreds of microseconds of CPU to submit (a profile of 2 shards: 18 % of a shard's
 samples in ``ActorHandle._actor_method_call``, one call a window); at 16 shards and 1,491
-windows the calls alone took more than the shards' work. Here the shards connect to each
+windows that version was no faster than the driver passing the batches on (46.4 s against
+47.5 s on one lent 16-core machine; docs/benchmarks.md). Here the shards connect to each
 other once, when the backend starts them, and a window's message is one length-prefixed
 frame on a socket. Sockets do not block: :meth:`Links.post` sends what the kernel takes at
 once and keeps the rest, and :meth:`Links.collect` waits in one ``select`` over every link,
