@@ -2,9 +2,10 @@
 
 At a barrier the coordinator needs every shard's :class:`~gridemu.emulator.shard.StepInfo`
 to choose the next window, and each shard needs the batches the others sent it. When the
-driver does both (``RayBackend.step``), every window is one call per shard and every batch
-passes through the driver, which on 16 cores caps a run with many windows (1,491 windows at
-10,000 sites: 5 ms of the driver's CPU a window, 1.75× in-process at best; docs/benchmarks.md).
+driver did both (a ``step`` call per shard and window on Ray until 2026-11-27; the in-process
+backend still works so), every batch passed through the driver, which on 16 cores capped a
+run with many windows (1,491 windows at 10,000 sites: 5 ms of the driver's CPU a window,
+1.75× in-process at best; docs/benchmarks.md).
 
 Here each shard, after a window, sends every other shard its StepInfo and the batch for it,
 receives theirs, and chooses the next window itself: every shard sees the same infos, so
@@ -22,7 +23,8 @@ at chunk ends as they did at every barrier. A chunk ends
 
 Where a chunk ends never changes what the shards do: the windows are chosen from the infos
 alone. :func:`run_chunk` is the loop, written against two callables (post a window's
-messages, collect the others'), so it runs over Ray actors and in plain threads (tests).
+messages, collect the others'), so it runs over Ray actors (``emulator/links.py``) and in
+plain threads (tests).
 """
 
 from __future__ import annotations
