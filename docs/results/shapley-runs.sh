@@ -26,10 +26,10 @@ STAGES=${*:-table1 table2 contended ricc ricc-long orgs first latency}
 # windows as the sweeps, seeds 1.., each algorithm on the pure functions; per window the cold, the
 # FCFS-warm and the same-algorithm-warm instances, W = --same-warmup). WARM = windows a split.
 # What shapley.md reports: LPC-EGEE and RICC Table 1 in full (100 windows a split), RICC Table 2
-# cut short by the CPU at 35 windows: each cell says how many windows it holds; the commands below
+# cut short by the CPU at 52 windows: each cell says how many windows it holds; the commands below
 # are the full 100 and resume (a seed already in the CSV is not run again). CPU seconds a window,
 # unloaded: LPC 5·10^4 s 1.3, LPC 5·10^5 s 7, RICC 5·10^4 s 73 before 59256a3 (REF on 8192
-# processors; seed 1: 32.5 s before, 21.4 s after 9c2fdcf), RICC 5·10^5 s 186-1,101 s of wall time at nice 19 beside other work.
+# processors; seed 1: 32.5 s before, 21.4 s after 9c2fdcf), RICC 5·10^5 s 172-1,382 s of wall time at nice 19 beside other work.
 WARM=${WARM:-100}
 WOUT=${WOUT:-runs/shapley-warm}
 warm() { python -m gridemu.experiments.shapley_warm run "$@"; }
