@@ -58,23 +58,20 @@ def instrument(marks: dict[str, Any], backend_name: str) -> None:
 
         coordinator.build_shard_specs = build_shard_specs
 
-        def wrap(name: str, before: str | None, after: str | None, count: bool = False) -> None:
+        def wrap(name: str, before: str | None, after: str | None) -> None:
             orig = getattr(cls, name)
 
             def wrapper(self, *a, **k):
                 if before and before not in marks:
                     marks[before] = time.perf_counter()
                 out = orig(self, *a, **k)
-                if after and (after not in marks or count):
+                if after and after not in marks:
                     marks[after] = time.perf_counter()
-                if count:
-                    marks["steps"] = marks.get("steps", 0) + 1
                 return out
 
             setattr(cls, name, wrapper)
 
         wrap("status", None, "ready")
-        wrap("step", None, None, count=True)
         wrap("results", "results_start", "results_end")
     except Exception as exc:  # the kernel changed shape: report without the split
         marks["instrument_error"] = repr(exc)
