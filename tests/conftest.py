@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
+from typing import Any, Callable
 
 import pytest
 from hypothesis import settings
@@ -43,3 +45,31 @@ def small_grid(protocol: str = "averaging", jobs: int = 600, sites: int = 5, **e
     for key, value in extra.items():
         data.setdefault(key, {}).update(value)
     return data
+
+
+def in_threads(
+    calls: list[Callable[[], Any]], timeout: float | None = None, errors: list[BaseException] | None = None
+) -> list[Any]:
+    """Run every call at once, each in a thread of its own (as shards run in processes of
+    their own), and return their results in order; the first error raised is raised here.
+    ``errors`` (a list the calls may read) gets every error as it is raised, so a call that
+    waits for the others can give up; a thread still running after ``timeout`` fails."""
+    errors = [] if errors is None else errors
+    results: list[Any] = [None] * len(calls)
+
+    def run(i: int, call: Callable[[], Any]) -> None:
+        try:
+            results[i] = call()
+        except BaseException as exc:  # noqa: BLE001 - raised in the caller's thread below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=(i, call), daemon=True) for i, call in enumerate(calls)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout)
+    if any(t.is_alive() for t in threads):
+        raise AssertionError(f"a thread was still running after {timeout} s")
+    if errors:
+        raise errors[0]
+    return results

@@ -13,19 +13,18 @@ import gridemu.emulator as emulator
 from gridemu.emulator import coordinator
 from gridemu.emulator.backends import InProcessBackend
 from gridemu.emulator.exchange import Stall, run_chunk
-from tests.conftest import small_grid
+from tests.conftest import in_threads, small_grid
 from tests.golden import digest
 
 
 class ThreadedBackend(InProcessBackend):
     """In-process shards that run chunks of windows among themselves, a thread each, posting
-    their messages into each other's mailboxes (what Ray's ``deliver`` calls do)."""
+    their messages into each other's mailboxes (what the links between Ray shards do)."""
 
     def run_windows(self, plan, infos, in_min, inboxes):
         n = len(self.shards)
         mail: list[dict] = [{} for _ in range(n)]
         lock = threading.Condition()
-        ends: list = [None] * n
         errors: list[BaseException] = []
 
         def post(k):
@@ -50,18 +49,9 @@ class ThreadedBackend(InProcessBackend):
             return take
 
         def run(k):
-            try:
-                ends[k] = run_chunk(self.shards[k], n, plan, infos, min(in_min), list(inboxes[k]), post(k), collect(k))
-            except BaseException as exc:  # noqa: BLE001 - handed to the test's thread
-                errors.append(exc)
+            return lambda: run_chunk(self.shards[k], n, plan, infos, min(in_min), list(inboxes[k]), post(k), collect(k))
 
-        threads = [threading.Thread(target=run, args=(k,)) for k in range(n)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        if errors:
-            raise errors[0]
+        ends = in_threads([run(k) for k in range(n)], errors=errors)
         self.chunks = getattr(self, "chunks", 0) + 1
         return ends
 

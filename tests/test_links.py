@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import socket
-import threading
 
 import numpy as np
 import pytest
@@ -13,6 +12,7 @@ import pytest
 from gridemu.emulator.links import _HELLO, Links, PeerLost
 from gridemu.emulator.shard import StepInfo
 from gridemu.model.messages import MSG_DTYPE, PackedRows, pack_rows
+from tests.conftest import in_threads
 
 
 def linked(n: int, token: bytes = b"t" * 32, before_connect=None) -> list[Links]:
@@ -20,21 +20,7 @@ def linked(n: int, token: bytes = b"t" * 32, before_connect=None) -> list[Links]
     if before_connect is not None:
         before_connect(links)
     addresses = [x.address for x in links]
-    errors: list[BaseException] = []
-
-    def connect(x: Links) -> None:
-        try:
-            x.connect(addresses, timeout=20)
-        except BaseException as exc:  # noqa: BLE001 - raised in the test's thread below
-            errors.append(exc)
-
-    threads = [threading.Thread(target=connect, args=(x,)) for x in links]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    if errors:
-        raise errors[0]
+    in_threads([lambda x=x: x.connect(addresses, timeout=20) for x in links])
     return links
 
 
@@ -83,15 +69,7 @@ def test_large_frames_both_ways_at_once_do_not_block_the_two_shards():
         big["deliver"] = np.arange(len(big))
         for k, x in enumerate(links):
             x.post(0, info(k, {1 - k: 0.0}), [big, big], False)  # never blocks: the rest waits
-        got: dict[int, dict] = {}
-        collects = [
-            threading.Thread(target=lambda k=k, x=x: got.update({k: x.collect(0)})) for k, x in enumerate(links)
-        ]
-        for t in collects:
-            t.start()
-        for t in collects:
-            t.join(timeout=60)
-        assert not any(t.is_alive() for t in collects)
+        got = in_threads([lambda x=x: x.collect(0) for x in links], timeout=60)
         for k in range(2):
             assert np.array_equal(got[k][1 - k][1], big)
     finally:
