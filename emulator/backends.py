@@ -314,7 +314,6 @@ class RayBackend:
         # Shards share the CPUs when there are more shards than CPUs.
         cpus = min(1.0, ray_cpus() / n)
         actor = ray.remote(num_cpus=cpus, scheduling_strategy="SPREAD")(_ShardActor)
-        self.n = n
         states = states or [None] * n
         self.actors = []
         try:
