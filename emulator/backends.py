@@ -84,7 +84,7 @@ class _ShardActor:
 
     def __init__(self, spec: ShardSpec, state: bytes | None = None):
         # The actor lives for one run and its shard makes no reference cycles: no cyclic
-        # collection walking the job columns at every window (see coordinator.Coordinator.run).
+        # collection walking the job columns at every window (see coordinator._pause_collector).
         gc.disable()
         self.spec, self.drawn = spec, None
         if state is not None:

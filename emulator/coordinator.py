@@ -118,15 +118,11 @@ class Coordinator:
         )
 
         t0 = time.perf_counter()
-        # Shards create and drop millions of small tuples and never leave a reference cycle, so
-        # the cyclic collector would only walk the live job columns over and over (9 % of a
-        # 300,000-job run, growing with the job count): it is paused for the run.
-        gc_was_enabled = gc.isenabled()
-        gc.disable()
-        specs = build_shard_specs(scenario, work.jobs, self.n_shards, self.recurrence, work.groups, work.draws)
+        collector = _pause_collector(collect_after=self.backend_name == "inprocess")
         self.last = self.resume  # None: a shard lost while they start is built from its spec again
         stalled_at = None
         try:
+            specs = build_shard_specs(scenario, work.jobs, self.n_shards, self.recurrence, work.groups, work.draws)
             status = self._start(specs)
             n_jobs = sum(i.submitted for i in status)
             if not n_jobs:
@@ -172,9 +168,8 @@ class Coordinator:
             if self.backend is not None:
                 self.backend.close()
             self.backend = None
-            if gc_was_enabled:
-                gc.enable()
-        self._free_memory()
+            _resume_collector(*collector)
+        _trim_heap()
         wall = time.perf_counter() - t0
         events = sum(int(s["events"]) for r in results for s in r["sites"])
         extra: dict[str, Any] = {"setup_seconds": setup}
@@ -352,22 +347,48 @@ class Coordinator:
         jobs = work.jobs if work.jobs is not None else _submitted(results, n_jobs)
         return results, in_flight, jobs
 
-    def _free_memory(self) -> None:
-        # In-process shards were freed by reference counting once their results were taken
-        # (SiteEngine.close breaks the site -> agent -> view -> site cycles: a collection that
-        # finds them walks every object of every site, 0.76 s of CPU at 20,000 averaging sites
-        # against 0.06 s). This pass frees what a protocol's agents may still hold in cycles of
-        # their own, before the result tables double the peak. glibc keeps the freed small
-        # blocks in its heap; handing them back to the system lowers the tables' peak (1M jobs:
-        # 937 -> 517 MiB resident before the tables). Ray shards lived in their actors:
-        # the driver has no cycle to free, and a full collection only walks its imported modules
-        # (0.1 s at 10000x1M).
-        if self.backend_name == "inprocess":
-            gc.collect()
+
+def _pause_collector(collect_after: bool) -> tuple[bool, bool]:
+    """Pause the cyclic collector for a run; returns what :func:`_resume_collector` needs.
+
+    Shards create and drop millions of small tuples and never leave a reference cycle, so
+    the collector would only walk the live job columns over and over (9 % of a 300,000-job
+    run, growing with the job count). With ``collect_after`` (in-process shards), what the
+    process held before the run (imports, the caller's objects) is set apart (``gc.freeze``),
+    so the collection after the run walks only what the run made: a walk of everything cost
+    0.05 s at any size, a third of a 1,000-site run's gathering."""
+    enabled = gc.isenabled()
+    gc.disable()
+    if collect_after:
+        gc.freeze()
+    return enabled, collect_after
+
+
+def _resume_collector(enabled: bool, collect_after: bool) -> None:
+    """After the run, finished or failed: collect its cycles, then hand back what was set apart.
+
+    In-process shards were freed by reference counting once their results were taken
+    (SiteEngine.close breaks the site -> agent -> view -> site cycles: a collection that finds
+    them walks every object of every site, 0.76 s of CPU at 20,000 averaging sites against
+    0.06 s). This pass frees what a protocol's agents may still hold in cycles of their own,
+    before the result tables double the peak. Ray shards lived in their actors: the driver has
+    no cycle to free."""
+    if enabled:
+        gc.enable()
+    if collect_after:
         try:
-            ctypes.CDLL("libc.so.6").malloc_trim(0)
-        except (OSError, AttributeError):  # not glibc: nothing to do
-            pass
+            gc.collect()
+        finally:
+            gc.unfreeze()  # the objects held before the run: the oldest generation again
+
+
+def _trim_heap() -> None:
+    # glibc keeps the freed small blocks in its heap; handing them back to the system lowers
+    # the tables' peak (1M jobs: 937 -> 517 MiB resident before the tables).
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc: nothing to do
+        pass
 
 
 def _submitted(results: list[dict[str, Any]], n_jobs: int) -> np.ndarray:

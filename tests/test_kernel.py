@@ -406,6 +406,30 @@ def test_sending_before_the_declared_bound_stops_the_run(monkeypatch):
         emulator.run(small_grid("local", jobs=50), overrides={"protocol.name": "rude"})
 
 
+def test_an_in_process_run_leaves_the_cyclic_collector_as_it_found_it(monkeypatch):
+    # The run pauses the collector and sets apart (gc.freeze) what the process held before it,
+    # so that its last collection walks only what it made; finished or failed, it hands both back.
+    import gc
+    import weakref
+
+    class Cycle:  # made before the run, garbage during it: collected after, not lost
+        pass
+
+    left = Cycle()
+    left.me = left
+    assert gc.get_freeze_count() == 0 and gc.isenabled()
+    emulator.run(small_grid("random", jobs=100), backend="inprocess")
+    assert gc.get_freeze_count() == 0 and gc.isenabled()
+    monkeypatch.setitem(registry.PROTOCOLS, "rude", Protocol("rude", _RudeAgent, "sends before its bound"))
+    ref = weakref.ref(left)
+    del left  # unreachable now, but frozen with the rest while the next run goes
+    with pytest.raises(InvariantError, match="causality"):
+        emulator.run(small_grid("local", jobs=50), overrides={"protocol.name": "rude"}, backend="inprocess")
+    assert gc.get_freeze_count() == 0 and gc.isenabled()
+    gc.collect()
+    assert ref() is None
+
+
 def test_latency_matrix_sets_lookahead_and_delays_transfers():
     data = small_grid("random", jobs=300, sites=3)
     data["network"] = {"latency_matrix": [[0, 2.0, 5.0], [2.0, 0, 0.25], [5.0, 0.25, 0]]}
