@@ -17,7 +17,7 @@
 #   checks, readings with 25 instances a *small* cell (3,176 s wall), and the *large* run tagged 50
 #   (N = 2..8, one N at a time on one worker, 3,899 s wall in all), then N = 9 and 10 the same way (2,497 s):
 #   the lines marked "ran" below. Ran later: uncapped, N = 2, n = 20 and 25 (84 s wall), and N = 3, n = 15 and 20
-#   (809 s wall on one worker), and N = 4, n = 15 and 20 (421 s wall on two workers).
+#   (809 s wall on one worker), and N = 4, n = 10 to 25 (892 s wall on two workers).
 set -euo pipefail
 T="python -m gridemu.experiments.dedicated_tables"
 STAGES=${*:-checks exact readings large large-10 uncapped game}
@@ -38,7 +38,8 @@ for stage in $STAGES; do
     #      $T --sets large --orgs 3 --jobs 15,20 --large-per-cell 50 --max-steps none --give-up 500000 --workers 1 \
     #        --out runs/ch3-uncapped-N3 --tag uncapped; $T --from runs/ch3-uncapped-N3 --tag uncapped-n3 --write
     #      $T --sets large --orgs 4 --jobs 15,20 --large-per-cell 50 --max-steps none --give-up 500000 \
-    #        --out runs/ch3-uncapped-N4 --tag uncapped; $T --from runs/ch3-uncapped-N4 --tag uncapped-n4 --write
+    #        --out runs/ch3-uncapped-N4 --tag uncapped; the same with --jobs 10,25 --out runs/ch3-uncapped-N4b;
+    #        $T --from runs/ch3-uncapped-N4 --from runs/ch3-uncapped-N4b --tag uncapped-n4 --write
     game)     python -m gridemu.experiments.dedicated_game --orgs 2,3,4,5,6,7,8,9,10 --write ;;
     *) echo "unknown stage $stage" >&2; exit 2 ;;
   esac
