@@ -925,7 +925,7 @@ def ray_ratios(rows: list[dict[str, Any]], model: str, inproc: dict[str, Any], a
     """The Ray rows of ``model`` against its in-process row: speed-up, CPU, and the bounds on both."""
     for r in rows:
         k = ray_shards(r["engine"])
-        if k is None or r is not find(rows, r["engine"], model) or not inproc:
+        if k is None or r is not find(rows, r["engine"], model):
             continue
         v = inproc["call_s"] / r["call_s"]
         target, issue = ray_target(model, k)
