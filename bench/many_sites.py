@@ -17,7 +17,9 @@ much of the wall time the run had a core):
 validate (``load_scenario``), setup (shards built: jobs drawn, sites and agents made), loop
 (the windows), gather (the shards' results to the returned tables, the counterfactual run
 apart) and counterfactual (the second, local-only run: its validation, setup, loop and job
-table). Linear setup means the per-site figures stay flat as N grows.
+table). Linear setup means the per-site figures stay flat as N grows. It ends with issue 40's
+targets as [PASS]/[MISS] lines (informational): each phase's CPU per site within 1.5x across the
+sizes run, 100,000 sites in under 120 s, 1,000,000 in under 10 minutes and 12 GiB.
 """
 
 from __future__ import annotations
@@ -101,6 +103,7 @@ def per_site(sizes: list[int], until: float) -> None:
         + " ".join(f"{p:>15}" for p in PHASES)
         + f" {'total CPU':>10} {'wall':>7} {'share':>5} {'RSS MiB':>8}"
     )
+    done: dict[int, dict[str, Any]] = {}
     for n in sizes:
         # A fresh process per size: one size's heap and imports do not flatter the next.
         out = subprocess.run(
@@ -120,7 +123,37 @@ def per_site(sizes: list[int], until: float) -> None:
             f"{cpu['total'] / wall['total']:5.0%} {r['peak_rss_mib']:8,.0f}",
             flush=True,
         )
+        done[n] = r
     print(f"load average at end {os.getloadavg()[0]:.2f}")
+    for line in verdicts(done):
+        print(line)
+
+
+#: Issue 40: setup, loop and gather CPU per site within this factor across the sizes run
+#: (1,000 / 10,000 / 100,000 sites); 100,000 sites in under 120 s; 1,000,000 sites in under
+#: 10 minutes and 12 GiB (informational, as every benchmark here: exit status 0).
+SPREAD, WALL_100K_S, WALL_1M_S, PEAK_1M_MIB = 1.5, 120.0, 600.0, 12 * 1024
+
+
+def verdicts(runs: dict[int, dict[str, Any]]) -> list[str]:
+    """Issue 40's linearity targets over the sizes that ran, one line each."""
+    out = []
+    if len(runs) > 1:
+        for phase in ("setup", "loop", "gather"):
+            per_site = {n: r["cpu"][phase] / n * 1e6 for n, r in runs.items()}
+            spread = max(per_site.values()) / max(min(per_site.values()), 1e-9)
+            values = ", ".join(f"{per_site[n]:.0f} at {n:,}" for n in runs)
+            out.append(
+                f"[{'PASS' if spread <= SPREAD else 'MISS'}] {phase} CPU per site within {SPREAD:g}x across "
+                f"the sizes: {spread:.2f}x (µs a site: {values})"
+            )
+    for n, limit, peak in ((100_000, WALL_100K_S, None), (1_000_000, WALL_1M_S, PEAK_1M_MIB)):
+        if n in runs:
+            wall, rss = runs[n]["wall"]["total"], runs[n]["peak_rss_mib"]
+            ok = wall < limit and (peak is None or rss < peak)
+            need = f"< {limit:g} s" + (f" and < {peak:,} MiB" if peak else "")
+            out.append(f"[{'PASS' if ok else 'MISS'}] {n:,} sites {need}: {wall:.1f} s, {rss:,.0f} MiB")
+    return out
 
 
 def main() -> None:

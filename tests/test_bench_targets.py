@@ -1,4 +1,4 @@
-"""bench/protocols.py: issue 40's Ray targets get a verdict only where they apply."""
+"""bench/protocols.py and bench/many_sites.py: issue 40's targets get their verdicts, and only where they apply."""
 
 from __future__ import annotations
 
@@ -10,14 +10,17 @@ import pytest
 BENCH = Path(__file__).resolve().parents[1] / "bench"
 
 
-@pytest.fixture(scope="module")
-def protocols():
+def bench_module(name: str):
     sys.path.insert(0, str(BENCH))
     try:
-        import protocols
+        return __import__(name)
     finally:
         sys.path.remove(str(BENCH))
-    return protocols
+
+
+@pytest.fixture(scope="module")
+def protocols():
+    return bench_module("protocols")
 
 
 def row(engine: str, model: str, call: float, cpu: float) -> dict:
@@ -51,3 +54,24 @@ def test_issue_13s_withdrawn_target_is_shown_without_a_verdict(protocols):
     rows = [row("inprocess", "10000x1M", 1.7, 1.8), row("ray2", "10000x1M", 2.6, 4.3)]
     got = verdicts(protocols, rows)
     assert got["10000x1M: ray 2 shards faster than in-process, whole call (issue 13, withdrawn)"] is None
+
+
+def size(setup: float, loop: float, gather: float, wall: float, rss: float) -> dict:
+    return {"cpu": {"setup": setup, "loop": loop, "gather": gather}, "wall": {"total": wall}, "peak_rss_mib": rss}
+
+
+def test_many_sites_judges_each_phase_per_site_and_the_large_runs():
+    many_sites = bench_module("many_sites")
+    runs = {
+        1_000: size(0.033, 0.100, 0.045, 0.2, 140),
+        10_000: size(0.41, 1.71, 0.32, 2.7, 301),
+        100_000: size(5.28, 22.1, 4.61, 36.2, 1_940),
+    }
+    lines = many_sites.verdicts(runs)
+    assert lines[0].startswith("[MISS] setup CPU per site within 1.5x") and "1.60x" in lines[0]  # 33 to 53 us
+    assert lines[1].startswith("[MISS] loop CPU per site within 1.5x") and "2.21x" in lines[1]  # 100 to 221 us
+    assert lines[2].startswith("[PASS] gather CPU per site within 1.5x")  # 32 to 46 us: 1.44x
+    assert lines[3].startswith("[PASS] 100,000 sites < 120 s")
+    runs[1_000_000] = size(52.2, 64.9, 28.5, 181.1, 13_000)  # 13,000 MiB: over 12 GiB
+    assert many_sites.verdicts(runs)[-1].startswith("[MISS] 1,000,000 sites < 600 s and < 12,288 MiB")
+    assert many_sites.verdicts({10_000: runs[10_000]}) == []  # one size: no spread to judge
