@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import os
 import socket
+from contextlib import contextmanager
+from typing import Iterator
 
 import numpy as np
 import pytest
@@ -15,13 +17,19 @@ from gridemu.model.messages import MSG_DTYPE, PackedRows, pack_rows
 from tests.conftest import in_threads
 
 
-def linked(n: int, token: bytes = b"t" * 32, before_connect=None) -> list[Links]:
+@contextmanager
+def linked(n: int, token: bytes = b"t" * 32, before_connect=None) -> Iterator[list[Links]]:
+    """``n`` shards' links, connected to each other; all closed on leaving, whatever happened."""
     links = [Links(k, n, token) for k in range(n)]
-    if before_connect is not None:
-        before_connect(links)
-    addresses = [x.address for x in links]
-    in_threads([lambda x=x: x.connect(addresses, timeout=20) for x in links])
-    return links
+    try:
+        if before_connect is not None:
+            before_connect(links)
+        addresses = [x.address for x in links]
+        in_threads([lambda x=x: x.connect(addresses, timeout=20) for x in links])
+        yield links
+    finally:
+        for x in links:
+            x.close()
 
 
 def info(k: int, out_min: dict[int, float]) -> StepInfo:
@@ -36,8 +44,7 @@ def rows(n: int, at: float) -> list[tuple]:
 
 
 def test_a_window_of_messages_arrives_whole_from_every_other_shard():
-    links = linked(3)
-    try:
+    with linked(3) as links:
         packed = pack_rows(rows(5, 3.0))
         array = np.zeros(4, dtype=MSG_DTYPE)
         array["deliver"] = [7.0, 8.0, 9.0, 10.0]
@@ -57,14 +64,10 @@ def test_a_window_of_messages_arrives_whole_from_every_other_shard():
         got0 = links[0].collect(4)
         assert got0[1][1] is None and np.array_equal(got0[2][1], array[:1])
         assert links[2].collect(4)[0][1] is None  # shard 0 had nothing for shard 2
-    finally:
-        for x in links:
-            x.close()
 
 
 def test_large_frames_both_ways_at_once_do_not_block_the_two_shards():
-    links = linked(2)
-    try:
+    with linked(2) as links:
         big = np.zeros(100_000, dtype=MSG_DTYPE)  # 17.8 MB, far past any socket buffer
         big["deliver"] = np.arange(len(big))
         for k, x in enumerate(links):
@@ -72,9 +75,6 @@ def test_large_frames_both_ways_at_once_do_not_block_the_two_shards():
         got = in_threads([lambda x=x: x.collect(0) for x in links], timeout=60)
         for k in range(2):
             assert np.array_equal(got[k][1 - k][1], big)
-    finally:
-        for x in links:
-            x.close()
 
 
 def test_a_link_without_the_runs_token_is_turned_away():
@@ -85,36 +85,26 @@ def test_a_link_without_the_runs_token_is_turned_away():
         s.sendall(_HELLO.pack(0, os.urandom(32)))  # a shard's id, not the run's token
         strangers.append(s)
 
-    links = linked(2, before_connect=stranger)
-    try:
-        strangers[0].settimeout(10)
-        assert strangers[0].recv(1) == b""  # closed by shard 1
-        links[0].post(1, info(0, {1: 1.0}), [None, pack_rows(rows(1, 1.0))], False)
-        got = links[1].collect(1)
-        assert list(got) == [0] and got[0][1].n == 1
-    finally:
-        strangers[0].close()
-        for x in links:
-            x.close()
+    with linked(2, before_connect=stranger) as links:
+        try:
+            strangers[0].settimeout(10)
+            assert strangers[0].recv(1) == b""  # closed by shard 1
+            links[0].post(1, info(0, {1: 1.0}), [None, pack_rows(rows(1, 1.0))], False)
+            got = links[1].collect(1)
+            assert list(got) == [0] and got[0][1].n == 1
+        finally:
+            strangers[0].close()
 
 
 def test_a_closed_link_ends_the_wait_with_peer_lost():
-    links = linked(3)
-    try:
+    with linked(3) as links:
         links[2].post(0, info(2, {}), [None, None, None], False)
         links[0].close()  # shard 0 failed before sending window 0
         with pytest.raises(PeerLost, match="the link from shard 0 closed"):
             links[1].collect(0)
-    finally:
-        for x in links:
-            x.close()
 
 
 def test_only_plain_batches_travel():
-    links = linked(2)
-    try:
+    with linked(2) as links:
         with pytest.raises(TypeError, match="a batch of type dict cannot travel"):
             links[0].post(0, info(0, {1: 0.0}), [None, {"x": 1}], False)
-    finally:
-        for x in links:
-            x.close()
