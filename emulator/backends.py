@@ -365,17 +365,18 @@ class RayBackend:
         # reports even where no link closes: a node cut off) is raised as soon as it is seen;
         # the shards still waiting go when the caller closes the backend.
         lost: list[PeerLost] = []
+        ends: dict[Any, ChunkEnd] = {}
         pending = refs
         while pending:  # in steps, so that a signal's handler runs while the shards work
             ready, pending = self.ray.wait(pending, num_returns=len(pending), timeout=1.0)
             for ref in ready:
                 try:
-                    self._get([ref])
+                    ends[ref] = self._get([ref])[0]
                 except PeerLost as exc:
                     lost.append(exc)
         if lost:
             raise ShardLost(f"a shard's link to the others broke ({lost[0]})")
-        return self._get(refs)
+        return [ends[ref] for ref in refs]
 
     def snapshot(self) -> list[bytes]:
         return self._get([a.snapshot.remote() for a in self.actors])
