@@ -212,9 +212,16 @@ class Links:
                 r.frame, r.got = None, 0
 
     def close(self) -> None:
+        """Close every link, both ways (the others' waits for this shard end with PeerLost),
+        and the listening socket if linking up never finished. Closing twice does nothing."""
         for s in self.out.values():
             s.close()
         self.out = {}
+        if self.select.get_map() is not None:  # None once closed
+            for key in list(self.select.get_map().values()):
+                key.fileobj.close()
+            self.select.close()
+        self.server.close()
 
 
 def _read_exactly(conn: socket.socket, size: int) -> bytes:
