@@ -63,6 +63,23 @@ def test_samples_are_one_random_neighbors_draw_per_job(neighbors, d):
     assert drawn == (set(range(n_sites)) - {me} if nb is None else set(nb))
 
 
+@pytest.mark.parametrize("neighbors", [None, (1, 5, 7)])
+def test_closed_samples_without_replacement(neighbors):
+    """Mitzenmacher's customers: the site itself is a candidate, d distinct a job (all of
+    them where d is larger), each candidate as likely as the others."""
+    n_sites, me = 9, 4
+    cands = set(range(n_sites)) if neighbors is None else {*neighbors, me}
+    rows = power_of_d_samples(5, me, neighbors, n_sites, 3000, 2, closed=True, replace=False)
+    assert all(len(r) == 2 and len(set(r)) == 2 and set(r) <= cands for r in rows)
+    counts = np.bincount([k for r in rows for k in r], minlength=n_sites)[sorted(cands)]
+    expected = 2 * 3000 / len(cands)
+    assert np.abs(counts - expected).max() < 5 * np.sqrt(expected)
+    everyone = power_of_d_samples(5, me, neighbors, n_sites, 50, 1000, closed=True, replace=False)
+    assert all(sorted(r) == sorted(cands) for r in everyone) and len({tuple(r) for r in everyone}) > 1
+    with_repl = power_of_d_samples(5, me, neighbors, n_sites, 3000, 2, closed=True)
+    assert {k for r in with_repl for k in r} == cands
+
+
 def test_no_samples_without_choices():
     assert power_of_d_samples(1, 0, (1, 2), 3, 4, 0) == [[]] * 4
     assert power_of_d_samples(1, 0, None, 1, 4, 2) == [[]] * 4
@@ -87,7 +104,7 @@ def scenario_jobs(scenario) -> dict[str, np.ndarray]:
 
 
 def reference(data: dict, period: "float | None | str" = "scenario"):
-    """The reference on the scenario's grid and jobs; ``period``: the scenario's, or another."""
+    """The reference on the scenario's grid, jobs and keys; ``period``: the scenario's, or another."""
     scenario = load_scenario(data)
     p, sub = scenario.data["protocol"], scenario_jobs(scenario)
     return simulate(
@@ -102,6 +119,9 @@ def reference(data: dict, period: "float | None | str" = "scenario"):
         float(scenario.data["network"]["latency"]),
         scenario.data["run"]["seed"],
         speed=[s.speeds[0] for s in scenario.sites],
+        home=p["home"],
+        correct=p["correct"],
+        replace=p["replace"],
     )
 
 
@@ -136,6 +156,43 @@ def test_the_agents_give_the_reference_schedule(topology, protocol, sites_extra)
     assert msgs["job"] == ref.transfers > 0
     # Reports go on after the last job ends until the run's last barrier: at least the reference's.
     assert msgs["report"] >= ref.reports > 0
+
+
+@pytest.mark.parametrize(
+    ("topology", "protocol"),
+    [
+        ("full", {"d": 2, "period": 2.0, "home": False, "correct": False, "replace": False}),
+        ("full", {"d": 1000, "period": 4.0, "home": False, "correct": False, "replace": False}),
+        ("full", {"d": 1, "period": 3.0, "home": False}),
+        ("random:3", {"d": 2, "period": 2.5, "home": False, "replace": False}),
+        ("random:3", {"d": 3, "period": 1.5, "correct": False}),
+    ],
+)
+def test_mitzenmacher_settings_give_the_reference_schedule(topology, protocol):
+    """The keys of the paper's own setting (no home, no correction, distinct samples),
+    one by one and together: the agents' schedule is the reference's, bit for bit."""
+    data = _pod_grid(**protocol)
+    data["network"]["topology"] = topology
+    res, ref = emulator.run(data), reference(data)
+    same_schedule(res, ref)
+    assert res.summary["global"]["messages"]["job"] == ref.transfers > 0
+    if not protocol.get("home", True):  # a job stays only where its sample drew the site itself
+        t = res.jobs.sort_values("job_id")
+        kept = t[t["exec_site"] == t["submit_site"]]
+        assert 0 < len(kept) < len(t)
+
+
+def test_without_home_the_board_decides_alone():
+    """Two sites, d = 1, no home, no correction: each job goes to its one sample, the site
+    itself or the other, whatever the queues hold: both reported 0 at t = 0 and nothing
+    after, so every sample looks empty."""
+    jobs = [(0.1 * i, 0) for i in range(20)]
+    data = two_sites(jobs, period=100.0)
+    data["protocol"].update(home=False, correct=False)
+    blind = emulator.run(data).jobs.sort_values("job_id")
+    sample = power_of_d_samples(3, 0, None, 2, 20, 1, closed=True)
+    assert blind["exec_site"].tolist() == [row[0] for row in sample]
+    assert set(blind["exec_site"]) == {0, 1}
 
 
 def test_the_reference_schedule_with_heterogeneous_sites():
@@ -288,5 +345,12 @@ def test_the_shipped_scenario_validates_and_a_bad_key_exits_2(capsys):
     assert main(["validate", "power-of-d", "--set", "protocol.d=-2"]) == 2
     assert "protocol.d" in capsys.readouterr().err
     scenario = load_scenario("power-of-d")
-    assert scenario.data["protocol"] == {"name": "power_of_d", "d": 2, "period": 10.0}
+    assert scenario.data["protocol"] == {
+        "name": "power_of_d",
+        "d": 2,
+        "period": 10.0,
+        "home": True,
+        "correct": True,
+        "replace": True,
+    }
     assert scenario.topology.name == "random:8"

@@ -8,6 +8,14 @@ loaded of this site, counted exactly now, and the samples, each counted as its l
 heard plus the jobs this site sent it since (:func:`power_of_d_choice`: ties stay here). A
 job that arrived by transfer is queued and never brokered again.
 
+Mitzenmacher's own setting sets three keys to false (``home``, ``correct``, ``replace``; all
+true by default). With ``home = false`` the site only dispatches: its samples are drawn from itself
+and its neighbors and the job goes to the least loaded sample (ties: the earliest drawn), the
+site judged like the others, by its own last report (posted on the board at once, where its
+neighbors hear it one latency later); ``correct = false`` judges a sample by its report alone;
+``replace = false`` draws d distinct sites (all of them where there are fewer: the shortest
+reported queue of all).
+
 Before a neighbor's first report is heard its load counts as 0 (the grid starts empty);
 reports go out at 0, ``period``, 2 ``period``... (none with ``d = 0`` or a single site).
 The site's own count is kept by the hooks (a job kept or received: +1, a completion: -1);
@@ -42,7 +50,10 @@ class PowerOfDAgent(Agent):
         me = site.site_id
         nb = None if grid.neighbors is None else grid.neighbors[me]
         # The samples of every local job, drawn at once: a slot is its job's submission position.
-        self.samples = power_of_d_samples(grid.seed, me, nb, grid.n_sites, site.n_local, self.d)
+        self.samples = power_of_d_samples(
+            grid.seed, me, nb, grid.n_sites, site.n_local, self.d, closed=not params.home, replace=params.replace
+        )
+        self.home, self.correct, self.me = params.home, params.correct, me
         self.reports = self.d > 0 and grid.n_sites > 1
         self.known: dict[int, float] = {}  # neighbor -> last report heard + jobs sent to it since
         self.jobs = 0  # jobs held here, queued and running
@@ -58,6 +69,8 @@ class PowerOfDAgent(Agent):
         site = self.site
         self.jobs = len(site.queued()) + len(site.running_slots())
         self.broadcast(now, "report", load=self.jobs)
+        if not self.home:  # its own line on the board: one of the samples
+            self.known[self.me] = self.jobs
         # From the firing time: a timer a crash held fires late, and the next one follows it.
         self.next_report = now + self.period
         site.set_timer(self.next_report)
@@ -70,13 +83,14 @@ class PowerOfDAgent(Agent):
         known = self.known
         # Each sample's known load, 0.0 before its first report: known.get(k, 0.0) for each k
         # (read as the choice goes: no list made).
-        i = power_of_d_choice(self.jobs, map(known.get, sample, self.unheard))
-        if i < 0:
+        i = power_of_d_choice(self.jobs if self.home else math.inf, map(known.get, sample, self.unheard))
+        dst = self.me if i < 0 else sample[i]
+        if self.correct and i >= 0:
+            known[dst] = known.get(dst, 0.0) + 1.0
+        if dst == self.me:
             self.jobs += 1
             return False
-        dst = sample[i]
         self.site.transfer(now, slot, dst)
-        known[dst] = known.get(dst, 0.0) + 1.0
         return True
 
     def on_job(self, now: float, msg) -> None:

@@ -27,17 +27,35 @@ def power_of_d_choice(own_load: float, sampled_loads: Iterable[float]) -> int:
 
 
 def power_of_d_samples(
-    seed: int, site_id: int, neighbors: "Sequence[int] | None", n_sites: int, n_jobs: int, d: int
+    seed: int,
+    site_id: int,
+    neighbors: "Sequence[int] | None",
+    n_sites: int,
+    n_jobs: int,
+    d: int,
+    closed: bool = False,
+    replace: bool = True,
 ) -> list[list[int]]:
-    """The d sites (with replacement) each of a site's ``n_jobs`` submitted jobs compares
-    itself with, in submission order: among its ``neighbors``, or every other site when
-    ``neighbors`` is None (the full graph). One vectorized draw from the site's own stream;
-    numpy's bounded integers keep their buffer in the bit generator, so row k holds what
-    the k-th of ``n_jobs`` calls of ``Agent.random_neighbors(rng, d)`` would draw."""
+    """The d sites each of a site's ``n_jobs`` submitted jobs is compared with, in
+    submission order: among its ``neighbors``, or every other site when ``neighbors`` is
+    None (the full graph); ``closed``: the site itself is a candidate too (the paper's
+    customers, who have no home, pick among all servers). One vectorized draw from the
+    site's own stream with replacement (numpy's bounded integers keep their buffer in the
+    bit generator, so row k holds what the k-th of ``n_jobs`` calls of
+    ``Agent.random_neighbors(rng, d)`` would draw); without replacement (``replace``
+    false), d distinct candidates a job in random order, or all of them where there are
+    fewer than d (d >= the candidates: the shortest posted queue of all)."""
     if d == 0 or n_jobs == 0 or n_sites < 2 or (neighbors is not None and not len(neighbors)):
         return [[] for _ in range(n_jobs)]
     rng = named_rng(seed, site_id, "power_of_d", "samples")  # the agent's site.rng("samples")
-    if neighbors is None:
+    if neighbors is None and not closed and replace:
         k = rng.integers(n_sites - 1, size=(n_jobs, d))
         return (k + (k >= site_id)).tolist()
-    return np.asarray(neighbors, dtype=np.int64)[rng.integers(len(neighbors), size=(n_jobs, d))].tolist()
+    if neighbors is None:
+        candidates = np.arange(n_sites) if closed else np.delete(np.arange(n_sites), site_id)
+    else:
+        candidates = np.asarray(sorted({*neighbors, site_id}) if closed else neighbors, dtype=np.int64)
+    if replace:
+        return candidates[rng.integers(len(candidates), size=(n_jobs, d))].tolist()
+    size = min(d, len(candidates))
+    return [candidates[rng.choice(len(candidates), size=size, replace=False)].tolist() for _ in range(n_jobs)]

@@ -19,12 +19,27 @@ MAX_D = 1000
 class PowerOfDParams(Params):
     d: int = param(
         2,
-        "how many neighbors (drawn with replacement) each new job compares its site with: 0 (every job stays) to 1000",
+        "how many neighbors each new job compares its site with, drawn with replacement (see replace and home): "
+        "0 (every job stays) to 1000",
         nonneg=True,
         most=MAX_D,
     )
     period: float = param(
         10.0, "time between two load reports to the neighbors, the first at 0", positive=True, finite=True
+    )
+    home: bool = param(
+        True,
+        "the submitting site is one of the choices, counted exactly and now, and wins ties; false: it only "
+        "dispatches, its samples are drawn from itself and its neighbors, itself judged by its own last report "
+        "(Mitzenmacher's customers, who have no home)",
+    )
+    correct: bool = param(
+        True, "judge a sample by its last report plus the jobs this site sent it since; false: the report alone"
+    )
+    replace: bool = param(
+        True,
+        "draw the samples with replacement; false: d distinct sites, or every candidate where there are fewer "
+        "(d >= the candidates: the shortest reported queue of all)",
     )
 
 

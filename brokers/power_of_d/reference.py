@@ -18,6 +18,15 @@ information:
   exact load now: the jobs it holds plus the jobs on their way to it (Mitzenmacher's
   decisions with fresh information; with a latency, jobs in flight count where they go).
 
+Mitzenmacher's own setting ("How useful is old information?", the periodic update model)
+turns three things off. ``home = False``: the submitting site is not a choice of its own;
+it draws its samples from itself and its neighbors (a customer of the supermarket model
+picks among all servers) and the job goes to the least loaded sample, the earliest drawn
+on a tie; with reports, the site reads its own load as it posted it (at once; the others
+hear it one latency later). ``correct = False``: a sample is judged by its report alone,
+not by what was sent to it since. ``replace = False``: d distinct samples (all candidates
+where there are fewer).
+
 Each message and each job is one heap event (a report to 8 neighbors is 8 events), so it
 is also the bare event loop ``bench/power_of_d.py`` measures gridemu against.
 """
@@ -61,6 +70,9 @@ def simulate(  # noqa: C901
     latency: float,
     seed: int,
     speed: "float | Sequence[float]" = 1.0,
+    home: bool = True,
+    correct: bool = True,
+    replace: bool = True,
 ) -> Schedule:
     """Run every job (given in job-id order: ``release``, ``size``, submitting ``site``) to
     its end. ``neighbors``: each site's
@@ -77,7 +89,10 @@ def simulate(  # noqa: C901
     per_site: list[list[int]] = [[] for _ in range(n_sites)]
     for j in range(n):  # job-id order: release order within a site
         per_site[sub[j]].append(j)
-    samples = [power_of_d_samples(seed, s, nb[s], n_sites, len(per_site[s]), d) for s in range(n_sites)]
+    samples = [
+        power_of_d_samples(seed, s, nb[s], n_sites, len(per_site[s]), d, closed=not home, replace=replace)
+        for s in range(n_sites)
+    ]
     start, end, exec_site = [math.nan] * n, [math.nan] * n, [-1] * n
     free, queue = list(procs), [deque() for _ in range(n_sites)]
     held = [0] * n_sites  # jobs queued and running at each site
@@ -109,6 +124,8 @@ def simulate(  # noqa: C901
                 free[s] += 1
             continue
         if kind == TIMER:
+            if not home:
+                known[s][s] = float(held[s])  # the site's own posted load, read by itself at once
             for k in nb[s] if nb[s] is not None else everyone:
                 if k != s:
                     msg_seq[s] += 1
@@ -128,12 +145,15 @@ def simulate(  # noqa: C901
                 push(heap, (rel[per_site[s][k + 1]], ARRIVAL, s, per_site[s][k + 1], k + 1))
             sample = samples[s][k]
             if stale:
-                i = power_of_d_choice(held[s], [known[s].get(x, 0.0) for x in sample])
+                own = held[s] if home else math.inf
+                i = power_of_d_choice(own, [known[s].get(x, 0.0) for x in sample])
             else:
-                i = power_of_d_choice(held[s] + coming[s], [held[x] + coming[x] for x in sample])
-            if i >= 0:
+                own = held[s] + coming[s] if home else math.inf
+                i = power_of_d_choice(own, [held[x] + coming[x] for x in sample])
+            if i >= 0 and correct:
+                known[s][sample[i]] = known[s].get(sample[i], 0.0) + 1.0
+            if i >= 0 and sample[i] != s:  # a sample that is the site itself keeps the job
                 dst = sample[i]
-                known[s][dst] = known[s].get(dst, 0.0) + 1.0
                 coming[dst] += 1
                 msg_seq[s] += 1
                 transfers += 1
