@@ -4,6 +4,7 @@
 #                                                        #   and warm warm-long warm-ricc warm-ricc-long facts (not in the default)
 #   python -m gridemu.experiments.shapley_tables runs/shapley --write
 #   python -m gridemu.experiments.shapley_warm tables runs/shapley-warm --write
+#   python -m gridemu.experiments.shapley_warm tables docs/results/data/shapley-warm --write   # RICC Table 2 warm
 # Needs the Parallel Workloads Archive traces (TRACES, default ../shared/traces; see the doc).
 # The setup of both papers ([S] section 5.1, [L] section 6.2): 5 organizations, the trace's users
 # spread uniformly over them, parallel jobs split into sequential copies, the trace's machine
@@ -26,12 +27,14 @@ STAGES=${*:-table1 table2 contended ricc ricc-long orgs first latency}
 # windows as the sweeps, seeds 1.., each algorithm on the pure functions; per window the cold, the
 # FCFS-warm and the same-algorithm-warm instances, W = --same-warmup). WARM = windows a split.
 # What shapley.md reports: LPC-EGEE and RICC Table 1 in full (100 windows a split), RICC Table 2
-# cut short by the CPU at 52 windows: each cell says how many windows it holds; the commands below
-# are the full 100 and resume (a seed already in the CSV is not run again). CPU seconds a window,
-# unloaded: LPC 5·10^4 s 1.3, LPC 5·10^5 s 7, RICC 5·10^4 s 73 before 59256a3 (REF on 8192
-# processors; seed 1: 32.5 s before, 21.4 s after 9c2fdcf), RICC 5·10^5 s 172-1,382 s of wall time at nice 19 beside other work.
+# cut short by the CPU at 66 windows (seeds 1-43, 51-73): each cell says how many windows it holds; the
+# commands below are the full 100 and resume (a seed already in the CSV is not run again). CPU seconds a
+# window, unloaded: LPC 5·10^4 s 1.3, LPC 5·10^5 s 7, RICC 5·10^4 s 73 before 59256a3 (REF on 8192
+# processors; seed 1: 32.5 s before, 21.4 s after 9c2fdcf), RICC 5·10^5 s 113-385 s of wall time on a quiet
+# core at nice 19 (up to 1,382 s beside other work). To finish it: SEEDS=44-50 and SEEDS=74-100 in two processes.
 WARM=${WARM:-100}
 WOUT=${WOUT:-runs/shapley-warm}
+KEPT=${KEPT:-docs/results/data/shapley-warm}   # warm-ricc-long's CSV, in the repository
 warm() { python -m gridemu.experiments.shapley_warm run "$@"; }
 # Some windows hold no job (LPC-EGEE has gaps of days): Δψ/p_tot is 0/0 there, the run
 # stops with "has no job to run" and the sweep lists it in failures.csv and exits 1. A fifth
@@ -85,9 +88,11 @@ for stage in $STAGES; do
         warm "$RICC" --procs 8192 --duration 50000 --dist $d --windows "$WARM" --same-warmup 50000 --out "$WOUT/ricc-$d.csv"
       done ;;
     warm-ricc-long)  # [S] Table 2 and [L] Table 1 on RICC, uniform (as ricc-long)
+      # Its CSV is kept in the repository ($KEPT): the 100 windows take more CPU than one session has
+      # (2 to 8 minutes each on a quiet core), so each session resumes from what the last one kept.
       # SEEDS=LO-HI: exactly those seeds, so a second process can take another part (both append)
       warm "$RICC" --procs 8192 --duration 500000 --dist uniform --windows "$WARM" --same-warmup 500000 \
-        ${SEEDS:+--seeds "$SEEDS"} --out "$WOUT/ricc-long-uniform.csv" ;;
+        ${SEEDS:+--seeds "$SEEDS"} --out "$KEPT/ricc-long-uniform.csv" ;;
     facts)      # the traces' span, work and disjoint windows (the prose figures of shapley.md)
       python -m gridemu.experiments.shapley_warm trace-facts "$LPC" "$RICC" --write
       # how often the bounded warm-up (W) leaves the whole-trace backlog, on FCFS
