@@ -43,6 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gridemu.emulator.figures import figure_options, save_figure
+from gridemu.experiments.decentralization_tables import write_between
 
 HERE = Path(__file__).resolve().parent
 DOC = HERE / "decentralization.md"
@@ -251,14 +252,9 @@ def figure(
     return save_figure(fig, path, fmt, dpi)
 
 
-def write_doc(block: str, text: str) -> None:
-    begin, end = f"<!-- {block}:begin (power_of_d_staleness.py --write) -->", f"<!-- {block}:end -->"
-    doc = DOC.read_text()
-    if begin not in doc or end not in doc:
-        raise SystemExit(f"{DOC}: no {begin} ... {end} block to replace")
-    head, rest = doc.split(begin, 1)
-    _, tail = rest.split(end, 1)
-    DOC.write_text(f"{head}{begin}\n{text}\n{end}{tail}")
+def write_block(block: str, text: str) -> None:
+    """The table between the doc's markers of ``block``."""
+    write_between(f"<!-- {block}:begin (power_of_d_staleness.py --write) -->", f"<!-- {block}:end -->", text, DOC)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -282,7 +278,7 @@ def main(argv: list[str] | None = None) -> int:
             text = ablation(seeds, args.workers)
             print(f"ablation:\n{text}")
             if args.write:
-                write_doc("power-of-d-ablation", text)
+                write_block("power-of-d-ablation", text)
             continue
         setting = SETTINGS[name]
         stale, full = run(setting, seeds, periods, args.workers)
@@ -290,7 +286,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{setting.name}:\n{text}")
         print(f"figure: {figure(setting, stale, full, periods, seeds, args.format, args.dpi)}")
         if args.write:
-            write_doc(setting.block, text)
+            write_block(setting.block, text)
     return 0
 
 
