@@ -330,6 +330,8 @@ def test_faults_give_one_job_table_for_any_shard_count():
         ("period", 0.0, "must be > 0"),
         ("period", -3.0, "must be > 0"),
         ("period", float("inf"), "must be a finite number"),
+        ("home", "maybe", "must be true or false"),
+        ("replace", 1, "must be true or false"),
     ],
 )
 def test_bad_keys_name_the_key(key, value, words):
@@ -344,6 +346,8 @@ def test_the_shipped_scenario_validates_and_a_bad_key_exits_2(capsys):
     assert "1000 sites" in out and "100,000 jobs" in out and "protocol power_of_d" in out
     assert main(["validate", "power-of-d", "--set", "protocol.d=-2"]) == 2
     assert "protocol.d" in capsys.readouterr().err
+    assert main(["validate", "power-of-d", "--set", "protocol.correct=maybe"]) == 2
+    assert "protocol.correct: must be true or false, got 'maybe'" in capsys.readouterr().err
     scenario = load_scenario("power-of-d")
     assert scenario.data["protocol"] == {
         "name": "power_of_d",
