@@ -110,13 +110,29 @@ class RunResult:
         self.usage.to_parquet(folder / "usage.parquet", index=False)
         if len(self.pieces) != len(self.jobs):
             self.pieces.to_parquet(folder / "fragments.parquet", index=False)
-        (folder / "summary.json").write_text(json.dumps(self.summary, indent=2, default=json_default) + "\n")
+        (folder / "summary.json").write_text(summary_text(self.summary))
         (folder / "scenario.toml").write_text(
             toml_header(self.summary.get("provenance"))
             + to_toml(self.scenario if self.saved_scenario is None else self.saved_scenario)
         )
         for table in registry.report_of(self.summary["global"]["protocol"]).result_tables(self.summary):
             table.frame.to_csv(folder / f"{table.name}.csv", index=False)
+
+
+def summary_text(summary: dict[str, Any]) -> str:
+    """``summary.json``'s text: indented, each organization's figures on one line. A
+    million-site run's organizations indented field by field took 11 s to write (json's
+    pure-Python encoder: ``indent`` turns its C encoder off) and 349 MB; a line each goes
+    through the C encoder, 4.6 s and 283 MB, and stays readable line by line."""
+    encode = json.JSONEncoder(default=json_default).encode
+    parts = []
+    for key, value in summary.items():
+        if key == "organizations" and isinstance(value, dict) and value:
+            text = "{\n" + ",\n".join(f"    {encode(name)}: {encode(v)}" for name, v in value.items()) + "\n  }"
+        else:
+            text = json.dumps(value, indent=2, default=json_default).replace("\n", "\n  ")
+        parts.append(f"  {encode(key)}: {text}")
+    return "{\n" + ",\n".join(parts) + "\n}\n"
 
 
 def read_table(path: Path) -> pd.DataFrame:

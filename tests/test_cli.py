@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import shutil
 import signal
 import subprocess
@@ -238,6 +239,21 @@ def test_summary_json_matches_the_job_table(base_run):
     assert glob["events_per_second"] == pytest.approx(glob["events"] / glob["wall_seconds"], rel=0.05)
     assert isinstance(glob["messages"], dict) and sum(glob["messages"].values()) > 0  # averaging talks
     assert glob["backend"] == "inprocess" and glob["shards"] == 1 and glob["seed"] == 1
+
+
+def test_summary_json_puts_each_organization_on_one_line(base_run):
+    """summary.json is indented, but each organization's figures are one line (a million
+    organizations indented field by field are pure-Python encoding): the lines name every
+    organization once, in order, and each parses alone to what the whole file says."""
+    text = (base_run / "summary.json").read_text()
+    summary = json.loads(text)
+    lines = [line.strip().rstrip(",") for line in text.splitlines() if re.fullmatch(r'    "[^"]+": \{.+\},?', line)]
+    assert [line.split('"')[1] for line in lines] == list(summary["organizations"])
+    for line in lines:
+        name, figures = line.split(": ", 1)
+        assert json.loads(figures) == summary["organizations"][json.loads(name)]
+    assert text.startswith('{\n  "') and text.endswith("\n}\n")
+    assert '\n  "global": {\n    "' in text  # the other sections stay indented field by field
 
 
 def test_resolved_scenario_toml_reruns_to_the_same_job_table(base_run, tmp_path):
