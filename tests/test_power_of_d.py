@@ -80,6 +80,25 @@ def test_closed_samples_without_replacement(neighbors):
     assert {k for r in with_repl for k in r} == cands
 
 
+@pytest.mark.parametrize("closed", [False, True])
+@pytest.mark.parametrize("replace", [True, False])
+@pytest.mark.parametrize("d", [1, 3, 12])
+def test_full_graph_samples_are_draws_over_the_listed_candidates(closed, replace, d):
+    """On the full graph no candidate list is built; the samples are still the docstring's:
+    the site's stream drawing positions in the sorted list of candidates (every site, or every
+    other site), with replacement in one draw, or without it one job at a time."""
+    n_sites, me, jobs = 11, 6, 40
+    cands = np.array([k for k in range(n_sites) if closed or k != me])
+    rng = named_rng(8, me, "power_of_d", "samples")
+    if replace:
+        expected = cands[rng.integers(len(cands), size=(jobs, d))].tolist()
+    else:
+        expected = [cands[rng.choice(len(cands), size=min(d, len(cands)), replace=False)].tolist() for _ in range(jobs)]
+    assert power_of_d_samples(8, me, None, n_sites, jobs, d, closed=closed, replace=replace) == expected
+    listed = power_of_d_samples(8, me, tuple(k for k in range(n_sites) if k != me), n_sites, jobs, d, closed, replace)
+    assert listed == expected  # the same neighbors named one by one
+
+
 def test_no_samples_without_choices():
     assert power_of_d_samples(1, 0, (1, 2), 3, 4, 0) == [[]] * 4
     assert power_of_d_samples(1, 0, None, 1, 4, 2) == [[]] * 4

@@ -48,14 +48,17 @@ def power_of_d_samples(
     if d == 0 or n_jobs == 0 or n_sites < 2 or (neighbors is not None and not len(neighbors)):
         return [[] for _ in range(n_jobs)]
     rng = named_rng(seed, site_id, "power_of_d", "samples")  # the agent's site.rng("samples")
-    if neighbors is None and not closed and replace:
-        k = rng.integers(n_sites - 1, size=(n_jobs, d))
-        return (k + (k >= site_id)).tolist()
     if neighbors is None:
-        candidates = np.arange(n_sites) if closed else np.delete(np.arange(n_sites), site_id)
+        # The full graph: candidate k is site k (closed) or the k-th site but this one, so no
+        # list of every site is built for each site (quadratic in the sites at setup).
+        n_cand = n_sites if closed else n_sites - 1
+
+        def pick(k: np.ndarray) -> np.ndarray:
+            return k if closed else k + (k >= site_id)
     else:
         candidates = np.asarray(sorted({*neighbors, site_id}) if closed else neighbors, dtype=np.int64)
+        n_cand, pick = len(candidates), candidates.__getitem__
     if replace:
-        return candidates[rng.integers(len(candidates), size=(n_jobs, d))].tolist()
-    size = min(d, len(candidates))
-    return [candidates[rng.choice(len(candidates), size=size, replace=False)].tolist() for _ in range(n_jobs)]
+        return pick(rng.integers(n_cand, size=(n_jobs, d))).tolist()
+    size = min(d, n_cand)
+    return [pick(rng.choice(n_cand, size=size, replace=False)).tolist() for _ in range(n_jobs)]
