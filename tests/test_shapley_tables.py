@@ -128,3 +128,18 @@ def test_warm_runs_given_seeds_exactly_and_refuse_a_bad_range(tmp_path, capsys):
             warm.main([*base, "--seeds", bad])
         assert stop.value.code == 2
         assert f"argument --seeds: LO-HI with 1 <= LO <= HI, got '{bad}'" in capsys.readouterr().err
+
+
+def test_ricc_table2_warm_table_is_the_kept_csv():
+    """shapley.md's warm RICC Table 2 block is what `shapley_warm tables` makes of the
+    per-window CSV kept in the repository: the doc and its data cannot drift apart."""
+    import gridemu.experiments.shapley_warm as warm
+
+    kept = warm.DOC.parent / "data" / "shapley-warm" / "ricc-long-uniform.csv"
+    runs = pd.read_csv(kept)
+    assert sorted(runs["seed"]) == list(range(1, 101))
+    marker, title, paper = warm.CELLS["ricc-long"]
+    doc = warm.DOC.read_text()
+    begin = f"<!-- {marker}:begin (shapley_warm.py tables --write) -->"
+    block = doc[doc.index(begin) + len(begin) : doc.index(f"<!-- {marker}:end -->")]
+    assert block.strip() == warm.cell_text(runs, title, paper).strip()

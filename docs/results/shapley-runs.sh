@@ -26,12 +26,13 @@ STAGES=${*:-table1 table2 contended ricc ricc-long orgs first latency}
 # Warm-start windows and DIRECTCONTR - FAIRSHARE under every reading (shapley_warm.py: the same
 # windows as the sweeps, seeds 1.., each algorithm on the pure functions; per window the cold, the
 # FCFS-warm and the same-algorithm-warm instances, W = --same-warmup). WARM = windows a split.
-# What shapley.md reports: LPC-EGEE and RICC Table 1 in full (100 windows a split), RICC Table 2
-# cut short by the CPU at 66 windows (seeds 1-43, 51-73): each cell says how many windows it holds; the
-# commands below are the full 100 and resume (a seed already in the CSV is not run again). CPU seconds a
+# What shapley.md reports: LPC-EGEE and RICC Table 1 in full (100 windows a split) and RICC Table 2
+# (100 uniform windows, run over three sessions: its CSV is kept, and a run resumes from it: a seed
+# already in the CSV is not run again). CPU seconds a
 # window, unloaded: LPC 5·10^4 s 1.3, LPC 5·10^5 s 7, RICC 5·10^4 s 73 before 59256a3 (REF on 8192
-# processors; seed 1: 32.5 s before, 21.4 s after 9c2fdcf), RICC 5·10^5 s 113-385 s of wall time on a quiet
-# core at nice 19 (up to 1,382 s beside other work). To finish it: SEEDS=44-50 and SEEDS=74-100 in two processes.
+# processors; seed 1: 32.5 s before, 21.4 s after 9c2fdcf), RICC 5·10^5 s 79-437 s of wall time (median
+# 189 s) at nice 19 with little else running (up to 1,382 s beside other work). Two processes with SEEDS=LO-HI
+# split the work.
 WARM=${WARM:-100}
 WOUT=${WOUT:-runs/shapley-warm}
 KEPT=${KEPT:-docs/results/data/shapley-warm}   # warm-ricc-long's CSV, in the repository
