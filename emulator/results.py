@@ -746,6 +746,8 @@ def summarize(
         glob["workload_warnings"] = list(raw.scenario.extra["workload_warnings"])
     if "swf_skipped" in raw.scenario.extra:
         glob["trace_jobs_skipped"] = raw.scenario.extra["swf_skipped"]
+    if "swf_warm_jobs" in raw.scenario.extra:
+        glob["warm_start_jobs"] = raw.scenario.extra["swf_warm_jobs"]
     return {"global": glob, "organizations": per_org}
 
 

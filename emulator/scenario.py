@@ -57,6 +57,7 @@ _KNOWN = {
         "user_map",
         "orgs_by",
         "split_parallel",
+        "warm_start",
         "t_start",
         "t_end",
         "list",

@@ -56,6 +56,7 @@ import numpy as np
 from gridemu.model.errors import ScenarioError, WorkloadError
 from gridemu.model.inputs import check_allocation
 from gridemu.model.jobs import JOB_DTYPE, empty_jobs
+from gridemu.sites.fcfs_replay import fcfs_backlog
 
 SWF_FIELDS: tuple[str, ...] = (
     "job_number",
@@ -309,9 +310,12 @@ class SwfJobs:
     group_names: list[str]
     org_of_user: dict[int, int]
     skipped: dict[str, int] = field(default_factory=dict)
+    warm: int = 0  # the first ``warm`` jobs are the backlog of a warm start
 
 
 ORGS_BY = ("random", "group", "queue", "partition", "balanced")
+#: ``workload.warm_start``: an empty system at t_start, or the FCFS replay's backlog there.
+WARM_STARTS = ("cold", "fcfs")
 _ORGS_BY_FIELD = {"group": "group_id", "queue": "queue", "partition": "partition"}
 
 
@@ -368,9 +372,18 @@ def swf_to_jobs(
     t_start: float | None = None,
     t_end: float | None = None,
     org_names: list[str] | None = None,
+    warm_machines: int | None = None,
 ) -> SwfJobs:
     """Convert ``SWF_DTYPE`` records to ``JOB_DTYPE`` jobs owned by ``n_orgs`` organizations
-    (named ``org_names``, by default org0, org1, ...: the prefix of their users' group paths)."""
+    (named ``org_names``, by default org0, org1, ...: the prefix of their users' group paths).
+
+    ``warm_machines``: the window starts warm (``workload.warm_start = "fcfs"``). The jobs
+    submitted before ``t_start`` (split into sequential copies, as ``split_parallel``, which it
+    needs) are replayed under global FCFS on that many processors
+    (:func:`~gridemu.sites.fcfs_replay.fcfs_backlog`); each copy still queued or running at
+    ``t_start`` comes first in the window, released at ``t_start`` with the work it has left, in
+    the replay's order (ids 0, 1, ...: ahead of every window job, as submission order would
+    put it). Their count is ``SwfJobs.warm``."""
     if isinstance(n_orgs, bool) or not isinstance(n_orgs, (int, np.integer)) or n_orgs <= 0:
         raise ScenarioError("workload.orgs", f"must be a positive integer, got {n_orgs!r}")
     if t_start is not None and t_end is not None and not t_end > t_start:
@@ -437,6 +450,9 @@ def swf_to_jobs(
     # keeps the trace's own order among jobs submitted in the same second.
     kept_index = np.flatnonzero(keep)
     kept_index = kept_index[np.argsort(submit[kept_index], kind="stable")]
+    warm_left = np.zeros(0, dtype=np.int64)
+    if warm_machines is not None:
+        kept_index, warm_left = _with_backlog(records, procs, kept_index, warm_machines, t_start, split_parallel)
     kept = records[kept_index]
     kept_procs = procs[kept_index]
 
@@ -460,7 +476,8 @@ def swf_to_jobs(
     # split_parallel: a q-processor job becomes q one-processor jobs with the same
     # release and size, the preparation used in the Shapley-value scheduling papers.
     if split_parallel:
-        repeat = kept_procs
+        repeat = kept_procs.copy()
+        repeat[: len(warm_left)] = 1  # a backlog row is already one copy
         # One job row per processor: 10^9 of them is a memory bomb, refused before it is made.
         rows = float(repeat.sum())
         check_allocation("workload.split_parallel", 3.0 * rows * JOB_DTYPE.itemsize, f"{rows:,.0f} jobs")
@@ -482,6 +499,8 @@ def swf_to_jobs(
     # release = submit time (shifted so t_start is 0 when a window is given).
     jobs["release"] = np.repeat(kept["submit_time"] - shift, repeat)
     jobs["size"] = np.repeat(kept["run_time"], repeat)
+    jobs["release"][: len(warm_left)] = 0.0  # the backlog: at t_start, with the work each has left
+    jobs["size"][: len(warm_left)] = warm_left
     jobs["procs"] = out_procs
     # walltime = requested time; -1 (or any non-positive limit, which no scheduler
     # could honour) means unknown and becomes NaN.
@@ -491,4 +510,37 @@ def swf_to_jobs(
     # Each job enters the grid at its own organization's site and has not moved yet.
     jobs["submit_site"] = jobs["owner"]
     jobs["migrations"] = 0
-    return SwfJobs(jobs=jobs, group_names=group_names, org_of_user=org_of_user, skipped=skipped)
+    return SwfJobs(jobs=jobs, group_names=group_names, org_of_user=org_of_user, skipped=skipped, warm=len(warm_left))
+
+
+def _with_backlog(
+    records: np.ndarray,
+    procs: np.ndarray,
+    window: np.ndarray,
+    machines: int,
+    t_start: float | None,
+    split_parallel: bool,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The record index of every backlog copy (see ``swf_to_jobs``'s ``warm_machines``) followed
+    by the window's, and the work each copy has left."""
+    if t_start is None:
+        raise ScenarioError("workload.warm_start", "needs a window: give workload.t_start")
+    if not split_parallel:
+        raise ScenarioError(
+            "workload.warm_start", "replays sequential jobs: set workload.split_parallel = true with it"
+        )
+    submit, run_time = records["submit_time"], records["run_time"]
+    prior = np.flatnonzero((submit >= 0) & (submit < t_start) & (run_time > 0) & (procs > 0))
+    prior = prior[np.argsort(submit[prior], kind="stable")]
+    copies = np.repeat(prior, procs[prior])
+    check_allocation("workload.warm_start", 4.0 * len(copies) * 8, f"a replay of {len(copies):,} jobs")
+    for name, values in (("submit time", submit[prior]), ("run time", run_time[prior])):
+        odd = np.flatnonzero(values != np.floor(values))
+        if len(odd):
+            raise ScenarioError(
+                "workload.warm_start",
+                f"the FCFS replay takes whole seconds; job {int(records['job_number'][prior[odd[0]]])} "
+                f"has {name} {float(values[odd[0]]):g}",
+            )
+    present, left = fcfs_backlog(submit[copies], run_time[copies], int(machines), t_start)
+    return np.concatenate([copies[present], window]), left

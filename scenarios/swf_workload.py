@@ -66,6 +66,8 @@ def swf_jobs(scenario: "WorkloadSource") -> tuple[np.ndarray, list[str]]:
         t_start=t_start,
         t_end=t_end,
         org_names=list(scenario.orgs),  # group paths start with the organization's own name
+        # A warm start replays the trace on the whole machine: every site's processors.
+        warm_machines=int(sum(s.procs for s in scenario.sites)) if wl.get("warm_start") == "fcfs" else None,
     )
     first_site: dict[int, int] = {}
     for s, k in zip(scenario.sites, site_org):
@@ -81,6 +83,8 @@ def swf_jobs(scenario: "WorkloadSource") -> tuple[np.ndarray, list[str]]:
             "give the sites more processors or set workload.split_parallel = true"
         )
     scenario.extra["swf_skipped"] = dict(out.skipped)
+    if wl.get("warm_start") == "fcfs":
+        scenario.extra["swf_warm_jobs"] = out.warm
     scenario.extra["workload_warnings"] = org_warnings(jobs, org_procs, scenario.orgs, wl.get("orgs_by", "random"))
     return jobs, list(out.group_names)
 

@@ -67,6 +67,10 @@ def check_workload(wl: dict[str, Any], sites: list["SiteSpec"]) -> None:  # noqa
     """Validate ``[workload]`` without generating it (``gridemu validate``)."""
     kind = wl["kind"]
     n = len(sites)
+    if wl.get("warm_start", "cold") != "cold" and kind != "swf":
+        raise ScenarioError(
+            "workload.warm_start", f"applies to a window of an SWF trace (kind = \"swf\"), not {kind!r}"
+        )
     if kind == "poisson":
         rates = per_site_array("workload.rate", wl.get("rate", 1.0), n, positive=True, finite=True)
         if rates.max() > np.finfo(float).max / max(1, n):  # their sum must stay a finite number
@@ -134,9 +138,16 @@ def check_workload(wl: dict[str, Any], sites: list["SiteSpec"]) -> None:  # noqa
             if orgs <= 0 or not orgs.is_integer():
                 raise ScenarioError("workload.orgs", f"must be a positive integer, got {wl['orgs']!r}")
         if kind == "swf":
-            from gridemu.scenarios.swf import ORGS_BY
+            from gridemu.scenarios.swf import ORGS_BY, WARM_STARTS
 
             choice("workload.orgs_by", wl.get("orgs_by", "random"), ORGS_BY)
+            if choice("workload.warm_start", wl.get("warm_start", "cold"), WARM_STARTS) != "cold":
+                if wl.get("t_start") is None:
+                    raise ScenarioError("workload.warm_start", "needs a window: give workload.t_start")
+                if wl.get("split_parallel") is not True:
+                    raise ScenarioError(
+                        "workload.warm_start", "replays sequential jobs: set workload.split_parallel = true with it"
+                    )
             user_map = wl.get("user_map", {})
             if not isinstance(user_map, dict):
                 raise ScenarioError(

@@ -322,3 +322,24 @@ def test_sampled_mode_runs_over_a_topology_and_replicated_refuses_one():
     data["protocol"]["mode"] = "replicated"
     with pytest.raises(ScenarioError, match='mode = "sampled" runs over any topology'):
         load_scenario(data)
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_warm_start_run_is_the_warm_window_of_the_experiment_script(seed, tmp_path):
+    """`workload.warm_start = "fcfs"` in a run gives the warm window that
+    `gridemu.experiments.shapley_warm` builds on its own (its Trace, its FCFS backlog of SJobs,
+    the pure functions): the same backlog, jobs and p_tot, and every central algorithm's
+    Δψ/p_tot (RAND draws from another stream there)."""
+    import gridemu.experiments.shapley_warm as warm
+
+    csv = tmp_path / "warm.csv"
+    warm.run(str(TRACE), 6, 50000, "zipf", 0, csv, 50000, range(seed, seed + 1))
+    row = pd.read_csv(csv).iloc[0]
+    assert row["fcfs_backlog"] > 50  # the window does start warm
+    result = emulator.run("shapley", seed=seed, backend="inprocess", overrides={"workload.warm_start": "fcfs"})
+    glob, proto = result.summary["global"], result.summary["protocol"]
+    assert glob["warm_start_jobs"] == row["fcfs_backlog"]
+    assert glob["jobs"] == row["fcfs_jobs"] and proto["p_tot"] == row["fcfs_p_tot"]
+    for name in ("directcontr", "fairshare", "utfairshare", "currfairshare", "roundrobin"):
+        assert proto[f"fairness_{name}"] == pytest.approx(row[f"fcfs_{name}"], rel=1e-9, abs=1e-9), name
+    assert proto["fairness_directcontr"] != pytest.approx(row["cold_directcontr"])  # not the cold window

@@ -193,6 +193,9 @@ SET_CASES = [
         ["network.latency.dist", "normal", "uniform"],
         id="latency-dist-unknown",
     ),
+    pytest.param(
+        'workload.warm_start="fcfs"', ["workload.warm_start", "SWF trace", "poisson"], id="warm-start-not-a-trace"
+    ),
     pytest.param("workload.alpha=-2.0", ["workload.alpha", "-2.0"], id="alpha-negative"),
     pytest.param("workload.beta=-0.5", ["workload.beta", "-0.5"], id="beta-negative"),
     pytest.param("workload.jobs=1.5", ["workload.jobs", "1.5"], id="jobs-fractional"),
@@ -203,6 +206,29 @@ SET_CASES = [
 @pytest.mark.parametrize("override, needles", SET_CASES)
 def test_bad_key_or_value_is_named(capsys, override, needles):
     expect_error(capsys, ["validate", "quickstart", "--set", override], *needles)
+
+
+@pytest.mark.parametrize(
+    "overrides, needles",
+    [
+        (['workload.warm_start="hot"'], ["workload.warm_start", "hot", "cold, fcfs"]),
+        (['workload.warm_start="fcfs"', "workload.split_parallel=false"], ["workload.warm_start", "split_parallel"]),
+    ],
+    ids=["unknown", "parallel-jobs"],
+)
+def test_bad_warm_start_is_named(capsys, overrides, needles):
+    argv = ["validate", "shapley"]
+    for o in overrides:
+        argv += ["--set", o]
+    expect_error(capsys, argv, *needles)
+
+
+def test_warm_start_without_a_window_is_named(tmp_path, capsys):
+    assert main(["show", "shapley", "--set", 'workload.warm_start="fcfs"']) == 0
+    toml = capsys.readouterr().out
+    lines = [line for line in toml.splitlines() if not line.startswith(("t_start", "duration"))]
+    (tmp_path / "s.toml").write_text("\n".join(lines) + "\n")
+    expect_error(capsys, ["validate", str(tmp_path / "s.toml")], "workload.warm_start", "needs a window", "t_start")
 
 
 def test_a_cycle_of_per_site_values_repeats_over_the_sites():

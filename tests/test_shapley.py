@@ -742,7 +742,7 @@ def test_lines_15_16_readings_agree_when_every_job_runs_on_its_own_orgs_processo
 
 
 def test_fcfs_starts_by_hand():
-    from gridemu.brokers.directcontr.warm import fcfs_starts
+    from gridemu.sites.fcfs_replay import fcfs_starts
 
     # two processors: 0 and 1 start at once; 2 waits for the first to free (job 1 at 2); 3 for job 0 at 5
     starts = fcfs_starts(np.array([0, 0, 1, 1]), np.array([5, 2, 4, 1]), 2)

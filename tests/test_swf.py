@@ -417,3 +417,89 @@ def test_a_trace_study_hears_about_organizations_without_jobs(capsys) -> None:
     with pytest.raises(ScenarioError, match="unknown value 'users'") as err:
         emulator.run({**data, "workload": {**data["workload"], "orgs_by": "users"}})
     assert err.value.key == "workload.orgs_by"
+
+
+# ----------------------------------------------------------------------------- warm start
+
+
+def _fcfs_by_events(release: list[int], size: list[int], machines: int) -> list[int]:
+    """Global FCFS as an event simulation, written apart from ``sites/fcfs_replay.py``: time goes
+    from event to event; at each, ended jobs free their processors, released jobs join the
+    queue, and the queue's head starts while a processor is free."""
+    from collections import deque
+
+    n, i, free = len(release), 0, machines
+    queue: deque[int] = deque()
+    running: list[tuple[int, int]] = []  # (end, job)
+    start = [-1] * n
+    while i < n or queue:
+        t = min(([release[i]] if i < n else []) + [e for e, _ in running])
+        free += sum(1 for e, _ in running if e <= t)
+        running = [(e, j) for e, j in running if e > t]
+        while i < n and release[i] <= t:
+            queue.append(i)
+            i += 1
+        while queue and free:
+            j = queue.popleft()
+            start[j], free = t, free - 1
+            running.append((t + size[j], j))
+    return start
+
+
+def test_fcfs_backlog_against_an_event_replay() -> None:
+    from gridemu.sites.fcfs_replay import fcfs_backlog
+
+    rng = np.random.default_rng(11)
+    for trial in range(60):
+        n, machines = int(rng.integers(1, 40)), int(rng.integers(1, 6))
+        release = np.sort(rng.integers(0, 60, n))
+        size = rng.integers(1, 25, n)
+        t_start = int(rng.integers(0, 80))
+        start = _fcfs_by_events(release.tolist(), size.tolist(), machines)
+        present = [j for j in range(n) if release[j] < t_start and start[j] + size[j] > t_start]
+        left = [int(size[j]) if start[j] >= t_start else int(start[j] + size[j] - t_start) for j in present]
+        got, got_left = fcfs_backlog(release, size, machines, t_start)
+        assert got.tolist() == present and got_left.tolist() == left, trial
+
+
+def test_warm_window_puts_the_fcfs_backlog_first() -> None:
+    """Two processors, t_start = 100. FCFS before it: the 2-processor job of 0 runs 0-150 on
+    both; then, in release order, the job of 10 runs 150-170, the job of 20 150-155, and the
+    2-processor job of 30 155-195 and 170-210. At 100 the first job's copies have 50 s left and
+    the other four copies wait whole: they come first, released at 0 on the window's clock."""
+    recs = records(
+        dict(submit_time=0, run_time=150, allocated_procs=2, user_id=1),
+        dict(submit_time=10, run_time=20, user_id=2),
+        dict(submit_time=20, run_time=5, user_id=1),
+        dict(submit_time=30, run_time=40, allocated_procs=2, user_id=2),
+        dict(submit_time=100, run_time=7, user_id=2),  # the window's first job
+        dict(submit_time=130, run_time=3, allocated_procs=2, user_id=1),
+        dict(submit_time=400, run_time=9, user_id=1),  # after the window
+    )
+    kw = dict(n_orgs=2, seed=1, user_map={1: 0, 2: 1}, split_parallel=True, t_start=100, t_end=300)
+    cold = swf_to_jobs(recs, **kw)
+    warm = swf_to_jobs(recs, **kw, warm_machines=2)
+    assert warm.warm == 2 + 1 + 1 + 2
+    w = warm.jobs[: warm.warm]
+    assert w["release"].tolist() == [0.0] * 6
+    assert w["size"].tolist() == [50, 50, 20, 5, 40, 40]
+    assert w["owner"].tolist() == [0, 0, 1, 0, 1, 1]
+    assert w["procs"].tolist() == [1] * 6
+    assert warm.jobs["job_id"].tolist() == list(range(len(warm.jobs)))
+    rest = warm.jobs[warm.warm :]
+    for name in ("release", "size", "owner", "procs", "submit_site"):
+        assert rest[name].tolist() == cold.jobs[name].tolist(), name
+    assert warm.skipped == cold.skipped  # the backlog's records are before the window all the same
+    # Enough processors that nothing waits: only what still runs at 100, with its work left.
+    roomy = swf_to_jobs(recs, **kw, warm_machines=10)
+    assert roomy.jobs["size"][: roomy.warm].tolist() == [50, 50]
+
+
+def test_warm_start_needs_whole_seconds_a_window_and_sequential_jobs() -> None:
+    recs = records(dict(submit_time=0.5, run_time=10), dict(submit_time=100, run_time=3))
+    with pytest.raises(ScenarioError, match=r"workload.warm_start.*job 1 has submit time 0.5"):
+        swf_to_jobs(recs, n_orgs=1, seed=1, split_parallel=True, t_start=50, warm_machines=2)
+    with pytest.raises(ScenarioError, match=r"workload.warm_start.*needs a window"):
+        swf_to_jobs(recs, n_orgs=1, seed=1, split_parallel=True, warm_machines=2)
+    with pytest.raises(ScenarioError, match=r"workload.warm_start.*split_parallel"):
+        swf_to_jobs(recs, n_orgs=1, seed=1, t_start=50, warm_machines=2)

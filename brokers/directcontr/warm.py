@@ -26,34 +26,13 @@ queued or running then. These pure functions build the second, warm, instance of
 
 from __future__ import annotations
 
-import heapq
 from typing import Sequence
 
-import numpy as np
-
 from gridemu.brokers.directcontr.simulation import Result, SJob, _as_int
+from gridemu.sites.fcfs_replay import fcfs_starts
 
 WARMUPS = ("cold", "fcfs", "same")
-
-
-def fcfs_starts(release: np.ndarray, size: np.ndarray, machines: int) -> np.ndarray:
-    """Start times of global FCFS on ``machines`` identical processors: jobs in the given order
-    (release order, ties by id), each on the processor that frees first, never before its release."""
-    if machines < 1:
-        raise ValueError(f"machines: must be >= 1, got {machines!r}")
-    release = np.asarray(release, dtype=np.int64)
-    size = np.asarray(size, dtype=np.int64)
-    if len(release) != len(size):
-        raise ValueError(f"release and size: {len(release)} and {len(size)} values")
-    if len(release) > 1 and (np.diff(release) < 0).any():
-        raise ValueError(f"release: not sorted (job {int(np.flatnonzero(np.diff(release) < 0)[0]) + 1})")
-    free = [0] * machines  # the time each processor frees, as a heap
-    out = np.empty(len(release), dtype=np.int64)
-    for i, (r, p) in enumerate(zip(release.tolist(), size.tolist())):
-        s = max(r, free[0])
-        heapq.heapreplace(free, s + p)
-        out[i] = s
-    return out
+__all__ = ["WARMUPS", "backlog", "fcfs_starts", "someone_waits", "warm_instance"]
 
 
 def backlog(jobs: Sequence[SJob], start: dict[int, int], t_start: int) -> list[SJob]:
