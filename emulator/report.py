@@ -131,6 +131,8 @@ def print_summary(summary: dict[str, Any]) -> None:
         gt.add_row(key, _fmt(g.get(key)) if isinstance(g.get(key), float) else f"{g.get(key)}")
     _tail_rows(gt, g)
     gt.add_row("jobs by state", ", ".join(f"{k} {v:,}" for k, v in g["jobs_by_state"].items()))
+    if "warm_start_jobs" in g:
+        gt.add_row("warm start (FCFS backlog at t_start)", f"{g['warm_start_jobs']:,} of the jobs")
     if g.get("messages"):
         gt.add_row("messages by type", ", ".join(f"{k} {v:,}" for k, v in g["messages"].items()))
     if "faults" in g:

@@ -343,3 +343,11 @@ def test_warm_start_run_is_the_warm_window_of_the_experiment_script(seed, tmp_pa
     for name in ("directcontr", "fairshare", "utfairshare", "currfairshare", "roundrobin"):
         assert proto[f"fairness_{name}"] == pytest.approx(row[f"fcfs_{name}"], rel=1e-9, abs=1e-9), name
     assert proto["fairness_directcontr"] != pytest.approx(row["cold_directcontr"])  # not the cold window
+
+
+def test_warm_start_is_reported(tmp_path, capsys):
+    assert cli_main(["run", "shapley", "--set", 'workload.warm_start="fcfs"', "--out", str(tmp_path / "w")]) == 0
+    out = capsys.readouterr().out
+    assert "warm start (FCFS backlog at t_start)" in out and "89 of the jobs" in out
+    assert cli_main(["report", str(tmp_path / "w"), "--no-plot"]) == 0
+    assert "89 of the jobs" in capsys.readouterr().out
