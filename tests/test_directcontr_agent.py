@@ -351,3 +351,11 @@ def test_warm_start_is_reported(tmp_path, capsys):
     assert "warm start (FCFS backlog at t_start)" in out and "89 of the jobs" in out
     assert cli_main(["report", str(tmp_path / "w"), "--no-plot"]) == 0
     assert "89 of the jobs" in capsys.readouterr().out
+
+
+def test_warm_start_job_table_is_the_same_on_any_shard_count():
+    over = {"workload.warm_start": "fcfs"}
+    one = emulator.run("shapley", seed=3, backend="inprocess", shards=1, overrides=over)
+    two = emulator.run("shapley", seed=3, backend="inprocess", shards=2, overrides=over)
+    assert one.summary["global"]["warm_start_jobs"] > 0
+    pd.testing.assert_frame_equal(one.jobs, two.jobs)
