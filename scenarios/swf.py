@@ -513,6 +513,17 @@ def swf_to_jobs(
     return SwfJobs(jobs=jobs, group_names=group_names, org_of_user=org_of_user, skipped=skipped, warm=len(warm_left))
 
 
+def check_warm_start(t_start: object, split_parallel: bool) -> None:
+    """What a warm start needs (``gridemu validate`` asks before the trace is read): a window
+    to start, and sequential jobs to replay."""
+    if t_start is None:
+        raise ScenarioError("workload.warm_start", "needs a window: give workload.t_start")
+    if not split_parallel:
+        raise ScenarioError(
+            "workload.warm_start", "replays sequential jobs: set workload.split_parallel = true with it"
+        )
+
+
 def _with_backlog(
     records: np.ndarray,
     procs: np.ndarray,
@@ -523,17 +534,13 @@ def _with_backlog(
 ) -> tuple[np.ndarray, np.ndarray]:
     """The record index of every backlog copy (see ``swf_to_jobs``'s ``warm_machines``) followed
     by the window's, and the work each copy has left."""
-    if t_start is None:
-        raise ScenarioError("workload.warm_start", "needs a window: give workload.t_start")
-    if not split_parallel:
-        raise ScenarioError(
-            "workload.warm_start", "replays sequential jobs: set workload.split_parallel = true with it"
-        )
+    check_warm_start(t_start, split_parallel)
     submit, run_time = records["submit_time"], records["run_time"]
     prior = np.flatnonzero((submit >= 0) & (submit < t_start) & (run_time > 0) & (procs > 0))
     prior = prior[np.argsort(submit[prior], kind="stable")]
+    n_copies = int(procs[prior].sum())  # refused before the replay's arrays are made
+    check_allocation("workload.warm_start", 4.0 * n_copies * 8, f"a replay of {n_copies:,} jobs")
     copies = np.repeat(prior, procs[prior])
-    check_allocation("workload.warm_start", 4.0 * len(copies) * 8, f"a replay of {len(copies):,} jobs")
     for name, values in (("submit time", submit[prior]), ("run time", run_time[prior])):
         odd = np.flatnonzero(values != np.floor(values))
         if len(odd):

@@ -55,6 +55,7 @@ def swf_jobs(scenario: "WorkloadSource") -> tuple[np.ndarray, list[str]]:
     org_index = {org: k for k, org in enumerate(scenario.orgs)}
     site_org = [org_index[s.org] for s in scenario.sites]
     org_procs = np.bincount(site_org, weights=[s.procs for s in scenario.sites], minlength=len(scenario.orgs))
+    warm = wl.get("warm_start") == "fcfs"
     out = swf_to_jobs(
         trace.records,
         n_orgs=n_orgs,
@@ -67,7 +68,7 @@ def swf_jobs(scenario: "WorkloadSource") -> tuple[np.ndarray, list[str]]:
         t_end=t_end,
         org_names=list(scenario.orgs),  # group paths start with the organization's own name
         # A warm start replays the trace on the whole machine: every site's processors.
-        warm_machines=int(sum(s.procs for s in scenario.sites)) if wl.get("warm_start") == "fcfs" else None,
+        warm_machines=int(org_procs.sum()) if warm else None,
     )
     first_site: dict[int, int] = {}
     for s, k in zip(scenario.sites, site_org):
@@ -83,7 +84,7 @@ def swf_jobs(scenario: "WorkloadSource") -> tuple[np.ndarray, list[str]]:
             "give the sites more processors or set workload.split_parallel = true"
         )
     scenario.extra["swf_skipped"] = dict(out.skipped)
-    if wl.get("warm_start") == "fcfs":
+    if warm:
         scenario.extra["swf_warm_jobs"] = out.warm
     scenario.extra["workload_warnings"] = org_warnings(jobs, org_procs, scenario.orgs, wl.get("orgs_by", "random"))
     return jobs, list(out.group_names)

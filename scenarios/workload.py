@@ -138,16 +138,11 @@ def check_workload(wl: dict[str, Any], sites: list["SiteSpec"]) -> None:  # noqa
             if orgs <= 0 or not orgs.is_integer():
                 raise ScenarioError("workload.orgs", f"must be a positive integer, got {wl['orgs']!r}")
         if kind == "swf":
-            from gridemu.scenarios.swf import ORGS_BY, WARM_STARTS
+            from gridemu.scenarios.swf import ORGS_BY, WARM_STARTS, check_warm_start
 
             choice("workload.orgs_by", wl.get("orgs_by", "random"), ORGS_BY)
             if choice("workload.warm_start", wl.get("warm_start", "cold"), WARM_STARTS) != "cold":
-                if wl.get("t_start") is None:
-                    raise ScenarioError("workload.warm_start", "needs a window: give workload.t_start")
-                if wl.get("split_parallel") is not True:
-                    raise ScenarioError(
-                        "workload.warm_start", "replays sequential jobs: set workload.split_parallel = true with it"
-                    )
+                check_warm_start(wl.get("t_start"), wl.get("split_parallel") is True)
             user_map = wl.get("user_map", {})
             if not isinstance(user_map, dict):
                 raise ScenarioError(
