@@ -287,6 +287,25 @@ def test_sanity_explicit_job_list_is_valid(tmp_path, capsys):
 # --------------------------------------------------------------------------- workload files
 
 
+def test_warm_start_on_fractional_times_names_the_job(tmp_path, capsys):
+    """The FCFS replay takes whole seconds: a fractional submit time before the window stops
+    validate and the run (exit 2) with the key and the job named, and nothing is written."""
+    fields = "{job} {submit} -1 10 1 -1 -1 1 -1 -1 1 1 1 -1 -1 -1 -1 -1"
+    lines = [fields.format(job=1, submit=0.5), fields.format(job=2, submit=100)]
+    trace = write(tmp_path, "t.swf", "\n".join(lines) + "\n")
+    scenario = write(
+        tmp_path,
+        "warm.toml",
+        f'[sites]\ncount = 2\nprocs = 2\n\n[workload]\nkind = "swf"\npath = "{trace}"\n'
+        'split_parallel = true\nt_start = 50\nt_end = 200\nwarm_start = "fcfs"\n',
+    )
+    needles = ("workload.warm_start", "whole seconds", "job 1", "submit time 0.5")
+    expect_error(capsys, ["validate", scenario], *needles)
+    out = tmp_path / "out"
+    expect_error(capsys, ["run", scenario, "--backend", "inprocess", "--out", out, "--quiet"], *needles)
+    assert not out.exists()
+
+
 def test_csv_row_with_wrong_column_count(tmp_path, capsys):
     csv_path = write(tmp_path, "jobs.csv", "release,size,site\n0,1.0,0\n1,2.0,1\n2,3.0\n4,1.0,0\n")
     scenario = write(
