@@ -30,7 +30,7 @@ from gridemu.sites.faults import FaultPlan
 from gridemu.sites.fcfs_columns import FcfsColumns, RoutedSites
 from gridemu.sites.job_columns import split_columns
 from gridemu.sites.results import job_columns, usage_ledger
-from gridemu.sites.site import Site
+from gridemu.sites.site import Site, Tally
 from gridemu.sites.spec import SiteSpec
 from gridemu.sites.view import SiteView
 
@@ -247,6 +247,7 @@ class SiteEngine(ShardEngine):
         self.columnar = spec.columnar  # see ShardSpec.columnar
         self.clock = -math.inf  # every event before this time has been handled
         self.sites: list[Site] = []
+        self.tally = Tally()  # what the sites have done so far, counted by the sites themselves
         jobs, counts = _by_site(spec.jobs, local_of)
         bounds = np.cumsum(counts) - counts
         columns = split_columns(jobs, counts.tolist())
@@ -258,6 +259,7 @@ class SiteEngine(ShardEngine):
                 spec.owners[i],
                 kinds,
                 columns[i],
+                self.tally,
             )
             if site.scheduler.name in spec.schedulers:
                 site.scheduler.configure(spec.schedulers[site.scheduler.name])
@@ -291,13 +293,16 @@ class SiteEngine(ShardEngine):
         self.local_list: list[int] = local_of.tolist()  # the same, for row-by-row lookups
         self.shard_of: list[int] = self.site_to_shard.tolist()
         self.next_t = np.array([s.next_event_time() for s in self.sites], dtype=float)
-        self.bounds = np.array([s.send_bound() for s in self.sites], dtype=float)
+        # A site keeps the bound it last declared (its sends are checked against it), the shard
+        # all of them for the windows' rule: both are set wherever a bound is asked for.
+        for site in self.sites:
+            site.bound = site.send_bound()
+        self.bounds = np.array([s.bound for s in self.sites], dtype=float)
         # Each site's CPU seconds, kept here: one array update a window, not a store per visit.
         self.cpu = np.zeros(len(self.sites))
         # Without faults no site is ever down: its send bound is its agent's (Site.send_bound).
         self.faultless = spec.faults is None
-        self.events = sum(s.events for s in self.sites)
-        self.done = sum(_done(s) for s in self.sites)
+        self.events, self.done = self.tally.events, self.tally.done
 
     def next_time(self) -> float:
         return _min(self.next_t)
@@ -312,7 +317,6 @@ class SiteEngine(ShardEngine):
         sites, next_t, bounds, faultless = self.sites, self.next_t, self.bounds, self.faultless
         rows: list[tuple] = []
         clock = time.perf_counter
-        events, done = 0, 0
         active = np.flatnonzero(next_t < until)
         new_next, new_bound, took = [], [], []
         next_add, bound_add, took_add = new_next.append, new_bound.append, took.append
@@ -321,19 +325,16 @@ class SiteEngine(ShardEngine):
         # site is timed on the wall clock and the window's CPU is shared in proportion: with
         # more shards than cores, the time a shard waits for one is nobody's cost.
         wall0, cpu0 = clock(), time.thread_time()
-        # The visit is the general path's per-site cost: _done is written out here, a faultless
-        # shard asks the agent for its bound without Site.send_bound's call around it, and one
-        # clock read a visit times it (the kernel's few steps after a site's events, its bound
-        # and outbox, count as its own).
+        # The visit is the general path's per-site cost: the sites count their events and
+        # finished jobs in the shard's tally, a faultless shard asks the agent for its bound
+        # without Site.send_bound's call around it, and one clock read a visit times it (the
+        # kernel's few steps after a site's events, its bound and outbox, count as its own).
         t0 = wall0
-        for i, bound in zip(active.tolist(), bounds[active].tolist()):
+        for i in active.tolist():
             site = sites[i]
-            site.bound = bound
-            e0, d0 = site.events, site.done - site.pieces
             next_add(site.advance(until))
-            events += site.events - e0
-            done += site.done - site.pieces - d0
-            bound_add(site.agent.send_bound() if faultless else site.send_bound())
+            site.bound = bound = site.agent.send_bound() if faultless else site.send_bound()
+            bound_add(bound)
             if site.outbox:
                 rows += site.outbox
                 site.outbox = []
@@ -352,8 +353,7 @@ class SiteEngine(ShardEngine):
                 cpu[i] += dt * ran
                 next_t[i] = nt
                 bounds[i] = b
-        self.events += events
-        self.done += done
+        self.events, self.done = self.tally.events, self.tally.done
         self.clock = until
         return self._outgoing(rows)
 
@@ -393,7 +393,8 @@ class SiteEngine(ShardEngine):
             # A delivered message is an event, and may move the bound. The site's next event
             # was next_t[i]; now it is that or its inbox's new head (Site.deliver sorts it).
             heads.append(site.inbox[0][0])
-            new_bound.append(site.agent.send_bound() if faultless else site.send_bound())
+            site.bound = bound = site.agent.send_bound() if faultless else site.send_bound()
+            new_bound.append(bound)
         idx = list(per_site)
         if len(idx) > _FEW:
             self.next_t[idx] = np.minimum(self.next_t[idx], heads)
@@ -572,9 +573,3 @@ def _live(site: Site) -> int:
     travelling = sum(1 for row in site.pending_messages() if job_kinds[row[5]].job)
     held = len(site.held) if site.down and site.up_at < math.inf else 0
     return busy + (site.n_local - site.cursor) + travelling + held
-
-
-def _done(site: Site) -> int:
-    # Finished pieces less the pieces split off jobs: equals the job count once all are done
-    # (a site on the FCFS recurrence counts its arrivals as done: sites/fcfs_recurrence.py).
-    return site.done - site.pieces

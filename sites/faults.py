@@ -317,7 +317,7 @@ def crash(site: Any, now: float, until: float) -> None:
         else:
             site.r_state[slot] = _LOST
             site.r_end[slot] = now
-            site.done += 1  # settled: a run without a horizon ends once every job is done or lost
+            site.tally.done += 1  # settled: a run without a horizon ends once every job is done or lost
             f.jobs_lost += 1
     if requeue:
         push_front = getattr(site.scheduler, "push_front", site.scheduler.push)

@@ -64,7 +64,8 @@ def advance(site: "Site", until: float) -> float:
         prev = s
         i += 1
     site.events += i - site.cursor
-    site.done += i - site.cursor  # scheduled to the end: done for the shard's count (finish() counts them)
+    site.tally.events += i - site.cursor
+    site.tally.done += i - site.cursor  # scheduled to the end: done for the shard's count (finish() counts them)
     site.cursor = i
     site._fp_prev = prev
     return site.next_event_time()

@@ -52,6 +52,19 @@ _AFTER_TAG = NO_FIELDS[1:]
 assert JOB.payload((), {"tag": 0.5}) == (0.5,) + _AFTER_TAG + NO_JOB
 
 
+class Tally:
+    """A shard's running counts, which every site of the shard adds to as it goes: events
+    handled, and jobs finished (finished pieces less the pieces split off jobs: the job count
+    once all are done). The shard reads them once a window, instead of each site's counts
+    before and after its visit (a tenth of a visit's opcodes)."""
+
+    __slots__ = ("events", "done")
+
+    def __init__(self) -> None:
+        self.events = 0
+        self.done = 0
+
+
 class Site:
     """State and event loop of one site. Agents act on it through the public methods."""
 
@@ -62,7 +75,7 @@ class Site:
         *(
             "site_id name owner speeds m uniform speed free_count free_procs alloc setup latency _columns "
             "n_local local_jobs cursor r_start r_end r_state r_proc proc_sets scheduler _on_finish fcfs heap "
-            "inbox inbox_at timer_times seq msg_seq outbox bound events done kinds job_code sent received "
+            "inbox inbox_at timer_times seq msg_seq outbox bound events tally kinds job_code sent received "
             "cpu_seconds pieces agent links fast _fp_free _fp_prev faults down up_at held _hot"
         ).split(),
     )
@@ -75,6 +88,7 @@ class Site:
         owner: int,
         kinds: MessageKinds | None = None,
         columns: list[array] | None = None,
+        tally: Tally | None = None,
     ):
         self.site_id = spec.site_id
         self.name = spec.name
@@ -132,8 +146,8 @@ class Site:
         self.msg_seq = 0
         self.outbox: list[tuple] = []
         self.bound = -INF
-        self.events = 0
-        self.done = 0
+        self.events = 0  # this site's (sites.parquet); its shard's are in the tally
+        self.tally = tally if tally is not None else Tally()
         self.kinds = kinds if kinds is not None else MessageKinds()
         self.job_code = self.kinds.code["job"]
         self.sent = [0] * len(self.kinds)
@@ -339,6 +353,7 @@ class Site:
         """A new piece of ``amount`` work off ``slot`` (which keeps the rest): its own fragment id,
         unique in the run (this site's id and a counter); returns its slot."""
         self.pieces += 1
+        self.tally.done -= 1  # one more piece to finish before the job is done
         rec = list(self.job_record(slot))
         rec[SIZE] = amount
         rec[FRAGMENT] = ((self.site_id + 1) << 32) | self.pieces
@@ -593,6 +608,7 @@ class Site:
                     faults.recover(self, now)
                 down = self.down
         self.events += events
+        self.tally.events += events
         self.received += received
         return t
 
@@ -632,7 +648,7 @@ class Site:
         if self.setup:
             self.setup.pop(slot, None)
         self.r_state[slot] = DONE
-        self.done += 1
+        self.tally.done += 1
         if self._on_finish is not None:
             self._on_finish(slot)
 
@@ -666,4 +682,3 @@ class Site:
         if self.fast:
             finished = int(np.count_nonzero(np.asarray(self.r_end[: self.cursor], dtype=float) < horizon))
             self.events += finished
-            self.done = finished
