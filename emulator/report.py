@@ -145,7 +145,8 @@ def print_summary(summary: dict[str, Any]) -> None:
     console.print(gt)
     proto = summary.get("protocol")
     if proto:
-        pt = Table(title=f"{proto['name']} (summary.json: protocol)")
+        title = f"{proto['name']} (summary.json: protocol)"
+        pt = Table(title=title, min_width=min(len(title), 120))  # a narrow table's title would wrap word by word
         pt.add_column("figure")
         pt.add_column("value", justify="right")
         for key, value in proto.items():
@@ -160,7 +161,8 @@ def print_result_tables(console: Any, summary: dict[str, Any]) -> None:
     from rich.table import Table
 
     for result in registry.report_of(summary["global"]["protocol"]).result_tables(summary):
-        rt = Table(title=f"{result.title} ({result.name}.csv)", caption=result.caption or None)
+        title = f"{result.title} ({result.name}.csv)"
+        rt = Table(title=title, caption=result.caption or None, min_width=min(len(title), 120))
         for i, col in enumerate(result.frame.columns):
             header = result.headers.get(col, str(col).replace("_", " "))
             rt.add_column(header, justify="left" if i == 0 else "right")
