@@ -412,18 +412,22 @@ def swf_to_jobs(
             skipped[reason] = int(hit.sum())
         keep &= ~bad
 
+    # The records' own faults, apart from the window: a warm start replays the usable ones
+    # before it (_with_backlog).
+    no_submit, no_run, zero_run, no_procs = submit < 0, run_time < 0, run_time == 0, procs <= 0
+    usable = ~(no_submit | no_run | zero_run | no_procs)
     # A job with no submit time cannot be released at any defined moment.
-    drop("no_submit_time", submit < 0)
+    drop("no_submit_time", no_submit)
     # Window: keep t_start <= submit < t_end (half-open, so adjacent windows tile a trace).
     if t_start is not None:
         drop("before_window", submit < t_start)
     if t_end is not None:
         drop("after_window", submit >= t_end)
     # size = run time; unknown (-1) or zero run time gives nothing to emulate.
-    drop("no_run_time", run_time < 0)
-    drop("zero_run_time", run_time == 0)
+    drop("no_run_time", no_run)
+    drop("zero_run_time", zero_run)
     # Neither the allocated nor the requested processor count is usable.
-    drop("no_procs", procs <= 0)
+    drop("no_procs", no_procs)
 
     # Organizations: drawn over every distinct user in the records, not just the
     # kept ones, so changing the window or skip rules never reshuffles the map.
@@ -452,7 +456,9 @@ def swf_to_jobs(
     kept_index = kept_index[np.argsort(submit[kept_index], kind="stable")]
     warm_left = np.zeros(0, dtype=np.int64)
     if warm_machines is not None:
-        kept_index, warm_left = _with_backlog(records, procs, kept_index, warm_machines, t_start, split_parallel)
+        kept_index, warm_left = _with_backlog(
+            records, procs, usable, kept_index, warm_machines, t_start, split_parallel
+        )
     kept = records[kept_index]
     kept_procs = procs[kept_index]
 
@@ -527,16 +533,18 @@ def check_warm_start(t_start: object, split_parallel: bool) -> None:
 def _with_backlog(
     records: np.ndarray,
     procs: np.ndarray,
+    usable: np.ndarray,
     window: np.ndarray,
     machines: int,
     t_start: float | None,
     split_parallel: bool,
 ) -> tuple[np.ndarray, np.ndarray]:
     """The record index of every backlog copy (see ``swf_to_jobs``'s ``warm_machines``) followed
-    by the window's, and the work each copy has left."""
+    by the window's, and the work each copy has left. ``usable``: the records that no skip
+    rule but the window's drops."""
     check_warm_start(t_start, split_parallel)
     submit, run_time = records["submit_time"], records["run_time"]
-    prior = np.flatnonzero((submit >= 0) & (submit < t_start) & (run_time > 0) & (procs > 0))
+    prior = np.flatnonzero(usable & (submit < t_start))
     prior = prior[np.argsort(submit[prior], kind="stable")]
     n_copies = int(procs[prior].sum())  # refused before the replay's arrays are made
     check_allocation("workload.warm_start", 4.0 * n_copies * 8, f"a replay of {n_copies:,} jobs")
