@@ -129,3 +129,26 @@ def test_show_prints_a_scenario_that_runs(tmp_path, monkeypatch, capsys):
     assert main(["validate", "my.toml"]) == 0
     assert main(["show", "quickstart", "--set", "protocol.perod=3"]) == 2
     assert "did you mean 'period'?" in capsys.readouterr().err
+
+
+def test_provenance_asks_git_once_a_process_and_hashes_inputs_at_every_run(tmp_path, monkeypatch):
+    from gridemu.emulator import provenance as prov_mod
+
+    calls = []
+
+    def fake_git(where):
+        calls.append(where)
+        return {"commit": "c0ffee", "modified": len(calls) > 1}  # a second call would say modified
+
+    monkeypatch.setattr(prov_mod, "git_commit", fake_git)
+    prov_mod._own_commit.cache_clear()
+    trace = tmp_path / "t.swf"
+    trace.write_text("; one\n")
+    data = {"workload": {"path": str(trace)}}
+    first = prov_mod.provenance(data)
+    trace.write_text("; two\n")  # the input changed between runs: its hash follows
+    second = prov_mod.provenance(data)
+    prov_mod._own_commit.cache_clear()  # later tests ask the real checkout again
+    assert len(calls) == 1
+    assert first["git"] == second["git"] == {"commit": "c0ffee", "modified": False}
+    assert first["inputs"]["workload.path"]["sha256"] != second["inputs"]["workload.path"]["sha256"]
