@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import gc
+import math
 import os
 import signal
 import socket
@@ -56,10 +57,12 @@ class InProcessBackend:
     def status(self) -> list[StepInfo]:
         return [s.status() for s in self.shards]
 
-    def step(self, until: float, inboxes: list[list[Any]]) -> tuple[list[StepInfo], list[list[Any]]]:
+    def step(
+        self, until: float, inboxes: list[list[Any]], span: float = -math.inf
+    ) -> tuple[list[StepInfo], list[list[Any]]]:
         infos, outs = [], []
         for shard, inbox in zip(self.shards, inboxes):
-            info, *out = shard.step(until, *inbox)
+            info, *out = shard.step(until, *inbox, span=span)
             infos.append(info)
             outs.append(out)
         return infos, outs

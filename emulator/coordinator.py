@@ -148,7 +148,7 @@ class Coordinator:
                     if hasattr(self.backend, "run_windows"):
                         end, due = self._chunk(rule, n_jobs, watch)
                     else:
-                        self._step(window.end)
+                        self._step(window.end, rule.span)
                         end = window.end
                         due = watch is not None and watch.due(end, sum(i.done for i in self.infos))
                     if self.checkpoint_every is not None:
@@ -226,10 +226,10 @@ class Coordinator:
         enter_phase("fetch")
         return self._gather(horizon, work, n_jobs)
 
-    def _step(self, until: float) -> None:
+    def _step(self, until: float, span: float) -> None:
         """One window: every shard handles its events before ``until``; their outgoing batches
-        become the next window's inboxes."""
-        self.infos, outs = self.backend.step(until, self.inboxes)
+        become the next window's inboxes. ``span``: the rule's (Shard.step)."""
+        self.infos, outs = self.backend.step(until, self.inboxes, span)
         self.windows += 1
         self.inboxes = [[] for _ in range(self.n_shards)]
         for info, out in zip(self.infos, outs):

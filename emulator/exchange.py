@@ -140,7 +140,7 @@ def run_chunk(
         window = window_after(plan.rule, infos, in_min, plan.n_jobs)
         if window is None:
             return ChunkEnd(n, end, "end", infos[k], inbox, stall)
-        info, *out = shard.step(window.end, *inbox)
+        info, *out = shard.step(window.end, *inbox, span=plan.rule.span)
         cut = k == 0 and time.perf_counter() - start >= plan.budget
         post(plan.first + n, info, out, cut)
         got = collect(plan.first + n)

@@ -187,6 +187,12 @@ class Site:
         bound = self.agent.send_bound()
         return min(bound, self.up_at) if self.down else bound
 
+    def next_arrival_or_timer(self) -> float:
+        """The earliest local arrival or timer: the next event at which an agent that sends
+        only from those (``sends_only_on_arrival_and_timer``) may send."""
+        release = self.c_release[self.cursor] if self.cursor < self.n_local else INF
+        return self.timer_times[0] if self.timer_times and self.timer_times[0] < release else release
+
     def next_agent_event_time(self) -> float:
         """The earliest pending timer or message."""
         t = self.timer_times[0] if self.timer_times else INF  # and next_message_time, inline (the hot send bound)

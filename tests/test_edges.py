@@ -42,11 +42,11 @@ def signal_at(monkeypatch, sig: int, phase: str, last_window: int) -> None:
     if phase == "window":
         real, seen = backends.InProcessBackend.step, {"n": 0}
 
-        def step(self, until, inboxes):
+        def step(self, until, inboxes, *rest):
             seen["n"] += 1
             if seen["n"] == last_window:
                 os.kill(os.getpid(), sig)
-            return real(self, until, inboxes)
+            return real(self, until, inboxes, *rest)
 
         monkeypatch.setattr(backends.InProcessBackend, "step", step)
         return

@@ -42,6 +42,7 @@ REPORT = message("report", load=int)
 class PowerOfDAgent(Agent):
     name = "power_of_d"
     intercepts_arrivals = True
+    sends_only_on_arrival_and_timer = True  # transfers at arrivals, reports on the timer
 
     def __init__(self, site, grid: GridInfo, params: PowerOfDParams):
         super().__init__(site, grid, params)

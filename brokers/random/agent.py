@@ -37,6 +37,7 @@ def random_routes(
 class RandomBrokerAgent(Agent):
     name = "random"
     intercepts_arrivals = True
+    sends_only_on_arrival_and_timer = True  # a transfer at an arrival
 
     def __init__(self, site, grid: GridInfo, params: Params):
         super().__init__(site, grid, params)
