@@ -21,6 +21,8 @@ SMALL = {
     "bilb-topology": {"sites.count": 12, "workload.until": 100.0},
     "gm-grid": {},
     "molba": {},
+    # Sites that wait for their next arrival or timer: stopped with completions and messages waiting.
+    "power-of-d": {"sites.count": 60, "workload.jobs": 3000},
     # What its check_jobs settles (period, rounds) is no [protocol] key: the saved scenario validates again.
     "dedicated": {"workload.rounds": 4},
 }
