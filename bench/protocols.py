@@ -1075,15 +1075,15 @@ def ratios(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 )
         if inproc and inproc.get("site_cpu_s") is not None and inproc.get("loop_s") and inproc.get("windows"):
             outside = inproc["loop_s"] - inproc["site_cpu_s"]
-            visits = inproc["windows"] * inproc["sites"]
+            pairs = inproc["windows"] * inproc["sites"]  # not visits: a window visits only its busy sites
             add(
                 f"{model}: in-process window loop outside the sites' event loops (s)",
                 outside,
                 "(window cost should follow busy sites)",
                 None,
-                f"{outside / inproc['loop_s']:.0%} of the loop; {1e6 * outside / visits:.2f} us per window per hosted "
+                f"{outside / inproc['loop_s']:.0%} of the loop; {1e6 * outside / pairs:.2f} us per window per hosted "
                 f"site ({inproc['windows']:,} windows x {inproc['sites']:,} "
-                f"sites = {visits:,} site visits for {inproc['events']:,} events)",
+                f"sites = {pairs:,} window-site pairs for {inproc['events']:,} events)",
             )
     return out
 
