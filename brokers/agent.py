@@ -47,10 +47,12 @@ class Agent:
     #: An agent that can never act (no hook does anything): the kernel may then run its
     #: site's FCFS schedule as a vectorized recurrence and skip the windows' barriers.
     silent = False
-    #: An agent that sends only from ``on_arrival`` and ``on_timer``, whatever it receives or
-    #: sees complete: the kernel may then handle its site's other events (completions, received
-    #: messages) late, at the site's next arrival or timer, in the same order (a send from one
-    #: of them would come before the bound the agent declared: the causality check stops it).
+    #: An agent that sends only from ``on_arrival`` and ``on_timer`` (and sets timers only
+    #: there), whatever it receives or sees complete, so that its ``send_bound`` depends on its
+    #: arrivals and timers alone: the kernel may then handle its site's other events
+    #: (completions, received messages) late, at the site's next arrival or timer, in the same
+    #: order, and skips asking its bound when messages are delivered (a send from one of those
+    #: events would come before the bound the agent declared: the causality check stops it).
     sends_only_on_arrival_and_timer = False
 
     def __init__(self, site: SiteView, grid: GridInfo, params: Params):

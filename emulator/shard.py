@@ -411,23 +411,29 @@ class SiteEngine(ShardEngine):
             else:
                 per_site[i] = [row]
         heads, new_bound = [], []
+        # A delivered message is an event, and may move the bound, but not the bound of an agent
+        # that sends only at arrivals and timers (a waiting shard's: wake).
+        moves = self.wake is None
         for i, got in per_site.items():
             site = sites[i]
             site.deliver(got)
-            # A delivered message is an event, and may move the bound. The site's next event
-            # was next_t[i]; now it is that or its inbox's new head (Site.deliver sorts it).
+            # The site's next event was next_t[i]; now it is that or its inbox's new head
+            # (Site.deliver sorts it).
             heads.append(site.inbox[0][0])
-            site.bound = bound = site.agent.send_bound() if faultless else site.send_bound()
-            new_bound.append(bound)
+            if moves:
+                site.bound = bound = site.agent.send_bound() if faultless else site.send_bound()
+                new_bound.append(bound)
         idx = list(per_site)
         if len(idx) > _FEW:
             self.next_t[idx] = np.minimum(self.next_t[idx], heads)
-            self.bounds[idx] = new_bound
+            if moves:
+                self.bounds[idx] = new_bound
         else:
             next_t, bounds = self.next_t, self.bounds
-            for i, h, b in zip(idx, heads, new_bound):
+            for i, h in zip(idx, heads):
                 if h < next_t[i]:
                     next_t[i] = h
+            for i, b in zip(idx, new_bound):
                 bounds[i] = b
 
     def _catch_up(self, until: float) -> None:
