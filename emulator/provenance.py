@@ -50,14 +50,13 @@ def git_commit(where: Path) -> dict[str, Any] | None:
 
 
 @functools.lru_cache(maxsize=1)
-def _own_commit() -> tuple[str, bool] | None:
+def _own_commit() -> dict[str, Any] | None:
     """gridemu's own checkout, asked once a process: the code a process runs is what it
     imported, and two git calls are 10 ms, a fifth of a small run's gathering (a sweep of
     small runs in one process asked them for every run)."""
     import gridemu
 
-    git = git_commit(Path(gridemu.__file__).resolve().parent)
-    return None if git is None else (git["commit"], git["modified"])
+    return git_commit(Path(gridemu.__file__).resolve().parent)
 
 
 def sha256(path: Path, chunk: int = 1 << 20) -> str:
@@ -80,7 +79,7 @@ def provenance(data: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {"gridemu": _version("gridemu") or "unknown (not installed)"}
     own = _own_commit()
     if own is not None:
-        out["git"] = {"commit": own[0], "modified": own[1]}
+        out["git"] = dict(own)  # a copy: the cached one stays as git gave it
     out["python"] = platform.python_version()
     out.update({name: _version(name) for name in LIBRARIES})
     files = {}

@@ -333,7 +333,9 @@ class SiteEngine(ShardEngine):
         rows: list[tuple] = []
         clock = time.perf_counter
         if wake is not None and until >= self.span:
-            wake = None  # the run may end at this barrier: every event before it is handled
+            # The run may end at this barrier: every event before it is handled. From here on
+            # no window waits (the span is the run's), so wake is not kept up any more.
+            wake = None
         active = np.flatnonzero((next_t if wake is None else wake) < until)
         new_next, new_bound, took, new_wake = [], [], [], []
         next_add, bound_add, took_add, wake_add = new_next.append, new_bound.append, took.append, new_wake.append
@@ -352,7 +354,7 @@ class SiteEngine(ShardEngine):
             next_add(site.advance(until))
             site.bound = bound = site.agent.send_bound() if faultless else site.send_bound()
             bound_add(bound)
-            if self.wake is not None:
+            if wake is not None:
                 wake_add(site.next_arrival_or_timer())
             if site.outbox:
                 rows += site.outbox
@@ -366,17 +368,17 @@ class SiteEngine(ShardEngine):
             self.cpu[active] += np.fromiter(took, float, len(took)) * ran
             next_t[active] = new_next
             bounds[active] = new_bound
-            if self.wake is not None:
-                self.wake[active] = new_wake
+            if wake is not None:
+                wake[active] = new_wake
         else:  # a window that visits a few sites: numpy's fancy indexing costs more than items
             cpu = self.cpu
             for i, dt, nt, b in zip(active.tolist(), took, new_next, new_bound):
                 cpu[i] += dt * ran
                 next_t[i] = nt
                 bounds[i] = b
-            if self.wake is not None:
+            if wake is not None:
                 for i, w in zip(active.tolist(), new_wake):
-                    self.wake[i] = w
+                    wake[i] = w
         self.events, self.done = self.tally.events, self.tally.done
         self.clock = until
         return self._outgoing(rows)
