@@ -44,7 +44,9 @@ def links(page: Path) -> list[str]:
 
 def test_the_slug_is_githubs():
     assert slug("Talking sites (`bench/protocols.py`)") == "talking-sites-benchprotocolspy"
-    assert slug("Issue 40's 2-core targets, 2026-11-27 at `b1e6afe`") == "issue-40s-2-core-targets-2026-11-27-at-b1e6afe"
+    assert (
+        slug("Issue 40's 2-core targets, 2026-11-27 at `b1e6afe`") == "issue-40s-2-core-targets-2026-11-27-at-b1e6afe"
+    )
     assert slug("Price × cost: µs a site") == "price--cost-µs-a-site"
 
 
