@@ -183,13 +183,13 @@ def _check_procs(spec: Any, sites: list["SiteSpec"]) -> None:
         for k in spec:
             if k not in ("low", "high"):
                 raise ScenarioError(f"workload.procs.{k}", "unknown key (allowed: high, low)")
-        low = check_number("workload.procs.low", spec.get("low", 1), positive=True)
-        high = check_number("workload.procs.high", spec.get("high", low), positive=True)
+        low = check_number("workload.procs.low", spec.get("low", 1), positive=True, integer=True)
+        high = check_number("workload.procs.high", spec.get("high", low), positive=True, integer=True)
         if high < low:
             raise ScenarioError("workload.procs.high", f"must be >= low ({low}), got {high}")
         top = high
     else:
-        top = check_number("workload.procs", spec, positive=True)
+        top = check_number("workload.procs", spec, positive=True, integer=True)
     if top > smallest:
         raise ScenarioError("workload.procs", f"jobs may need {int(top)} processors but a site has only {smallest}")
 

@@ -148,6 +148,9 @@ SET_CASES = [
     pytest.param("scheduler.name=bogus", ["scheduler.name", "bogus", "fcfs"], id="unknown-scheduler"),
     pytest.param("sites.procs=0", ["sites.procs", "0"], id="zero-processors"),
     pytest.param("workload.procs=5", ["workload.procs", "5", "4"], id="job-wider-than-site"),
+    # a fraction of a processor once ran every job on int(0.5) = 0 processors
+    pytest.param("workload.procs=0.5", ["workload.procs", "integer", "0.5"], id="job-procs-fraction"),
+    pytest.param("workload.procs={low=1.5, high=2}", ["workload.procs.low", "integer"], id="job-procs-low-fraction"),
     pytest.param("run.lookahead=0", ["run.lookahead"], id="lookahead-zero"),
     pytest.param("run.lookahead=-0.5", ["run.lookahead", "-0.5"], id="lookahead-negative"),
     pytest.param("run.lookahead=0.75", ["run.lookahead", "0.75", "0.5"], id="lookahead-above-latency"),

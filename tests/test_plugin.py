@@ -165,6 +165,35 @@ def test_a_message_of_an_undeclared_kind_stops_the_run_naming_it(tmp_path, capsy
         registry.unregister("rude")
 
 
+@pytest.mark.parametrize(
+    ("where", "text"),
+    [
+        (lambda me, n: n, "to site 4, which is not a site of this grid (0-3)"),
+        # a negative id once landed on the last site of the shard's list
+        (lambda me, n: -1, "to site -1, which is not a site of this grid (0-3)"),
+        # a topology's links refuse a site itself; the full graph's check must too
+        (lambda me, n: me, "to itself"),
+    ],
+    ids=["past-the-last", "negative", "itself"],
+)
+@pytest.mark.parametrize("shards", ["1", "2"])
+def test_a_message_to_no_other_site_stops_the_run_naming_it(tmp_path, capsys, where, text, shards):
+    class Stray(RelayAgent):
+        def on_arrival(self, now: float, slot: int) -> bool:
+            self.site.send(now, where(self.site.site_id, self.grid.n_sites), "hello", hops=1, job_id=0)
+            return False
+
+    registry.register(Protocol("stray", Stray, "sends where no site is", params=RelayParams, messages=(HELLO,)))
+    try:
+        path = scenario_file(tmp_path, 1)
+        Path(path).write_text(Path(path).read_text().replace('name = "relay"', 'name = "stray"'))
+        assert main(["run", path, "--backend", "inprocess", "--shards", shards, "--quiet"]) == 3
+        err = capsys.readouterr().err
+        assert re.search(r"site site\d sent a 'hello' message at t=[0-9.]+ " + re.escape(text), err), err
+    finally:
+        registry.unregister("stray")
+
+
 def test_a_protocol_registered_at_run_time_travels_with_the_shard_spec():
     from gridemu.emulator.engine import build_shard_specs
     from gridemu.emulator.scenario import load_scenario
