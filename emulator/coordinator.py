@@ -327,11 +327,12 @@ class Coordinator:
 
     def _report(self, now: float, span: float, n_jobs: int, t0: float) -> None:
         infos = self.infos
-        self.on_progress(
-            Progress(
-                now, span, sum(i.done for i in infos), n_jobs, sum(i.events for i in infos), time.perf_counter() - t0
-            )
-        )
+        # A shard's done is its finished pieces less the pieces split off jobs: the job count
+        # once every piece ends, but below it, and below zero, while split pieces still run.
+        # It is never above the jobs finished (a job counts once its last piece ends), so the
+        # progress shows it floored at 0: exact without splits, a lower bound with them.
+        done = max(0, sum(i.done for i in infos))
+        self.on_progress(Progress(now, span, done, n_jobs, sum(i.events for i in infos), time.perf_counter() - t0))
 
     def _gather(
         self, horizon: float, work: Workload, n_jobs: int

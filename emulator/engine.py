@@ -42,6 +42,8 @@ class Progress:
 
     virtual_time: float
     end_time: float
+    #: Jobs finished; with divisible load (jobs split into pieces) a lower bound: a job counts
+    #: once its last piece ends, and the shards count pieces, not jobs (coordinator._report).
     jobs_done: int
     jobs_total: int
     events: int
