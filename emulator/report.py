@@ -754,7 +754,10 @@ def plot_gantt(
         squeeze=False,
         layout="constrained",
     )
-    owners = sorted(set().union(*(b["owner"].astype(str).unique() for _, b in boxes)), key=_natural)
+    # Every owner of the run, not of the boxes drawn: an organization keeps its colour (the
+    # one flow_cdf.png gives it) whatever the window or the sites shown.
+    tables = [jobs] + [table for _, table in panels]
+    owners = sorted(set().union(*(t["owner"].astype(str).unique() for t in tables)), key=_natural)
     code = {o: i for i, o in enumerate(owners)}
     palette = org_colors(len(owners))
     edges = palette.copy()

@@ -251,6 +251,42 @@ def test_a_gantt_window_draws_only_its_jobs(quick_run, tmp_path):
         plot_gantt(folder, jobs, sites, "0", window=(1e9, 2e9))
 
 
+def test_an_organization_keeps_its_gantt_colour_whatever_the_window(quick_run, tmp_path):
+    # The palette once came from the owners of the boxes drawn: a window or a site where only
+    # some organizations ran shifted every colour after the first missing one.
+    import matplotlib.figure
+
+    from gridemu.emulator.report import plot_gantt
+
+    jobs = pd.read_parquet(quick_run / "jobs.parquet")
+    sites = pd.read_parquet(quick_run / "sites.parquet")
+    legends = []
+    original = matplotlib.figure.Figure.savefig
+
+    def spy(fig, *args, **kwargs):
+        handles = fig.legends[0].legend_handles if fig.legends else fig.axes[0].get_legend().legend_handles
+        legends.append({h.get_label(): tuple(h.get_facecolor()) for h in handles})
+        return original(fig, *args, **kwargs)
+
+    # The run's last moments, where only some organizations still run jobs, one of them not
+    # the first in name order: the case that shifted colours.
+    owners = sorted(jobs["owner"].unique())
+    span = float(jobs["end"].max())
+    for t0 in sorted(jobs["end"], reverse=True):
+        late = sorted(jobs.loc[jobs["end"] > t0, "owner"].unique())
+        if any(late.index(o) != owners.index(o) for o in late):
+            break
+    matplotlib.figure.Figure.savefig = spy
+    try:
+        plot_gantt(tmp_path, jobs, sites, "all", axis=TimeAxis(1.0, "time units"))
+        plot_gantt(tmp_path, jobs, sites, "all", axis=TimeAxis(1.0, "time units"), window=(t0, span))
+    finally:
+        matplotlib.figure.Figure.savefig = original
+    everyone, some = legends
+    assert sorted(everyone) == owners and sorted(some) == late and set(late) < set(owners)
+    assert all(some[o] == everyone[o] for o in some)
+
+
 def test_twenty_and_more_organizations_get_colours_far_apart():
     for n in (8, 20, 45):
         colors = org_colors(n)[:, :3]
