@@ -18,7 +18,8 @@ Choices made here:
   chunks of at most ``chunk_lines`` jobs, each converted by numpy's C parser in one
   go; a million-line trace never exists as a million Python objects. Any line
   without exactly 18 finite numbers (integer fields may be written ``3.0`` but not
-  ``3.5``) is a :class:`WorkloadError` naming file and line.
+  ``3.5``), or with a number below -1 (SWF's "unknown"; no field is negative), is a
+  :class:`WorkloadError` naming file, line and field.
 * Header comments are the ``;`` lines before the first job. ``; Key: value`` lines
   become dict entries; a repeated key or an unkeyed continuation line (an indented
   second URL, the text of a copyright notice) is appended to the key's value after
@@ -177,6 +178,8 @@ def _parse_chunk(path: str | os.PathLike[str], lines: list[str], linenos: list[i
     ints = values[:, _INT_COLUMNS]
     if not (np.isfinite(values).all() and (np.abs(ints) < _INT_LIMIT).all() and (ints == np.trunc(ints)).all()):
         _raise_first_bad_line(path, lines, linenos, "non-finite or non-integer value")
+    if not (values >= -1).all():
+        _raise_first_bad_line(path, lines, linenos, "a value below -1")
     records = np.empty(len(lines), dtype=SWF_DTYPE)
     for col, name in enumerate(SWF_FIELDS):
         records[name] = values[:, col]
@@ -196,6 +199,8 @@ def _line_problem(text: str) -> str | None:
         if name in _INT_FIELDS:
             if value != int(value) or abs(value) >= _INT_LIMIT:
                 return f"non-integer {token!r} in integer field {col} ({name})"
+        if value < -1:  # a corrupt value, not an unknown one: skipping its job would hide it
+            return f"{token!r} in field {col} ({name}), below -1 (SWF writes -1 for unknown; no field is negative)"
     return None
 
 
@@ -311,6 +316,8 @@ class SwfJobs:
     org_of_user: dict[int, int]
     skipped: dict[str, int] = field(default_factory=dict)
     warm: int = 0  # the first ``warm`` jobs are the backlog of a warm start
+    #: Each job's number in the trace (SWF field 1): what an error about a job names.
+    trace_numbers: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
 
 
 ORGS_BY = ("random", "group", "queue", "partition", "balanced")
@@ -516,7 +523,14 @@ def swf_to_jobs(
     # Each job enters the grid at its own organization's site and has not moved yet.
     jobs["submit_site"] = jobs["owner"]
     jobs["migrations"] = 0
-    return SwfJobs(jobs=jobs, group_names=group_names, org_of_user=org_of_user, skipped=skipped, warm=len(warm_left))
+    return SwfJobs(
+        jobs=jobs,
+        group_names=group_names,
+        org_of_user=org_of_user,
+        skipped=skipped,
+        warm=len(warm_left),
+        trace_numbers=np.repeat(kept["job_number"], repeat),
+    )
 
 
 def check_warm_start(t_start: object, split_parallel: bool) -> None:

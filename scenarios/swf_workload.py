@@ -79,15 +79,32 @@ def swf_jobs(scenario: "WorkloadSource") -> tuple[np.ndarray, list[str]]:
     if too_big.any():
         j = int(np.flatnonzero(too_big)[0])
         raise WorkloadError(
-            f"{wl['path']}: job {int(jobs['job_id'][j])} needs {int(jobs['procs'][j])} processors, more than its site "
+            f"{wl['path']}: job {int(out.trace_numbers[j])} of the trace needs {int(jobs['procs'][j])} processors, "
+            f"more than its organization's site "
             f"{scenario.sites[int(jobs['submit_site'][j])].name} has ({int(too_big.sum())} such jobs); "
             "give the sites more processors or set workload.split_parallel = true"
         )
     scenario.extra["swf_skipped"] = dict(out.skipped)
     if warm:
         scenario.extra["swf_warm_jobs"] = out.warm
-    scenario.extra["workload_warnings"] = org_warnings(jobs, org_procs, scenario.orgs, wl.get("orgs_by", "random"))
+    scenario.extra["workload_warnings"] = skip_warnings(wl["path"], out.skipped, len(jobs)) + org_warnings(
+        jobs, org_procs, scenario.orgs, wl.get("orgs_by", "random")
+    )
     return jobs, list(out.group_names)
+
+
+def skip_warnings(path: str, skipped: dict[str, int], kept: int) -> list[str]:
+    """The trace's jobs that cannot be emulated (no run time, no processors, ...), which
+    ``summary.json`` counts (``trace_jobs_skipped``), said at validation and at the run's
+    start too; the jobs outside the chosen window are left out on purpose and not named."""
+    faults = {k: n for k, n in skipped.items() if k not in ("before_window", "after_window")}
+    if not faults:
+        return []
+    reasons = ", ".join(f"{n:,} {k.replace('_', ' ')}" for k, n in faults.items())
+    return [
+        f"{path}: {sum(faults.values()):,} jobs skipped, which cannot be emulated ({reasons}); "
+        f"{kept:,} jobs kept (summary.json: trace_jobs_skipped)"
+    ]
 
 
 def org_warnings(jobs: np.ndarray, procs: np.ndarray, orgs: list[str], rule: str) -> list[str]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import math
+import re
 import shutil
 from pathlib import Path
 
@@ -145,6 +146,49 @@ def test_other_bad_values_rejected(tmp_path: Path, token: str, column: int, prob
     path = write_lines(tmp_path / "bad.swf", [GOOD, " ".join(tokens)])
     with pytest.raises(WorkloadError, match=rf"bad\.swf:2: expected 18 numeric SWF fields, got {problem}"):
         read_swf(path)
+
+
+@pytest.mark.parametrize(("column", "name"), [(1, "submit_time"), (3, "run_time"), (4, "allocated_procs")])
+def test_a_value_below_minus_one_is_an_error_not_a_skip(tmp_path: Path, column: int, name: str) -> None:
+    # SWF writes -1 for unknown; -50 is a corrupt field, which used to drop its job into the
+    # "no run time" count with nothing said.
+    tokens = GOOD.split()
+    tokens[column] = "-50"
+    path = write_lines(tmp_path / "neg.swf", [GOOD, GOOD, " ".join(tokens)])
+    text = f"neg.swf:3: expected 18 numeric SWF fields, got '-50' in field {column + 1} ({name}), below -1"
+    with pytest.raises(WorkloadError, match=re.escape(text)):
+        read_swf(path)
+
+
+def test_jobs_a_trace_cannot_run_are_said_at_validation_and_run(tmp_path: Path, capsys) -> None:
+    # tiny.swf: one job without a run time, one of run time 0, one without processors.
+    import gridemu.emulator as emulator
+    from gridemu.emulator.cli import main
+
+    data = {"sites": {"count": 2, "procs": 64}, "workload": {"kind": "swf", "path": str(TINY)}, "run": {"seed": 1}}
+    said = (
+        f"{TINY}: 3 jobs skipped, which cannot be emulated (1 no run time, 1 zero run time, 1 no procs); 37 jobs kept"
+    )
+    r = emulator.run(data)
+    assert r.summary["global"]["trace_jobs_skipped"] == {"no_run_time": 1, "zero_run_time": 1, "no_procs": 1}
+    assert any(w.startswith(said) for w in r.summary["global"]["workload_warnings"])
+    assert f"gridemu: warning: {said}" in capsys.readouterr().err
+    (tmp_path / "t.toml").write_text(f'[sites]\ncount = 2\nprocs = 64\n[workload]\nkind = "swf"\npath = "{TINY}"\n')
+    assert main(["validate", str(tmp_path / "t.toml")]) == 0
+    assert f"gridemu: warning: {said}" in capsys.readouterr().err
+    # A window leaves jobs out on purpose: those are not named.
+    r = emulator.run({**data, "workload": {**data["workload"], "t_start": 3000}})
+    assert "before_window" in r.summary["global"]["trace_jobs_skipped"]
+    assert not any("window" in w for w in r.summary["global"].get("workload_warnings", []))
+
+
+def test_a_job_too_wide_for_its_site_is_named_by_its_trace_number(capsys) -> None:
+    import gridemu.emulator as emulator
+
+    # tiny.swf's first job (trace number 1) asks 8 processors; release order puts it first.
+    data = {"sites": {"count": 2, "procs": 4}, "workload": {"kind": "swf", "path": str(TINY)}, "run": {"seed": 1}}
+    with pytest.raises(WorkloadError, match=r"tiny\.swf: job 1 of the trace needs 8 processors"):
+        emulator.run(data)
 
 
 def test_consistently_wrong_width_rejected(tmp_path: Path) -> None:
