@@ -12,6 +12,7 @@ the shape information (never state) its agents may know without asking, what it 
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
@@ -19,7 +20,7 @@ import numpy as np
 
 from gridemu.brokers.params import Params
 from gridemu.model.errors import ScenarioError
-from gridemu.model.messages import MessageKind
+from gridemu.model.messages import KERNEL_KINDS, MessageKind
 from gridemu.sites.spec import SiteSpec
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -228,11 +229,55 @@ class Protocol:
                 f"protocol {self.name!r} gives a route but does not declare the 'stateless' capability: a precomputed "
                 "route is taken only from agents whose destinations depend on their own site's stream alone",
             )
+        # A subclass without @dataclass inherits Params' fields table and would read no key of its own.
+        if not (
+            isinstance(self.params, type)
+            and issubclass(self.params, Params)
+            and "__dataclass_fields__" in vars(self.params)
+        ):
+            raise ValueError(
+                f"protocol {self.name!r}: params must be a @dataclass(frozen=True) subclass of gridemu.plugin.Params, "
+                f"got {self.params!r}"
+            )
+        _check_hooks(self)
 
     def can(self, capability: str) -> bool:
         if capability not in CAPABILITIES:  # a typo would read as "no" everywhere
             raise KeyError(f"unknown capability {capability!r}; known: {', '.join(CAPABILITIES)}")
         return capability in self.capabilities
+
+
+#: The kernel's calls of an agent's hooks, after ``self``: (hook, its arguments as named in
+#: brokers/agent.py). Every message kind's handler ``on_<kind>`` is called as (now, msg).
+_HOOKS = (
+    ("on_start", ("now",)),
+    ("on_arrival", ("now", "slot")),
+    ("on_complete", ("now", "slot")),
+    ("on_timer", ("now", "tag")),
+    ("send_bound", ()),
+)
+
+
+def _check_hooks(protocol: Protocol) -> None:
+    """An agent's hook that cannot take the kernel's call is refused when the protocol is
+    made: at run time it is a TypeError deep in a site's event loop (or a RayTaskError)."""
+    kinds = KERNEL_KINDS + tuple(protocol.messages)
+    calls = list(_HOOKS) + [(f"on_{k.name}", ("now", "msg")) for k in kinds]
+    for hook, args in calls:
+        method = getattr(protocol.agent, hook, None)
+        if method is None:
+            continue
+        try:
+            signature = inspect.signature(method)
+        except (TypeError, ValueError):  # a builtin or an object inspect cannot read: not ours to judge
+            continue
+        try:
+            signature.bind(None, *args)
+        except TypeError:
+            raise ValueError(
+                f"protocol {protocol.name!r}: {protocol.agent.__name__}.{hook}{signature} cannot take the kernel's "
+                f"call {hook}({', '.join(args)}); define it as def {hook}({', '.join(('self',) + args)})"
+            ) from None
 
 
 def require_scheduler(protocol: str, scenario: ScenarioFacts, scheduler: str, why: str) -> None:

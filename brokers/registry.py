@@ -73,7 +73,10 @@ PROTOCOLS: MutableMapping[str, Protocol] = _Protocols()
 def register(protocol: Protocol) -> Protocol:
     """Add a protocol (e.g. a test's or a notebook's own) under its name; returns it."""
     if protocol.name in PROTOCOLS and PROTOCOLS[protocol.name] is not protocol:
-        raise ValueError(f"a protocol named {protocol.name!r} is registered already")
+        raise ValueError(
+            f"a protocol named {protocol.name!r} is registered already (a module imported again, a notebook "
+            f"cell run twice: unregister({protocol.name!r}) first)"
+        )
     PROTOCOLS[protocol.name] = protocol
     return protocol
 

@@ -592,7 +592,15 @@ def _validate(data: dict[str, Any], source: str) -> Scenario:  # noqa: C901
         raise ScenarioError(
             "protocol.name", f"missing: the [protocol] table sets {', '.join(sorted(proto))} but names no protocol"
         )
-    proto["name"] = choice("protocol.name", proto.get("name", "local"), tuple(registry.PROTOCOLS))
+    name = proto.get("name", "local")
+    if name not in registry.PROTOCOLS:
+        known = tuple(registry.PROTOCOLS)
+        raise ScenarioError(
+            "protocol.name",
+            f"unknown value {name!r}{did_you_mean(name, known)} (allowed: {', '.join(known)}); a protocol of "
+            "your own: load its file or module with --plugin FILE|MODULE (from Python: gridemu.plugin.register)",
+        )
+    proto["name"] = name
     protocol = registry.get(proto["name"])
     data["protocol"] = proto
     if not topology.full:

@@ -146,6 +146,7 @@ def test_an_unknown_protocol_names_the_registered_ones(tmp_path, capsys):
     assert main(["validate", scenario_file(tmp_path, 1)]) == 2
     err = capsys.readouterr().err
     assert "protocol.name: unknown value 'relay'" in err and "bilb" in err
+    assert "a protocol of your own: load its file or module with --plugin FILE|MODULE" in err
 
 
 def test_a_message_of_an_undeclared_kind_stops_the_run_naming_it(tmp_path, capsys):
@@ -192,6 +193,70 @@ def test_a_message_to_no_other_site_stops_the_run_naming_it(tmp_path, capsys, wh
         assert re.search(r"site site\d sent a 'hello' message at t=[0-9.]+ " + re.escape(text), err), err
     finally:
         registry.unregister("stray")
+
+
+class _WrongHello(RelayAgent):
+    def on_hello(self, msg):  # the kernel calls on_hello(now, msg)
+        pass
+
+
+class _WrongArrival(RelayAgent):
+    def on_arrival(self, slot):
+        return False
+
+
+class _NotADataclass(Params):
+    hops: int = 1
+
+
+@pytest.mark.parametrize(
+    ("make", "error"),
+    [
+        (
+            lambda: Protocol("w1", _WrongHello, "x", params=RelayParams, messages=(HELLO,)),
+            "protocol 'w1': _WrongHello.on_hello(self, msg) cannot take the kernel's call on_hello(now, msg); "
+            "define it as def on_hello(self, now, msg)",
+        ),
+        (
+            lambda: Protocol("w2", _WrongArrival, "x", params=RelayParams, messages=(HELLO,)),
+            "_WrongArrival.on_arrival(self, slot) cannot take the kernel's call on_arrival(now, slot)",
+        ),
+        (
+            lambda: Protocol("w3", RelayAgent, "x", params=_NotADataclass, messages=(HELLO,)),
+            "protocol 'w3': params must be a @dataclass(frozen=True) subclass of gridemu.plugin.Params",
+        ),
+    ],
+    ids=["message-handler", "arrival", "params-not-a-dataclass"],
+)
+def test_an_authors_mistake_is_refused_when_the_protocol_is_made(make, error):
+    # Found at run time, a wrong hook was a 58-line traceback from a site's event loop (a
+    # RayTaskError on Ray), and params without @dataclass read as "unknown key (allowed: none)".
+    with pytest.raises(ValueError, match=re.escape(error)):
+        make()
+
+
+def test_a_field_its_kind_cannot_hold_stops_the_run_in_one_line(tmp_path, capsys):
+    class Fractional(RelayAgent):
+        def on_arrival(self, now: float, slot: int) -> bool:
+            self.site.send(now, (self.site.site_id + 1) % self.grid.n_sites, "hello", hops=0.5, job_id=0)
+            return False
+
+    registry.register(Protocol("frac", Fractional, "sends half a hop", params=RelayParams, messages=(HELLO,)))
+    try:
+        path = scenario_file(tmp_path, 1)
+        Path(path).write_text(Path(path).read_text().replace('name = "relay"', 'name = "frac"'))
+        assert main(["run", path, "--backend", "inprocess", "--quiet"]) == 3
+        err = capsys.readouterr().err
+        assert re.search(r"site site\d at t=[0-9.]+: a 'hello' message's field 'hops' \(int\) got 0.5", err), err
+        assert err.count("\n") == 1 and "Traceback" not in err
+    finally:
+        registry.unregister("frac")
+
+
+def test_registering_a_name_twice_says_how_to_do_it_again(relay):
+    other = Protocol("relay", RelayAgent, "the same, made again", params=RelayParams, messages=(HELLO,))
+    with pytest.raises(ValueError, match=re.escape("unregister('relay') first")):
+        registry.register(other)
 
 
 def test_a_protocol_registered_at_run_time_travels_with_the_shard_spec():
