@@ -109,8 +109,9 @@ class Params:
         own = cls.keys()
         for key in table:
             if key != "name" and key not in own and key not in ignore:
+                keys = ("name", *own)
                 raise ScenarioError(
-                    f"protocol.{key}", f"unknown key{did_you_mean(key, own)} (allowed: {', '.join(own) or 'none'})"
+                    f"protocol.{key}", f"unknown key{did_you_mean(key, keys)} (allowed: {', '.join(keys)})"
                 )
         hints = typing.get_type_hints(cls)
         values = {}

@@ -207,7 +207,11 @@ def parse_override(text: str) -> tuple[str, Any]:
     check_toml_depth(raw, key)
     try:
         value = tomllib.loads(f"v = {raw.strip()}")["v"]
-    except tomllib.TOMLDecodeError:
+    except tomllib.TOMLDecodeError as exc:
+        # A bare word is a string (--set protocol.name=random); an array, table or quoted
+        # string that does not parse is a typo, which as a string would be judged for its type.
+        if raw.strip()[:1] in ("[", "{", '"', "'"):
+            raise ScenarioError(key, f"{raw.strip()!r} is not a TOML value ({exc})") from None
         value = raw.strip()
     return key, value
 
@@ -291,10 +295,10 @@ def check_scenario(
 ) -> tuple[Scenario | None, list[ScenarioError]]:
     """The validated scenario, or None and every error :func:`validate` finds in it, not only
     the first (``gridemu validate``): after each, the key it names is taken out (its default
-    applies) and the scenario is checked again. It stops when the scenario passes, or at an
-    error that only follows from a key taken out (about a key the scenario does not set, or
-    above one taken out: ``workload.jobs: give ...`` once a bad ``until`` is gone), or when
-    a key cannot be taken out."""
+    applies; a key without one gets a stand-in, ``_STAND_IN``) and the scenario is checked
+    again. It stops when the scenario passes, or at an error that only follows from a key
+    taken out (about a key the scenario does not set, or above one taken out: ``workload.jobs:
+    give ...`` once a bad ``until`` is gone), or when a key cannot be taken out."""
     raw, source = read_scenario_file(ref)
     raw = apply_overrides(raw, overrides or {})
     given = copy_tree(raw)
@@ -314,8 +318,18 @@ def check_scenario(
             where = _find(raw, exc.key)
             if where is None:
                 return None, errors
-            del where[0][where[1]]
+            if exc.key in _STAND_IN:  # no default: a value that lets the other keys be checked
+                where[0][where[1]] = _STAND_IN[exc.key]
+            elif exc.key == "protocol.name":  # its keys mean nothing without it: the table goes
+                del raw["protocol"]
+            else:
+                del where[0][where[1]]
     return None, errors
+
+
+#: Keys without a default, and what :func:`check_scenario` puts in place of a bad value so
+#: that the keys after it are still checked (taken out, each would end the list).
+_STAND_IN: dict[str, Any] = {"sites.count": 2, "workload.jobs": 1}
 
 
 def _find(data: Any, key: str) -> tuple[Any, Any] | None:
@@ -532,7 +546,9 @@ def _validate(data: dict[str, Any], source: str) -> Scenario:  # noqa: C901
     allowed_top = set(_KNOWN) - {"site"} | {"protocol", "faults"} | {s.name for s in SECTIONS.values()}
     for key in data:
         if key not in allowed_top:
-            raise ScenarioError(key, f"unknown section (allowed: {', '.join(sorted(allowed_top))})")
+            raise ScenarioError(
+                key, f"unknown section{did_you_mean(key, allowed_top)} (allowed: {', '.join(sorted(allowed_top))})"
+            )
 
     run = _table(data, "run")
     _unknown("run", run, _KNOWN["run"])
@@ -620,6 +636,10 @@ def _validate(data: dict[str, Any], source: str) -> Scenario:  # noqa: C901
     if "slowdown_bound" in metrics:
         metrics["slowdown_bound"] = check_number(
             "metrics.slowdown_bound", metrics["slowdown_bound"], positive=True, finite=True
+        )
+    if "sample_interval" in metrics:
+        metrics["sample_interval"] = check_number(
+            "metrics.sample_interval", metrics["sample_interval"], positive=True, finite=True
         )
     if "warmup" in metrics:
         metrics["warmup"] = check_number("metrics.warmup", metrics["warmup"], nonneg=True, finite=True)

@@ -940,3 +940,14 @@ def test_a_reader_that_stops_early_is_no_error(base_run, command):
     err = proc.stderr.read().decode()
     assert proc.wait(timeout=120) == 0, err
     assert err == ""
+
+
+def test_python_dash_m_gridemu_is_the_command():
+    # For an interpreter whose scripts folder is not on the PATH (a venv that sees gridemu
+    # through the system's site-packages): the same command, the same exit codes.
+    ok = subprocess.run([sys.executable, "-m", "gridemu", "--version"], capture_output=True, text=True)
+    assert ok.returncode == 0 and ok.stdout.startswith("gridemu ")
+    bad = subprocess.run(
+        [sys.executable, "-m", "gridemu", "validate", "no-such-scenario"], capture_output=True, text=True
+    )
+    assert bad.returncode == 2 and bad.stderr.startswith("gridemu: error: ")

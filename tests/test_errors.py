@@ -106,6 +106,11 @@ def test_unknown_section(tmp_path, capsys):
     assert "workload" in line  # the allowed sections are listed
 
 
+def test_a_misspelled_section_gets_a_suggestion(tmp_path, capsys):
+    path = write(tmp_path, "s.toml", TINY + "\n[metric]\nwarmup = 1\n")
+    expect_error(capsys, ["validate", path], "metric: unknown section: did you mean 'metrics'?")
+
+
 def test_unknown_section_through_set(capsys):
     expect_error(capsys, ["validate", "quickstart", "--set", "bogus.x=1"], "bogus")
 
@@ -139,6 +144,10 @@ def test_scenario_file_not_utf8(tmp_path, capsys):
 SET_CASES = [
     # (override, text the message must hold)
     pytest.param("run.sed=3", ["run.sed", "unknown key", "seed"], id="unknown-key-run.sed"),
+    pytest.param("workload.rate=[1.0,2.0", ["workload.rate", "'[1.0,2.0' is not a TOML value"], id="set-unclosed"),
+    pytest.param(
+        "protocol.nam=3", ["protocol.nam", "did you mean 'name'?", "allowed: name, period"], id="protocol-nam"
+    ),
     # keys [sites] once accepted and never read: a run with 4 organizations where 2 were asked
     pytest.param("sites.orgs=2", ["sites.orgs", "unknown key", "count, procs"], id="unknown-key-sites.orgs"),
     pytest.param("sites.zipf_a=1.5", ["sites.zipf_a", "unknown key"], id="unknown-key-sites.zipf_a"),
@@ -150,6 +159,7 @@ SET_CASES = [
     pytest.param("workload.procs=5", ["workload.procs", "5", "4"], id="job-wider-than-site"),
     # a fraction of a processor once ran every job on int(0.5) = 0 processors
     pytest.param("workload.procs=0.5", ["workload.procs", "integer", "0.5"], id="job-procs-fraction"),
+    pytest.param('metrics.sample_interval="x"', ["metrics.sample_interval", "must be a number"], id="sample-interval"),
     pytest.param("workload.procs={low=1.5, high=2}", ["workload.procs.low", "integer"], id="job-procs-low-fraction"),
     pytest.param("run.lookahead=0", ["run.lookahead"], id="lookahead-zero"),
     pytest.param("run.lookahead=-0.5", ["run.lookahead", "-0.5"], id="lookahead-negative"),
@@ -720,6 +730,36 @@ period = 0
     ]
     assert all(line.startswith("gridemu: error: ") for line in lines)
     expect_error(capsys, ["run", path, "--backend", "inprocess"], "run.seed")  # one line: the first
+
+
+def test_validate_goes_on_past_a_bad_site_count_job_count_or_protocol_name(tmp_path, capsys):
+    # Taken out, each of these ended the list at its first line (sites.count has no default,
+    # nor workload.jobs; the protocol's keys mean nothing without its name): a stand-in count,
+    # or the protocol table dropped, lets the keys after them be checked.
+    path = write(
+        tmp_path,
+        "five.toml",
+        """
+[sites]
+count = -3
+procs = 0
+[workload]
+kind = "poisson"
+jobs = -5
+[protocol]
+name = "averagin"
+period = "x"
+""",
+    )
+    assert call(["validate", path]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert [line.split(":")[2].strip() for line in lines] == [
+        "sites.count",
+        "sites.procs",
+        "protocol.name",
+        "workload.jobs",
+    ]
+    assert "did you mean 'averaging'?" in lines[2]
 
 
 def test_validate_stops_at_errors_that_only_follow_from_an_earlier_one(tmp_path, capsys):

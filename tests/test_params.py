@@ -59,7 +59,7 @@ def test_from_table_names_the_key_of_every_error(name, table, needles):
 def test_a_key_of_another_protocol_is_skipped_only_when_asked():
     sc = facts("quickstart")
     averaging = registry.get("averaging").params
-    with pytest.raises(ScenarioError, match=r"protocol\.limit: unknown key \(allowed: period, start, exchange\)"):
+    with pytest.raises(ScenarioError, match=r"protocol\.limit: unknown key \(allowed: name, period, start, exchange\)"):
         averaging.from_table({"limit": 3.0}, sc)
     assert averaging.from_table({"limit": 3.0}, sc, ignore={"limit"}) == averaging.from_table({}, sc)
 

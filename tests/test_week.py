@@ -69,7 +69,7 @@ def test_misspelled_names_get_a_suggestion(capsys):
     assert main(["validate", "bilb", "--set", "protocol.limt=5"]) == 2
     err = capsys.readouterr().err
     # Only BILB's keys are listed, not every protocol's.
-    assert "protocol.limt: unknown key: did you mean 'limit'? (allowed: period," in err and "samples" not in err
+    assert "protocol.limt: unknown key: did you mean 'limit'? (allowed: name, period," in err and "samples" not in err
     assert main(["validate", "quickstart", "--set", "workload.rat=2"]) == 2
     assert "workload.rat: unknown key: did you mean 'rate'?" in capsys.readouterr().err
 
