@@ -849,13 +849,8 @@ def report(
         return None
     g = summary["global"]
     axis = time_axis(run_span(jobs), g.get("time_unit", "time units"))
-    path = plot_run(run_dir, jobs, sites, ts, summary, axis, fmt, dpi)
-    print(f"plot written to {path}")
-    print(f"flow-time distributions written to {plot_flow_cdf(run_dir, jobs, summary, axis, fmt, dpi)}")
-    if ts is not None and "entry" in ts.columns:
-        title = f"{g['protocol']} protocol, {g['sites']} sites, seed {g['seed']}"
-        print(f"share plot written to {plot_shares(run_dir, ts, title, axis, fmt, dpi)}")
-    if gantt:
+    path_g = None
+    if gantt:  # first: a site or window without jobs is an error before any figure is written
         compare, title, look = None, "executed", registry.report_of(g["protocol"])
         other = (
             look.gantt_compare(jobs, sites, summary["protocol"])
@@ -867,5 +862,12 @@ def report(
         path_g = plot_gantt(
             run_dir, jobs, sites, gantt_sites, compare=compare, title=title, axis=axis, window=window, fmt=fmt, dpi=dpi
         )
+    path = plot_run(run_dir, jobs, sites, ts, summary, axis, fmt, dpi)
+    print(f"plot written to {path}")
+    print(f"flow-time distributions written to {plot_flow_cdf(run_dir, jobs, summary, axis, fmt, dpi)}")
+    if ts is not None and "entry" in ts.columns:
+        title = f"{g['protocol']} protocol, {g['sites']} sites, seed {g['seed']}"
+        print(f"share plot written to {plot_shares(run_dir, ts, title, axis, fmt, dpi)}")
+    if path_g is not None:
         print(f"Gantt chart written to {path_g}")
     return path

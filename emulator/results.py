@@ -339,10 +339,12 @@ def _check_own(out: Path, entries: list[str], overwrite: bool, results: tuple[st
         )
     if found != kind:
         raise GridemuError(f"--out: {out} is a gridemu {found} folder, not a {kind} folder: name another folder")
-    foreign = [e for e in entries if not _own(e)]
+    foreign = sorted(e for e in entries if not _own(e))
     if foreign:
+        shown = ", ".join(e + ("/" if (out / e).is_dir() else "") for e in foreign[:5])
+        more = f" and {len(foreign) - 5} more" if len(foreign) > 5 else ""
         raise GridemuError(
-            f"--out: {out} holds a file gridemu did not write ({foreign[0]}): move it away or name another folder"
+            f"--out: {out} holds what gridemu did not write ({shown}{more}): move it away or name another folder"
         )
     held = [f for f in results if f in entries]
     if held and not overwrite:

@@ -107,7 +107,12 @@ def test_gantt_sites_option_checks_its_input(tmp_path, capsys):
     assert "--gantt-sites: '0-x' is not a site id or a range like 0-3" in capsys.readouterr().err
     assert main(["report", str(tmp_path / "q"), "--gantt-sites", "40"]) == 2
     assert "--gantt-sites: no started job ran on site 40" in capsys.readouterr().err
+    assert main(["report", str(tmp_path / "q"), "--window", "1e9:2e9"]) == 2
+    assert "--window: no job ran between" in capsys.readouterr().err
+    # Refused before any figure: a failed report leaves the folder as the run wrote it.
+    assert not list((tmp_path / "q").glob("*.png"))
     assert main(["report", str(tmp_path / "q"), "--gantt-sites", "all"]) == 0
+    assert {p.name for p in (tmp_path / "q").glob("*.png")} == {"report.png", "flow_cdf.png", "gantt.png"}
 
 
 # ------------------------------------------------------------------------------ exports

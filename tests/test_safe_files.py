@@ -78,8 +78,12 @@ def test_overwrite_replaces_a_run_folder_but_never_a_file_put_into_it(tmp_path, 
     (out / "report.png").write_bytes(b"a plot report drew")
     assert call(SMALL_RUN + ["--out", out, "--overwrite"]) == 0  # gridemu's own files only: replaced
     (out / USER_FILE).write_text("notes\n")
-    expect_error(capsys, SMALL_RUN + ["--out", out, "--overwrite"], "a file gridemu did not write", USER_FILE)
-    assert (out / USER_FILE).read_text() == "notes\n"
+    (out / "analysis").mkdir()
+    # Every foreign entry is named, a folder as a folder.
+    expect_error(
+        capsys, SMALL_RUN + ["--out", out, "--overwrite"], f"holds what gridemu did not write (analysis/, {USER_FILE})"
+    )
+    assert (out / USER_FILE).read_text() == "notes\n" and (out / "analysis").is_dir()
 
 
 def test_a_second_run_into_the_same_folder_is_refused_at_once(tmp_path, capsys, monkeypatch):
