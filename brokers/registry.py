@@ -110,8 +110,11 @@ def require(protocol: Protocol, capability: str, key: str, problem: str) -> None
     """The kernel's one capability check: a ScenarioError on ``key`` saying ``problem`` and
     naming the protocols that have ``capability``, unless ``protocol`` has it."""
     if not protocol.can(capability):
+        # A protocol of one's own: its author may declare the capability (docs/adding-a-protocol.md).
+        own = "" if is_shipped(protocol) else f" (yours can declare capabilities={{{capability!r}}} in its Protocol)"
         raise ScenarioError(
-            key, f"{problem}; protocols whose agents {CAPABILITIES[capability]}: {', '.join(having(capability))}"
+            key,
+            f"{problem}; protocols whose agents {CAPABILITIES[capability]}: {', '.join(having(capability))}{own}",
         )
 
 

@@ -507,8 +507,11 @@ def _latency(data: dict[str, Any], n: int, seed: int) -> tuple[float | np.ndarra
         unknown = sorted(set(spec) - {"dist", "low", "high"})
         if unknown:
             raise ScenarioError(f"network.latency.{unknown[0]}", "unknown key (allowed: dist, low, high)")
-        low = float(check_number("network.latency.low", spec.get("low"), positive=True, finite=True))
-        high = float(check_number("network.latency.high", spec.get("high"), positive=True, finite=True))
+        for bound in ("low", "high"):
+            if bound not in spec:
+                raise ScenarioError(f"network.latency.{bound}", "missing: a uniform latency needs low and high")
+        low = float(check_number("network.latency.low", spec["low"], positive=True, finite=True))
+        high = float(check_number("network.latency.high", spec["high"], positive=True, finite=True))
         if high < low:
             raise ScenarioError("network.latency.high", f"must be >= low ({low}), got {high}")
         check_allocation("network.latency", 16.0 * n * n, f"a {n:,} x {n:,} latency matrix")

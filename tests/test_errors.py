@@ -192,6 +192,9 @@ SET_CASES = [
         'sites.procs={dist="uniform", total=40, low=2}', ["sites.procs.low", "unknown key"], id="procs-total-with-low"
     ),
     pytest.param(
+        'network.latency={dist="uniform", high=1.0}', ["network.latency.low", "missing"], id="latency-dist-no-low"
+    ),
+    pytest.param(
         'network.latency={dist="uniform", low=2.0, high=1.0}',
         ["network.latency.high", ">= low"],
         id="latency-dist-high-below-low",

@@ -253,6 +253,15 @@ def test_a_field_its_kind_cannot_hold_stops_the_run_in_one_line(tmp_path, capsys
         registry.unregister("frac")
 
 
+def test_a_capability_a_plugin_lacks_says_it_can_declare_it(relay, tmp_path, capsys):
+    path = scenario_file(tmp_path, 1)
+    Path(path).write_text(Path(path).read_text().replace("latency = 0.5", 'latency = 0.5\ntopology = "ring"'))
+    assert main(["validate", path]) == 2
+    err = capsys.readouterr().err
+    assert "protocols whose agents run over any topology" in err
+    assert "(yours can declare capabilities={'topologies'} in its Protocol)" in err
+
+
 def test_registering_a_name_twice_says_how_to_do_it_again(relay):
     other = Protocol("relay", RelayAgent, "the same, made again", params=RelayParams, messages=(HELLO,))
     with pytest.raises(ValueError, match=re.escape("unregister('relay') first")):
