@@ -99,7 +99,7 @@ def run(
     # folder is refused at once rather than after doing all its work.
     made = not out.is_dir()
     if made:
-        _make_run_folder(out)
+        make_run_folder(out)
     marked_now = not made and marked(out) is None  # an empty folder the user made
     if marked_now:
         write_marker(out)
@@ -136,7 +136,7 @@ def undo_folder(out: Path, made: bool, marked_now: bool) -> None:
         pass  # the folder is gone or unreadable: nothing of ours to take back
 
 
-def _make_run_folder(out: Path) -> None:
+def make_run_folder(out: Path) -> None:
     """Make the run folder ``out`` with its marker, all at once (a hidden sibling renamed)."""
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
     write_marker(tmp)
@@ -194,7 +194,7 @@ def resume(
         scenario = load_scenario(state["scenario"], source=state["source"], backend=backend or state["backend"])
         if checkpoint is not None and target != folder:
             if not target.is_dir():
-                _make_run_folder(target)
+                make_run_folder(target)
             elif marked(target) is None:
                 write_marker(target)
         raw = run_windows(

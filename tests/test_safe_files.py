@@ -476,3 +476,28 @@ def test_a_file_system_without_locks_runs_and_says_so(tmp_path, capsys, monkeypa
     assert call(SMALL_RUN + ["--out", tmp_path / "r"]) == 0
     assert (tmp_path / "r" / "jobs.parquet").exists()
     assert "cannot lock" in capsys.readouterr().err
+
+
+def test_runs_started_in_the_same_second_each_get_a_default_folder(tmp_path, monkeypatch, capsys):
+    # The default folder is runs/NAME-TIME to the second: the second run of that second was
+    # refused ("holds the results of an earlier run") and its results lost.
+    import time
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(time, "strftime", lambda fmt, *a: "20261127-120000")
+    argv = ["run", "quickstart", "--backend", "inprocess", "--set", "workload.jobs=200", "--quiet"]
+    assert call(argv) == 0 and call(argv) == 0
+    folders = sorted(p.name for p in (tmp_path / "runs").iterdir())
+    assert folders == ["quickstart-20261127-120000", "quickstart-20261127-120000-2"]
+    assert all((tmp_path / "runs" / f / "jobs.parquet").exists() for f in folders)
+
+
+def test_a_default_folder_is_taken_back_when_the_run_fails(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+
+    def fail(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(api, "_run_windows", fail)
+    assert call(["run", "quickstart", "--backend", "inprocess", "--set", "workload.jobs=200", "--quiet"]) != 0
+    assert list((tmp_path / "runs").iterdir()) == []
