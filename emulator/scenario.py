@@ -237,9 +237,20 @@ def absolute_paths(data: dict[str, Any], source: str) -> dict[str, Any]:
     return data
 
 
+#: Keys that size the same thing two ways: an override of one takes the other out of the
+#: scenario it overrides (``--set workload.jobs=N`` on a scenario that gives ``until``);
+#: given together, in a file or both as overrides, they stay an error.
+_INSTEAD_OF = {"workload.jobs": "workload.until", "workload.until": "workload.jobs"}
+
+
 def apply_overrides(data: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
     """Set each dotted key in a deep copy of ``data`` (tables are created as needed)."""
     out = copy_tree(data)
+    for key, other in _INSTEAD_OF.items():
+        if key in overrides and other not in overrides:
+            section, name = other.split(".")
+            if isinstance(out.get(section), dict):
+                out[section].pop(name, None)
     for key, value in overrides.items():
         node = out
         parts = key.split(".")

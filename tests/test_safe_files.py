@@ -355,7 +355,17 @@ def test_ambiguous_sites_are_refused(tmp_path, capsys, text, key):
 
 
 def test_jobs_and_until_together_duplicate_columns_and_a_falling_range_are_refused(tmp_path, capsys):
-    expect_error(capsys, ["validate", "quickstart", "--set", "workload.until=100.0"], "workload.until", "both given")
+    # Both in one file, or both set over a scenario: which one sizes the workload is unclear.
+    both = ["--set", "workload.until=100.0", "--set", "workload.jobs=50"]
+    expect_error(capsys, ["validate", "quickstart", *both], "workload.until", "both given")
+    path = tmp_path / "both.toml"
+    path.write_text(Path(shipped_scenarios()["quickstart"]).read_text())
+    path.write_text(path.read_text().replace("jobs = 20000", "jobs = 20000\nuntil = 100.0"))
+    expect_error(capsys, ["validate", path], "workload.until", "both given")
+    # One set over a scenario that gives the other replaces it (issue 40's averaging-topology
+    # command sets jobs on a scenario that gives until).
+    assert emulator.load_scenario("quickstart", {"workload.until": 100.0}).workload.get("jobs") is None
+    assert emulator.load_scenario("averaging-topology", {"workload.jobs": 500}).workload.get("until") is None
     path = csv_scenario(tmp_path, "release,size,site,size\n0,1.0,0,2.0\n")
     expect_error(capsys, ["validate", path], "jobs.csv:1", "'size' is named twice")
     (tmp_path / "edges.csv").write_text("source,target,target\n0,1,2\n")
