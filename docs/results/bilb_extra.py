@@ -14,6 +14,7 @@ import pandas as pd
 
 from gridemu.experiments.bilb_tables import mean_ci, scores
 from gridemu.experiments.decentralization_tables import write_between
+from gridemu.experiments.script_args import hand_parsed
 
 DOC = Path(__file__).with_name("bilb.md")
 STALE = ("<!-- staleness:begin (bilb_extra.py --write) -->", "<!-- staleness:end -->")
@@ -61,5 +62,6 @@ def main(root: Path, write: bool) -> None:
 
 
 if __name__ == "__main__":
+    sys.argv[1:] = hand_parsed(__doc__, sys.argv[1:], ('--write',))
     args = [a for a in sys.argv[1:] if a != "--write"]
     main(Path(args[0] if args else "runs/bilb-extra"), "--write" in sys.argv[1:])

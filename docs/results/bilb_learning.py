@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from gridemu.experiments.decentralization_tables import write_between
+from gridemu.experiments.script_args import hand_parsed
 
 DOC = Path(__file__).with_name("bilb.md")
 
@@ -112,6 +113,7 @@ def main(root: Path, write: bool, tag: str = "") -> None:
 
 
 if __name__ == "__main__":
+    sys.argv[1:] = hand_parsed(__doc__, sys.argv[1:], ('--write',))
     args = [a for a in sys.argv[1:] if not a.startswith("--write")]
     writes = [a for a in sys.argv[1:] if a.startswith("--write")]
     main(Path(args[0] if args else "runs/bilb-learning"), bool(writes), writes[0].partition("=")[2] if writes else "")

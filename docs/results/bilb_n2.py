@@ -42,6 +42,7 @@ from gridemu.emulator.scenario import load_scenario, read_scenario_file
 from gridemu.experiments.bilb_table41 import md_table
 from gridemu.experiments.bilb_tables import T43, T44, mean_ci, orgs_of, parts_of, run_scores
 from gridemu.experiments.decentralization_tables import write_between
+from gridemu.experiments.script_args import hand_parsed
 from gridemu.scenarios.workload import generate_jobs
 
 DOC = Path(__file__).with_name("bilb.md")
@@ -433,4 +434,5 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
+    sys.argv[1:] = hand_parsed(__doc__, sys.argv[1:], ('--write', '--emulator', '--runs', '--runs10', '--t44-n10'))
     sys.exit(main(sys.argv[1:]))

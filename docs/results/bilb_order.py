@@ -21,6 +21,7 @@ import pandas as pd
 from gridemu.experiments.bilb_readings import thesis_score
 from gridemu.experiments.bilb_tables import T42_HOM, T43, mean_ci, orgs_of, parts_of, run_scores
 from gridemu.experiments.decentralization_tables import write_between
+from gridemu.experiments.script_args import hand_parsed
 
 DOC = Path(__file__).with_name("bilb.md")
 BEGIN, END = "<!-- order:begin (bilb_order.py --write) -->", "<!-- order:end -->"
@@ -116,6 +117,7 @@ def table(root: Path) -> str:
 
 
 if __name__ == "__main__":
+    sys.argv[1:] = hand_parsed(__doc__, sys.argv[1:], ('--write',))
     args = [a for a in sys.argv[1:] if a != "--write"]
     root = Path(args[0] if args else "runs/bilb-order")
     text = table(root)

@@ -25,6 +25,7 @@ import pandas as pd
 
 from gridemu.experiments.bilb_tables import LEVELS, T42_HOM, T43, T45_HOM, mean_ci, run_scores
 from gridemu.experiments.decentralization_tables import write_between
+from gridemu.experiments.script_args import hand_parsed
 
 DOC = Path(__file__).with_name("bilb.md")
 BEGIN, END = "<!-- readings:begin (bilb_readings.py --write) -->", "<!-- readings:end -->"
@@ -129,5 +130,6 @@ def main(root: Path, write: bool) -> None:
 
 
 if __name__ == "__main__":
+    sys.argv[1:] = hand_parsed(__doc__, sys.argv[1:], ('--write',))
     args = [a for a in sys.argv[1:] if a != "--write"]
     main(Path(args[0] if args else "runs/bilb-readings"), "--write" in sys.argv[1:])

@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from gridemu.brokers.bilb.cost import expected_delay
+from gridemu.experiments.script_args import hand_parsed
 
 DOC = Path(__file__).with_name("bilb.md")
 MARKERS = ("<!-- t41:begin (bilb_table41.py --write) -->", "<!-- t41:end -->")
@@ -225,4 +226,5 @@ def emit(text: str, markers: tuple[str, str], argv: Sequence[str]) -> None:
 
 
 if __name__ == "__main__":
+    sys.argv[1:] = hand_parsed(__doc__, sys.argv[1:], ('--write',))
     emit(render(), MARKERS, sys.argv[1:])

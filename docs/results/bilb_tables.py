@@ -446,6 +446,12 @@ def write(variants: list[tuple[str, Path]], only: tuple[str, ...], rev: str | No
 if __name__ == "__main__":
     # python bilb_tables.py LABEL=DIR [LABEL=DIR ...] [--write] [--tables 4.3,4.5] [--before REV]
     argv = sys.argv[1:]
+    if {"-h", "--help"} & set(argv):
+        print(__doc__)
+        sys.exit(0)
+    unknown = [a for a in argv if a.startswith("-") and a not in ("--write", "--tables", "--before", "--t42-shipped")]
+    if unknown:
+        sys.exit(f"bilb_tables: unknown option {unknown[0]} (--help lists them)")
     if "--t42-shipped" in argv:
         text = t42_shipped(Path(argv[argv.index("--t42-shipped") + 1]))
         print(text)

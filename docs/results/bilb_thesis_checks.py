@@ -31,6 +31,7 @@ import numpy as np
 
 from gridemu.experiments.bilb_table41 import emit, md_table
 from gridemu.experiments.bilb_tables import LEVELS, T42_HET, T42_HOM, T43, T44, T45_HET, T45_HOM
+from gridemu.experiments.script_args import hand_parsed
 
 MARKERS = ("<!-- t45-checks:begin (bilb_thesis_checks.py --write) -->", "<!-- t45-checks:end -->")
 RATE = 0.2  # λ of every table of chapter 4
@@ -611,4 +612,5 @@ def render() -> str:
 
 
 if __name__ == "__main__":
+    sys.argv[1:] = hand_parsed(__doc__, sys.argv[1:], ('--write',))
     emit(render(), MARKERS, sys.argv[1:])

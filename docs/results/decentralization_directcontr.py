@@ -27,6 +27,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from gridemu.experiments.decentralization_tables import (
+    IMG,
     legend_and_save,
     log_axis,
     messages_axis,
@@ -116,7 +117,7 @@ def latency_table(root: Path) -> str:
     return "\n".join(out)
 
 
-def plot(df: pd.DataFrame, fmt: str = "png", dpi: float = 120) -> Path:
+def plot(df: pd.DataFrame, fmt: str = "png", dpi: float = 120, folder: Path = IMG) -> Path:
     fig, axes = plt.subplots(1, 3, figsize=(14, 4.2), constrained_layout=True)
     for variant, g in df.groupby("variant", sort=False):
         rep = variant.startswith("replicated")
@@ -137,7 +138,7 @@ def plot(df: pd.DataFrame, fmt: str = "png", dpi: float = 120) -> Path:
     axes[1].set_title("unfairness (lower is better)", fontsize=10)
     axes[2].set_ylabel("mean wait (time units)")
     axes[2].set_title("what the jobs get (lower is better)", fontsize=10)
-    return legend_and_save(fig, axes[1], "DIRECTCONTR", "directcontr", fmt, dpi)
+    return legend_and_save(fig, axes[1], "DIRECTCONTR", "directcontr", fmt, dpi, folder)
 
 
 def main(argv: list[str]) -> int:
@@ -148,7 +149,7 @@ def main(argv: list[str]) -> int:
     lat = latency_table(root)
     print(text)
     print(lat)
-    print(f"wrote {plot(df, args.format, args.dpi)}")
+    print(f"wrote {plot(df, args.format, args.dpi, IMG if args.write else Path(args.root))}")
     if args.write:
         write_between(BEGIN, END, text)
         write_between(LAT_BEGIN, LAT_END, lat)

@@ -27,6 +27,7 @@ import time
 import gridemu.emulator as emulator
 from gridemu.experiments.decentralization_tables import write_between
 from gridemu.experiments.fairshare_grid import LEAVES, grid
+from gridemu.experiments.script_args import hand_parsed
 
 BEGIN, END = "<!-- fairshare:begin (decentralization_fairshare.py --write) -->", "<!-- fairshare:end -->"
 HOURS = 3.0
@@ -77,4 +78,5 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
+    sys.argv[1:] = hand_parsed(__doc__, sys.argv[1:], ('--write',))
     sys.exit(main(sys.argv[1:]))

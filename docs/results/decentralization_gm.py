@@ -26,6 +26,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from gridemu.experiments.decentralization_tables import (
+    IMG,
     legend_and_save,
     log_axis,
     messages_axis,
@@ -94,7 +95,7 @@ def table(df: pd.DataFrame) -> str:
     return "\n".join(out)
 
 
-def plot(df: pd.DataFrame, fmt: str = "png", dpi: float = 120) -> Path:
+def plot(df: pd.DataFrame, fmt: str = "png", dpi: float = 120, folder: Path = IMG) -> Path:
     fig, axes = plt.subplots(1, 3, figsize=(14, 4.2), constrained_layout=True)
     for variant, g in df.groupby("variant", sort=False):
         style = dict(
@@ -114,7 +115,7 @@ def plot(df: pd.DataFrame, fmt: str = "png", dpi: float = 120) -> Path:
     axes[1].set_title("what the jobs get (lower is better)", fontsize=10)
     axes[2].set_ylabel("EF violations per 1,000 comparable pairs")
     axes[2].set_title("envy-freeness (0 drawn at 0.001)", fontsize=10)
-    return legend_and_save(fig, axes[0], "GM", "gm", fmt, dpi)
+    return legend_and_save(fig, axes[0], "GM", "gm", fmt, dpi, folder)
 
 
 def central(sizes: tuple[int, ...] = (16, 64), seeds: tuple[int, ...] = (1, 2)) -> str:
@@ -146,7 +147,7 @@ def main(argv: list[str]) -> int:
     df = load(Path(args.root))
     text = table(df)
     print(text)
-    print(f"wrote {plot(df, args.format, args.dpi)}")
+    print(f"wrote {plot(df, args.format, args.dpi, IMG if args.write else Path(args.root))}")
     reference = central()
     print(reference)
     if args.write:

@@ -26,6 +26,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from gridemu.experiments.decentralization_tables import (
+    IMG,
     legend_and_save,
     messages_axis,
     sites_axis,
@@ -79,7 +80,7 @@ def table(df: pd.DataFrame) -> str:
     return "\n".join(out)
 
 
-def plot(df: pd.DataFrame, fmt: str = "png", dpi: float = 120) -> Path:
+def plot(df: pd.DataFrame, fmt: str = "png", dpi: float = 120, folder: Path = IMG) -> Path:
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), constrained_layout=True)
     for mode, g in df.groupby("protocol.mode", sort=False):
         rep = mode == "replicated"
@@ -98,7 +99,7 @@ def plot(df: pd.DataFrame, fmt: str = "png", dpi: float = 120) -> Path:
     messages_axis(axes[0], "what the sites send")
     axes[1].set_ylabel("makespan / max(W̄, p_max)")
     axes[1].set_title("schedule score (lower is better; alone: 3.3 to 184)", fontsize=10)
-    return legend_and_save(fig, axes[1], "MOLBA", "molba", fmt, dpi)
+    return legend_and_save(fig, axes[1], "MOLBA", "molba", fmt, dpi, folder)
 
 
 def main(argv: list[str]) -> int:
@@ -106,7 +107,7 @@ def main(argv: list[str]) -> int:
     df = load(Path(args.root))
     text = table(df)
     print(text)
-    print(f"wrote {plot(df, args.format, args.dpi)}")
+    print(f"wrote {plot(df, args.format, args.dpi, IMG if args.write else Path(args.root))}")
     if args.write:
         write_between(BEGIN, END, text)
     return 0

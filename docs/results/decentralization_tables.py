@@ -112,7 +112,7 @@ def tables(df: pd.DataFrame) -> str:
     return "\n".join(out + growth)
 
 
-def plots(df: pd.DataFrame, name: str, protocol: str, fmt: str = "png", dpi: float = 120) -> Path:
+def plots(df: pd.DataFrame, name: str, protocol: str, fmt: str = "png", dpi: float = 120, folder: Path = IMG) -> Path:
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), constrained_layout=True)
     # One color per topology in every figure; gossip dotted in its topology's color.
     colors = {
@@ -143,15 +143,18 @@ def plots(df: pd.DataFrame, name: str, protocol: str, fmt: str = "png", dpi: flo
     axes[1].set_ylabel("mean flow time / mean flow time alone")
     axes[1].set_ylim(0, 1.1)
     axes[1].set_title(f"{protocol}: what load balancing keeps (lower is better)", fontsize=10)
-    return legend_and_save(fig, axes[1], "topology (exchange)", name, fmt, dpi)
+    return legend_and_save(fig, axes[1], "topology (exchange)", name, fmt, dpi, folder)
 
 
-def legend_and_save(fig, legend_from, title: str, name: str, fmt: str = "png", dpi: float = 120) -> Path:
-    """The legend of ``legend_from``'s lines right of the panels; docs/results/img/decentralization-<name>.<fmt>."""
+def legend_and_save(
+    fig, legend_from, title: str, name: str, fmt: str = "png", dpi: float = 120, folder: Path = IMG
+) -> Path:
+    """The legend of ``legend_from``'s lines right of the panels; ``folder``/decentralization-<name>.<fmt>
+    (the page's docs/results/img/ only with ``--write``: a look at other runs leaves it as published)."""
     handles, labels = legend_from.get_legend_handles_labels()
-    IMG.mkdir(exist_ok=True)
+    folder.mkdir(parents=True, exist_ok=True)
     fig.legend(handles, labels, loc="outside right center", fontsize=8, title=title)
-    return save_figure(fig, IMG / f"decentralization-{name}", fmt, dpi)
+    return save_figure(fig, folder / f"decentralization-{name}", fmt, dpi)
 
 
 def messages_axis(ax, title: str) -> None:
@@ -198,7 +201,7 @@ def main(argv: list[str]) -> int:
         df = load(root, parts)
         text = tables(df)
         print(text)
-        print(f"wrote {plots(df, name, protocol, args.format, args.dpi)}")
+        print(f"wrote {plots(df, name, protocol, args.format, args.dpi, IMG if args.write else Path(root))}")
         if args.write:
             write_between(*markers, text)
     text = gap_table(root)

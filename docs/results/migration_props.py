@@ -10,8 +10,6 @@ prints the completion times d_j with the property each run keeps or breaks.
 
 from __future__ import annotations
 
-import sys
-
 import gridemu.emulator as emulator
 
 SCHEDULERS = ("fcfs", "fcfs_any", "preempt", "gm")
@@ -63,4 +61,8 @@ def main(xs: list[int]) -> None:
 
 
 if __name__ == "__main__":
-    main([int(x) for x in sys.argv[1:]] or [10])
+    import argparse
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("X", type=int, nargs="*", default=[10], help="the propositions' X (10 by default)")
+    main(ap.parse_args().X)

@@ -33,6 +33,7 @@ from gridemu.brokers.molba.list_scheduling import makespan
 from gridemu.brokers.molba.protocol import instance
 from gridemu.emulator.scenario import load_scenario
 from gridemu.experiments.decentralization_tables import write_between
+from gridemu.experiments.script_args import hand_parsed
 from gridemu.scenarios import rigid
 from gridemu.scenarios.workload import generate_jobs
 
@@ -154,4 +155,5 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
+    sys.argv[1:] = hand_parsed(__doc__, sys.argv[1:], ('--write',))
     sys.exit(main(sys.argv[1:]))

@@ -34,6 +34,7 @@ import numpy as np
 import pandas as pd
 
 from gridemu.experiments.decentralization_tables import write_between
+from gridemu.experiments.script_args import hand_parsed
 
 DOC = Path(__file__).with_name("molba.md")
 MS = (32, 128, 512)
@@ -350,4 +351,5 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
+    sys.argv[1:] = hand_parsed(__doc__, sys.argv[1:], ('--write', '--negotiated'))
     sys.exit(main(sys.argv[1:]))

@@ -25,7 +25,9 @@ Every figure is the mean flow time over every job (the grid starts empty), avera
 the seeds, with the standard deviation between seeds.
 
     python -m gridemu.experiments.power_of_d_staleness                 # both settings and the steps between
-    python -m gridemu.experiments.power_of_d_staleness --write         # and put the tables in the doc
+    python -m gridemu.experiments.power_of_d_staleness --write         # and put the tables and figures in the doc
+
+Without ``--write`` the figures go to runs/power_of_d_staleness/, not over the page's.
     python -m gridemu.experiments.power_of_d_staleness --setting paper --seeds 1 --periods 1,10   # a quick look
 
 About 12 CPU minutes in all (two worker processes). Imports gridemu only (and matplotlib
@@ -214,6 +216,7 @@ def figure(
     seeds: tuple[int, ...],
     fmt: str = "png",
     dpi: float = 120,
+    folder: Path = HERE / "img",
 ) -> Path:
     import matplotlib
 
@@ -247,7 +250,7 @@ def figure(
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=7, ncol=2, loc="upper left")
     fig.tight_layout()
-    path = HERE / "img" / setting.image
+    path = folder / setting.image
     path.parent.mkdir(parents=True, exist_ok=True)
     return save_figure(fig, path, fmt, dpi)
 
@@ -284,7 +287,9 @@ def main(argv: list[str] | None = None) -> int:
         stale, full = run(setting, seeds, periods, args.workers)
         text = table(setting, stale, full, periods)
         print(f"{setting.name}:\n{text}")
-        print(f"figure: {figure(setting, stale, full, periods, seeds, args.format, args.dpi)}")
+        # The page's figure only with --write: a quick look (one seed) leaves the published one.
+        folder = HERE / "img" if args.write else Path("runs") / "power_of_d_staleness"
+        print(f"figure: {figure(setting, stale, full, periods, seeds, args.format, args.dpi, folder)}")
         if args.write:
             write_block(setting.block, text)
     return 0

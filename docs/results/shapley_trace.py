@@ -6,9 +6,12 @@ come from the Parallel Workloads Archive (see docs/results/shapley.md).
     python -m gridemu.experiments.shapley_trace
 """
 
+import sys
 from pathlib import Path
 
 import numpy as np
+
+from gridemu.experiments.script_args import hand_parsed
 
 PATH = Path(__file__).resolve().parents[2] / "scenarios" / "data" / "shapley-small.swf"
 
@@ -40,4 +43,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    sys.argv[1:] = hand_parsed(__doc__, sys.argv[1:], ())
     main()
