@@ -179,9 +179,16 @@ def ensure_ray(address: str | None = None, num_cpus: int | None = None) -> Any:
         # "local" starts a private instance even when a cluster from `ray start` runs here.
         _start_reaper(ray)
         try:
-            ray.init(address="local", num_cpus=num_cpus, **kwargs)
+            try:
+                ray.init(address="local", num_cpus=num_cpus, **kwargs)
+            except SystemExit as exc:
+                _sigterm_in_init(ray, caller, exc)
+                # The caller held the signal (a run with --checkpoint stops after checkpoint
+                # zero, which needs the shards): start again; a second SIGTERM stops at once.
+                ray.init(address="local", num_cpus=num_cpus, **kwargs)
         except SystemExit as exc:
             _sigterm_in_init(ray, caller, exc)
+            raise
         except Exception as exc:  # e.g. "node timed out during startup" on a loaded machine
             _restore_sigterm(caller)
             first = first_line(exc, type(exc).__name__)
@@ -208,7 +215,9 @@ def _quiet_ray_errors(ray: Any) -> None:
 def _sigterm_in_init(ray: Any, caller: Any, exc: SystemExit) -> None:
     """SIGTERM while ray.init ran: Ray's own handler, installed there, exits with code 15 and
     no word. The instance half started is shut down, and the caller's handler gets the signal
-    (the CLI: one line, exit 143)."""
+    (the CLI: one line, exit 143). A handler that holds it (``checkpoint.StopAtBarrier``:
+    stop after checkpoint zero) returns, and so does this: the caller starts Ray again. With
+    no handler of the caller's, Ray's exit goes on."""
     if exc.code != signal.SIGTERM:
         raise exc
     try:
@@ -216,9 +225,9 @@ def _sigterm_in_init(ray: Any, caller: Any, exc: SystemExit) -> None:
     except Exception:  # what ray.init had not started yet cannot be stopped: nothing to do
         pass
     _restore_sigterm(caller)
-    if callable(caller):
-        caller(signal.SIGTERM, None)
-    raise exc
+    if not callable(caller):
+        raise exc
+    caller(signal.SIGTERM, None)  # raises unless it holds the signal
 
 
 def _start_reaper(ray: Any) -> None:

@@ -5,7 +5,8 @@
 # readings of which organizations bring a machine (protocol.machines): "all" (section 5.1's
 # model: every organization owns machine k) and "owners" (only those that own a job: the
 # reading the thesis's tables agree with). 2 readings x 2 datasets x 4 x 4 x 3 x 50 = 9600
-# runs of the decentralized molba protocol, about 24 minutes on 2 cores (READINGS="all" or
+# runs of the decentralized molba protocol, about 2 hours on 2 busy cores (docs/results/molba.md: ~86 and
+# ~40 minutes for the two readings with PER_N=1; READINGS="all" or
 # "owners" runs one reading). Every m has seeds of its own (m = 32: 1..R, 128: 1001..,
 # 512: 2001..), so the 150 instances a row pools are 150 independent draws (with one seed
 # range for all m, a row held R draws three times over); both readings draw the same
