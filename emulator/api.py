@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any, Callable
@@ -27,6 +28,7 @@ from gridemu.emulator.results import (
     LOCK,
     MARKER,
     PIECE_COLUMNS,
+    ForeignEntries,
     RunResult,
     check_out,
     job_table,
@@ -113,7 +115,19 @@ def run(
             raw = _run_windows(scenario, address, on_progress, recurrence, checkpoint, ckpt_file, work)
             result = _finish(raw)
             enter_phase("write")
-            result.write(out, overwrite=True)  # replaces the folder this run made or was allowed, checkpoint and all
+            try:
+                # Replaces the folder this run made or was allowed, checkpoint and all.
+                result.write(out, overwrite=True)
+                result.folder = out
+            except ForeignEntries as exc:
+                # Someone put a file into the folder while the run went on: it is never
+                # replaced, and the run's work is not thrown away either.
+                result.folder = reserve_folder(out, "-results")
+                result.write(result.folder, overwrite=True)
+                print(f"gridemu: warning: {exc}; the results are in {result.folder}/ instead", file=sys.stderr)
+        if result.folder != out:  # this run's lock and checkpoint there are superseded
+            for name in (LOCK, ckpt.FILE):
+                (out / name).unlink(missing_ok=True)
     except BaseException:
         # Stopped before any result or checkpoint was saved: what this run put there goes.
         undo_folder(out, made, marked_now)
@@ -134,6 +148,26 @@ def undo_folder(out: Path, made: bool, marked_now: bool) -> None:
                 (out / name).unlink(missing_ok=True)
     except OSError:
         pass  # the folder is gone or unreadable: nothing of ours to take back
+
+
+def reserve_folder(out: Path, suffix: str = "") -> Path:
+    """Make a new run folder named ``out`` + ``suffix`` now (marked, empty, made at once), or
+    with ``-2``, ``-3``, ... after it where that name is taken (another run of the same second
+    took the default name, or the folder named gained files of someone else's)."""
+    base = out.with_name(out.name + suffix)
+    for k in range(1, 100):
+        candidate = base if k == 1 else base.with_name(f"{base.name}-{k}")
+        if candidate.exists():
+            continue
+        check_out(candidate)  # its parent made and writable
+        try:
+            make_run_folder(candidate)
+        except OSError:
+            if candidate.exists():  # made by another run since the check: the next name
+                continue
+            raise
+        return candidate
+    raise GridemuError(f"--out: {base} and 98 more names like it are taken: name a folder with --out")
 
 
 def make_run_folder(out: Path) -> None:

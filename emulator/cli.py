@@ -214,13 +214,13 @@ def progress_line(p) -> str:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from gridemu.emulator.api import run, undo_folder
+    from gridemu.emulator.api import reserve_folder, run, undo_folder
 
     overrides = _overrides(args.set, args.warmup)
     backend = args.backend or ("ray" if args.address else None)
     scenario = load_scenario(args.scenario, overrides, seed=args.seed, backend=backend, shards=args.shards)
     reserved = args.out is None  # runs/NAME-TIME: two runs started in the same second get a folder each
-    out = _reserve(_out_dir(args)) if reserved else check_out(args.out, args.overwrite)  # before the run
+    out = reserve_folder(_out_dir(args)) if reserved else check_out(args.out, args.overwrite)  # before the run
     for line in scenario.extra.get("scenario_warnings", []):
         print(f"gridemu: warning: {line}", file=sys.stderr)
     if args.force and scenario.workload["kind"] in ("poisson", "streams"):  # past a budget: said, not refused
@@ -249,27 +249,6 @@ def cmd_run(args: argparse.Namespace) -> int:
     return _unfinished(result.summary, scenario.horizon, args.strict)
 
 
-def _reserve(out: Path) -> Path:
-    """Make the default run folder now (a marked, empty gridemu folder, made at once), or
-    ``out-2``, ``out-3``, ... where another run took the name first: the name is the scenario
-    and the second it started, which two runs can share."""
-    from gridemu.emulator.api import make_run_folder
-
-    for k in range(1, 100):
-        candidate = out if k == 1 else out.with_name(f"{out.name}-{k}")
-        if candidate.exists():
-            continue
-        check_out(candidate)  # its parent made and writable
-        try:
-            make_run_folder(candidate)
-        except OSError:
-            if candidate.exists():  # made by another run since the check: the next name
-                continue
-            raise
-        return candidate
-    raise GridemuError(f"--out: {out} and 98 more names like it are taken: name a folder with --out")
-
-
 def _with_progress(args: argparse.Namespace, out: Path, go: Any, hint: Path | None = None) -> Any:
     """Run ``go(progress bar)`` (no bar with --quiet, so a run where no site talks keeps its
     single window), name the checkpoint to resume from if stopped, and print the summary."""
@@ -286,7 +265,7 @@ def _with_progress(args: argparse.Namespace, out: Path, go: Any, hint: Path | No
             bar.close()
     if not args.quiet:
         print_summary(result.summary)
-        print(f"results written to {out}/")
+        print(f"results written to {getattr(result, 'folder', None) or out}/")
     note = barrier_note(result.summary)
     if note:
         print(f"gridemu: note: {note}", file=sys.stderr)

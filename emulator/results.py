@@ -94,6 +94,9 @@ class RunResult:
     #: What ``scenario.toml`` holds, where it differs from ``scenario`` (every site listed):
     #: sites drawn from a ``[sites]`` table are kept as that table (``Scenario.saved_data``).
     saved_scenario: dict[str, Any] | None = None
+    #: Where ``emulator.run(..., out=...)`` wrote the files: ``out``, or the folder beside it
+    #: that took them when ``out`` gained files of someone else's during the run.
+    folder: Path | None = None
 
     def write(self, out: str | Path, overwrite: bool = False) -> Path:
         """Write the result files into ``out``, all or nothing: they are written to a hidden
@@ -329,11 +332,15 @@ def _replace(tmp: Path, out: Path) -> None:
     removed once the new one is in place."""
 
 
+class ForeignEntries(GridemuError):
+    """A result folder holds what gridemu did not write: it is never replaced."""
+
+
 def _check_own(out: Path, entries: list[str], overwrite: bool, results: tuple[str, ...], kind: str) -> None:
     """A non-empty ``out``: a gridemu ``kind`` folder of gridemu's files, its results kept unless ``overwrite``."""
     found = marked(out)
     if found is None:
-        raise GridemuError(
+        raise ForeignEntries(
             f"--out: {out} holds files gridemu did not write ({entries[0]}) and is no gridemu run folder "
             f"(no {MARKER}): name a new or empty folder"
         )
@@ -343,7 +350,7 @@ def _check_own(out: Path, entries: list[str], overwrite: bool, results: tuple[st
     if foreign:
         shown = ", ".join(e + ("/" if (out / e).is_dir() else "") for e in foreign[:5])
         more = f" and {len(foreign) - 5} more" if len(foreign) > 5 else ""
-        raise GridemuError(
+        raise ForeignEntries(
             f"--out: {out} holds what gridemu did not write ({shown}{more}): move it away or name another folder"
         )
     held = [f for f in results if f in entries]

@@ -511,3 +511,26 @@ def test_a_default_folder_is_taken_back_when_the_run_fails(tmp_path, monkeypatch
     monkeypatch.setattr(api, "_run_windows", fail)
     assert call(["run", "quickstart", "--backend", "inprocess", "--set", "workload.jobs=200", "--quiet"]) != 0
     assert list((tmp_path / "runs").iterdir()) == []
+
+
+@pytest.mark.parametrize("checkpoint", [None, 0.01], ids=["plain", "checkpoints"])
+def test_a_file_put_into_the_folder_during_the_run_is_kept_and_the_results_go_beside_it(
+    tmp_path, monkeypatch, capsys, checkpoint
+):
+    # The run's results were refused at the end (the folder held a file gridemu did not
+    # write), so all its work was lost, and its lock file stayed behind.
+    from gridemu.emulator import engine
+
+    out = tmp_path / "r"
+    drop = lambda name: name == "write" and (out / USER_FILE).write_text("mine\n")  # noqa: E731
+    monkeypatch.setattr(engine, "PHASE_HOOKS", [drop])
+    result = emulator.run(
+        "quickstart", backend="inprocess", overrides={"workload.jobs": 300}, out=out, checkpoint=checkpoint
+    )
+    alone = emulator.run("quickstart", backend="inprocess", overrides={"workload.jobs": 300})
+    assert result.folder == tmp_path / "r-results"
+    assert (out / USER_FILE).read_text() == "mine\n"
+    assert sorted(p.name for p in out.iterdir()) == sorted([MARKER, USER_FILE])  # the lock and checkpoint gone
+    assert pd.read_parquet(result.folder / "jobs.parquet").equals(alone.jobs)
+    err = capsys.readouterr().err
+    assert f"holds what gridemu did not write ({USER_FILE})" in err and "the results are in" in err
