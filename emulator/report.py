@@ -327,11 +327,13 @@ def plot_run(
     for ax in timed[:-1]:
         ax.tick_params(labelbottom=False)
     timed[-1].set_xlabel(f"virtual time ({axis.label})")
-    for name, ax in axes.items():
-        if name != "util":
-            ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
     if "level" in axes:
         _plot_levels(axes["level"], ts, g["protocol"])
+    # After every panel is drawn: the strategy panel's lines did not exist yet, so it got an
+    # empty legend and matplotlib's "No artists with labels" warning on every report.
+    for name, ax in axes.items():
+        if name != "util" and ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
     fig.suptitle(f"{g['protocol']} protocol, {g['sites']} sites, {g['jobs']:,} jobs, seed {g['seed']}")
     if dropped:
         fig.text(0.01, 0.0, "not drawn, constant: " + "; ".join(dropped), fontsize=7, va="top", color="0.3")
