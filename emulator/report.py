@@ -724,6 +724,7 @@ def plot_gantt(
     window: tuple[float, float] | None = None,
     fmt: str = "png",
     dpi: float = DEFAULT_DPI,
+    heading: str | None = None,
 ) -> Path:
     """``DIR/gantt.<fmt>``: every piece as a box of its processors over its run, colored by
     owner (:func:`org_colors`), one panel per site (``shown``: see :func:`parse_sites`), one
@@ -808,13 +809,16 @@ def plot_gantt(
     shown_owners = [o for o in owners if o in drawn]
     handles = [matplotlib.patches.Patch(color=palette[code[o]], label=o) for o in shown_owners[:legend_max]]
     extra = f" (and {len(shown_owners) - legend_max} more)" if len(shown_owners) > legend_max else ""
+    # Which run, above the owners: a chart copied out of its folder says so itself (a
+    # suptitle and an outside legend overlap under the constrained layout).
     fig.legend(
         handles=handles,
         fontsize=7,
         ncol=math.ceil(len(handles) / math.ceil(len(handles) / 10)) if handles else 1,  # rows of even length
         loc="outside upper center",
-        title=f"job owner{extra}",
-        title_fontsize=7,
+        title=(f"{heading}\n" if heading else "") + f"job owner{extra}",
+        title_fontsize=8,
+        alignment="center",
     )
     return save_figure(fig, run_dir / "gantt.png", fmt, dpi)
 
@@ -862,7 +866,18 @@ def report(
         if other is not None:
             compare, title = (other.label, other.jobs), other.title
         path_g = plot_gantt(
-            run_dir, jobs, sites, gantt_sites, compare=compare, title=title, axis=axis, window=window, fmt=fmt, dpi=dpi
+            run_dir,
+            jobs,
+            sites,
+            gantt_sites,
+            compare=compare,
+            title=title,
+            axis=axis,
+            window=window,
+            fmt=fmt,
+            dpi=dpi,
+            heading=f"{g['protocol']} protocol, {g['sites']} sites, {g['jobs']:,} jobs, seed {g['seed']}: "
+            "each job on the processors it ran on",
         )
     path = plot_run(run_dir, jobs, sites, ts, summary, axis, fmt, dpi)
     print(f"plot written to {path}")

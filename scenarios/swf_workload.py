@@ -5,6 +5,7 @@ The trace itself is read and converted by :mod:`gridemu.scenarios.swf`."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -102,7 +103,7 @@ def skip_warnings(path: str, skipped: dict[str, int], kept: int) -> list[str]:
         return []
     reasons = ", ".join(f"{n:,} {k.replace('_', ' ')}" for k, n in faults.items())
     return [
-        f"{path}: {sum(faults.values()):,} jobs skipped, which cannot be emulated ({reasons}); "
+        f"{Path(path).name}: {sum(faults.values()):,} jobs skipped, which cannot be emulated ({reasons}); "
         f"{kept:,} jobs kept (summary.json: trace_jobs_skipped)"
     ]
 
