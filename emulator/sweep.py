@@ -18,6 +18,7 @@ import math
 import os
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -66,6 +67,8 @@ def parse_grid(items: list[str]) -> list[tuple[str, list[Any]]]:
     """``["key=v1,v2", ...]`` -> [(key, [v1, v2]), ...]; values are read as TOML scalars."""
     grid = []
     for item in items:
+        if "=" not in item:
+            raise ScenarioError("--grid", f"{item!r} is not KEY=V1,V2,... (e.g. --grid protocol.name=local,random)")
         key, raw = parse_override(item)[0], item.split("=", 1)[1]
         values = [parse_override(f"{key}={v}")[1] for v in raw.split(",") if v.strip()]
         if not values:
@@ -120,7 +123,7 @@ def run_one(
 
 def sweep(  # noqa: C901
     scenario: str | Path | dict[str, Any],
-    grid: list[tuple[str, list[Any]]],
+    grid: "list[tuple[str, list[Any]]] | Mapping[str, list[Any]]",
     *,
     repeat: int = 1,
     overrides: dict[str, Any] | None = None,
@@ -141,6 +144,10 @@ def sweep(  # noqa: C901
     is held to the budgets (``force``: past them) and the sweep's runs to ``MAX_SWEEP_RUNS``."""
     if repeat < 1:
         raise ScenarioError("--repeat", f"must be >= 1, got {repeat}")
+    if workers is not None and workers < 0:  # -1 once left no task to submit, and the wait spun for ever
+        raise ScenarioError("--workers", f"must be >= 0 (0: Ray's CPUs), got {workers}")
+    if isinstance(grid, Mapping):  # {"protocol.name": ["local", "random"]}: the same as its items
+        grid = list(grid.items())
     data, source = (scenario, None) if isinstance(scenario, dict) else read_scenario_file(scenario)
     base = load_scenario(data, overrides, source=source)
     keys = [k for k, _ in grid]
@@ -152,8 +159,13 @@ def sweep(  # noqa: C901
         )
     points = [dict(zip(keys, combo)) for combo in itertools.product(*[v for _, v in grid])] or [{}]
     limits, wall = Limits.here(force), 0.0
-    for point in points:  # fail before launching anything
-        sc = load_scenario(data, {**(overrides or {}), **point}, source=source)
+    for point in points:  # fail before launching anything: a value bad for some points is a typo
+        try:
+            sc = load_scenario(data, {**(overrides or {}), **point}, source=source)
+        except ScenarioError as exc:
+            if not point:
+                raise
+            raise ScenarioError(exc.key, f"{exc.problem} ({_setting(point)[:-2]}; no run was started)") from None
         if sc.workload["kind"] not in SIZED:
             continue  # a job file is read by its run (a broken one fails that point alone), gated there
         est = estimate(sc)

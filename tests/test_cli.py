@@ -951,3 +951,29 @@ def test_python_dash_m_gridemu_is_the_command():
         [sys.executable, "-m", "gridemu", "validate", "no-such-scenario"], capture_output=True, text=True
     )
     assert bad.returncode == 2 and bad.stderr.startswith("gridemu: error: ")
+
+
+def test_sweep_arguments_are_checked_before_any_run(tmp_path, capsys):
+    # --workers -1 left the Ray sweep no task to submit and its wait loop spun for ever.
+    assert run_cli("sweep", "quickstart", "--grid", "protocol.name=local", "--workers", "-1", "--quiet") == 2
+    assert "--workers: must be >= 0 (0: Ray's CPUs), got -1" in capsys.readouterr().err
+    assert run_cli("sweep", "quickstart", "--grid", "protocol.name", "--backend", "inprocess") == 2
+    assert "--grid: 'protocol.name' is not KEY=V1,V2,..." in capsys.readouterr().err
+    # A value bad at one setting only stops the sweep before any run, naming the setting.
+    out = tmp_path / "s"
+    argv = ["--grid", "protocol.name=averaging,local", "--grid", "protocol.period=-5,50", "--backend", "inprocess"]
+    assert run_cli("sweep", "quickstart", *argv, "--out", out) == 2
+    err = capsys.readouterr().err
+    assert "protocol.period: must be > 0, got -5 (at protocol.name='averaging', protocol.period=-5; no run" in err
+    assert not out.exists()
+
+
+def test_the_python_sweep_takes_its_grid_as_a_dict_too():
+    import gridemu
+
+    args = {"overrides": {"workload.jobs": 200}, "backend": "inprocess", "quiet": True}
+    runs, _, _ = gridemu.sweep("quickstart", {"protocol.name": ["local", "random"]}, **args)
+    again, _, _ = gridemu.sweep("quickstart", [("protocol.name", ["local", "random"])], **args)
+    timing = ["wall_seconds", "site_cpu_seconds"]
+    pd.testing.assert_frame_equal(runs.drop(columns=timing), again.drop(columns=timing))
+    assert list(runs["protocol.name"]) == ["local", "random"]
