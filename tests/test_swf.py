@@ -166,7 +166,10 @@ def test_jobs_a_trace_cannot_run_are_said_at_validation_and_run(tmp_path: Path, 
     from gridemu.emulator.cli import main
 
     data = {"sites": {"count": 2, "procs": 64}, "workload": {"kind": "swf", "path": str(TINY)}, "run": {"seed": 1}}
-    said = f"{TINY.name}: 3 jobs skipped, which cannot be emulated (1 no run time, 1 zero run time, 1 no procs); 37 jobs kept"
+    said = (
+        f"{TINY.name}: 3 jobs skipped, which cannot be emulated "
+        "(1 no run time, 1 zero run time, 1 no procs); 37 jobs kept"
+    )
     r = emulator.run(data)
     assert r.summary["global"]["trace_jobs_skipped"] == {"no_run_time": 1, "zero_run_time": 1, "no_procs": 1}
     assert any(w.startswith(said) for w in r.summary["global"]["workload_warnings"])
