@@ -140,7 +140,11 @@ def swf_text(
 
 
 def _field(v: float) -> str:
-    return str(int(v)) if float(v).is_integer() else f"{v:.6f}".rstrip("0")
+    """A number as SWF writes it: an integer without a point, else at most six decimals.
+    Rounded first: 199.00000000000003 (an end minus a start) is 199, not "199." (the zeros
+    stripped, the point left), which a reader of integer fields refuses."""
+    text = f"{v:.6f}".rstrip("0").rstrip(".")
+    return "0" if text in ("-0", "") else text
 
 
 def evalys_frame(jobs: pd.DataFrame, sites: pd.DataFrame, requested: np.ndarray | None = None) -> pd.DataFrame:

@@ -209,8 +209,15 @@ def load(folder: str | Path) -> RunResult:
         usage=optional["usage"],
         summary=summary,
         scenario=scenario,
-        pieces=optional["fragments"] if len(optional["fragments"]) else jobs,
+        pieces=optional["fragments"] if len(optional["fragments"]) else _whole_pieces(jobs),
     )
+
+
+def _whole_pieces(jobs: pd.DataFrame) -> pd.DataFrame:
+    """The piece table of a run where no job was split (no fragments.parquet): each job one
+    piece, fragment 0, in ``PIECE_COLUMNS`` (as the run itself gave it, not the job table)."""
+    cols = {c: (np.zeros(len(jobs), dtype=np.int64) if c == "fragment" else jobs[c]) for c in PIECE_COLUMNS}
+    return pd.DataFrame(cols, copy=False)
 
 
 def write_whole(

@@ -44,6 +44,8 @@ def test_every_shipped_scenario_exports_in_both_formats(name, tmp_path):
     assert main(["export", str(tmp_path / "r")]) == 0
     rows = body(tmp_path / "r" / "jobs.swf")
     assert len(rows) == len(result.jobs) and all(len(r) == 18 for r in rows)
+    # Every field a number as SWF writes them: no '199.' (a float's last bit stripped to a point).
+    assert not [f for r in rows for f in r if f.endswith(".") or f in ("-0", "")]
     assert main(["export", str(tmp_path / "r"), "--format", "evalys"]) == 0
     csv = pd.read_csv(tmp_path / "r" / "jobs_evalys.csv", dtype={"job_id": str, "allocated_resources": str})
     started = int(result.pieces["start"].notna().sum())
@@ -89,3 +91,10 @@ def test_evalys_export_lists_jobs_that_never_started_with_their_state(tmp_path):
     assert pd.isna(csv.loc["1", "starting_time"]) and csv.loc["1", "submission_time"] == 1.0
     assert csv.loc["0", "final_state"] == "RUNNING" and csv.loc["0", "requested_time"] == 30.0
     assert csv.loc["1", "requested_time"] == -1
+
+
+def test_a_field_is_written_as_swf_writes_numbers():
+    from gridemu.emulator.export import _field
+
+    cases = {199.00000000000003: "199", 199.0: "199", 0.000576: "0.000576", -1.0: "-1", -1e-9: "0", 2.5: "2.5"}
+    assert {v: _field(v) for v in cases} == cases

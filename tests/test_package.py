@@ -15,6 +15,8 @@ def test_run_write_and_load_give_the_same_tables(tmp_path):
     assert isinstance(again, gridemu.RunResult)
     pd.testing.assert_frame_equal(again.jobs, result.jobs)
     pd.testing.assert_frame_equal(again.sites, result.sites)
+    # No job split (no fragments.parquet): the pieces are the run's, not the 16-column job table.
+    pd.testing.assert_frame_equal(again.pieces, result.pieces)
     assert again.summary["global"]["jobs"] == 400 and again.scenario["run"]["seed"] == 4
     with pytest.raises(gridemu.GridemuError, match="not a gridemu run folder"):
         gridemu.load(tmp_path)
