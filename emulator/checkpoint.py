@@ -37,6 +37,7 @@ from gridemu.brokers import registry
 from gridemu.brokers.protocol import Protocol
 from gridemu.emulator import plain
 from gridemu.emulator.plugins import _own_classes, _own_modules, dump_shard, load_shard, require_registered
+from gridemu.emulator.results import marked
 from gridemu.emulator.shard import StepInfo
 from gridemu.model.errors import GridemuError, ScenarioError
 
@@ -138,6 +139,8 @@ def load(folder: Path) -> dict[str, Any]:
                 f"resume: {folder} holds a checkpoint of an older gridemu ({OLD_FILE}, a pickle): it is never "
                 "read (unpickling runs code); run again"
             )
+        if marked(Path(folder)) == "sweep":
+            raise GridemuError(f"resume: {folder} is a sweep folder: a sweep is not resumed, sweep again")
         raise GridemuError(f"resume: {folder} holds no checkpoint ({FILE}): run with --checkpoint SECONDS to leave one")
     try:
         with path.open("rb") as fh:

@@ -190,6 +190,11 @@ def load(folder: str | Path) -> RunResult:
     if not folder.exists():
         raise GridemuError(f"{folder}: no such folder")
     if not (folder / "summary.json").is_file() or not (folder / "jobs.parquet").is_file():
+        if marked(folder) == "sweep":
+            raise GridemuError(
+                f"{folder}: a gridemu sweep folder, not a run's: its runs keep no job table (runs.parquet and "
+                "orgs.parquet hold their figures; gridemu report reads it)"
+            )
         raise GridemuError(f"{folder}: not a gridemu run folder (summary.json and jobs.parquet are missing)")
     try:
         summary = json.loads((folder / "summary.json").read_text())
@@ -363,7 +368,7 @@ def _check_own(out: Path, entries: list[str], overwrite: bool, results: tuple[st
     held = [f for f in results if f in entries]
     if held and not overwrite:
         raise GridemuError(
-            f"--out: {out} holds the results of an earlier run ({held[0]}): choose another folder or add --overwrite"
+            f"--out: {out} holds the results of an earlier {kind} ({held[0]}): choose another folder or add --overwrite"
         )
 
 

@@ -666,7 +666,7 @@ def test_a_failed_sweep_point_keeps_the_others(ray_session, tmp_path, capsys):
     assert len(failures) == 2 and failures["error"].str.contains("bad.csv:3:").all()
     # An earlier sweep's folder is kept unless --overwrite; "good.csv" is found beside the scenario.
     code = run_cli("sweep", scenario, "--grid", "run.seed=1,2", "--quiet", "--out", out)
-    assert code == 2 and "holds the results of an earlier run" in capsys.readouterr().err
+    assert code == 2 and "holds the results of an earlier sweep" in capsys.readouterr().err
     assert run_cli("sweep", scenario, "--grid", "run.seed=1,2", "--quiet", "--out", out, "--overwrite") == 0
     assert not (out / "failures.csv").exists() and len(pd.read_parquet(out / "runs.parquet")) == 2
 
@@ -977,3 +977,17 @@ def test_the_python_sweep_takes_its_grid_as_a_dict_too():
     timing = ["wall_seconds", "site_cpu_seconds"]
     pd.testing.assert_frame_equal(runs.drop(columns=timing), again.drop(columns=timing))
     assert list(runs["protocol.name"]) == ["local", "random"]
+
+
+def test_a_sweep_folder_given_where_a_run_folder_is_wanted_says_so(tmp_path, capsys):
+    import gridemu
+
+    out = tmp_path / "s"
+    argv = ["--grid", "protocol.name=local", "--set", "workload.jobs=100", "--backend", "inprocess", "--quiet"]
+    assert run_cli("sweep", "quickstart", *argv, "--out", out) == 0
+    assert run_cli("resume", out) == 2
+    assert "is a sweep folder: a sweep is not resumed, sweep again" in capsys.readouterr().err
+    assert run_cli("export", out) == 2
+    assert "a gridemu sweep folder, not a run's" in capsys.readouterr().err
+    with pytest.raises(gridemu.GridemuError, match="a gridemu sweep folder, not a run's"):
+        gridemu.load(out)
