@@ -334,7 +334,7 @@ def plot_run(
     for name, ax in axes.items():
         if name != "util" and ax.get_legend_handles_labels()[0]:
             ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
-    fig.suptitle(f"{g['protocol']} protocol, {g['sites']} sites, {g['jobs']:,} jobs, seed {g['seed']}")
+    fig.suptitle(run_title(g))
     if dropped:
         fig.text(0.01, 0.0, "not drawn, constant: " + "; ".join(dropped), fontsize=7, va="top", color="0.3")
     return save_figure(fig, run_dir / "report.png", fmt, dpi, tight=True)
@@ -823,6 +823,11 @@ def plot_gantt(
     return save_figure(fig, run_dir / "gantt.png", fmt, dpi)
 
 
+def run_title(g: dict[str, Any]) -> str:
+    """Which run a figure shows, from ``summary.json``'s global section."""
+    return f"{g['protocol']} protocol, {g['sites']} sites, {g['jobs']:,} jobs, seed {g['seed']}"
+
+
 def report(
     run_dir: Path,
     plot: bool = True,
@@ -876,8 +881,7 @@ def report(
             window=window,
             fmt=fmt,
             dpi=dpi,
-            heading=f"{g['protocol']} protocol, {g['sites']} sites, {g['jobs']:,} jobs, seed {g['seed']}: "
-            "each job on the processors it ran on",
+            heading=f"{run_title(g)}: each job on the processors it ran on",
         )
     path = plot_run(run_dir, jobs, sites, ts, summary, axis, fmt, dpi)
     print(f"plot written to {path}")
