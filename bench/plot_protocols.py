@@ -112,8 +112,9 @@ def plot(by_model: dict[str, list[dict[str, Any]]], cpus: int, out: Path) -> Non
         ax.set_yticks(range(len(rows)), labels)
         ax.invert_yaxis()
         first = rows[0]
+        # Two lines: on one, the longest models' titles ran past the panel's right edge.
         ax.set_title(
-            f"{model} ({describe(model)}): {first['sites']:,} sites, {first['jobs']:,} jobs, "
+            f"{model} ({describe(model)})\n{first['sites']:,} sites, {first['jobs']:,} jobs, "
             f"{first.get('messages', 0):,} messages",
             fontsize=10,
             loc="left",
