@@ -131,15 +131,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     # Generated workloads are sized, not drawn (validating 10^8 jobs takes no memory) unless
     # the run's driver draws them too (a protocol or scheduler checks every job).
     est, _ = gate(sc, Limits.here(args.force), warn=False, checkpoint=args.checkpoint is not None)
-    for limit, value, what in (
-        (args.max_jobs, est.jobs, "jobs"),
-        (args.max_messages, est.messages, "messages"),
-        (args.max_rounds, est.rounds, "rounds"),
-    ):
-        if limit is not None and value is not None and value > limit:
-            raise GridemuError(
-                f"estimate: about {value:.3g} {what}, more than --max-{what} {limit:g} ({est.describe()})"
-            )
+    _refuse_past_max(args, est)
     print(
         f"{sc.source}: ok: {len(sc.sites)} sites, {len(sc.orgs)} organizations, {est.jobs:,.0f} jobs, "
         f"protocol {sc.protocol['name']}, workload {wl['kind']}, lookahead {sc.lookahead}"
@@ -150,6 +142,24 @@ def cmd_validate(args: argparse.Namespace) -> int:
     for line in sc.extra.get("scenario_warnings", []) + sc.extra.get("workload_warnings", []) + est.warnings():
         print(f"gridemu: warning: {line}", file=sys.stderr)
     return 0
+
+
+def _max_options(p: argparse.ArgumentParser) -> None:
+    for what in ("jobs", "messages", "rounds"):
+        p.add_argument(f"--max-{what}", type=float, metavar="N", help=f"exit 2 if the run's estimated {what} exceed N")
+
+
+def _refuse_past_max(args: argparse.Namespace, est: Any) -> None:
+    """--max-jobs, --max-messages, --max-rounds: limits of the user's own on the estimate."""
+    for limit, value, what in (
+        (args.max_jobs, est.jobs, "jobs"),
+        (args.max_messages, est.messages, "messages"),
+        (args.max_rounds, est.rounds, "rounds"),
+    ):
+        if limit is not None and value is not None and value > limit:
+            raise GridemuError(
+                f"estimate: about {value:.3g} {what}, more than --max-{what} {limit:g} ({est.describe()})"
+            )
 
 
 class _ProgressBar:
@@ -219,6 +229,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     overrides = _overrides(args.set, args.warmup)
     backend = args.backend or ("ray" if args.address else None)
     scenario = load_scenario(args.scenario, overrides, seed=args.seed, backend=backend, shards=args.shards)
+    if (args.max_jobs, args.max_messages, args.max_rounds) != (None, None, None):
+        from gridemu.emulator.gate import gate
+        from gridemu.emulator.limits import Limits
+
+        _refuse_past_max(args, gate(scenario, Limits.here(args.force), warn=False)[0])  # before any folder
     reserved = args.out is None  # runs/NAME-TIME: two runs started in the same second get a folder each
     out = reserve_folder(_out_dir(args)) if reserved else check_out(args.out, args.overwrite)  # before the run
     for line in scenario.extra.get("scenario_warnings", []):
@@ -456,8 +471,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("validate", help="check a scenario; errors name the key")
     p.add_argument("scenario", help="a scenario file or the name of a shipped scenario")
     p.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a scenario key (repeatable)")
-    for what in ("jobs", "messages", "rounds"):
-        p.add_argument(f"--max-{what}", type=float, metavar="N", help=f"exit 2 if the run's estimated {what} exceed N")
+    _max_options(p)
     p.add_argument(
         "--force",
         action="store_true",
@@ -473,6 +487,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("run", help="run a scenario and write its results")
     p.add_argument("scenario", help="a scenario file or the name of a shipped scenario")
+    _max_options(p)
     p.add_argument("--seed", type=int, help="the run's seed (default: run.seed of the scenario)")
     p.add_argument("--out", help="result folder (default runs/<scenario>-<time>); written whole or not at all")
     p.add_argument("--overwrite", action="store_true", help="replace the results of an earlier run in --out")

@@ -218,6 +218,24 @@ def _check_connected(topo: Topology, sites: Sequence[SiteSpec], key: str) -> Non
         )
 
 
+def _edge_header(reader: csv.DictReader, path: Path, key: str) -> list[str]:
+    """An edge file's columns: source and target, latency if given, nothing else."""
+    if reader.fieldnames is None:
+        raise ScenarioError(key, f"{path}: empty file; expected a header line source,target[,latency]")
+    fields = [f.strip() for f in reader.fieldnames]
+    twice = duplicate(fields)
+    if twice is not None:
+        raise ScenarioError(key, f"{path}, line 1: column {twice!r} is named twice in the header")
+    if not {"source", "target"} <= set(fields):
+        raise ScenarioError(
+            key, f"{path}: the header must name source and target (and optionally latency), got {fields}"
+        )
+    unknown = sorted(set(fields) - {"source", "target", "latency"})
+    if unknown:  # a "weight" column would read as latencies it never sets
+        raise ScenarioError(key, f"{path}, line 1: unknown column {unknown[0]!r} (allowed: source, target, latency)")
+    return fields
+
+
 def _from_file(path: Path, sites: Sequence[SiteSpec]) -> Topology:
     key = "network.topology_file"
     check_input_file(path, key, "an edge file")
@@ -238,18 +256,14 @@ def _from_file(path: Path, sites: Sequence[SiteSpec]) -> Topology:
     links: set[tuple[int, int]] = set()
     latency: dict[tuple[int, int], float] = {}
     try:
-        with path.open(newline="", encoding="utf-8") as fh:
+        # utf-8-sig: a spreadsheet's byte-order mark is not part of the first column's name.
+        with path.open(newline="", encoding="utf-8-sig") as fh:
             reader = csv.DictReader(fh)
-            fields = [f.strip() for f in (reader.fieldnames or [])]
-            twice = duplicate(fields)
-            if twice is not None:
-                raise ScenarioError(key, f"{path}, line 1: column {twice!r} is named twice in the header")
-            if not {"source", "target"} <= set(fields):
-                raise ScenarioError(
-                    key, f"{path}: the header must name source and target (and optionally latency), got {fields}"
-                )
+            fields = _edge_header(reader, path, key)
             has_latency = "latency" in fields
             for line, row in enumerate(reader, start=2):
+                if None in row or None in row.values():
+                    raise ScenarioError(key, f"{path}, line {line}: wrong number of columns (header has {len(fields)})")
                 row = {k.strip(): (v or "") for k, v in row.items() if k is not None}
                 a, b = site_of(row["source"], line, "source"), site_of(row["target"], line, "target")
                 if a == b:
@@ -271,6 +285,8 @@ def _from_file(path: Path, sites: Sequence[SiteSpec]) -> Topology:
                 links.add(pair)
     except UnicodeDecodeError:
         raise ScenarioError(key, f"{path}: not a text CSV file") from None
+    except csv.Error as exc:  # a field past the csv module's limit (131,072 characters), a NUL byte
+        raise ScenarioError(key, f"{path}, line {reader.line_num + 1}: not a CSV line ({exc})") from None
     if not links and n > 1:
         raise ScenarioError(key, f"{path}: no link listed")
     topo = _from_links("file", n, links, latency or None)

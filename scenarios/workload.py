@@ -339,7 +339,8 @@ def _as_number(value: Any, key: str) -> Any:
 def _csv_jobs(path: Path, sites: list["SiteSpec"]) -> tuple[np.ndarray, list[str]]:
     """A CSV job list with a header naming columns release,size,site[,procs,group,walltime,priority,target]."""
     try:
-        with path.open(newline="", encoding="utf-8") as fh:
+        # utf-8-sig: a spreadsheet's byte-order mark is not part of the first column's name.
+        with path.open(newline="", encoding="utf-8-sig") as fh:
             reader = csv.DictReader(fh)
             if reader.fieldnames is None:
                 raise WorkloadError(f"{path}:1: empty CSV file; expected a header line")
@@ -349,6 +350,8 @@ def _csv_jobs(path: Path, sites: list["SiteSpec"]) -> tuple[np.ndarray, list[str
             rows = [dict(r) for r in reader]
     except UnicodeDecodeError:
         raise WorkloadError(f"{path}: not a text CSV file (UTF-8)") from None
+    except csv.Error as exc:  # a field past the csv module's limit (131,072 characters), a NUL byte
+        raise WorkloadError(f"{path}:{reader.line_num + 1}: not a CSV line ({exc})") from None
     for i, r in enumerate(rows):
         if None in r or None in r.values():
             raise WorkloadError(f"{path}:{i + 2}: wrong number of columns (header has {len(reader.fieldnames)})")

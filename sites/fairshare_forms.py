@@ -51,6 +51,7 @@ import xml.etree.ElementTree as ET
 from typing import Callable, Mapping
 from urllib.parse import urlsplit
 
+from gridemu.model.inputs import MAX_TOML_DEPTH
 from gridemu.sites.fairshare import _SUM_TOLERANCE, SCOPES, Entry, PolicyError
 
 # ------------------------------------------------------------------------- parsing
@@ -79,8 +80,9 @@ def _check_name(name: object, label: str) -> str:
     return name
 
 
-def _share(value: object, label: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (numbers.Real, str)):
+def _share(value: object, label: str, text: bool = False) -> float:
+    """A share: a number, or with ``text`` (an XML attribute, always a string) its text."""
+    if isinstance(value, bool) or not isinstance(value, (numbers.Real, str) if text else numbers.Real):
         raise PolicyError(f"{label}: share must be a number, got {value!r}")
     try:
         share = float(value)
@@ -94,7 +96,7 @@ def _share(value: object, label: str) -> float:
 def _entry_share(table: Mapping[str, object], parent_path: str | None, label: str, what: str) -> float:
     """An entry's share: required below the root, 100 (implicit) on it."""
     if "share" in table:
-        return _share(table["share"], label)
+        return _share(table["share"], label, text=what == "attribute")
     if parent_path is None:
         return 100.0
     raise PolicyError(f"{label}: missing {what} 'share'")
@@ -195,6 +197,7 @@ def policy_from_xml(
         wrapper = ET.fromstring(f"<fragment>{body}</fragment>")
     except ET.ParseError as exc:
         raise PolicyError(f"policy: not well-formed XML: {exc}") from None
+    _check_xml_depth(wrapper)
     elements = list(wrapper)
     if (wrapper.text or "").strip() or any((el.tail or "").strip() for el in elements):
         raise PolicyError("policy: text outside the XML elements")
@@ -210,6 +213,18 @@ def policy_from_xml(
         )
     root_name = _check_name(name if name is not None else "subpolicy", "policy: name")
     return _xml_body(elements, root_name, type, 100.0, None, "local", scope_of)
+
+
+def _check_xml_depth(root: ET.Element, limit: int = 2 * MAX_TOML_DEPTH) -> None:
+    """Entries nested as deep as a TOML policy may be (a level is a <policy-entry> and its
+    <child-entries>): the walk below recurses once a level, and 500 levels were a
+    RecursionError traceback."""
+    stack = [(root, 0)]
+    while stack:
+        el, depth = stack.pop()
+        if depth > limit:
+            raise PolicyError(f"policy: entries nested more than {limit // 2} deep")
+        stack.extend((child, depth + 1) for child in el)
 
 
 def _xml_entry(
