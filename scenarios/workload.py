@@ -347,6 +347,17 @@ def _csv_jobs(path: Path, sites: list["SiteSpec"]) -> tuple[np.ndarray, list[str
             twice = duplicate(reader.fieldnames)
             if twice is not None:
                 raise WorkloadError(f"{path}:1: column {twice!r} is named twice in the header")
+            # The header's own faults at its own line (a row's check would name line 2).
+            unknown = [f for f in reader.fieldnames if f not in _ROW_KEYS]
+            if unknown:
+                raise WorkloadError(
+                    f"{path}:1: unknown column {unknown[0]!r} in the header (allowed: {', '.join(sorted(_ROW_KEYS))})"
+                )
+            missing = [f for f in ("release", "size", "site") if f not in reader.fieldnames]
+            if missing:
+                raise WorkloadError(
+                    f"{path}:1: the header has no column {missing[0]!r} (release, size and site needed)"
+                )
             rows = [dict(r) for r in reader]
     except UnicodeDecodeError:
         raise WorkloadError(f"{path}: not a text CSV file (UTF-8)") from None

@@ -86,3 +86,17 @@ def test_run_takes_the_max_options_validate_takes(tmp_path, capsys):
     expect_error(capsys, [*argv, "--max-messages", "10"], "more than --max-messages 10")
     assert not out.exists()
     assert call([*argv, "--max-messages", "1e9", "--quiet"]) == 0
+
+
+@pytest.mark.parametrize(
+    ("header", "needle"),
+    [
+        (b"release,size, procs,site", "jobs.csv:1: unknown column ' procs' in the header"),
+        (b"release,size,procs", "jobs.csv:1: the header has no column 'site'"),
+    ],
+    ids=["space-in-a-name", "no-site-column"],
+)
+def test_a_header_fault_is_named_at_the_header(tmp_path, capsys, header, needle):
+    # Found row by row, these read 'jobs.csv:2. procs: unknown job field' and 'jobs.csv:2.site: missing'.
+    jobs = _jobs(tmp_path, header + b"\n0,5,1,0\n")
+    expect_error(capsys, ["validate", "quickstart", *THREE, *jobs], needle)
