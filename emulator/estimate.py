@@ -101,6 +101,14 @@ class Estimate:
         ``limits.force``. Float resolution is :func:`check_resolution`'s, not a budget."""
         if limits.force:
             return None
+        if not math.isfinite(self.duration) and self.crashes:
+            # Random crashes restart jobs from scratch faster than they can finish: the
+            # memory and time figures are infinite because of faults.mtbf, not the protocol.
+            return ScenarioError(
+                "faults.mtbf",
+                "random crashes come so often that restarted jobs would never finish: the run would not end "
+                f"({self.describe()}); a longer mtbf, or --force runs it anyway",
+            )
         if self.memory > limits.memory_bytes:
             return ScenarioError(
                 _largest(self.memory_terms),
@@ -349,6 +357,8 @@ def estimate(sc: Scenario, table: np.ndarray | None = None, checkpoint: bool = F
     # The messages of one round (all-to-all reports go out together) or of one window are
     # held at once, as rows, until the barrier hands them on.
     per_batch = messages / rounds if rounds and rounds >= 1 else messages / max(windows, 1.0)
+    if math.isnan(per_batch):  # inf / inf: a run that does not end (its refusal says why)
+        per_batch = math.inf
     memory_terms["in_flight"] = per_batch * IN_FLIGHT_BYTES
     if isinstance(sc.latency, np.ndarray):
         memory_terms["link"] = 2.0 * sc.latency.nbytes  # the matrix, and its rows on the shards

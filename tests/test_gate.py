@@ -279,3 +279,13 @@ def test_the_counterfactual_runs_the_first_runs_jobs_without_drawing_them_again(
     assert len(drawn) == 1, drawn  # the first run's draw only
     orgs = result.summary["organizations"].values()
     assert all("sum_flow_time_local" in o for o in orgs)  # the counterfactual did run
+
+
+def test_crashes_faster_than_jobs_finish_are_refused_on_faults_mtbf(capsys):
+    # An input audit: the refusal named "protocol" and, forced, the estimate read "peak
+    # memory about nan MiB" (inf messages over inf windows).
+    line = refused(capsys, ["validate", "faults", "--set", "faults.mtbf=1e-9"], "faults.mtbf")
+    assert "restarted jobs would never finish" in line and "--force" in line
+    assert cli.main(["validate", "faults", "--set", "faults.mtbf=1e-9", "--force"]) == 0
+    out = capsys.readouterr().out
+    assert "peak memory about" in out and "nan" not in out
