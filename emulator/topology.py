@@ -31,7 +31,6 @@ could then never hear part of the grid).
 
 from __future__ import annotations
 
-import csv
 import math
 from collections import deque
 from dataclasses import dataclass
@@ -42,7 +41,7 @@ import numpy as np
 
 from gridemu.model.checks import duplicate, parse_int, parse_number
 from gridemu.model.errors import ScenarioError
-from gridemu.model.inputs import check_allocation, check_input_file
+from gridemu.model.inputs import CsvProblem, check_allocation, check_input_file, csv_table
 from gridemu.sites.spec import SiteSpec
 
 TOPOLOGY_KEY = 0x544F504F  # "TOPO": the spawn key of the topology's random stream
@@ -218,11 +217,10 @@ def _check_connected(topo: Topology, sites: Sequence[SiteSpec], key: str) -> Non
         )
 
 
-def _edge_header(reader: csv.DictReader, path: Path, key: str) -> list[str]:
-    """An edge file's columns: source and target, latency if given, nothing else."""
-    if reader.fieldnames is None:
-        raise ScenarioError(key, f"{path}: empty file; expected a header line source,target[,latency]")
-    fields = [f.strip() for f in reader.fieldnames]
+def _edge_header(names: list[str], path: Path, key: str) -> None:
+    """An edge file's columns: source and target, latency if given, nothing else (names
+    trimmed: " source" is source here)."""
+    fields = [f.strip() for f in names]
     twice = duplicate(fields)
     if twice is not None:
         raise ScenarioError(key, f"{path}, line 1: column {twice!r} is named twice in the header")
@@ -233,7 +231,6 @@ def _edge_header(reader: csv.DictReader, path: Path, key: str) -> list[str]:
     unknown = sorted(set(fields) - {"source", "target", "latency"})
     if unknown:  # a "weight" column would read as latencies it never sets
         raise ScenarioError(key, f"{path}, line 1: unknown column {unknown[0]!r} (allowed: source, target, latency)")
-    return fields
 
 
 def _from_file(path: Path, sites: Sequence[SiteSpec]) -> Topology:
@@ -256,37 +253,29 @@ def _from_file(path: Path, sites: Sequence[SiteSpec]) -> Topology:
     links: set[tuple[int, int]] = set()
     latency: dict[tuple[int, int], float] = {}
     try:
-        # utf-8-sig: a spreadsheet's byte-order mark is not part of the first column's name.
-        with path.open(newline="", encoding="utf-8-sig") as fh:
-            reader = csv.DictReader(fh)
-            fields = _edge_header(reader, path, key)
-            has_latency = "latency" in fields
-            for line, row in enumerate(reader, start=2):
-                if None in row or None in row.values():
-                    raise ScenarioError(key, f"{path}, line {line}: wrong number of columns (header has {len(fields)})")
-                row = {k.strip(): (v or "") for k, v in row.items() if k is not None}
-                a, b = site_of(row["source"], line, "source"), site_of(row["target"], line, "target")
-                if a == b:
-                    raise ScenarioError(key, f"{path}, line {line}: a link from site {sites[a].name} to itself")
-                pair = (min(a, b), max(a, b))
-                if has_latency:
-                    lat = parse_number(row["latency"], f"{path}, line {line}, column latency")
-                    if not (lat > 0 and math.isfinite(lat)):
-                        raise ScenarioError(
-                            key, f"{path}, line {line}: latency must be a number > 0, got {row['latency']!r}"
-                        )
-                    if pair in latency and latency[pair] != lat:
-                        raise ScenarioError(
-                            key,
-                            f"{path}, line {line}: the link {sites[a].name}-{sites[b].name} "
-                            f"is listed before with latency {latency[pair]}",
-                        )
-                    latency[pair] = lat
-                links.add(pair)
-    except UnicodeDecodeError:
-        raise ScenarioError(key, f"{path}: not a text CSV file") from None
-    except csv.Error as exc:  # a field past the csv module's limit (131,072 characters), a NUL byte
-        raise ScenarioError(key, f"{path}, line {reader.line_num + 1}: not a CSV line ({exc})") from None
+        names, rows = csv_table(path, lambda names: _edge_header(names, path, key), " source,target[,latency]")
+    except CsvProblem as exc:
+        where = f"{path}, line {exc.line}" if exc.line else str(path)
+        raise ScenarioError(key, f"{where}: {exc.problem}") from None
+    has_latency = "latency" in {f.strip() for f in names}
+    for line, row in rows:
+        row = {k.strip(): (v or "") for k, v in row.items()}
+        a, b = site_of(row["source"], line, "source"), site_of(row["target"], line, "target")
+        if a == b:
+            raise ScenarioError(key, f"{path}, line {line}: a link from site {sites[a].name} to itself")
+        pair = (min(a, b), max(a, b))
+        if has_latency:
+            lat = parse_number(row["latency"], f"{path}, line {line}, column latency")
+            if not (lat > 0 and math.isfinite(lat)):
+                raise ScenarioError(key, f"{path}, line {line}: latency must be a number > 0, got {row['latency']!r}")
+            if pair in latency and latency[pair] != lat:
+                raise ScenarioError(
+                    key,
+                    f"{path}, line {line}: the link {sites[a].name}-{sites[b].name} "
+                    f"is listed before with latency {latency[pair]}",
+                )
+            latency[pair] = lat
+        links.add(pair)
     if not links and n > 1:
         raise ScenarioError(key, f"{path}: no link listed")
     topo = _from_links("file", n, links, latency or None)

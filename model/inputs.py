@@ -9,10 +9,13 @@ so an array nested 50,000 deep ends in ``RecursionError``. Each is one line nami
 
 from __future__ import annotations
 
+import csv
 import os
 import stat
+from collections.abc import Callable
 from pathlib import Path
 
+from gridemu.model.checks import duplicate
 from gridemu.model.errors import ScenarioError
 
 #: The largest input file read (scenario, trace, job list, edge file, policy), in MiB; the
@@ -125,3 +128,45 @@ def check_allocation(key: str, nbytes: float, what: str) -> None:
     free = available_memory()
     if nbytes > free:
         raise ScenarioError(key, f"{what} would take about {gib(nbytes)}, more than the {gib(free)} available")
+
+
+class CsvProblem(Exception):
+    """Why a CSV file cannot be read as a table: at ``line`` (0: the file as a whole, 1: its
+    header), ``problem``; each reader says it in its own error's form."""
+
+    def __init__(self, line: int, problem: str):
+        super().__init__(f"line {line}: {problem}")
+        self.line, self.problem = line, problem
+
+
+def csv_table(
+    path: Path, header: Callable[[list[str]], None] | None = None, expected: str = ""
+) -> tuple[list[str], list[tuple[int, dict[str, str]]]]:
+    """A CSV file's column names and its rows, each (its line, {name: text}): the one reader
+    of the job lists and edge files. A spreadsheet's UTF-8 byte-order mark is not part of the
+    first name. ``header`` checks the names before any row is read (it raises the caller's
+    own error); ``expected`` says what header an empty file lacks. CsvProblem where the file
+    is no table: not UTF-8 text, empty, a name given twice, a line the csv module cannot read
+    (a field past its 131,072 characters, a NUL byte), a row of another length than the header."""
+    reader = None
+    try:
+        with path.open(newline="", encoding="utf-8-sig") as fh:
+            reader = csv.DictReader(fh)
+            if reader.fieldnames is None:
+                raise CsvProblem(1, f"empty file; expected a CSV header line{expected}")
+            names = list(reader.fieldnames)
+            twice = duplicate(names)
+            if twice is not None:
+                raise CsvProblem(1, f"column {twice!r} is named twice in the header")
+            if header is not None:
+                header(names)
+            rows = []
+            for line, row in enumerate(reader, start=2):
+                if None in row or None in row.values():
+                    raise CsvProblem(line, f"wrong number of columns (header has {len(names)})")
+                rows.append((line, row))
+    except UnicodeDecodeError:
+        raise CsvProblem(0, "not a text CSV file (UTF-8)") from None
+    except csv.Error as exc:
+        raise CsvProblem(reader.line_num + 1 if reader is not None else 1, f"not a CSV line ({exc})") from None
+    return names, rows

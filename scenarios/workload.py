@@ -9,7 +9,6 @@ Job ids are assigned 0..n-1 in order of (release, submit site, order within the 
 
 from __future__ import annotations
 
-import csv
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -19,13 +18,12 @@ from gridemu.model.checks import (
     check_number,
     check_sequential,
     choice,
-    duplicate,
     parse_int,
     parse_number,
     per_site_array,
 )
 from gridemu.model.errors import ScenarioError, WorkloadError
-from gridemu.model.inputs import check_input_file
+from gridemu.model.inputs import CsvProblem, check_input_file, csv_table
 from gridemu.model.jobs import JOB_DTYPE, empty_jobs, number_jobs
 from gridemu.scenarios import dedicated, poisson, propositions
 
@@ -338,36 +336,24 @@ def _as_number(value: Any, key: str) -> Any:
 
 def _csv_jobs(path: Path, sites: list["SiteSpec"]) -> tuple[np.ndarray, list[str]]:
     """A CSV job list with a header naming columns release,size,site[,procs,group,walltime,priority,target]."""
+
+    def header(names: list[str]) -> None:
+        # The header's own faults at its own line (a row's check would name line 2).
+        unknown = [f for f in names if f not in _ROW_KEYS]
+        if unknown:
+            raise WorkloadError(
+                f"{path}:1: unknown column {unknown[0]!r} in the header (allowed: {', '.join(sorted(_ROW_KEYS))})"
+            )
+        missing = [f for f in ("release", "size", "site") if f not in names]
+        if missing:
+            raise WorkloadError(f"{path}:1: the header has no column {missing[0]!r} (release, size and site needed)")
+
     try:
-        # utf-8-sig: a spreadsheet's byte-order mark is not part of the first column's name.
-        with path.open(newline="", encoding="utf-8-sig") as fh:
-            reader = csv.DictReader(fh)
-            if reader.fieldnames is None:
-                raise WorkloadError(f"{path}:1: empty CSV file; expected a header line")
-            twice = duplicate(reader.fieldnames)
-            if twice is not None:
-                raise WorkloadError(f"{path}:1: column {twice!r} is named twice in the header")
-            # The header's own faults at its own line (a row's check would name line 2).
-            unknown = [f for f in reader.fieldnames if f not in _ROW_KEYS]
-            if unknown:
-                raise WorkloadError(
-                    f"{path}:1: unknown column {unknown[0]!r} in the header (allowed: {', '.join(sorted(_ROW_KEYS))})"
-                )
-            missing = [f for f in ("release", "size", "site") if f not in reader.fieldnames]
-            if missing:
-                raise WorkloadError(
-                    f"{path}:1: the header has no column {missing[0]!r} (release, size and site needed)"
-                )
-            rows = [dict(r) for r in reader]
-    except UnicodeDecodeError:
-        raise WorkloadError(f"{path}: not a text CSV file (UTF-8)") from None
-    except csv.Error as exc:  # a field past the csv module's limit (131,072 characters), a NUL byte
-        raise WorkloadError(f"{path}:{reader.line_num + 1}: not a CSV line ({exc})") from None
-    for i, r in enumerate(rows):
-        if None in r or None in r.values():
-            raise WorkloadError(f"{path}:{i + 2}: wrong number of columns (header has {len(reader.fieldnames)})")
+        _, rows = csv_table(path, header)
+    except CsvProblem as exc:
+        raise WorkloadError(f"{path}:{exc.line}: {exc.problem}" if exc.line else f"{path}: {exc.problem}") from None
     try:
-        return _rows_to_jobs(rows, sites, f"{path}:")
+        return _rows_to_jobs([row for _, row in rows], sites, f"{path}:")
     except ScenarioError as exc:
         # Re-raise as a workload error: the "key" is file:line.field here.
         raise WorkloadError(str(exc)) from None
