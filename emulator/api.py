@@ -40,6 +40,7 @@ from gridemu.emulator.results import (
     summarize,
     timeseries_table,
     usage_table,
+    whole_pieces,
     write_marker,
 )
 from gridemu.emulator.scenario import Scenario, load_scenario
@@ -304,9 +305,7 @@ def _finish(raw: RawRun) -> RunResult:
 
 
 def _piece_rows(pieces: pd.DataFrame, jobs: pd.DataFrame, orgs: list[str], groups: list[str]) -> pd.DataFrame:
-    """The labelled piece table; where no job was split it shares the job table's columns
-    (the same rows: a second labelled copy would be the run's largest object again)."""
+    """The labelled piece table; where no job was split it shares the job table's columns."""
     if len(pieces) != len(jobs):
         return labelled(pieces, orgs, groups, PIECE_COLUMNS)
-    cols = {c: (pieces[c] if c == "fragment" else jobs[c]) for c in PIECE_COLUMNS}
-    return pd.DataFrame(cols, copy=False)
+    return whole_pieces(jobs, pieces["fragment"])

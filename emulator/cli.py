@@ -280,7 +280,7 @@ def _with_progress(args: argparse.Namespace, out: Path, go: Any, hint: Path | No
             bar.close()
     if not args.quiet:
         print_summary(result.summary)
-        print(f"results written to {getattr(result, 'folder', None) or out}/")
+        print(f"results written to {result.folder or out}/")
     note = barrier_note(result.summary)
     if note:
         print(f"gridemu: note: {note}", file=sys.stderr)

@@ -214,14 +214,18 @@ def load(folder: str | Path) -> RunResult:
         usage=optional["usage"],
         summary=summary,
         scenario=scenario,
-        pieces=optional["fragments"] if len(optional["fragments"]) else _whole_pieces(jobs),
+        pieces=optional["fragments"] if len(optional["fragments"]) else whole_pieces(jobs),
     )
 
 
-def _whole_pieces(jobs: pd.DataFrame) -> pd.DataFrame:
-    """The piece table of a run where no job was split (no fragments.parquet): each job one
-    piece, fragment 0, in ``PIECE_COLUMNS`` (as the run itself gave it, not the job table)."""
-    cols = {c: (np.zeros(len(jobs), dtype=np.int64) if c == "fragment" else jobs[c]) for c in PIECE_COLUMNS}
+def whole_pieces(jobs: pd.DataFrame, fragment: Any = None) -> pd.DataFrame:
+    """The piece table of a run where no job was split: each job one piece, in
+    ``PIECE_COLUMNS``, sharing the job table's columns (a second labelled copy would be the
+    run's largest object again); ``fragment``: the pieces' own column, else 0 (a folder
+    without fragments.parquet)."""
+    if fragment is None:
+        fragment = np.zeros(len(jobs), dtype=np.int64)
+    cols = {c: (fragment if c == "fragment" else jobs[c]) for c in PIECE_COLUMNS}
     return pd.DataFrame(cols, copy=False)
 
 

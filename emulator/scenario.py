@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import tomllib
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -306,7 +307,7 @@ def check_scenario(
 ) -> tuple[Scenario | None, list[ScenarioError]]:
     """The validated scenario, or None and every error :func:`validate` finds in it, not only
     the first (``gridemu validate``): after each, the key it names is taken out (its default
-    applies; a key without one gets a stand-in: ``_STAND_IN``, ``_stand_in_count``) and the scenario is checked
+    applies; a key without one gets a stand-in, ``_STAND_IN``) and the scenario is checked
     again. It stops when the scenario passes, or at an error that only follows from a key
     taken out (about a key the scenario does not set, or above one taken out: ``workload.jobs:
     give ...`` once a bad ``until`` is gone), or when a key cannot be taken out."""
@@ -329,20 +330,14 @@ def check_scenario(
             where = _find(raw, exc.key)
             if where is None:
                 return None, errors
-            if exc.key == "sites.count":  # no default: a count that lets the other keys be checked
-                where[0][where[1]] = _stand_in_count(raw)
-            elif exc.key in _STAND_IN:
-                where[0][where[1]] = _STAND_IN[exc.key]
+            if exc.key in _STAND_IN:  # no default: a value that lets the other keys be checked
+                where[0][where[1]] = _STAND_IN[exc.key](raw)
             elif exc.key == "protocol.name":  # its keys mean nothing without it: the table goes
                 del raw["protocol"]
             else:
                 del where[0][where[1]]
     return None, errors
 
-
-#: Keys without a default, and what :func:`check_scenario` puts in place of a bad value so
-#: that the keys after it are still checked (taken out, each would end the list).
-_STAND_IN: dict[str, Any] = {"workload.jobs": 1}
 
 #: Per-site keys whose lists give a bad ``sites.count``'s stand-in its length.
 _PER_SITE_LISTS = (
@@ -365,6 +360,12 @@ def _stand_in_count(raw: dict[str, Any]) -> int:
         if isinstance(value, list) and value:
             return len(value)
     return 2
+
+
+#: Keys without a default, and what :func:`check_scenario` puts in place of a bad value
+#: (from the scenario as given) so that the keys after it are still checked (taken out,
+#: each would end the list).
+_STAND_IN: dict[str, Callable[[dict[str, Any]], Any]] = {"sites.count": _stand_in_count, "workload.jobs": lambda raw: 1}
 
 
 def _find(data: Any, key: str) -> tuple[Any, Any] | None:

@@ -81,7 +81,8 @@ def parse_grid(items: list[str]) -> list[tuple[str, list[Any]]]:
 
 
 def _setting(point: dict[str, Any]) -> str:
-    return f"at {', '.join(f'{k}={v!r}' for k, v in point.items())}: " if point else ""
+    """Where in the grid: ``at protocol.name='local', ...``."""
+    return f"at {', '.join(f'{k}={v!r}' for k, v in point.items())}"
 
 
 def run_one(
@@ -165,14 +166,14 @@ def sweep(  # noqa: C901
         except ScenarioError as exc:
             if not point:
                 raise
-            raise ScenarioError(exc.key, f"{exc.problem} ({_setting(point)[:-2]}; no run was started)") from None
+            raise ScenarioError(exc.key, f"{exc.problem} ({_setting(point)}; no run was started)") from None
         if sc.workload["kind"] not in SIZED:
             continue  # a job file is read by its run (a broken one fails that point alone), gated there
         est = estimate(sc)
         check_resolution(est)
         refusal = est.refusal(limits)
         if refusal is not None:
-            raise ScenarioError(refusal.key, f"{_setting(point)}{refusal.problem}")
+            raise ScenarioError(refusal.key, f"{_setting(point)}: {refusal.problem}" if point else refusal.problem)
         wall += est.wall * repeat
     if wall / (workers or os.cpu_count() or 1) > limits.wall_seconds and not force:
         raise ScenarioError(
