@@ -241,7 +241,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.force and scenario.workload["kind"] in ("poisson", "streams"):  # past a budget: said, not refused
         from gridemu.emulator.estimate import estimate
 
-        for line in estimate(scenario).warnings():
+        for line in estimate(scenario).warnings(forced=True):
             print(f"gridemu: warning: {line}", file=sys.stderr)
     try:
         result = _with_progress(

@@ -28,6 +28,8 @@ from gridemu.model.inputs import gib
 from gridemu.model.messages import MessageKinds
 from gridemu.scenarios.workload import generate_jobs, poisson_size, streams_extent
 
+#: How a refusal says it can be overridden.
+FORCE_HINT = "--force runs it anyway"
 #: Past these a run is refused (``--force`` goes on): it would not end in practice.
 MAX_ROUNDS = 1e8
 MAX_MESSAGES = 1e10
@@ -107,39 +109,42 @@ class Estimate:
             return ScenarioError(
                 "faults.mtbf",
                 "random crashes come so often that restarted jobs would never finish: the run would not end "
-                f"({self.describe()}); a longer mtbf, or --force runs it anyway",
+                f"({self.describe()}); a longer mtbf, or {FORCE_HINT}",
             )
         if self.memory > limits.memory_bytes:
             return ScenarioError(
                 _largest(self.memory_terms),
                 f"the run needs about {gib(self.memory)} of memory, more than the {gib(limits.memory_bytes)} "
-                f"available ({self.describe()}); --force runs it anyway",
+                f"available ({self.describe()}); {FORCE_HINT}",
             )
         if not self.wall <= limits.wall_seconds:
             return ScenarioError(
                 _largest(self.wall_terms),
                 f"the run would take about {_duration(self.wall)}, more than the {_duration(limits.wall_seconds)} "
-                f"budget ({self.describe()}); --force runs it anyway",
+                f"budget ({self.describe()}); {FORCE_HINT}",
             )
         if self.rounds is not None and self.rounds > MAX_ROUNDS:
             return ScenarioError(
                 "protocol",
                 f"about {_count(self.rounds)} protocol rounds (the run lasts at least {self.duration:.3g} time "
                 f"units, a round every {self.traffic.round_every:g}): it would not end in practice; set "
-                "run.horizon or shorten the jobs (--force runs it anyway)",
+                f"run.horizon or shorten the jobs ({FORCE_HINT})",
             )
         if self.messages > MAX_MESSAGES:
             return ScenarioError(
                 "protocol",
                 f"about {_count(self.messages)} messages: it would not end in practice; fewer sites, jobs or "
-                "rounds (--force runs it anyway)",
+                f"rounds ({FORCE_HINT})",
             )
         return None
 
-    def warnings(self) -> list[str]:
-        """What ``--force`` lets through, said before the run."""
+    def warnings(self, forced: bool = False) -> list[str]:
+        """What ``--force`` lets through, said before the run (``forced``: a run that was given
+        it, told it goes on rather than how to make it)."""
         past = self.refusal(Limits(math.inf, math.inf))
-        return [str(past)] if past is not None else []
+        if past is None:
+            return []
+        return [str(past).replace(FORCE_HINT, "running it anyway (--force)") if forced else str(past)]
 
 
 def _largest(terms: dict[str, float] | None) -> str:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import sys
 
 from gridemu.emulator.engine import Workload, prepare_workload, scheduler_states
-from gridemu.emulator.estimate import Estimate, check_resolution, estimate
+from gridemu.emulator.estimate import FORCE_HINT, Estimate, check_resolution, estimate
 from gridemu.emulator.limits import Limits
 from gridemu.emulator.scenario import Scenario, load_scenario
 from gridemu.model.errors import ScenarioError
@@ -110,5 +110,5 @@ def _presize(scenario: Scenario, limits: Limits) -> None:
         raise ScenarioError(
             "workload.jobs",
             f"{jobs:,} jobs need about {gib(need)} of memory, more than the {gib(limits.memory_bytes)} available; "
-            "--force runs it anyway",
+            + FORCE_HINT,
         )

@@ -699,13 +699,14 @@ def _validate(data: dict[str, Any], source: str) -> Scenario:  # noqa: C901
     if isinstance(path, str):
         wl["path"] = _absolute(path, source)
     check_workload(wl, sites)
-    # Keys another protocol reads may stay (a sweep over protocol.name sets them all): kept as
-    # given, with a warning below; the resolved keys keep the order they were given in.
+    # Keys another protocol reads may stay (a sweep over protocol.name sets them all): ignored
+    # with a warning below, and left out of the resolved table (scenario.toml: the run as it
+    # ran, which reads again without the warnings); the rest keep the order they were given in.
     params = protocol.params.from_table(
         proto, ScenarioFacts(sites, data, _max_latency(latency)), ignore=registry.all_keys()
     )
     resolved = params.table()
-    data["protocol"] = {k: resolved.get(k, v) for k, v in proto.items()} | resolved
+    data["protocol"] = {"name": proto["name"]} | {k: resolved[k] for k in proto if k in resolved} | resolved
     if any(s.scheduler == "planned" for s in sites):
         registry.require(
             protocol, "starts_jobs", "scheduler.name", "the planned scheduler starts only what a protocol planned"

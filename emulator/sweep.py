@@ -24,7 +24,7 @@ from typing import Any
 
 import pandas as pd
 
-from gridemu.emulator.estimate import check_resolution, estimate
+from gridemu.emulator.estimate import FORCE_HINT, check_resolution, estimate
 from gridemu.emulator.gate import SIZED
 from gridemu.emulator.limits import MAX_SWEEP_RUNS, Limits
 from gridemu.emulator.results import check_out, write_whole
@@ -180,7 +180,7 @@ def sweep(  # noqa: C901
             "--repeat" if repeat > 1 else "--grid",
             f"the sweep's {n_runs:,} runs would take about {wall / 3600:,.3g} h of CPU, more than the "
             f"{limits.wall_seconds / 3600:g} h budget on {workers or os.cpu_count() or 1} workers; "
-            "--force runs it anyway",
+            + FORCE_HINT,
         )
     if out is not None:
         out = check_out(out, overwrite, SWEEP_FILES, "sweep")

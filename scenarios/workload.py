@@ -220,10 +220,11 @@ def generate_jobs(scenario: WorkloadSource) -> tuple[np.ndarray, list[str]]:
 
 
 def no_jobs_error(wl: dict[str, Any]) -> WorkloadError:
-    where = f" ({wl['path']})" if "path" in wl else ""
-    return WorkloadError(
-        f"the {wl['kind']} workload{where} has no job to run (an empty file, a header alone, or every job filtered out)"
-    )
+    if "path" in wl:
+        why = f" ({wl['path']}): an empty file, a header alone, or every job filtered out"
+    else:
+        why = ": every job it would draw falls outside its span (workload.until, a stream's start and stop)"
+    return WorkloadError(f"the {wl['kind']} workload has no job to run{why}")
 
 
 def _poisson(scenario: WorkloadSource) -> tuple[np.ndarray, list[str]]:
@@ -403,6 +404,9 @@ def _check_streams(wl: dict[str, Any], sites: list["SiteSpec"]) -> list[dict[str
         if stop is None:
             raise ScenarioError(f"{key}.stop", "give stop (or workload.until): when the stream ends")
         stop = check_number(f"{key}.stop", stop, nonneg=True, finite=True)
+        if start > stop:
+            where = "stop" if "stop" in st else "stop (workload.until)"
+            raise ScenarioError(f"{key}.start", f"{start:g} is after the stream's {where}, {stop:g}: it would submit no job")
         interval = check_number(f"{key}.interval", st.get("interval", 15.0), positive=True)
         out.append(
             {

@@ -101,9 +101,13 @@ def load_policy_tree(spec: Mapping[str, Any], key: str, base: Path | None = None
 
     if "tree" in spec and "file" in spec:  # one would silently win over the other
         raise ScenarioError(f"{key}.file", "tree and file are both given: give the policy one way")
+    # Each tree is checked as it is read (shares, names, scopes), so that an error names the
+    # key or file it came from; the mounted whole is checked again in build().
     if "tree" in spec:
         try:
-            return policy_from_dict(spec["tree"], where=f"{key}.tree")
+            entry = policy_from_dict(spec["tree"], where=f"{key}.tree")
+            validate(entry)
+            return entry
         except PolicyError as exc:
             raise ScenarioError(f"{key}.tree", str(exc)) from None
     if "file" in spec:
@@ -115,10 +119,16 @@ def load_policy_tree(spec: Mapping[str, Any], key: str, base: Path | None = None
             text = path.read_bytes().decode("utf-8")
         except UnicodeDecodeError:
             raise ScenarioError(f"{key}.file", f"{path} is not UTF-8 text (a policy is XML or TOML)") from None
-        if not text.lstrip().startswith("<"):
+        # The name says the form where it can (an empty .xml is an XML error, not "no [policy]
+        # table"); otherwise the first character does.
+        suffix = path.suffix.lower()
+        xml = suffix == ".xml" or (suffix != ".toml" and text.lstrip().startswith("<"))
+        if not xml:
             check_toml_depth(text, f"{key}.file")
         try:
-            return policy_from_xml(text) if text.lstrip().startswith("<") else policy_from_toml(text)
+            entry = policy_from_xml(text) if xml else policy_from_toml(text)
+            validate(entry)
+            return entry
         except PolicyError as exc:
             raise ScenarioError(f"{key}.file", f"{path}: {exc}") from None
     raise ScenarioError(key, "give the policy as tree = {...} or file = \"policy.xml\"")

@@ -898,6 +898,17 @@ def test_a_key_of_another_protocol_is_a_warning_naming_this_protocols_keys(capsy
     assert "not read by" not in capsys.readouterr().err
 
 
+def test_keys_no_protocol_read_are_left_out_of_the_resolved_scenario():
+    # scenario.toml is the run as it ran: bilb's keys under random would warn again on rerun.
+    from gridemu.emulator.scenario import load_scenario
+
+    sc = load_scenario("bilb", {"protocol.name": "random"})
+    assert sc.data["protocol"] == {"name": "random"}
+    assert "protocol.limit is not read by the random protocol" in " ".join(sc.extra["scenario_warnings"])
+    kept = load_scenario("bilb").data["protocol"]
+    assert kept["name"] == "bilb" and kept["limit"] == 1000.0 and list(kept)[:3] == ["name", "period", "limit"]
+
+
 def test_a_ray_run_spent_in_barriers_gets_a_note_naming_the_one_process_backend(tmp_path, capsys):
     # Figures of `gridemu run bilb --backend ray --shards 2` on 2 cores (2026-11-25): 107 s
     # where one process took 9.9 s.

@@ -654,6 +654,9 @@ def test_cases_the_fuzzer_found_are_one_line_and_exit_2(tmp_path, capsys):
     path = tmp_path / "tiny-interval.toml"
     path.write_text(to_toml(raw))
     expect_error(capsys, ["validate", path], "workload.streams[0].interval", "the streams would submit 1.15e+10 jobs")
+    raw["workload"]["streams"][0] |= {"interval": 15.0, "start": 900.0, "stop": 600.0}
+    path.write_text(to_toml(raw))  # it blamed "an empty file" (a streams workload has none)
+    expect_error(capsys, ["validate", path], "workload.streams[0].start", "900 is after the stream's stop, 600")
 
 
 def test_validate_sizes_a_huge_generated_workload_without_drawing_it(capsys):

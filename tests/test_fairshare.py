@@ -171,6 +171,22 @@ def test_xml_policy_files_equal_the_toml_tree(tmp_path):
     load_scenario(grid(hours=1) | {"policy": conf})  # a scenario takes the files as they are
 
 
+def test_a_policy_files_errors_name_the_file(tmp_path):
+    from gridemu.model.errors import ScenarioError
+    from gridemu.sites.fairshare_runtime import build
+
+    resource, vo_a, _ = figure_2_xml()
+    (tmp_path / "empty.xml").write_text("")  # read as TOML, it said "no [policy] table"
+    (tmp_path / "vo-a.xml").write_text(vo_a.replace('share="50"', 'share="40"', 1))
+    with pytest.raises(ScenarioError, match=r"policy.file: .*empty.xml: policy: expected one <policy-entry>"):
+        build({"file": str(tmp_path / "empty.xml")}, ["x"])
+    (tmp_path / "resource.xml").write_text(resource)
+    providers = {"http://vo-a.org/policy-provider": {"file": str(tmp_path / "vo-a.xml")}}
+    # The shares' sum is checked as the file is read, so the error says which file.
+    with pytest.raises(ScenarioError, match=r"policy.providers.http://vo-a.org/policy-provider.file: .*vo-a.xml: .*add up to 90"):
+        build({"file": str(tmp_path / "resource.xml"), "providers": providers}, ["x"])
+
+
 @pytest.mark.parametrize(
     "change,message",
     [

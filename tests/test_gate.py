@@ -154,6 +154,17 @@ def test_a_crash_storm_is_refused_and_force_lets_validate_through(capsys):
     assert "peak memory about" in captured.out and "nan" not in captured.out
 
 
+def test_a_forced_run_is_told_it_goes_on_not_how_to_force_it():
+    from gridemu.emulator.estimate import estimate
+    from gridemu.emulator.scenario import load_scenario
+
+    est = estimate(load_scenario("faults", {"faults.mtbf": 1e-9}))
+    (told,) = est.warnings()  # validate's: how to run it anyway
+    assert "never finish" in told and "--force runs it anyway" in told
+    (forced,) = est.warnings(forced=True)  # run --force's
+    assert "never finish" in forced and "running it anyway (--force)" in forced and "--force runs" not in forced
+
+
 def test_validate_prints_memory_and_wall_time(capsys):
     assert cli.main(["validate", "quickstart"]) == 0
     out = capsys.readouterr().out
