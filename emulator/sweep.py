@@ -179,8 +179,7 @@ def sweep(  # noqa: C901
         raise ScenarioError(
             "--repeat" if repeat > 1 else "--grid",
             f"the sweep's {n_runs:,} runs would take about {wall / 3600:,.3g} h of CPU, more than the "
-            f"{limits.wall_seconds / 3600:g} h budget on {workers or os.cpu_count() or 1} workers; "
-            + FORCE_HINT,
+            f"{limits.wall_seconds / 3600:g} h budget on {workers or os.cpu_count() or 1} workers; " + FORCE_HINT,
         )
     if out is not None:
         out = check_out(out, overwrite, SWEEP_FILES, "sweep")

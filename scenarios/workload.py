@@ -363,6 +363,21 @@ def _csv_jobs(path: Path, sites: list["SiteSpec"]) -> tuple[np.ndarray, list[str
 _STREAM_KEYS = {"group", "interval", "size", "spread", "overestimate", "sites", "start", "stop"}
 
 
+def _stream_span(key: str, st: dict[str, Any], until: float | None) -> tuple[float, float]:
+    """A stream's start and stop (default ``workload.until``), checked."""
+    start = check_number(f"{key}.start", st.get("start", 0.0), nonneg=True)
+    stop = st.get("stop", until)
+    if stop is None:
+        raise ScenarioError(f"{key}.stop", "give stop (or workload.until): when the stream ends")
+    stop = check_number(f"{key}.stop", stop, nonneg=True, finite=True)
+    if start > stop:
+        where = "stop" if "stop" in st else "stop (workload.until)"
+        raise ScenarioError(
+            f"{key}.start", f"{start:g} is after the stream's {where}, {stop:g}: it would submit no job"
+        )
+    return start, stop
+
+
 def _check_streams(wl: dict[str, Any], sites: list["SiteSpec"]) -> list[dict[str, Any]]:
     """Job streams (the fairshare paper's workload, section 5.1): each ``[[workload.streams]]``
     submits a job of group path ``group`` every ``interval`` seconds from ``start`` to ``stop``
@@ -399,14 +414,7 @@ def _check_streams(wl: dict[str, Any], sites: list["SiteSpec"]) -> list[dict[str
         for j, t in enumerate(targets):
             if isinstance(t, bool) or not isinstance(t, int) or not 0 <= t < len(sites):
                 raise ScenarioError(f"{key}.sites[{j}]", f"must be a site index 0..{len(sites) - 1}, got {t!r}")
-        start = check_number(f"{key}.start", st.get("start", 0.0), nonneg=True)
-        stop = st.get("stop", until)
-        if stop is None:
-            raise ScenarioError(f"{key}.stop", "give stop (or workload.until): when the stream ends")
-        stop = check_number(f"{key}.stop", stop, nonneg=True, finite=True)
-        if start > stop:
-            where = "stop" if "stop" in st else "stop (workload.until)"
-            raise ScenarioError(f"{key}.start", f"{start:g} is after the stream's {where}, {stop:g}: it would submit no job")
+        start, stop = _stream_span(key, st, until)
         interval = check_number(f"{key}.interval", st.get("interval", 15.0), positive=True)
         out.append(
             {

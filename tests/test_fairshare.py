@@ -183,7 +183,8 @@ def test_a_policy_files_errors_name_the_file(tmp_path):
     (tmp_path / "resource.xml").write_text(resource)
     providers = {"http://vo-a.org/policy-provider": {"file": str(tmp_path / "vo-a.xml")}}
     # The shares' sum is checked as the file is read, so the error says which file.
-    with pytest.raises(ScenarioError, match=r"policy.providers.http://vo-a.org/policy-provider.file: .*vo-a.xml: .*add up to 90"):
+    where = r"policy.providers.http://vo-a.org/policy-provider.file: .*vo-a.xml: .*add up to 90"
+    with pytest.raises(ScenarioError, match=where):
         build({"file": str(tmp_path / "resource.xml"), "providers": providers}, ["x"])
 
 
