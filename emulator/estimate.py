@@ -72,6 +72,10 @@ class Estimate:
     wall_terms: dict[str, float] | None = None
     work: Work = Work()  # the protocol's own computation (``Protocol.work``)
     longest_end: float = 0.0  # its longest job on the fastest processor ends at least this late
+    #: The key that makes the run long where one link's latency outlasts the jobs: a refusal
+    #: for the protocol's traffic over that time names it (set network.latency = 1e9 and the
+    #: reports of a billion time units are the latency's doing, not the protocol's).
+    long_because: str | None = None
 
     def describe(self) -> str:
         text = (
@@ -113,30 +117,34 @@ class Estimate:
             )
         if self.memory > limits.memory_bytes:
             return ScenarioError(
-                _largest(self.memory_terms),
+                self._blame(self.memory_terms),
                 f"the run needs about {gib(self.memory)} of memory, more than the {gib(limits.memory_bytes)} "
                 f"available ({self.describe()}); {FORCE_HINT}",
             )
         if not self.wall <= limits.wall_seconds:
             return ScenarioError(
-                _largest(self.wall_terms),
+                self._blame(self.wall_terms),
                 f"the run would take about {_duration(self.wall)}, more than the {_duration(limits.wall_seconds)} "
                 f"budget ({self.describe()}); {FORCE_HINT}",
             )
         if self.rounds is not None and self.rounds > MAX_ROUNDS:
             return ScenarioError(
-                "protocol",
+                self.long_because or "protocol",
                 f"about {_count(self.rounds)} protocol rounds (the run lasts at least {self.duration:.3g} time "
                 f"units, a round every {self.traffic.round_every:g}): it would not end in practice; set "
                 f"run.horizon or shorten the jobs ({FORCE_HINT})",
             )
         if self.messages > MAX_MESSAGES:
             return ScenarioError(
-                "protocol",
+                self.long_because or "protocol",
                 f"about {_count(self.messages)} messages: it would not end in practice; fewer sites, jobs or "
                 f"rounds ({FORCE_HINT})",
             )
         return None
+
+    def _blame(self, terms: dict[str, float] | None) -> str:
+        key = _largest(terms)
+        return self.long_because if key == "protocol" and self.long_because else key
 
     def warnings(self, forced: bool = False) -> list[str]:
         """What ``--force`` lets through, said before the run (``forced``: a run that was given
@@ -323,7 +331,10 @@ def estimate(sc: Scenario, table: np.ndarray | None = None, checkpoint: bool = F
     n = len(sites)
     degree = float(np.mean(sc.topology.degrees(n))) if not sc.topology.full else float(n - 1)
     traffic = sc.plugin.traffic(sc.params, n, degree) if sc.plugin.traffic else Traffic()
+    long_because = None
     if traffic.per_job or traffic.per_time:
+        if sc.max_latency > duration:
+            long_because = "network.latency"
         duration += sc.max_latency  # a job may travel once
     duration, crashes = _restarts(duration, mean_size, sc)
     if math.isfinite(sc.horizon):
@@ -392,6 +403,7 @@ def estimate(sc: Scenario, table: np.ndarray | None = None, checkpoint: bool = F
         wall_terms,
         own,
         last_end,
+        long_because,
     )
 
 

@@ -132,7 +132,7 @@ def test_a_counterfactual_that_cannot_run_is_refused_by_validate(capsys):
         (["workload.beta=1e300"], "run.lookahead"),  # work that lasts past it
         (["sites.speed=1e-300"], "run.lookahead"),
         (['workload={kind="jobs", list=[{release=1e300, size=1.0, site=0}]}'], "run.lookahead"),
-        (["network.latency=1e300"], "protocol"),  # 1e300 rounds of reports
+        (["network.latency=1e300"], "network.latency"),  # 1e300 rounds of reports, the latency's doing
         (["protocol.period=1e-9"], "protocol"),
     ],
 )
@@ -295,3 +295,11 @@ def test_the_counterfactual_runs_the_first_runs_jobs_without_drawing_them_again(
     assert len(drawn) == 1, drawn  # the first run's draw only
     orgs = result.summary["organizations"].values()
     assert all("sum_flow_time_local" in o for o in orgs)  # the counterfactual did run
+
+
+def test_a_latency_that_outlasts_the_jobs_is_blamed_for_the_traffic(capsys):
+    # A billion time units of load reports are the latency's doing: it named "protocol".
+    line = refused(capsys, ["validate", "quickstart", "--set", "network.latency=1e9"], "network.latency")
+    assert "GiB of memory" in line and "the run lasts at least 1e+09" in line
+    # Past the jobs' own span the protocol's traffic is its own.
+    refused(capsys, ["validate", "quickstart", "--set", "protocol.period=1e-6"], "protocol")
