@@ -3,7 +3,7 @@
 # (queues carried from period to period), until they settle. EXTRA adds settings to every
 # run (the reading, docs/results/bilb.md). Then
 #   python -m gridemu.experiments.bilb_learning $OUT --write
-# About 40 minutes on 2 cores with P = 100 (the N = 10 runs take most of it).
+# About 15 minutes on 2 cores with P = 100 (2026-11-27; the N = 10 runs take most of it).
 set -euo pipefail
 OUT=${OUT:-runs/bilb-learning}
 P=${P:-100}
