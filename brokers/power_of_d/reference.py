@@ -3,9 +3,8 @@
 A centralized simulator of the system the ``power_of_d`` protocol runs in, written from
 the model and not through the agent: sites of ``m`` identical processors (speed ``speed``)
 serving single-processor jobs FCFS, links of one latency, and each new job sent to the
-least loaded of its site and ``d`` sampled neighbors (the same samples as the agents':
-:func:`~gridemu.brokers.power_of_d.algorithm.power_of_d_samples`). Two kinds of
-information:
+least loaded of its site and ``d`` sampled neighbors (drawn from the same streams as the
+agents', by this module's own code: :func:`_samples`). Two kinds of information:
 
 * ``period`` (a number): the protocol's. Every ``period`` (from 0) each site posts its
   load (jobs held, queued and running) to each neighbor, one message each, heard one
@@ -41,7 +40,7 @@ from typing import Sequence
 
 import numpy as np
 
-from gridemu.brokers.power_of_d.algorithm import power_of_d_choice, power_of_d_samples
+from gridemu.model.rng import named_rng
 
 COMPLETE, MESSAGE, TIMER, ARRIVAL = 0, 1, 2, 3  # gridemu's kind ranks at one instant
 
@@ -89,10 +88,7 @@ def simulate(  # noqa: C901
     per_site: list[list[int]] = [[] for _ in range(n_sites)]
     for j in range(n):  # job-id order: release order within a site
         per_site[sub[j]].append(j)
-    samples = [
-        power_of_d_samples(seed, s, nb[s], n_sites, len(per_site[s]), d, closed=not home, replace=replace)
-        for s in range(n_sites)
-    ]
+    samples = [_samples(seed, s, nb[s], n_sites, len(per_site[s]), d, home, replace) for s in range(n_sites)]
     start, end, exec_site = [math.nan] * n, [math.nan] * n, [-1] * n
     free, queue = list(procs), [deque() for _ in range(n_sites)]
     held = [0] * n_sites  # jobs queued and running at each site
@@ -146,10 +142,17 @@ def simulate(  # noqa: C901
             sample = samples[s][k]
             if stale:
                 own = held[s] if home else math.inf
-                i = power_of_d_choice(own, [known[s].get(x, 0.0) for x in sample])
+                loads = [known[s].get(x, 0.0) for x in sample]
             else:
                 own = held[s] + coming[s] if home else math.inf
-                i = power_of_d_choice(own, [held[x] + coming[x] for x in sample])
+                loads = [held[x] + coming[x] for x in sample]
+            # The least loaded of the site and its samples: a job leaves only for a strictly
+            # smaller load, and among equal samples the earliest drawn wins (this module's own
+            # reading of the model, not the agent's power_of_d_choice: a test compares the two).
+            i, best = -1, own
+            for pos, load in enumerate(loads):
+                if load < best:
+                    i, best = pos, load
             if i >= 0 and correct:
                 known[s][sample[i]] = known[s].get(sample[i], 0.0) + 1.0
             if i >= 0 and sample[i] != s:  # a sample that is the site itself keeps the job
@@ -168,3 +171,24 @@ def simulate(  # noqa: C901
         else:
             queue[s].append(j)
     return Schedule(np.array(start), np.array(end), np.array(exec_site), events, reports, transfers)
+
+
+def _samples(
+    seed: int, s: int, nb: "list[int] | None", n_sites: int, n_jobs: int, d: int, home: bool, replace: bool
+) -> list[list[int]]:
+    """The d candidates of each of site ``s``'s ``n_jobs`` jobs, in submission order, drawn
+    from the site's own stream (the agents' ``site.rng("samples")``, so the two runs see the
+    same draws): uniformly among its neighbors ``nb`` in their order (every other site by
+    number on the full graph), the site itself among them when it has no home; with
+    replacement, one (n_jobs, d) draw, else d distinct a job (all, where there are fewer)."""
+    if d == 0 or n_jobs == 0 or n_sites < 2 or nb == []:
+        return [[] for _ in range(n_jobs)]
+    rng = named_rng(seed, s, "power_of_d", "samples")
+    if nb is None:
+        candidates = np.arange(n_sites) if not home else np.delete(np.arange(n_sites), s)
+    else:
+        candidates = np.array(sorted(set(nb) | {s}) if not home else nb, dtype=np.int64)
+    if replace:
+        return candidates[rng.integers(len(candidates), size=(n_jobs, d))].tolist()
+    size = min(d, len(candidates))
+    return [candidates[rng.choice(len(candidates), size=size, replace=False)].tolist() for _ in range(n_jobs)]
