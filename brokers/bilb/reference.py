@@ -4,11 +4,12 @@ This is a *test oracle*: a plain event loop over one global state that the
 decentralized implementation must reproduce piece by piece. It runs either
 Algorithm 4.1 (averaging load balancing, within a coalition drawn every period, the
 "averaging game") or Algorithm 4.3 (BILB, bounded iterative load balancing) over
-divisible jobs with announced finish times (deadlines). The averaging plan comes from
-:func:`brokers.averaging.algorithm.averaging_plan`; BILB's plan is this module's own
-:func:`thesis_bilb`, written from the thesis's text apart from the agents' ``bilb_plan``
-(``brokers/bilb/algorithm.py``), so that a fault in either shows as a difference between
-the decentralized run and this oracle.
+divisible jobs with announced finish times (deadlines). Both plans are this module's own,
+written from the thesis's text apart from the agents': :func:`thesis_averaging` (the
+agents' ``averaging_plan``, ``brokers/averaging/algorithm.py``) and :func:`thesis_bilb`
+(the agents' ``bilb_plan``, ``brokers/bilb/algorithm.py``), so that a fault in either shows
+as a difference between the decentralized run and this oracle. The tie rule
+(``tie_sorted``, ``TIE``) is shared: it is the contract both follow, not a decision.
 
 Model (every rule here is part of the contract with the decentralized version):
 
@@ -57,7 +58,6 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from gridemu.brokers.averaging.algorithm import averaging_plan
 from gridemu.brokers.bilb.algorithm import CUT_EPS, SAME_INSTANT, TIE, tie_sorted
 from gridemu.model.rng import PURPOSE_COALITION, site_rng
 
@@ -154,6 +154,34 @@ def thesis_space(mean: float, queue: float, level: float, received: float, movab
     """M_l's space in Algorithm 4.3: min(L̄_k − queue, l_l − queue), queue = L_l + Φ_l − Ψ_l
     (``received`` is Φ_l, ``movable_queue`` m_l + Φ_l − Ψ_l: what other readings bound)."""
     return min(mean - queue, level - queue)
+
+
+def thesis_averaging(loads: Sequence[float]) -> list[tuple[int, int, float]]:
+    """Algorithm 4.1 (Averaging Load Balancing), as the thesis writes it: each site k above
+    the mean L̄ sends ``toSend = L_k - L̄``, visiting every site l below the mean in order and
+    sending it ``min(space, toSend)``. The space is what l has left below L̄ after the
+    earlier senders (the thesis: "after LB, the load of all resources in the coalition
+    finishes exactly at L̄"; its pseudo-code's ``space = L̄ - L_l`` alone would fill l once
+    per sender). Returns the transfers (k, l, Φ_{l,k}) in that order."""
+    n = len(loads)
+    if n == 0:
+        return []
+    mean = sum(loads) / n
+    space = [mean - load if load < mean else 0.0 for load in loads]
+    plan = []
+    for k in range(n):
+        if loads[k] <= mean:
+            continue
+        to_send = loads[k] - mean
+        for l in range(n):
+            if to_send <= 0:
+                break
+            if space[l] > 0:
+                amount = min(space[l], to_send)
+                plan.append((k, l, amount))
+                space[l] -= amount
+                to_send -= amount
+    return plan
 
 
 def thesis_bilb(
@@ -485,7 +513,7 @@ def _round_plan(
     members = coalition.at(t)
     plan = []
     if len(members) >= 2:
-        sub = averaging_plan([loads[k] for k in members])
+        sub = thesis_averaging([loads[k] for k in members])
         plan = [(members[i], members[j], amount) for i, j, amount in sub]
     mean = sum(loads[k] for k in members) / len(members) if members else 0.0
     return plan, t + max(min_gap, mean)
