@@ -293,7 +293,13 @@ def simulate(  # noqa: C901
             if not _is_integral(job.r):
                 raise ValueError(f"job {job.id}: release r={job.r!r} is not an integral time (integral=True)")
 
-    order = machine_order(speeds)
+    # Algorithm 1's steps 1 and 2 written here again, apart from gm_rank_key and machine_order:
+    # the agents rank through those (GmRanking), and this simulator is the tests' reference
+    # for them, so a fault in either shows as a difference.
+    def rank(job: GmJob) -> tuple:
+        return (-job.v0, job.r, job.id)  # "descending v0, ties by earlier release time (and job id)"
+
+    order = sorted(range(m), key=lambda i: (-speeds[i], i))  # "machines in descending order of speed"
     arrivals = sorted(jobs, key=lambda j: (j.r, j.id))
     rem = {j.id: float(j.t) for j in jobs}  # work left, at speed 1
     setup_left = {j.id: 0.0 for j in jobs}
@@ -356,7 +362,7 @@ def simulate(  # noqa: C901
             continue
         # ---- decide once
         if policy == "gm":
-            ranked = sorted(active.values(), key=gm_rank_key)
+            ranked = sorted(active.values(), key=rank)
             want = {job.id: mc for job, mc in zip(ranked, order)}
         elif policy in ("fcfs_fastest", "fcfs_any"):
             want = dict(on)
@@ -365,7 +371,7 @@ def simulate(  # noqa: C901
             while free and fifo:
                 want[fifo.pop(0).id] = free.pop(0)
         else:  # preempt
-            unstarted = sorted((j for j in active.values() if j.id not in last), key=gm_rank_key)
+            unstarted = sorted((j for j in active.values() if j.id not in last), key=rank)
             homed: dict[int, list[GmJob]] = {}
             for j in active.values():
                 if j.id in last:
@@ -373,9 +379,9 @@ def simulate(  # noqa: C901
             want = {}
             u = 0
             for mc in order:
-                best_home = min(homed.get(mc, ()), key=gm_rank_key, default=None)
+                best_home = min(homed.get(mc, ()), key=rank, default=None)
                 pick = best_home
-                if u < len(unstarted) and (pick is None or gm_rank_key(unstarted[u]) < gm_rank_key(pick)):
+                if u < len(unstarted) and (pick is None or rank(unstarted[u]) < rank(pick)):
                     pick = unstarted[u]
                     u += 1
                 if pick is not None:
