@@ -8,8 +8,9 @@ divisible jobs with announced finish times (deadlines). Both plans are this modu
 written from the thesis's text apart from the agents': :func:`thesis_averaging` (the
 agents' ``averaging_plan``, ``brokers/averaging/algorithm.py``) and :func:`thesis_bilb`
 (the agents' ``bilb_plan``, ``brokers/bilb/algorithm.py``), so that a fault in either shows
-as a difference between the decentralized run and this oracle. The tie rule
-(``tie_sorted``, ``TIE``) is shared: it is the contract both follow, not a decision.
+as a difference between the decentralized run and this oracle. The tie rule is the
+contract both follow (values within ``TIE`` of the first of their run are equal, by site
+id): the tolerance is shared, the ordering is written here again (:func:`_tie_ordered`).
 
 Model (every rule here is part of the contract with the decentralized version):
 
@@ -54,11 +55,11 @@ import heapq
 import itertools
 import math
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
-from gridemu.brokers.bilb.algorithm import CUT_EPS, SAME_INSTANT, TIE, tie_sorted
+from gridemu.brokers.bilb.algorithm import CUT_EPS, SAME_INSTANT, TIE
 from gridemu.model.rng import PURPOSE_COALITION, site_rng
 
 #: Spawn-key purpose of the coalition draws (averaging game); part of the determinism
@@ -156,6 +157,22 @@ def thesis_space(mean: float, queue: float, level: float, received: float, movab
     return min(mean - queue, level - queue)
 
 
+def _tie_ordered(ids: Iterable[int], value: Callable[[int], float]) -> list[int]:
+    """Site ids by increasing ``value``, where a run of values within ``TIE`` of the run's
+    first counts as equal and goes by id (the module doc's tie rule; the agents' own is
+    ``tie_sorted``)."""
+    ranked = sorted(ids, key=lambda i: (value(i), i))
+    out: list[int] = []
+    lo = 0
+    while lo < len(ranked):
+        anchor, hi = value(ranked[lo]), lo + 1
+        while hi < len(ranked) and value(ranked[hi]) - anchor <= TIE:
+            hi += 1
+        out += sorted(ranked[lo:hi])
+        lo = hi
+    return out
+
+
 def thesis_averaging(loads: Sequence[float]) -> list[tuple[int, int, float]]:
     """Algorithm 4.1 (Averaging Load Balancing), as the thesis writes it: each site k above
     the mean L̄ sends ``toSend = L_k - L̄``, visiting every site l below the mean in order and
@@ -210,7 +227,7 @@ def thesis_bilb(
     floor at 0: :func:`thesis_space` as the text reads; docs/results/bilb_n2.py measures others.
     """
     n = len(loads)
-    by_load = tie_sorted(range(n), lambda site: loads[site])
+    by_load = _tie_ordered(range(n), lambda site: loads[site])
     L = [0.0] + [float(loads[site]) for site in by_load]  # L[1..N], the thesis's 1-based order
     lvl = [0.0] + [float(limits[site]) for site in by_load]
     m = [0.0] + [float(movable[site]) for site in by_load]
@@ -228,7 +245,7 @@ def thesis_bilb(
             queue = L[i] + phi[i] - psi[i]
             space[by_load[i - 1]] = max(0.0, space_of(mean, queue, lvl[i], phi[i], m[i] + phi[i] - psi[i]))
         place = {site: i for i, site in enumerate(by_load, start=1)}  # site id -> i of M_i
-        receivers = [place[site] for site in tie_sorted(space, space.__getitem__)]
+        receivers = [place[site] for site in _tie_ordered(space, space.__getitem__)]
         for pos, i in enumerate(receivers, start=1):
             amount = min(surplus / (k - pos), space[by_load[i - 1]])
             if amount <= TIE:
