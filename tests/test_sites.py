@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 import gridemu.emulator as emulator
 from gridemu.brokers.averaging.algorithm import averaging_plan
+from gridemu.brokers.averaging.reference import averaging_by_the_text
 from gridemu.emulator.results import score
 
 if TYPE_CHECKING:
@@ -166,24 +167,6 @@ def test_averaging_plan_by_hand():
     assert averaging_plan([2.0, 2.0]) == []
 
 
-def _averaging_by_the_text(loads: list[float]) -> list[tuple[int, int, float]]:
-    """Algorithm 4.1 as the thesis writes it: each sender scans the receivers from the first."""
-    mean = sum(loads) / len(loads)
-    space = [max(0.0, mean - x) for x in loads]
-    plan = []
-    for k, load in enumerate(loads):
-        to_send = load - mean
-        for l in range(len(loads)):
-            if load <= mean or to_send <= 0:
-                break
-            if space[l] > 0:
-                amount = min(space[l], to_send)
-                plan.append((k, l, amount))
-                space[l] -= amount
-                to_send -= amount
-    return plan
-
-
 @settings(max_examples=300, deadline=None)
 @given(
     st.lists(
@@ -193,7 +176,7 @@ def _averaging_by_the_text(loads: list[float]) -> list[tuple[int, int, float]]:
 def test_averaging_plan_is_the_text_of_algorithm_4_1(loads):
     # averaging_plan goes on from the last receiver it filled (one pass); the text rescans
     # from the first receiver for every sender. Same transfers, bit for bit.
-    assert averaging_plan(loads) == _averaging_by_the_text(loads)
+    assert averaging_plan(loads) == averaging_by_the_text(loads)
 
 
 @settings(max_examples=200, deadline=None)
