@@ -4,11 +4,12 @@ This is a *test oracle*: a plain event loop over one global state that the
 decentralized implementation must reproduce piece by piece. It runs either
 Algorithm 4.1 (averaging load balancing, within a coalition drawn every period, the
 "averaging game") or Algorithm 4.3 (BILB, bounded iterative load balancing) over
-divisible jobs with announced finish times (deadlines). Both plans are this module's own,
-written from the thesis's text apart from the agents': :func:`thesis_averaging` (the
-agents' ``averaging_plan``, ``brokers/averaging/algorithm.py``) and :func:`thesis_bilb`
-(the agents' ``bilb_plan``, ``brokers/bilb/algorithm.py``), so that a fault in either shows
-as a difference between the decentralized run and this oracle. The tie rule is the
+divisible jobs with announced finish times (deadlines). Both plans are written from the
+thesis's text apart from the agents': Algorithm 4.1 is the averaging reference's
+``averaging_by_the_text`` (``brokers/averaging/reference.py``; the agents' is
+``averaging_plan``) and Algorithm 4.3 this module's :func:`thesis_bilb` (the agents' is
+``bilb_plan``, ``brokers/bilb/algorithm.py``), so that a fault in either shows as a
+difference between the decentralized run and this oracle. The tie rule is the
 contract both follow (values within ``TIE`` of the first of their run are equal, by site
 id): the tolerance is shared, the ordering is written here again (:func:`_tie_ordered`).
 
@@ -59,6 +60,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
+from gridemu.brokers.averaging.reference import averaging_by_the_text
 from gridemu.brokers.bilb.algorithm import CUT_EPS, SAME_INSTANT, TIE
 from gridemu.model.rng import PURPOSE_COALITION, site_rng
 
@@ -171,34 +173,6 @@ def _tie_ordered(ids: Iterable[int], value: Callable[[int], float]) -> list[int]
         out += sorted(ranked[lo:hi])
         lo = hi
     return out
-
-
-def thesis_averaging(loads: Sequence[float]) -> list[tuple[int, int, float]]:
-    """Algorithm 4.1 (Averaging Load Balancing), as the thesis writes it: each site k above
-    the mean L̄ sends ``toSend = L_k - L̄``, visiting every site l below the mean in order and
-    sending it ``min(space, toSend)``. The space is what l has left below L̄ after the
-    earlier senders (the thesis: "after LB, the load of all resources in the coalition
-    finishes exactly at L̄"; its pseudo-code's ``space = L̄ - L_l`` alone would fill l once
-    per sender). Returns the transfers (k, l, Φ_{l,k}) in that order."""
-    n = len(loads)
-    if n == 0:
-        return []
-    mean = sum(loads) / n
-    space = [mean - load if load < mean else 0.0 for load in loads]
-    plan = []
-    for k in range(n):
-        if loads[k] <= mean:
-            continue
-        to_send = loads[k] - mean
-        for l in range(n):
-            if to_send <= 0:
-                break
-            if space[l] > 0:
-                amount = min(space[l], to_send)
-                plan.append((k, l, amount))
-                space[l] -= amount
-                to_send -= amount
-    return plan
 
 
 def thesis_bilb(
@@ -530,7 +504,7 @@ def _round_plan(
     members = coalition.at(t)
     plan = []
     if len(members) >= 2:
-        sub = thesis_averaging([loads[k] for k in members])
+        sub = averaging_by_the_text([loads[k] for k in members])
         plan = [(members[i], members[j], amount) for i, j, amount in sub]
     mean = sum(loads[k] for k in members) / len(members) if members else 0.0
     return plan, t + max(min_gap, mean)
