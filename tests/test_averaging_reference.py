@@ -21,7 +21,7 @@ PERIOD, START = 7.3, 3.1
 
 def instance(seed: int) -> dict:
     """A small random grid: 2 to 5 sites of 1 to 3 processors whose speeds differ between sites
-    (a job's share is its size over the receiver's total speed), jobs of 1 or 2 processors
+    (a job's share is its work over the receiver's total speed), jobs of 1 or 2 processors
     (never more than the smallest site has), uneven submission rates. Real-valued times, so
     no two events of a site fall on one instant by chance."""
     rng = np.random.default_rng(seed)
@@ -85,3 +85,23 @@ def test_the_simulator_by_hand_on_two_sites():
     assert ref.exec_site.tolist() == [0, 0, 1]
     assert ref.start.tolist() == [0.0, 2.0, 2.0] and ref.end.tolist() == [2.0, 4.0, 4.0]
     assert ref.transfers == 1
+
+
+def test_a_job_on_several_processors_counts_its_work_against_what_is_owed():
+    """Two sites of 2 processors; four jobs of size 4 on 2 processors at site a at t=0. At the
+    round (t=1) L_a = 1 + (3 x 8 queued + 3 x 2 left of the running one) / 2 = 16, L_b = 1,
+    L̄ = 8.5: a owes b 7.5, and a queued job adds 4 x 2 / 2 = 4 to L_b: one fits, not two.
+    Counting its size alone (2) sent all three queued jobs and lifted L_b to 13, above the
+    mean, and the next rounds sent jobs back and forth (until 2026-11-27)."""
+    case = {
+        "m": [2, 2],
+        "speed": [1.0, 1.0],
+        "site": [0] * 4,
+        "release": [0.0] * 4,
+        "size": [4.0] * 4,
+        "procs": [2] * 4,
+    }
+    ref = simulate(**case, period=1.0, start=1.0, latency=1e-9)
+    assert ref.transfers == 1 and ref.exec_site.tolist().count(1) == 1
+    jobs = emulator.run(scenario(case, 1e-9) | {"protocol": {"name": "averaging", "period": 1.0, "start": 1.0}}).jobs
+    assert int(jobs["migrations"].max()) == 1 and int(jobs["migrations"].sum()) == 1

@@ -18,10 +18,14 @@ the number of sites.
 
 Choices the thesis leaves open for whole (non-divisible) jobs, documented here:
   * a sender moves queued jobs, latest-queued first (they are the ones whose local
-    wait is longest), and sends a job to receiver l only if its size, at l's total
-    speed, fits in the amount Φ_{l,k} still owed to l; jobs that do not fit are skipped;
+    wait is longest), and sends a job to receiver l only if its work (size times
+    processors), at l's total speed, fits in the amount Φ_{l,k} still owed to l; jobs that
+    do not fit are skipped;
   * loads are in time units; with heterogeneous sites the plan still treats them as
-    times, and a job's share of the amount is its size over the receiver's total speed;
+    times, and a job's share of the amount is its work over the receiver's total speed:
+    what it adds to the receiver's load L_l (until 2026-11-27 its size alone, so a job on
+    q processors counted 1/q of what it adds, receivers ended above the mean and jobs went
+    back and forth);
   * a receiver accepts every job (bounds on what a receiver takes come with BILB).
 The divisible-load version (thesis 4.5, pieces of jobs, announced finish times) is the
 ``averaging_game`` protocol (``brokers/averaging_game/agent.py``).
@@ -122,12 +126,13 @@ class AveragingAgent(Agent):
             capacity = self.grid_capacity(dst)
             keep = []
             for slot in queue:
-                share = site.size(slot) / capacity
+                work = site.size(slot) * site.procs(slot)
+                share = work / capacity
                 if share <= amount:
                     site.transfer(now, slot, dst)
                     amount -= share
                     sent_jobs += 1
-                    sent_work += site.size(slot)
+                    sent_work += work
                 else:
                     keep.append(slot)
             queue = keep

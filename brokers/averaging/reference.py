@@ -16,8 +16,9 @@ agent (it imports nothing of ``brokers/averaging/``): a test compares the two jo
   resources in the coalition finishes exactly at L̄").
 * Whole jobs (the rules ``brokers/averaging/agent.py``'s docstring documents, since the thesis
   moves fractions of divisible load): a sender goes through its receivers in the plan's
-  order; for each it scans its queued jobs latest-queued first and sends each job whose size
-  over the receiver's total speed fits in what it still owes that receiver (the rest stay
+  order; for each it scans its queued jobs latest-queued first and sends each job whose work
+  (size times processors) over the receiver's total speed, what it adds to the receiver's
+  load, fits in what it still owes that receiver (the rest stay
   for the next receiver); a receiver accepts every job and queues it last.
 * Messages: every ``period`` from ``start`` each site reports its load to every other site;
   a report takes ``latency``, and so does a job. A site plans when it holds the round's
@@ -129,7 +130,7 @@ def simulate(  # noqa: C901
             for dst, amount in payload:
                 keep = []
                 for j in candidates:
-                    share = size[j] / cap[dst]
+                    share = size[j] * procs[j] / cap[dst]  # what it adds to the receiver's L_l
                     if share <= amount:
                         amount -= share
                         queue[s].remove(j)
