@@ -8,6 +8,7 @@ import pytest
 import gridemu.emulator as emulator
 from gridemu.brokers.molba.algorithm import lower_bound, molba_plan, molba_plan_for, owners_only
 from gridemu.brokers.molba.list_scheduling import Job, check_schedule
+from gridemu.brokers.molba.reference import thesis_plan_for
 from gridemu.emulator.scenario import load_scenario
 from gridemu.model.errors import ScenarioError
 
@@ -60,23 +61,26 @@ def rigid(n_sites: int, m: int, jobs: int, seed: int, **protocol) -> dict:
 @pytest.mark.parametrize("protocol", [{}, {"ilba": False}, {"alpha": 3}])
 @pytest.mark.parametrize("n_sites,jobs,seed", [(10, 12, 1), (20, 30, 4), (5, 6, 2)])
 def test_decentralized_run_is_the_reference_under_owners(n_sites, jobs, seed, protocol):
-    """Zipf leaves some of the N organizations without a job: the run executes the reference
-    plan of the owners' machines job by job, and no job runs on a site that owns none."""
+    """Zipf leaves some of the N organizations without a job: the run executes the oracle's
+    plan (``brokers/molba/reference.py``) of the owners' machines job by job, and no job runs
+    on a site that owns none."""
     result = emulator.run(rigid(n_sites, 8, jobs, seed, **protocol))
     table = result.jobs.sort_values("job_id")
     inst = [Job(int(r.job_id), int(r.submit_site), float(r.size), int(r.procs)) for r in table.itertuples()]
     owning = {j.org for j in inst}
     assert len(owning) < n_sites  # the instance exercises the reading
     alpha = protocol.get("alpha")
-    plan = molba_plan_for(
+    ref = thesis_plan_for(
         "owners", inst, [8] * n_sites, None if alpha is None else float(alpha), protocol.get("ilba", True)
     )
     proto = result.summary["protocol"]
     got = {int(r.job_id): (int(r.exec_site), float(r.start) - proto["plan_time"]) for r in table.itertuples()}
-    assert {j: (m, pytest.approx(s, abs=1e-9)) for j, (m, s) in placed(plan).items()} == got
+    assert {j: (m, pytest.approx(s, abs=1e-9)) for j, (m, s, _) in ref.final.items()} == got
     assert set(table["exec_site"]) <= owning
     assert proto["machines"] == "owners" and proto["machines_in_plan"] == len(owning)
     assert proto["score"] == pytest.approx(proto["score_reference"])
+    p = {j.id: j.p for j in inst}
+    assert proto["makespan_reference"] == pytest.approx(max(s + p[j] for j, (_, s, _) in ref.final.items()))
     sub_jobs, sub_machines, _ = owners_only(inst, [8] * n_sites)
     assert proto["lower_bound"] == pytest.approx(lower_bound(sub_jobs, sub_machines))
 
