@@ -15,6 +15,9 @@ the repeated game beyond "a single betrayal can be punished during the next roun
 two are the classic ones of the repeated Prisoner's Dilemma. A player can only punish with
 its own machine, so its punishment falls on every organization with jobs there, the
 defector's and the others' alike (the text's "refusing to cooperate with the free-rider").
+
+``reference.py``, the test oracle, has its own reading of the moves, the promise check and
+the proposal (by exhaustive search); the tests compare these functions and runs against it.
 """
 
 from __future__ import annotations
