@@ -123,17 +123,23 @@ def test_a_walk_that_finds_nothing_acceptable_proposes_mjf(pick):
 
 
 @pytest.mark.parametrize("pick", ["min-max", "min-sum"])
-def test_the_walks_proposal_is_its_best_acceptable_schedule(pick):
-    """AEW (section 3.6): the walk itself is Algorithm 3.6's, checked on the text's example in
-    test_dedicated_algorithms.py; here the grid scheduler's choice among what it visited
-    (section 3.7.1) and its fallback to MJF are the oracle's."""
-    for seed, n, per_machine in INSTANCES:
+def test_the_walks_proposal_is_the_best_acceptable_schedule_of_the_oracles_walk(pick):
+    """AEW (section 3.6, Algorithm 3.6 on -u): the agent's walk visits what the oracle's does,
+    returns part of it, and the grid scheduler proposes the best acceptable schedule among
+    them (section 3.7.1), MJF where there is none."""
+    fallbacks = 0
+    for seed, n, per_machine in INSTANCES + [(seed, 3, 6) for seed in range(4)]:
         sizes = random_sizes(seed, n, per_machine)
         machines = machines_of(sizes)
         instance = DedicatedInstance.of(sizes)
-        visited = [as_orders(sizes, g) for g in adjusted_equitable_walk(instance).schedules]
+        visited = ref.thesis_aew(machines)
+        walk = adjusted_equitable_walk(instance)
+        assert walk.extra["visited"] == len(visited)
+        assert {as_orders(sizes, g) for g in walk.schedules} <= set(visited), sizes
         got = as_orders(sizes, propose(instance, "aew", pick))
         assert got in ref.proposal_among(machines, visited, pick), sizes
+        fallbacks += ref.proposal_among(machines, visited, pick) == [ref.mjf_grid(machines)]
+    assert fallbacks  # some walk finds nothing acceptable
 
 
 def test_the_oracles_brute_force_counts_proposition_3_2():

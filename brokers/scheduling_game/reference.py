@@ -145,6 +145,63 @@ def proposal_among(machines: Sequence[Sequence[Job]], candidates: Sequence[Grid]
     return [candidates[i] for i in best] if best else [mjf_grid(machines)]
 
 
+def _equitably_better(a: Sequence[float], b: Sequence[float] | None) -> bool:
+    """a ≺_e b (Definition 1.8 through Theorem 1.1): the cumulative ordered map of a, outcomes
+    sorted largest first and summed up, Pareto-dominates b's. Anything beats C* = [∞]."""
+    if b is None:
+        return True
+    ta = list(itertools.accumulate(sorted(a, reverse=True)))
+    tb = list(itertools.accumulate(sorted(b, reverse=True)))
+    return ta != tb and all(x <= y for x, y in zip(ta, tb))
+
+
+def thesis_aew(machines: Sequence[Sequence[Job]], max_steps: int | None = None) -> list[Grid]:
+    """Every grid schedule Adjusted Equitable Walk visits (section 3.6: Algorithm 3.6, EW,
+    "adjusted to maximize u_k instead of minimizing C_k", so its costs are -u_k). From
+    **SPT** (line 1), each step takes the organization k of the least u_k (line 6; ties: the
+    lowest k), tries every job of k that runs right after a job of another owner (lines 7-12)
+    moved one place ahead (line 13), skips the schedules already visited (line 14; the start
+    counts as visited, as the example after the algorithm has it), and makes the move whose
+    costs equitably dominate those of every move tried before it (line 19: a later move is
+    taken only if it is strictly better), until no move is left (line 26) or after
+    ``max_steps`` moves (EW "can be stopped at any moment"). Line 27's equitably-optimal
+    subset is left to the caller: the best acceptable schedule is in it (a schedule that
+    equitably dominates an acceptable one is acceptable)."""
+    n = len(machines)
+    mjf = grid_costs(mjf_grid(machines), n).sum(axis=1)
+    grid = [list(thesis_spt(jobs)) for jobs in machines]
+    cost = [float(c) for c in grid_costs(tuple(tuple(o) for o in grid), n).sum(axis=1) - mjf]  # -u
+    visited = [tuple(tuple(o) for o in grid)]
+    taboo = set(visited)
+    steps = 0
+    while max_steps is None or steps < max_steps:
+        k = min(range(n), key=lambda org: (-cost[org], org))
+        best, best_cost = None, None
+        for l, order in enumerate(grid):
+            for i in range(1, len(order)):
+                job, before = order[i], order[i - 1]
+                if job[0] != k or before[0] == k:
+                    continue
+                trial = tuple(
+                    tuple(o) if m != l else tuple(o[: i - 1]) + (job, before) + tuple(o[i + 1 :])
+                    for m, o in enumerate(grid)
+                )
+                if trial in taboo:
+                    continue
+                new = list(cost)
+                new[before[0]] += job[1]  # the job it passes ends later by the mover's size
+                new[k] -= before[1]  # the mover ends earlier by the passed job's size
+                if _equitably_better(new, best_cost):
+                    best, best_cost = trial, new
+        if best is None:
+            break
+        grid, cost = [list(o) for o in best], best_cost
+        taboo.add(best)
+        visited.append(best)
+        steps += 1
+    return visited
+
+
 def thesis_next_move(strategy: str, history: Sequence[int]) -> str:
     """The move a machine plays this round (section 3.5, repeated game): ``follow``, ``mjf``
     and ``spt`` always play themselves; *tit-for-tat* answers the round it saw last: it
