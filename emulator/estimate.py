@@ -372,7 +372,13 @@ def estimate(sc: Scenario, table: np.ndarray | None = None, checkpoint: bool = F
         memory_terms["checkpoint"] += jobs * c.memory.get("per_job", 0.0)  # the first run's jobs only
     # The messages of one round (all-to-all reports go out together) or of one window are
     # held at once, as rows, until the barrier hands them on.
-    per_batch = messages / rounds if rounds and rounds >= 1 else messages / max(windows, 1.0)
+    # A message is held for its latency, so with a latency of many rounds the reports of all
+    # those rounds are held together (network.latency = 1e6 over rounds of 50: 8.7 GiB held
+    # where one round's batch said 1.4 GiB).
+    if rounds and rounds >= 1 and traffic.round_every > 0:
+        per_batch = min(messages, messages / rounds * (1.0 + sc.max_latency / traffic.round_every))
+    else:
+        per_batch = messages / max(windows, 1.0)
     if math.isnan(per_batch):  # inf / inf: a run that does not end (its refusal says why)
         per_batch = math.inf
     memory_terms["in_flight"] = per_batch * IN_FLIGHT_BYTES

@@ -33,6 +33,7 @@ The divisible-load version (thesis 4.5, pieces of jobs, announced finish times) 
 
 from __future__ import annotations
 
+import heapq
 import math
 from typing import TYPE_CHECKING, Any
 
@@ -61,6 +62,10 @@ class AveragingAgent(Agent):
         self.period = params.period
         self.first = params.start
         self.reports: dict[int, dict[int, float]] = {}
+        # The rounds ``reports`` holds, oldest first: stale ones are dropped from the front, so a
+        # timer costs the rounds it drops, not every round pending (with a latency of many periods
+        # the scan of all of them made a run quadratic in latency / period).
+        self.pending: list[int] = []
         self.gossip = params.exchange == "gossip"
         # The closed neighborhood, in id order: whose reports a round's plan waits for (a
         # range on the full graph: no list of every site kept at every site).
@@ -81,8 +86,9 @@ class AveragingAgent(Agent):
         if now - (self.first + round_no * self.period) > self.period / 2:
             # The timer fired late (the site was down: [faults]): join the grid's current round.
             round_no = int((now - self.first) // self.period)
-        for stale in [r for r in self.reports if r < round_no - self.keep_rounds]:
-            del self.reports[stale]
+        pending, oldest = self.pending, round_no - self.keep_rounds
+        while pending and pending[0] < oldest:
+            self.reports.pop(heapq.heappop(pending), None)  # None: that round completed
         load = site.load(now)
         if self.gossip:
             site.send(now, self.random_neighbor(self.rng), "gossip", load=load, round=round_no)
@@ -109,7 +115,10 @@ class AveragingAgent(Agent):
         self._balance(now, round_no, members, loads)
 
     def _report(self, now: float, round_no: int, src: int, load: float) -> None:
-        got = self.reports.setdefault(round_no, {})
+        got = self.reports.get(round_no)
+        if got is None:
+            got = self.reports[round_no] = {}
+            heapq.heappush(self.pending, round_no)
         got[src] = load
         if len(got) == len(self.members):
             del self.reports[round_no]
