@@ -229,35 +229,59 @@ def curves(
     """Utilization and waiting-job count per organization, averaged over ``bins`` time bins.
 
     Both are sampled ``per_bin`` times in each bin and averaged, so a plot shows the
-    level rather than every start and end.
+    level rather than every start and end. All organizations at once (a pass over the jobs
+    per organization took 223 s at 10,000 of them): rows of one array, by organization.
     """
     end = float(np.nanmax(jobs["end"].to_numpy())) if jobs["end"].notna().any() else float(jobs["release"].max())
     edges = np.linspace(0.0, max(end, 1e-9), bins + 1)
     t = np.linspace(0.0, edges[-1], bins * per_bin, endpoint=False) + edges[-1] / (2 * bins * per_bin)
     procs_by_org = sites.groupby("owner")["procs"].sum()
-    org_of_site = dict(zip(sites["site_id"], sites["owner"]))
-    util, waiting = {}, {}
+    orgs = procs_by_org.index
+    row_of_org = pd.Series(np.arange(len(orgs)), index=orgs)
+    row_of_site = pd.Series(sites["owner"].map(row_of_org).to_numpy(), index=sites["site_id"].to_numpy())
     ran = jobs.attrs.get("pieces", jobs)
-    exec_org = ran["exec_site"].map(org_of_site)
-    for org in procs_by_org.index:
-        mine = ran[exec_org == org]
-        started = mine.dropna(subset=["start"]).sort_values("start")
-        ended = mine.dropna(subset=["end"]).sort_values("end")
-        busy = _cum_at(started["start"].to_numpy(), started["procs"].to_numpy(), t) - _cum_at(
-            ended["end"].to_numpy(), ended["procs"].to_numpy(), t
-        )
-        util[org] = (busy / procs_by_org[org]).reshape(bins, per_bin).mean(axis=1)
-        own = jobs[jobs["owner"] == org]
-        rel = np.sort(own["release"].to_numpy())
-        st = np.sort(own["start"].fillna(np.inf).to_numpy())
-        wait = np.searchsorted(rel, t, side="right") - np.searchsorted(st, t, side="right")
-        waiting[org] = wait.reshape(bins, per_bin).mean(axis=1)
-    return (edges[:-1] + edges[1:]) / 2, util, waiting
+    ran_row = ran["exec_site"].map(row_of_site).to_numpy(dtype=float)
+    q = ran["procs"].to_numpy(dtype=float)
+    busy = _binned_steps(
+        len(orgs), t, per_bin, [(ran_row, ran["start"].to_numpy(float), q), (ran_row, ran["end"].to_numpy(float), -q)]
+    )
+    own_row = jobs["owner"].map(row_of_org).to_numpy(dtype=float)
+    one = np.ones(len(jobs))
+    waiting = _binned_steps(
+        len(orgs),
+        t,
+        per_bin,
+        [(own_row, jobs["release"].to_numpy(float), one), (own_row, jobs["start"].to_numpy(float), -one)],
+    )
+    util = busy / procs_by_org.to_numpy(dtype=float)[:, None]
+    return (
+        (edges[:-1] + edges[1:]) / 2,
+        {org: util[i] for i, org in enumerate(orgs)},
+        {org: waiting[i] for i, org in enumerate(orgs)},
+    )
 
 
-def _cum_at(times: np.ndarray, weights: np.ndarray, t: np.ndarray) -> np.ndarray:
-    cum = np.concatenate([[0], np.cumsum(weights)])
-    return cum[np.searchsorted(times, t, side="right")]
+def _binned_steps(
+    n_rows: int, t: np.ndarray, per_bin: int, steps: list[tuple[np.ndarray, np.ndarray, np.ndarray]]
+) -> np.ndarray:
+    """Rows of step functions (each a sum of ``weight`` from ``time`` on, in its ``row``: the
+    (row, time, weight) arrays of ``steps``; a NaN row or time counts nowhere) sampled at
+    ``t`` and averaged over each run of ``per_bin`` samples: (n_rows, len(t) // per_bin).
+    A step at sample i (the first with t >= time) counts in full from the next bin on and
+    for the samples from i in its own bin."""
+    bins = len(t) // per_bin
+    delta = np.zeros(n_rows * (bins + 1))
+    for row, time, weight in steps:
+        keep = ~(np.isnan(row) | np.isnan(time))
+        i = np.searchsorted(t, time[keep], side="left")
+        inside = i < len(t)
+        i, r, w = i[inside], row[keep][inside].astype(np.int64), weight[keep][inside]
+        k = i // per_bin
+        part = (per_bin - i % per_bin) / per_bin
+        flat = r * (bins + 1) + k
+        delta += np.bincount(flat, weights=w * part, minlength=len(delta))
+        delta += np.bincount(flat + 1, weights=w * (1.0 - part), minlength=len(delta))
+    return np.cumsum(delta.reshape(n_rows, bins + 1), axis=1)[:, :bins]
 
 
 def _pyplot() -> Any:

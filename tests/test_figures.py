@@ -486,3 +486,36 @@ def test_the_results_scripts_take_format_and_dpi(capsys):
     with pytest.raises(SystemExit) as refused:
         table_args(["runs/x", "--format", "jpg"], None)
     assert refused.value.code == 2 and "--format: invalid choice: 'jpg'" in capsys.readouterr().err
+
+
+def test_report_curves_are_each_organizations_step_functions_sampled_and_averaged():
+    # curves() builds every organization's row at once (one pass over the jobs per
+    # organization took 223 s at 10,000 of them): checked against sampling by hand.
+    from gridemu.emulator.report import curves
+
+    sites = pd.DataFrame({"site_id": [0, 1, 2], "owner": ["a", "b", "a"], "procs": [2, 1, 1]})
+    jobs = pd.DataFrame(
+        {
+            "owner": ["a", "a", "b", "b", "a"],
+            "exec_site": [0, 1, 1, 2, -1],  # a's second job ran at b's site, b's second at a's; the last never ran
+            "release": [0.0, 1.0, 0.5, 2.0, 3.0],
+            "start": [0.5, 1.5, 2.0, 4.0, np.nan],
+            "end": [3.0, 2.5, 4.0, 8.0, np.nan],
+            "procs": [2, 1, 1, 1, 1],
+        }
+    )
+    bins, per_bin = 8, 5
+    t, util, waiting = curves(jobs, sites, bins=bins, per_bin=per_bin)
+    samples = np.linspace(0.0, 8.0, bins * per_bin, endpoint=False) + 8.0 / (2 * bins * per_bin)
+    assert list(util) == ["a", "b"] and np.allclose(t, np.arange(bins) + 0.5)
+    org_of_site, procs = {0: "a", 1: "b", 2: "a"}, {"a": 3, "b": 1}
+    for org in ("a", "b"):
+        ran = [j for j in jobs.itertuples() if org_of_site.get(j.exec_site) == org]
+        busy = [sum(j.procs for j in ran if j.start <= s) - sum(j.procs for j in ran if j.end <= s) for s in samples]
+        own = [j for j in jobs.itertuples() if j.owner == org]
+        wait = [
+            sum(j.release <= s for j in own) - sum(j.start <= s for j in own if j.start == j.start) for s in samples
+        ]
+        assert np.allclose(util[org], np.reshape(busy, (bins, per_bin)).mean(axis=1) / procs[org])
+        assert np.allclose(waiting[org], np.reshape(wait, (bins, per_bin)).mean(axis=1))
+    assert util["b"].max() > 0 and waiting["a"][-1] == 1.0  # a's last job waits to the end
