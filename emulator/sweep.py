@@ -31,6 +31,7 @@ from gridemu.emulator.results import check_out, write_whole
 from gridemu.emulator.scenario import load_scenario, parse_override, read_scenario_file
 from gridemu.emulator.stats import QUANTILES, TAIL_FIGURES, confidence
 from gridemu.model.errors import GridemuError, ScenarioError, first_line
+from gridemu.model.inputs import gib
 from gridemu.sites.sections import SECTIONS
 
 GLOBAL_FIGURES = (
@@ -122,6 +123,27 @@ def run_one(
     return row, orgs
 
 
+def _workers_that_fit(
+    workers: int | None, biggest: float, limits: Limits, backend: str, address: str | None, n_runs: int, quiet: bool
+) -> int | None:
+    """At most as many runs at once as the memory here holds: each run's estimate was held to
+    the budget alone, and a local sweep runs one a CPU (two 13.9 GiB runs started together on
+    22 GiB). A cluster (``address``), or one run at a time (in-process), is left as asked."""
+    if backend != "ray" or address is not None or biggest <= 0 or limits.force:
+        return workers
+    asked = workers or os.cpu_count() or 1
+    fit = max(1, int(limits.memory_bytes // biggest))
+    if min(asked, n_runs) <= fit:
+        return workers
+    if not quiet:
+        print(
+            f"gridemu: note: sweep: {fit} run{'s' * (fit > 1)} at a time, not {min(asked, n_runs)}: each needs "
+            f"about {gib(biggest)} of the {gib(limits.memory_bytes)} available (--workers sets fewer)",
+            file=sys.stderr,
+        )
+    return fit
+
+
 def sweep(  # noqa: C901
     scenario: str | Path | dict[str, Any],
     grid: "list[tuple[str, list[Any]]] | Mapping[str, list[Any]]",
@@ -159,7 +181,7 @@ def sweep(  # noqa: C901
             f"{n_runs:,} runs (settings x --repeat), more than a sweep may list ({MAX_SWEEP_RUNS:,})",
         )
     points = [dict(zip(keys, combo)) for combo in itertools.product(*[v for _, v in grid])] or [{}]
-    limits, wall = Limits.here(force), 0.0
+    limits, wall, biggest = Limits.here(force), 0.0, 0.0
     for point in points:  # fail before launching anything: a value bad for some points is a typo
         try:
             sc = load_scenario(data, {**(overrides or {}), **point}, source=source)
@@ -175,6 +197,8 @@ def sweep(  # noqa: C901
         if refusal is not None:
             raise ScenarioError(refusal.key, f"{_setting(point)}: {refusal.problem}" if point else refusal.problem)
         wall += est.wall * repeat
+        biggest = max(biggest, est.memory)
+    workers = _workers_that_fit(workers, biggest, limits, backend, address, n_runs, quiet)
     if wall / (workers or os.cpu_count() or 1) > limits.wall_seconds and not force:
         raise ScenarioError(
             "--repeat" if repeat > 1 else "--grid",

@@ -237,3 +237,21 @@ def test_a_sweeps_time_figures_share_one_unit_chosen_by_their_span(tmp_path, mon
     points = axes[1].lines[0].get_ydata()  # the errorbar's means
     assert list(points) == pytest.approx([8.0, 9.0])
     assert list(axes[2].lines[0].get_ydata()) == pytest.approx([2.5, 1.0])  # no unit: as it is
+
+
+def test_a_local_ray_sweep_runs_at_once_only_what_the_memory_holds(capsys):
+    # Each run's estimate was held to the budget alone: two 13.9 GiB runs started together on
+    # 22 GiB (scale audit, 2026-11-27).
+    from gridemu.emulator.limits import Limits
+    from gridemu.emulator.sweep import _workers_that_fit
+
+    gb = 2.0**30
+    here = Limits(22 * gb)
+    assert _workers_that_fit(None, 13.9 * gb, here, "ray", None, 2, quiet=False) == 1
+    assert "1 run at a time, not 2: each needs about 13.9 GiB of the 22.0 GiB available" in capsys.readouterr().err
+    assert _workers_that_fit(8, 5 * gb, here, "ray", None, 100, quiet=True) == 4
+    assert _workers_that_fit(3, 5 * gb, here, "ray", None, 100, quiet=True) == 3  # fits as asked
+    assert _workers_that_fit(8, 5 * gb, here, "ray", None, 2, quiet=True) == 8  # two runs: both fit
+    assert _workers_that_fit(8, 5 * gb, here, "inprocess", None, 100, quiet=True) == 8  # one at a time anyway
+    assert _workers_that_fit(8, 5 * gb, here, "ray", "auto", 100, quiet=True) == 8  # a cluster's nodes
+    assert _workers_that_fit(8, 5 * gb, Limits(22 * gb, force=True), "ray", None, 100, quiet=True) == 8
