@@ -146,20 +146,32 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 def _max_options(p: argparse.ArgumentParser) -> None:
     for what in ("jobs", "messages", "rounds"):
-        p.add_argument(f"--max-{what}", type=float, metavar="N", help=f"exit 2 if the run's estimated {what} exceed N")
+        p.add_argument(f"--max-{what}", type=_limit, metavar="N", help=f"exit 2 if the run's estimated {what} exceed N")
+
+
+def _limit(text: str) -> float:
+    """A --max-* value: a number >= 0 (-1 was taken as a limit every run is past)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}") from None
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}")
+    return value
 
 
 def _refuse_past_max(args: argparse.Namespace, est: Any) -> None:
     """--max-jobs, --max-messages, --max-rounds: limits of the user's own on the estimate."""
+    from gridemu.emulator.estimate import count_text
+
     for limit, value, what in (
         (args.max_jobs, est.jobs, "jobs"),
         (args.max_messages, est.messages, "messages"),
         (args.max_rounds, est.rounds, "rounds"),
     ):
         if limit is not None and value is not None and value > limit:
-            raise GridemuError(
-                f"estimate: about {value:.3g} {what}, more than --max-{what} {limit:g} ({est.describe()})"
-            )
+            past = f"about {count_text(value)} {what}, more than --max-{what} {count_text(limit)}"
+            raise GridemuError(f"estimate: {past} ({est.describe()})")
 
 
 class _ProgressBar:

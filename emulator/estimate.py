@@ -28,6 +28,9 @@ from gridemu.model.inputs import gib
 from gridemu.model.messages import MessageKinds
 from gridemu.scenarios.workload import generate_jobs, poisson_size, streams_extent
 
+#: Past this many sites a full graph's all-to-all reports are what a refusal of the
+#: protocol's traffic names (network.topology), not the protocol.
+FULL_GRAPH_BLAME = 1000
 #: How a refusal says it can be overridden.
 FORCE_HINT = "--force runs it anyway"
 #: Past these a run is refused (``--force`` goes on): it would not end in practice.
@@ -72,24 +75,25 @@ class Estimate:
     wall_terms: dict[str, float] | None = None
     work: Work = Work()  # the protocol's own computation (``Protocol.work``)
     longest_end: float = 0.0  # its longest job on the fastest processor ends at least this late
-    #: The key that makes the run long where one link's latency outlasts the jobs: a refusal
-    #: for the protocol's traffic over that time names it (set network.latency = 1e9 and the
-    #: reports of a billion time units are the latency's doing, not the protocol's).
+    #: The key behind the protocol's traffic where it is not the protocol's own: a latency
+    #: that outlasts the jobs (network.latency = 1e9: the reports of a billion time units are
+    #: the latency's doing) or a full graph of many sites (n^2 reports a round). A refusal
+    #: for that traffic names it.
     long_because: str | None = None
 
     def describe(self) -> str:
         text = (
             f"about {self.jobs:,.0f} jobs released over {self.span:,.4g} time units; the run lasts at least "
-            f"{self.duration:,.4g}; about {_count(self.messages)} messages"
+            f"{self.duration:,.4g}; about {count_text(self.messages)} messages"
         )
         if self.traffic.what:
             text += f" ({self.traffic.what})"
         if self.rounds is not None:
-            rounds = "1 round" if self.rounds == 1 else f"{_count(self.rounds)} rounds"
+            rounds = "1 round" if self.rounds == 1 else f"{count_text(self.rounds)} rounds"
             text += f"; about {rounds}, one every {self.traffic.round_every:g}"
         if self.crashes:
-            text += f"; about {_count(self.crashes)} crashes"
-        text += f"; about {_count(self.windows)} windows"
+            text += f"; about {count_text(self.crashes)} crashes"
+        text += f"; about {count_text(self.windows)} windows"
         if self.work.what:
             text += f"; the protocol's own work: {self.work.what}"
         return text
@@ -130,14 +134,14 @@ class Estimate:
         if self.rounds is not None and self.rounds > MAX_ROUNDS:
             return ScenarioError(
                 self.long_because or "protocol",
-                f"about {_count(self.rounds)} protocol rounds (the run lasts at least {self.duration:.3g} time "
+                f"about {count_text(self.rounds)} protocol rounds (the run lasts at least {self.duration:.3g} time "
                 f"units, a round every {self.traffic.round_every:g}): it would not end in practice; set "
                 f"run.horizon or shorten the jobs ({FORCE_HINT})",
             )
         if self.messages > MAX_MESSAGES:
             return ScenarioError(
                 self.long_because or "protocol",
-                f"about {_count(self.messages)} messages: it would not end in practice; fewer sites, jobs or "
+                f"about {count_text(self.messages)} messages: it would not end in practice; fewer sites, jobs or "
                 f"rounds ({FORCE_HINT})",
             )
         return None
@@ -162,7 +166,7 @@ def _largest(terms: dict[str, float] | None) -> str:
     return TERM_KEYS.get(name, "estimate")
 
 
-def _count(x: float) -> str:
+def count_text(x: float) -> str:
     return f"{x:,.0f}" if x < 1e6 else f"{x:.2g}"
 
 
@@ -335,6 +339,9 @@ def estimate(sc: Scenario, table: np.ndarray | None = None, checkpoint: bool = F
     if traffic.per_job or traffic.per_time:
         if sc.max_latency > duration:
             long_because = "network.latency"
+        elif sc.topology.full and traffic.per_time and n > FULL_GRAPH_BLAME:
+            # Reports to every other site: n^2 a round, and the topology is the lever.
+            long_because = "network.topology"
         duration += sc.max_latency  # a job may travel once
     duration, crashes = _restarts(duration, mean_size, sc)
     if math.isfinite(sc.horizon):

@@ -160,7 +160,7 @@ def test_validate_estimates_the_run_without_drawing_it(capsys):
     assert "about 100,000,000 jobs" in capsys.readouterr().out
     assert run_cli("validate", "quickstart", "--max-messages", "1000") == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "about 3.81e+03 messages, more than --max-messages 1000" in err[0]
+    assert len(err) == 1 and "about 3,808 messages, more than --max-messages 1,000" in err[0]
     # A valid run that would not end in practice: jobs of 4e7 time units, a round every 1:
     # refused (issue 45), or said before the run with --force.
     assert run_cli("validate", "averaging-game", "--set", "workload.alpha=2e7") == 2

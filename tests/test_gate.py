@@ -252,7 +252,9 @@ def test_a_round_of_all_to_all_reports_counts_in_the_memory_estimate(capsys):
     sets = ["sites.count=20000", "protocol.period=1", "workload.rate=0.05"]
     code, lines = outcome(capsys, ["validate", "quickstart", *[a for s in sets for a in ("--set", s)]])
     assert code == 2
-    assert lines[-1].startswith("gridemu: error: protocol: the run needs about") and "GiB of memory" in lines[-1]
+    # A full graph of 20,000 sites: the topology is the lever (it named "protocol" before).
+    assert lines[-1].startswith("gridemu: error: network.topology: the run needs about")
+    assert "GiB of memory" in lines[-1]
     # A tenth of the sites: a hundredth of a round's reports, which fit.
     sets[0] = "sites.count=200"
     code, _ = outcome(capsys, ["validate", "quickstart", *[a for s in sets for a in ("--set", s)]])
@@ -303,3 +305,17 @@ def test_a_latency_that_outlasts_the_jobs_is_blamed_for_the_traffic(capsys):
     assert "GiB of memory" in line and "the run lasts at least 1e+09" in line
     # Past the jobs' own span the protocol's traffic is its own.
     refused(capsys, ["validate", "quickstart", "--set", "protocol.period=1e-6"], "protocol")
+
+
+def test_a_full_graph_of_many_sites_is_blamed_on_the_topology(capsys):
+    # n^2 reports a round: the lever is network.topology (it named "protocol").
+    full = ["--set", "network.topology=full", "--set", "sites.count=10000"]
+    assert "GiB of memory" in refused(capsys, ["validate", "averaging-topology", *full], "network.topology")
+
+
+def test_max_limits_are_numbers_of_at_least_zero_and_said_in_full(capsys):
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["validate", "quickstart", "--max-jobs", "-1"])  # -1 was a limit every run is past
+    assert exc.value.code == 2 and "expected a number >= 0, got '-1'" in capsys.readouterr().err
+    assert cli.main(["validate", "quickstart", "--max-jobs", "9600"]) == 2
+    assert "about 20,000 jobs, more than --max-jobs 9,600" in capsys.readouterr().err  # was 2e+04 and 9.6e+03
