@@ -174,17 +174,45 @@ def _refuse_past_max(args: argparse.Namespace, est: Any) -> None:
             raise GridemuError(f"estimate: {past} ({est.describe()})")
 
 
+#: What a run does in each phase (engine.enter_phase), said where it takes long: from this
+#: many seconds into the run, or from the start with this many sites.
+PHASE_TEXT = {
+    "start": "drawing the workload and building {sites:,} sites",
+    "fetch": "gathering the shards' results",
+    "tables": "building the result tables",
+    "counterfactual": "running each organization alone (metrics.counterfactual)",
+    "write": "writing the result files",
+}
+PHASE_AFTER_SECONDS, PHASE_SITES = 10.0, 50_000
+
+
 class _ProgressBar:
     """Shows virtual time, jobs finished and events/s once a run has lasted a couple of
     seconds: a bar on a terminal; elsewhere (a log file, a batch job) one line on standard
     error every ``every`` seconds of wall time."""
 
-    def __init__(self, delay: float = 2.0, every: float = 5.0, terminal: bool | None = None):
+    def __init__(self, delay: float = 2.0, every: float = 5.0, terminal: bool | None = None, sites: int = 0):
         self.delay, self.every = delay, every
         self.terminal = stderr_console().is_terminal if terminal is None else terminal
         self.next_line = delay
         self.bar = None
         self.task = None
+        self.sites, self.t0, self.seen = sites, time.perf_counter(), frozenset()
+
+    def phase(self, name: str) -> None:
+        """A line as a run enters a phase with no windows to show (an engine.PHASE_HOOKS hook):
+        building many sites, and what a long run does after its last window (a million sites
+        spent 30 s before the first window and over a minute after the last, silent)."""
+        text = PHASE_TEXT.get(name)
+        wall = time.perf_counter() - self.t0
+        again, self.seen = name in self.seen, self.seen | {name}
+        if text is None or again or not (wall >= PHASE_AFTER_SECONDS or self.sites >= PHASE_SITES):
+            return  # again: the counterfactual's own start, said by its phase
+        line = f"gridemu: {text.format(sites=self.sites)}" + (f" ({wall:,.0f} s so far)" if name != "start" else "")
+        if self.bar is not None:
+            self.bar.console.print(line, markup=False, highlight=False)
+        else:
+            print(line, file=sys.stderr, flush=True)
 
     def __call__(self, p) -> None:
         if p.wall < self.delay:
@@ -268,6 +296,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                 checkpoint=args.checkpoint,
                 force=args.force,
             ),
+            sites=len(scenario.sites),
         )
     except BaseException:
         if reserved:
@@ -276,12 +305,16 @@ def cmd_run(args: argparse.Namespace) -> int:
     return _unfinished(result.summary, scenario.horizon, args.strict)
 
 
-def _with_progress(args: argparse.Namespace, out: Path, go: Any, hint: Path | None = None) -> Any:
+def _with_progress(args: argparse.Namespace, out: Path, go: Any, hint: Path | None = None, sites: int = 0) -> Any:
     """Run ``go(progress bar)`` (no bar with --quiet, so a run where no site talks keeps its
     single window), name the checkpoint to resume from if stopped, and print the summary."""
+    from gridemu.emulator import engine
     from gridemu.emulator.report import print_summary
 
-    bar = None if args.quiet else _ProgressBar()
+    bar = None if args.quiet else _ProgressBar(sites=sites)
+    hooks = engine.PHASE_HOOKS
+    if bar is not None:
+        hooks.append(bar.phase)
     try:
         result = go(bar)
     except (KeyboardInterrupt, Terminated, SystemError):
@@ -289,6 +322,7 @@ def _with_progress(args: argparse.Namespace, out: Path, go: Any, hint: Path | No
         raise
     finally:
         if bar is not None:
+            hooks.remove(bar.phase)
             bar.close()
     if not args.quiet:
         print_summary(result.summary)

@@ -24,10 +24,11 @@ from gridemu.scenarios.poisson import SiteDraws
 from gridemu.scenarios.workload import check_scheduler_jobs, checks_jobs, generate_jobs, site_draws
 from gridemu.sites.sections import given
 
-#: A test seam: called with the name of each phase a run enters: "start" (before the
-#: workload is drawn and the shards built), "fetch" (the shards' results, after the last
-#: barrier), "tables" (the result tables), "counterfactual" (the run without cooperation,
-#: when asked for), "write" (the result folder). Tests send a signal or kill a shard there.
+#: Called with the name of each phase a run enters: "start" (before the workload is drawn
+#: and the shards built), "fetch" (the shards' results, after the last barrier), "tables"
+#: (the result tables), "counterfactual" (the run without cooperation, when asked for),
+#: "write" (the result folder). The CLI's progress says them on long runs; tests send a
+#: signal or kill a shard there.
 PHASE_HOOKS: list[Callable[[str], None]] = []
 
 

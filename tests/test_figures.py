@@ -452,6 +452,33 @@ def test_off_a_terminal_a_progress_line_comes_every_few_seconds(capsys):
     ]
 
 
+def test_long_phases_without_windows_are_said_once(capsys, monkeypatch):
+    # A million sites spent 30 s before the first window and over a minute after the last,
+    # silent (scale audit, 2026-11-27).
+    import gridemu.emulator.cli as cli
+
+    clock = [100.0]
+    monkeypatch.setattr(cli.time, "perf_counter", lambda: clock[0])
+    big, small = _ProgressBar(terminal=False, sites=60_000), _ProgressBar(terminal=False, sites=10)
+    for name in ("start", "fetch"):
+        big.phase(name)
+        small.phase(name)  # a small run's phases go unsaid for its first seconds
+    clock[0] += 12.0
+    for name in ("tables", "counterfactual", "start", "write"):  # "start" again: the counterfactual's own
+        big.phase(name)
+        small.phase(name)
+    assert capsys.readouterr().err.splitlines() == [
+        "gridemu: drawing the workload and building 60,000 sites",
+        "gridemu: gathering the shards' results (0 s so far)",
+        "gridemu: building the result tables (12 s so far)",
+        "gridemu: building the result tables (12 s so far)",
+        "gridemu: running each organization alone (metrics.counterfactual) (12 s so far)",
+        "gridemu: running each organization alone (metrics.counterfactual) (12 s so far)",
+        "gridemu: writing the result files (12 s so far)",
+        "gridemu: writing the result files (12 s so far)",
+    ]
+
+
 def test_progress_line_of_a_run_without_a_known_end():
     p = Progress(virtual_time=5.0, end_time=float("inf"), jobs_done=1, jobs_total=2, events=10, wall=2.0)
     assert progress_line(p) == "gridemu: t=5.0 of inf, 1 / 2 jobs done, 5 events/s, 2 s"
