@@ -479,6 +479,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             overwrite=args.overwrite,
             backend=args.backend,
             force=args.force,
+            check=lambda est: _refuse_past_max(args, est),
         )
     except SweepFailed as exc:  # the finished points are written: not a usage error
         print(f"gridemu: sweep: {exc}", file=sys.stderr)
@@ -616,6 +617,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--overwrite", action="store_true", help="replace the results of an earlier sweep in --out")
     p.add_argument("--address", help="join a Ray cluster: auto, or ray://host:port")
     p.add_argument("--workers", type=int, help="parallel tasks (default: Ray's CPUs)")
+    _max_options(p)
     p.add_argument(
         "--backend",
         choices=["ray", "inprocess"],

@@ -20,7 +20,7 @@ import sys
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Callable
 
 import pandas as pd
 
@@ -33,6 +33,9 @@ from gridemu.emulator.stats import QUANTILES, TAIL_FIGURES, confidence
 from gridemu.model.errors import GridemuError, ScenarioError, first_line
 from gridemu.model.inputs import gib
 from gridemu.sites.sections import SECTIONS
+
+if TYPE_CHECKING:  # pragma: no cover
+    from gridemu.emulator.estimate import Estimate
 
 GLOBAL_FIGURES = (
     "jobs",
@@ -157,6 +160,7 @@ def sweep(  # noqa: C901
     overwrite: bool = False,
     backend: str = "ray",
     force: bool = False,
+    check: "Callable[[Estimate], None] | None" = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """Run every setting of ``grid`` with seeds run.seed .. run.seed+repeat-1; see module doc.
     ``backend = "inprocess"`` runs them one after another in this process (no Ray).
@@ -164,7 +168,8 @@ def sweep(  # noqa: C901
     A point whose run fails does not stop the others: every finished point is written, the
     failed ones go to ``failures.csv`` with their error, and a :class:`SweepFailed` naming
     the first is raised once the files are written. Before any run, each setting's estimate
-    is held to the budgets (``force``: past them) and the sweep's runs to ``MAX_SWEEP_RUNS``."""
+    is held to the budgets (``force``: past them) and the sweep's runs to ``MAX_SWEEP_RUNS``;
+    ``check`` (the CLI's ``--max-*``) sees each setting's estimate too and may refuse it."""
     if repeat < 1:
         raise ScenarioError("--repeat", f"must be >= 1, got {repeat}")
     if workers is not None and workers < 0:  # -1 once left no task to submit, and the wait spun for ever
@@ -196,6 +201,11 @@ def sweep(  # noqa: C901
         refusal = est.refusal(limits)
         if refusal is not None:
             raise ScenarioError(refusal.key, f"{_setting(point)}: {refusal.problem}" if point else refusal.problem)
+        if check is not None:
+            try:
+                check(est)
+            except GridemuError as exc:
+                raise GridemuError(f"{_setting(point)}: {exc}; no run was started" if point else str(exc)) from None
         wall += est.wall * repeat
         biggest = max(biggest, est.memory)
     workers = _workers_that_fit(workers, biggest, limits, backend, address, n_runs, quiet)

@@ -255,3 +255,14 @@ def test_a_local_ray_sweep_runs_at_once_only_what_the_memory_holds(capsys):
     assert _workers_that_fit(8, 5 * gb, here, "inprocess", None, 100, quiet=True) == 8  # one at a time anyway
     assert _workers_that_fit(8, 5 * gb, here, "ray", "auto", 100, quiet=True) == 8  # a cluster's nodes
     assert _workers_that_fit(8, 5 * gb, Limits(22 * gb, force=True), "ray", None, 100, quiet=True) == 8
+
+
+def test_sweep_holds_every_setting_to_the_max_limits_before_any_run(tmp_path, capsys):
+    from gridemu.emulator import cli
+
+    out = tmp_path / "s"
+    argv = ["sweep", "averaging-topology", "--grid", "sites.count=100,1000", "--set", "workload.until=5"]
+    assert cli.main([*argv, "--max-jobs", "1000", "--backend", "inprocess", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "at sites.count=1000: estimate: about 3,756 jobs, more than --max-jobs 1,000" in err
+    assert "no run was started" in err and not out.exists()
