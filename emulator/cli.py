@@ -197,7 +197,8 @@ class _ProgressBar:
         self.next_line = delay
         self.bar = None
         self.task = None
-        self.sites, self.t0, self.seen = sites, time.perf_counter(), frozenset()
+        self.sites, self.t0 = sites, time.perf_counter()
+        self.seen: set[str] = set()  # phases entered: a second "start" is the counterfactual's
 
     def phase(self, name: str) -> None:
         """A line as a run enters a phase with no windows to show (an engine.PHASE_HOOKS hook):
@@ -205,7 +206,8 @@ class _ProgressBar:
         spent 30 s before the first window and over a minute after the last, silent)."""
         text = PHASE_TEXT.get(name)
         wall = time.perf_counter() - self.t0
-        again, self.seen = name in self.seen, self.seen | {name}
+        again = name in self.seen
+        self.seen.add(name)
         if text is None or again or not (wall >= PHASE_AFTER_SECONDS or self.sites >= PHASE_SITES):
             return  # again: the counterfactual's own start, said by its phase
         line = f"gridemu: {text.format(sites=self.sites)}" + (f" ({wall:,.0f} s so far)" if name != "start" else "")

@@ -132,8 +132,10 @@ class Estimate:
                 f"budget ({self.describe()}); {FORCE_HINT}",
             )
         if self.rounds is not None and self.rounds > MAX_ROUNDS:
+            # How many rounds follows from how long the run lasts: a latency can make it long,
+            # a topology cannot.
             return ScenarioError(
-                self.long_because or "protocol",
+                "network.latency" if self.long_because == "network.latency" else "protocol",
                 f"about {count_text(self.rounds)} protocol rounds (the run lasts at least {self.duration:.3g} time "
                 f"units, a round every {self.traffic.round_every:g}): it would not end in practice; set "
                 f"run.horizon or shorten the jobs ({FORCE_HINT})",

@@ -193,3 +193,16 @@ def test_messages_held_for_a_latency_of_many_rounds_are_counted_together():
     assert held[0.5].memory_terms["in_flight"] < 2 * held[1e-3].memory_terms["in_flight"]
     assert held[1e6].memory_terms["in_flight"] > 8 * 2**30
     assert held[1e6].memory_terms["in_flight"] <= held[1e6].messages * 420.0
+
+
+def test_too_many_rounds_are_blamed_on_a_latency_never_on_a_topology():
+    # A topology changes how many messages a round sends, not how many rounds a run has.
+    from gridemu.brokers.protocol import Traffic
+    from gridemu.emulator.estimate import MAX_ROUNDS, Estimate
+
+    def key(because: str | None) -> str:
+        est = Estimate(10.0, 1.0, 1e9, 0.0, MAX_ROUNDS * 2, Traffic(round_every=1.0), long_because=because)
+        return est.refusal(Limits(math.inf, math.inf)).key
+
+    assert key("network.topology") == "protocol" and key(None) == "protocol"
+    assert key("network.latency") == "network.latency"
