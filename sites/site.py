@@ -237,27 +237,23 @@ class Site:
         """Send a message of a declared kind with its named fields (and a job record for the
         kinds that carry one); it is delivered after the link latency, never inside this window."""
         code = self._kind_code(now, kind)  # send_all's body for one destination: its fields not packed again
-        try:
-            payload = self.kinds.kinds[code].payload(job, fields)
-        except TypeError as exc:
-            raise self._bad_payload(now, exc) from None
-        self._post(now, (dst,), code, payload)
+        self._post(now, (dst,), code, self._payload(now, code, job, fields))
 
     def send_all(self, now: float, dsts: Iterable[int], kind: str, job: tuple = (), **fields: Any) -> None:
         """``send`` the same message to each of ``dsts`` in order (the same sequence numbers,
         latencies and fault draws as one ``send`` each); the checks and the payload are done
         once, which is what an all-to-all broadcast spends most of its time on."""
         code = self._kind_code(now, kind)
-        try:
-            payload = self.kinds.kinds[code].payload(job, fields)
-        except TypeError as exc:
-            raise self._bad_payload(now, exc) from None
-        self._post(now, dsts, code, payload)
+        self._post(now, dsts, code, self._payload(now, code, job, fields))
 
-    def _bad_payload(self, now: float, exc: TypeError) -> InvariantError:
-        """A field its message kind cannot hold (a protocol's error, found as it sends): one
-        line naming the site and time, as any broken rule of the run, not a traceback."""
-        return InvariantError(f"site {self.name} at t={now}: {exc}")
+    def _payload(self, now: float, code: int, job: tuple, fields: dict[str, Any]) -> tuple:
+        """The message's payload columns; a field its kind cannot hold (a protocol's error,
+        found as it sends) is one line naming the site and time, as any broken rule of the
+        run, not a traceback."""
+        try:
+            return self.kinds.kinds[code].payload(job, fields)
+        except TypeError as exc:
+            raise InvariantError(f"site {self.name} at t={now}: {exc}") from None
 
     def _kind_code(self, now: float, kind: str) -> int:
         """The code of a kind this site may send now: after its send bound, declared by its protocol."""
