@@ -446,3 +446,21 @@ def test_the_views_usage_cache_updates_or_replaces_a_sources_figures(monkeypatch
     monkeypatch.setattr(FairshareAgent, "on_start", check)
     emulator.run(grid(hours=0.1, sites=2, exchange="none"))
     assert checked
+
+
+def test_a_bad_policy_file_exits_2_naming_the_key_and_the_file(tmp_path, capsys):
+    from gridemu.emulator import cli
+
+    resource, _, _ = figure_2_xml()
+    (tmp_path / "bad.xml").write_text(resource.replace('share="50"', 'share="40"', 1))  # 90 in all
+    (tmp_path / "empty.xml").write_text("")
+    for name, needle in (("bad.xml", "add up to"), ("empty.xml", "expected one <policy-entry>")):
+        scenario = tmp_path / f"{name}.toml"
+        scenario.write_text(
+            '[sites]\ncount = 2\nprocs = 2\n[scheduler]\nname = "fairshare"\n'
+            '[workload]\nkind = "poisson"\nrate = 0.5\nuntil = 50\n'
+            f'[protocol]\nname = "fairshare"\n[policy]\nfile = "{tmp_path / name}"\n'
+        )
+        assert cli.main(["validate", str(scenario)]) == 2
+        (line,) = capsys.readouterr().err.strip().splitlines()
+        assert line.startswith("gridemu: error: policy.file: ") and name in line and needle in line, line
