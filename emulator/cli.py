@@ -130,8 +130,13 @@ def cmd_validate(args: argparse.Namespace) -> int:
     # The run's own gate: what run would refuse before its first window, refused here.
     # Generated workloads are sized, not drawn (validating 10^8 jobs takes no memory) unless
     # the run's driver draws them too (a protocol or scheduler checks every job).
-    est, _ = gate(sc, Limits.here(args.force), warn=False, checkpoint=args.checkpoint is not None)
-    _refuse_past_max(args, est)
+    est, _ = gate(
+        sc,
+        Limits.here(args.force),
+        warn=False,
+        checkpoint=args.checkpoint is not None,
+        check=lambda est: _refuse_past_max(args, est),
+    )
     print(
         f"{sc.source}: ok: {len(sc.sites)} sites, {len(sc.orgs)} organizations, {est.jobs:,.0f} jobs, "
         f"protocol {sc.protocol['name']}, workload {wl['kind']}, lookahead {sc.lookahead}"
@@ -275,7 +280,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         from gridemu.emulator.gate import gate
         from gridemu.emulator.limits import Limits
 
-        _refuse_past_max(args, gate(scenario, Limits.here(args.force), warn=False)[0])  # before any folder
+        gate(scenario, Limits.here(args.force), warn=False, check=lambda est: _refuse_past_max(args, est))  # before any folder
     reserved = args.out is None  # runs/NAME-TIME: two runs started in the same second get a folder each
     out = reserve_folder(_out_dir(args)) if reserved else check_out(args.out, args.overwrite)  # before the run
     for line in scenario.extra.get("scenario_warnings", []):

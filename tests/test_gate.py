@@ -7,6 +7,7 @@ from __future__ import annotations
 import tomllib
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from gridemu.emulator import cli
@@ -334,3 +335,40 @@ def test_the_counterfactual_of_a_sites_table_draws_the_same_sites_from_it():
     assert alone.sites == sc.sites and len({len(s.speeds) for s in sc.sites}) > 1
     listed = load_scenario(sc.data, {"protocol": {"name": "local"}, "run.backend": "inprocess", "run.shards": 1})
     assert listed.sites == alone.sites
+
+
+@pytest.mark.parametrize("name", sorted(SHIPPED))
+def test_the_counterfactual_is_what_loading_the_scenario_again_as_local_gives(name):
+    # counterfactual() changes the protocol, backend and planned schedulers of a validated
+    # scenario in place of validating it all again (its sites and topology built again from
+    # the seed: seconds at a million sites); loading it again is the reference.
+    from gridemu.emulator.gate import counterfactual
+    from gridemu.emulator.scenario import load_scenario, parse_override
+
+    sc = load_scenario(name, dict(parse_override(s) for s in tiny(name)))
+    alone = counterfactual(sc)
+    sets: dict = {"protocol": {"name": "local"}, "run.backend": "inprocess", "run.shards": 1}
+    data = sc.saved_data()
+    if sc.sites_table is not None and sc.sites_table["scheduler"] == "planned":
+        sets["sites"] = {**sc.sites_table, "scheduler": "fcfs"}
+    elif any(s.scheduler == "planned" for s in sc.sites):
+        data = sc.data
+        sets["sites"] = [{**s, "scheduler": "fcfs" if s["scheduler"] == "planned" else s["scheduler"]} for s in data["sites"]]
+    if any(s.scheduler == "planned" for s in sc.sites):
+        if data["scheduler"]["name"] == "planned":
+            sets["scheduler.name"] = "fcfs"
+    again = load_scenario(data, sets, source=sc.source)
+    for run in (alone.data["run"], again.data["run"]):
+        run.pop("description", None)  # loading again notes the overrides there
+    assert alone.data == again.data and list(alone.data) == list(again.data)
+    assert alone.sites == again.sites and alone.orgs == again.orgs and alone.sites_table == again.sites_table
+    assert np.array_equal(np.asarray(alone.latency), np.asarray(again.latency))
+    assert (alone.lookahead, alone.source, alone.topology, alone.faults, alone.extra) == (
+        again.lookahead,
+        again.source,
+        again.topology,
+        again.faults,
+        again.extra,
+    )
+    assert alone.params == again.params and alone.plugin.name == "local"
+    assert sc.protocol["name"] == "local" or sc.data is not alone.data  # the scenario itself unchanged
