@@ -648,7 +648,7 @@ def _validate(data: dict[str, Any], source: str) -> Scenario:  # noqa: C901
             "protocol.name", f"missing: the [protocol] table sets {', '.join(sorted(proto))} but names no protocol"
         )
     name = proto.get("name", "local")
-    if name not in registry.PROTOCOLS:
+    if not isinstance(name, str) or name not in registry.PROTOCOLS:  # a list or table: unhashable
         known = tuple(registry.PROTOCOLS)
         raise ScenarioError(
             "protocol.name",
