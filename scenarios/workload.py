@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 
 from gridemu.model.checks import (
+    check_flag,
     check_number,
     check_sequential,
     choice,
@@ -138,6 +139,15 @@ def check_workload(wl: dict[str, Any], sites: list["SiteSpec"]) -> None:  # noqa
         if kind == "swf":
             from gridemu.scenarios.swf import ORGS_BY, WARM_STARTS, check_warm_start
 
+            # The window's bounds are trace times (>= 0); "random" draws the start from the seed.
+            if wl.get("t_start", "random") != "random":
+                check_number("workload.t_start", wl["t_start"], nonneg=True, finite=True)
+            if "t_end" in wl:
+                check_number("workload.t_end", wl["t_end"], positive=True)
+            if "duration" in wl:
+                check_number("workload.duration", wl["duration"], positive=True)
+            if "split_parallel" in wl:
+                check_flag("workload.split_parallel", wl["split_parallel"])
             choice("workload.orgs_by", wl.get("orgs_by", "random"), ORGS_BY)
             if choice("workload.warm_start", wl.get("warm_start", "cold"), WARM_STARTS) != "cold":
                 check_warm_start(wl.get("t_start"), wl.get("split_parallel") is True)

@@ -4,6 +4,8 @@ Each is one line naming the key and exit 2, never a traceback, and nothing is dr
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from gridemu.emulator.api import run
@@ -19,3 +21,42 @@ def test_a_protocol_name_that_is_no_string_is_named(capsys, value):
     )
     with pytest.raises(ScenarioError, match="protocol.name"):
         run("quickstart", backend="inprocess", overrides={"protocol.name": ["averaging"]})
+
+
+TINY_SWF = Path(__file__).resolve().parent.parent / "scenarios" / "data" / "tiny.swf"
+
+
+@pytest.mark.parametrize(
+    ("override", "needles"),
+    [
+        # a string or list was a numpy or float() traceback, exit 1
+        ('workload.t_start="noon"', ["workload.t_start", "must be a number", "'noon'"]),
+        ("workload.t_start=[100]", ["workload.t_start", "must be a number"]),
+        ('workload.t_end="late"', ["workload.t_end", "must be a number", "'late'"]),
+        # nan was blamed on the memory estimate ("protocol: the run needs about inf GiB")
+        ("workload.t_start=nan", ["workload.t_start", "must be a number, got nan"]),
+        # true was taken as 1 and -1 shifted every release by +1: both ran
+        ("workload.t_start=true", ["workload.t_start", "must be a number, got True"]),
+        ("workload.t_start=-1", ["workload.t_start", "must be >= 0, got -1"]),
+        # "no job to run", naming no key
+        ("workload.t_end=-5", ["workload.t_end", "must be > 0, got -5"]),
+        # "false" (a string) split every parallel job: 708 jobs instead of 37
+        ('workload.split_parallel="false"', ["workload.split_parallel", "must be true or false", "'false'"]),
+        ("workload.split_parallel=1", ["workload.split_parallel", "must be true or false", "got 1"]),
+    ],
+    ids=[
+        "t_start-text",
+        "t_start-list",
+        "t_end-text",
+        "t_start-nan",
+        "t_start-bool",
+        "t_start-negative",
+        "t_end-negative",
+        "split-text",
+        "split-number",
+    ],
+)
+def test_a_trace_window_and_split_parallel_of_the_wrong_kind_are_named(tmp_path, capsys, override, needles):
+    scenario = tmp_path / "swf.toml"
+    scenario.write_text(f'[sites]\ncount = 3\nprocs = 64\n\n[workload]\nkind = "swf"\npath = "{TINY_SWF}"\n')
+    expect_error(capsys, ["validate", scenario, "--set", override], *needles)
