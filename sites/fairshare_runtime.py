@@ -111,6 +111,8 @@ def load_policy_tree(spec: Mapping[str, Any], key: str, base: Path | None = None
         except PolicyError as exc:
             raise ScenarioError(f"{key}.tree", str(exc)) from None
     if "file" in spec:
+        if not isinstance(spec["file"], str) or not spec["file"]:
+            raise ScenarioError(f"{key}.file", f"must be the policy file's name, got {spec['file']!r}")
         path = Path(spec["file"])
         if base is not None and not path.is_absolute() and not path.exists():
             path = base / path
@@ -132,6 +134,20 @@ def load_policy_tree(spec: Mapping[str, Any], key: str, base: Path | None = None
         except PolicyError as exc:
             raise ScenarioError(f"{key}.file", f"{path}: {exc}") from None
     raise ScenarioError(key, "give the policy as tree = {...} or file = \"policy.xml\"")
+
+
+def _subtable(conf: Mapping[str, Any], name: str, keys: tuple[str, ...]) -> Mapping[str, Any]:
+    """``policy.window`` or ``policy.weights``: a table of those keys only (a typo such as
+    ``dcay`` was its default, silently)."""
+    from gridemu.model.errors import ScenarioError
+
+    table = conf.get(name, {})
+    if not isinstance(table, Mapping):
+        raise ScenarioError(f"policy.{name}", f"must be a table {{{', '.join(keys)}}}, got {table!r}")
+    for k in table:
+        if k not in keys:
+            raise ScenarioError(f"policy.{name}.{k}", f"unknown key (allowed: {', '.join(sorted(keys))})")
+    return table
 
 
 def build(  # noqa: C901
@@ -176,17 +192,16 @@ def build(  # noqa: C901
         if value not in APPROACHES:
             raise ScenarioError(f"policy.{key}", f"unknown value {value!r} (allowed: {', '.join(APPROACHES)})")
         approaches[key] = value
-    win = conf.get("window", {})
-    if not isinstance(win, dict):
-        raise ScenarioError("policy.window", "must be a table {length, count, decay}")
     from gridemu.model.checks import check_number
+
+    win = _subtable(conf, "window", ("length", "count", "decay"))
 
     length = check_number("policy.window.length", win.get("length", math.inf), positive=True)
     count = int(check_number("policy.window.count", win.get("count", 1), positive=True, integer=True))
     decay = check_number("policy.window.decay", win.get("decay", 1.0), positive=True)
     if decay > 1:
         raise ScenarioError("policy.window.decay", f"must be in (0, 1], got {decay}")
-    weights = conf.get("weights", {})
+    weights = _subtable(conf, "weights", ("fairshare", "queue_time"))
     w_fs = check_number("policy.weights.fairshare", weights.get("fairshare", 1.0), nonneg=True)
     w_qt = check_number("policy.weights.queue_time", weights.get("queue_time", 0.0), nonneg=True)
     all_entries = entries(tree)

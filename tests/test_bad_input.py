@@ -60,3 +60,48 @@ def test_a_trace_window_and_split_parallel_of_the_wrong_kind_are_named(tmp_path,
     scenario = tmp_path / "swf.toml"
     scenario.write_text(f'[sites]\ncount = 3\nprocs = 64\n\n[workload]\nkind = "swf"\npath = "{TINY_SWF}"\n')
     expect_error(capsys, ["validate", scenario, "--set", override], *needles)
+
+
+FAIRSHARE = """\
+[run]
+horizon = 2000.0
+[network]
+latency = 0.05
+[sites]
+count = 2
+procs = 2
+[scheduler]
+name = "fairshare"
+[workload]
+jobs = 20
+[protocol]
+name = "fairshare"
+[policy.tree]
+name = "Resource"
+type = "resource"
+children = [{name = "org0", type = "VO", share = 50}, {name = "org1", type = "VO", share = 50}]
+"""
+
+
+@pytest.mark.parametrize(
+    ("override", "needles"),
+    [
+        # a typo in a key of window or weights was its default, silently
+        ("policy.window={length=600.0, dcay=0.5}", ["policy.window.dcay", "unknown key", "count, decay, length"]),
+        ("policy.weights={fairshar=2.0}", ["policy.weights.fairshar", "unknown key", "fairshare, queue_time"]),
+        # weights that are no table: an AttributeError (exit 1)
+        ("policy.weights=5", ["policy.weights", "must be a table", "got 5"]),
+    ],
+    ids=["window-typo", "weights-typo", "weights-number"],
+)
+def test_a_policy_key_of_the_wrong_kind_or_name_is_named(tmp_path, capsys, override, needles):
+    scenario = tmp_path / "fairshare.toml"
+    scenario.write_text(FAIRSHARE)
+    expect_error(capsys, ["validate", scenario, "--set", override], *needles)
+
+
+def test_a_policy_file_name_that_is_no_string_is_named(tmp_path, capsys):
+    # file = 5 was a TypeError from os.fspath (exit 1)
+    scenario = tmp_path / "fairshare.toml"
+    scenario.write_text(FAIRSHARE.split("[policy.tree]")[0] + "[policy]\nfile = 5\n")
+    expect_error(capsys, ["validate", scenario], "policy.file", "policy file's name", "got 5")
