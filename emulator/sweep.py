@@ -74,9 +74,13 @@ def parse_grid(items: list[str]) -> list[tuple[str, list[Any]]]:
         if "=" not in item:
             raise ScenarioError("--grid", f"{item!r} is not KEY=V1,V2,... (e.g. --grid protocol.name=local,random)")
         key, raw = parse_override(item)[0], item.split("=", 1)[1]
-        values = [parse_override(f"{key}={v}")[1] for v in raw.split(",") if v.strip()]
-        if not values:
+        if not raw.strip():
             raise ScenarioError(key, f"--grid {item!r} lists no values")
+        parts = raw.split(",")
+        empty = [i for i, v in enumerate(parts, 1) if not v.strip()]
+        if empty:  # "1,,2" or "1,2,": a value lost to a typo, not a shorter sweep
+            raise ScenarioError(key, f"--grid {item!r}: value {empty[0]} of {len(parts)} is empty")
+        values = [parse_override(f"{key}={v}")[1] for v in parts]
         grid.append((key, values))
     keys = [k for k, _ in grid]
     if len(set(keys)) != len(keys):

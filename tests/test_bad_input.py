@@ -105,3 +105,13 @@ def test_a_policy_file_name_that_is_no_string_is_named(tmp_path, capsys):
     scenario = tmp_path / "fairshare.toml"
     scenario.write_text(FAIRSHARE.split("[policy.tree]")[0] + "[policy]\nfile = 5\n")
     expect_error(capsys, ["validate", scenario], "policy.file", "policy file's name", "got 5")
+
+
+@pytest.mark.parametrize(("values", "which"), [("10,,50", "value 2 of 3"), ("10,50,", "value 3 of 3")])
+def test_an_empty_value_in_a_grid_is_named_not_dropped(tmp_path, capsys, values, which):
+    # "10,,50" swept 10 and 50 and exited 0: the value between the commas was lost
+    out = tmp_path / "s"
+    argv = ["sweep", "quickstart", "--grid", f"protocol.period={values}", "--set", "workload.jobs=50", "--out", out]
+    argv += ["--backend", "inprocess"]
+    expect_error(capsys, argv, "protocol.period", f"--grid 'protocol.period={values}'", which, "is empty")
+    assert not out.exists()
