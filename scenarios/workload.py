@@ -317,11 +317,11 @@ def _rows_to_jobs(rows: list[dict[str, Any]], sites: list["SiteSpec"], where: st
         jobs[i]["group"] = group_index[group]
         if row.get("walltime") not in (None, ""):
             jobs[i]["walltime"] = check_number(
-                f"{label}.walltime", _as_number(row["walltime"], f"{label}.walltime"), positive=True
+                f"{label}.walltime", _as_number(row["walltime"], f"{label}.walltime"), positive=True, finite=True
             )
         if row.get("priority") not in (None, ""):
             jobs[i]["priority"] = check_number(
-                f"{label}.priority", _as_number(row["priority"], f"{label}.priority"), nonneg=True
+                f"{label}.priority", _as_number(row["priority"], f"{label}.priority"), nonneg=True, finite=True
             )
     return jobs, groups
 

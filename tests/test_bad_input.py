@@ -115,3 +115,16 @@ def test_an_empty_value_in_a_grid_is_named_not_dropped(tmp_path, capsys, values,
     argv += ["--backend", "inprocess"]
     expect_error(capsys, argv, "protocol.period", f"--grid 'protocol.period={values}'", which, "is empty")
     assert not out.exists()
+
+
+@pytest.mark.parametrize("column", ["walltime", "priority"])
+def test_an_infinite_walltime_or_priority_in_a_job_list_is_named(tmp_path, capsys, column):
+    # both were taken as given (workload.priority = inf on a poisson workload is refused)
+    jobs = tmp_path / "jobs.csv"
+    jobs.write_text(f"release,size,site,{column}\n0,1,0,5\n1,2,1,inf\n")
+    argv = ["validate", "quickstart", "--set", "workload.kind=csv", "--set", f"workload.path={jobs}"]
+    expect_error(capsys, argv, f"jobs.csv:3.{column}", "must be a finite number, got inf")
+    listed = f"workload.list=[{{release=0, size=1, site=0, {column}=inf}}]"
+    expect_error(
+        capsys, ["validate", "quickstart", "--set", "workload.kind=jobs", "--set", listed], f"list[0].{column}"
+    )
