@@ -189,13 +189,15 @@ def load(folder: str | Path) -> RunResult:
     folder = Path(folder)
     if not folder.exists():
         raise GridemuError(f"{folder}: no such folder")
-    if not (folder / "summary.json").is_file() or not (folder / "jobs.parquet").is_file():
+    missing = [name for name in ("summary.json", "jobs.parquet") if not (folder / name).is_file()]
+    if missing:
         if marked(folder) == "sweep":
             raise GridemuError(
                 f"{folder}: a gridemu sweep folder, not a run's: its runs keep no job table (runs.parquet and "
                 "orgs.parquet hold their figures; gridemu report reads it)"
             )
-        raise GridemuError(f"{folder}: not a gridemu run folder (summary.json and jobs.parquet are missing)")
+        verb = "is" if len(missing) == 1 else "are"
+        raise GridemuError(f"{folder}: not a gridemu run folder ({' and '.join(missing)} {verb} missing)")
     try:
         summary = json.loads((folder / "summary.json").read_text())
     except (ValueError, OSError) as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors

@@ -128,3 +128,9 @@ def test_an_infinite_walltime_or_priority_in_a_job_list_is_named(tmp_path, capsy
     expect_error(
         capsys, ["validate", "quickstart", "--set", "workload.kind=jobs", "--set", listed], f"list[0].{column}"
     )
+
+
+def test_report_names_the_result_file_a_folder_lacks(tmp_path, capsys):
+    # a folder with summary.json alone was said to lack "summary.json and jobs.parquet"
+    (tmp_path / "summary.json").write_text("{}")
+    expect_error(capsys, ["report", tmp_path, "--no-plot"], "not a gridemu run folder (jobs.parquet is missing)")
