@@ -246,6 +246,9 @@ _INSTEAD_OF = {"workload.jobs": "workload.until", "workload.until": "workload.jo
 
 def apply_overrides(data: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
     """Set each dotted key in a deep copy of ``data`` (tables are created as needed)."""
+    for key in overrides:  # from Python (gridemu.run's overrides) as from --set
+        if not isinstance(key, str) or not key or any(not part for part in key.split(".")):
+            raise ScenarioError(str(key), "an override's key must be a dotted key path such as workload.jobs")
     out = copy_tree(data)
     for key, other in _INSTEAD_OF.items():
         if key in overrides and other not in overrides:

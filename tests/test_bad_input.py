@@ -134,3 +134,10 @@ def test_report_names_the_result_file_a_folder_lacks(tmp_path, capsys):
     # a folder with summary.json alone was said to lack "summary.json and jobs.parquet"
     (tmp_path / "summary.json").write_text("{}")
     expect_error(capsys, ["report", tmp_path, "--no-plot"], "not a gridemu run folder (jobs.parquet is missing)")
+
+
+@pytest.mark.parametrize("key", ["sites..count", ".count", 5], ids=["empty-part", "leading-dot", "number"])
+def test_a_malformed_override_key_from_python_is_named(key):
+    # "sites..count" was reported as "sites.: unknown key"; 5 was an AttributeError
+    with pytest.raises(ScenarioError, match="dotted key path"):
+        run("quickstart", backend="inprocess", overrides={key: 3})
