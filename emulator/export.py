@@ -9,8 +9,9 @@
   by the end of the run (wait, run time and processors -1); a job still running at the end
   has status -1 and run time -1. Requested time is the input's (an SWF trace's field 9, a job
   list's ``walltime``), -1 where the input had none. A run of an SWF trace carries the trace's
-  header lines on, verbatim, after gridemu's own (the Parallel Workloads Archive asks that
-  anything derived from a trace keeps them). Fields the emulator has no notion of are -1.
+  header lines on after gridemu's own (the Parallel Workloads Archive asks that anything
+  derived from a trace keeps them), each quoted after ``; >`` so that its keys are not read
+  as this file's. Fields the emulator has no notion of are -1.
 * ``evalys``: the jobs CSV Batsim writes and evalys's ``JobSet.from_csv`` reads: one row per
   piece that ran (whole jobs, or the pieces of split jobs), ``allocated_resources`` as an
   interval set of global processor numbers ("0-3 7": each site's processors numbered after
@@ -71,8 +72,11 @@ def trace_header(run_dir: Path) -> list[str]:
     wl = saved[0].get("workload", {}) if saved else {}
     if wl.get("kind") != "swf" or not Path(str(wl.get("path", ""))).is_file():
         return []
-    lines = read_swf_header_lines(wl["path"])
-    return [f"; Note: the header of the source trace {Path(wl['path']).name} follows, as it was"] + lines
+    # Each line quoted after "; >": its "; MaxProcs:", "; Version:"... are the trace's, not
+    # this file's, and a reader that takes a key's last value (or all of them) would take them
+    # as this file's (gridemu's own reader joins a key given twice; export wrote both).
+    lines = [";" + " >" + line[1:] for line in read_swf_header_lines(wl["path"])]
+    return [f"; Note: the header of the source trace {Path(wl['path']).name} follows, each line quoted after '> '"] + lines
 
 
 def _number(values: pd.Series) -> tuple[np.ndarray, list[str]]:

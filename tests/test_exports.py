@@ -11,6 +11,7 @@ import pytest
 from gridemu import emulator
 from gridemu.emulator.cli import main
 from gridemu.emulator.scenario import shipped_scenarios
+from gridemu.scenarios.swf import read_swf_header, read_swf_header_lines
 
 _CH4 = {"workload.until": 1000.0}
 #: Each shipped scenario made tiny: a few hundred jobs at most.
@@ -61,8 +62,15 @@ def test_swf_export_keeps_requested_times_and_the_trace_header(tmp_path):
     result = emulator.run("shapley", backend="inprocess", out=tmp_path / "r")
     assert main(["export", str(tmp_path / "r")]) == 0
     text = (tmp_path / "r" / "jobs.swf").read_text()
-    assert "; Computer: synthetic (gridemu), the shape of LPC-EGEE" in text  # the source trace's header
-    assert "; Note: the header of the source trace shapley-small.swf follows, as it was" in text
+    # The source trace's header, each line quoted: its keys are not this file's (a reader that
+    # takes a key's last value took the trace's MaxProcs and Version for the run's).
+    assert "; > Computer: synthetic (gridemu), the shape of LPC-EGEE" in text
+    assert "; Note: the header of the source trace shapley-small.swf follows, each line quoted after '> '" in text
+    source = read_swf_header_lines(shipped_scenarios()["shapley"].parent / "shapley-small.swf")
+    assert source and all(f"; >{line[1:]}" in text.splitlines() for line in source)
+    header = read_swf_header(tmp_path / "r" / "jobs.swf")
+    assert header["Version"] == "2.2" and header["MaxProcs"] == str(int(result.sites["procs"].sum()))
+    assert header["Computer"].startswith("gridemu, ")
     # The shipped trace asks for twice each job's run time: field 9 keeps it, whatever the run did.
     rows = [[float(x) for x in r] for r in body(tmp_path / "r" / "jobs.swf")]
     size = dict(zip(result.jobs["job_id"] + 1, result.jobs["size"]))
