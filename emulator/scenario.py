@@ -27,7 +27,7 @@ from gridemu.emulator.topology import Topology, build_topology, link_latency_mat
 from gridemu.model.checks import check_flag, check_number, choice, did_you_mean, largest_remainder, per_site_values
 from gridemu.model.errors import ScenarioError
 from gridemu.model.inputs import check_allocation, check_input_file, check_toml_depth
-from gridemu.scenarios.workload import check_workload
+from gridemu.scenarios.workload import WORKLOAD_KEYS, check_workload
 from gridemu.sites.faults import FaultPlan, parse_faults
 from gridemu.sites.sections import SECTIONS
 from gridemu.sites.spec import SiteSpec
@@ -702,6 +702,11 @@ def _validate(data: dict[str, Any], source: str) -> Scenario:  # noqa: C901
     if isinstance(path, str):
         wl["path"] = _absolute(path, source)
     check_workload(wl, sites)
+    # Keys another kind reads (a sweep over workload.kind sets them all, a scenario made from
+    # another keeps them): ignored with a warning below, and left out of the resolved table.
+    unread = sorted(k for k in wl if k != "kind" and k not in WORKLOAD_KEYS[wl["kind"]])
+    for k in unread:
+        del wl[k]
     # Keys another protocol reads may stay (a sweep over protocol.name sets them all): ignored
     # with a warning below, and left out of the resolved table (scenario.toml: the run as it
     # ran, which reads again without the warnings); the rest keep the order they were given in.
@@ -743,6 +748,8 @@ def _validate(data: dict[str, Any], source: str) -> Scenario:  # noqa: C901
         f"protocol.{k} is not read by the {proto['name']} protocol (its keys: {', '.join(keys) or 'none'}): ignored"
         for k in sorted(k for k in proto if k != "name" and k not in keys)
     ]
+    read = ", ".join(sorted(WORKLOAD_KEYS[wl["kind"]], key=str.lower))
+    warnings += [f"workload.{k} is not read by a workload of kind {wl['kind']!r} (its keys: {read}): ignored" for k in unread]
     return Scenario(
         data=data,
         sites=sites,

@@ -53,6 +53,21 @@ RIGID_MODELS = ("uni", "lublin")
 #: The most jobs a generated workload may have (about 100 bytes each in a run, several
 #: copies in the result tables): past it a run is refused before anything is generated.
 MAX_JOBS = 100_000_000
+#: The ``[workload]`` keys each kind reads (``kind`` aside); a key of another kind is ignored
+#: with a warning (``emulator/scenario.py``) and left out of the resolved scenario.
+#: ``warm_start`` is every kind's: any value but "cold" is refused outside an SWF trace.
+WORKLOAD_KEYS: dict[str, frozenset[str]] = {
+    "poisson": frozenset({"rate", "alpha", "beta", "priority", "until", "jobs", "integral", "procs", "warm_start"}),
+    "jobs": frozenset({"list", "warm_start"}),
+    "csv": frozenset({"path", "warm_start"}),
+    "swf": frozenset(
+        {"path", "orgs", "user_map", "t_start", "t_end", "duration", "warm_start", "orgs_by", "split_parallel"}
+    ),
+    "rigid": frozenset({"model", "jobs", "warm_start"}),
+    "proposition": frozenset({"number", "variant", "X", "group", "warm_start"}),
+    "streams": frozenset({"streams", "until", "warm_start"}),
+    "dedicated": frozenset({"instance", "jobs_per_machine", "max_size", "rounds", "period", "warm_start"}),
+}
 
 
 def poisson_size(wl: dict[str, Any], n_sites: int) -> float:
