@@ -76,7 +76,9 @@ def trace_header(run_dir: Path) -> list[str]:
     # this file's, and a reader that takes a key's last value (or all of them) would take them
     # as this file's (gridemu's own reader joins a key given twice; export wrote both).
     lines = [";" + " >" + line[1:] for line in read_swf_header_lines(wl["path"])]
-    return [f"; Note: the header of the source trace {Path(wl['path']).name} follows, each line quoted after '> '"] + lines
+    return [
+        f"; Note: the header of the source trace {Path(wl['path']).name} follows, each line quoted after '> '"
+    ] + lines
 
 
 def _number(values: pd.Series) -> tuple[np.ndarray, list[str]]:

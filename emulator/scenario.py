@@ -749,7 +749,9 @@ def _validate(data: dict[str, Any], source: str) -> Scenario:  # noqa: C901
         for k in sorted(k for k in proto if k != "name" and k not in keys)
     ]
     read = ", ".join(sorted(WORKLOAD_KEYS[wl["kind"]], key=str.lower))
-    warnings += [f"workload.{k} is not read by a workload of kind {wl['kind']!r} (its keys: {read}): ignored" for k in unread]
+    warnings += [
+        f"workload.{k} is not read by a workload of kind {wl['kind']!r} (its keys: {read}): ignored" for k in unread
+    ]
     return Scenario(
         data=data,
         sites=sites,

@@ -353,7 +353,9 @@ def test_the_counterfactual_is_what_loading_the_scenario_again_as_local_gives(na
         sets["sites"] = {**sc.sites_table, "scheduler": "fcfs"}
     elif any(s.scheduler == "planned" for s in sc.sites):
         data = sc.data
-        sets["sites"] = [{**s, "scheduler": "fcfs" if s["scheduler"] == "planned" else s["scheduler"]} for s in data["sites"]]
+        sets["sites"] = [
+            {**s, "scheduler": "fcfs" if s["scheduler"] == "planned" else s["scheduler"]} for s in data["sites"]
+        ]
     if any(s.scheduler == "planned" for s in sc.sites):
         if data["scheduler"]["name"] == "planned":
             sets["scheduler.name"] = "fcfs"
