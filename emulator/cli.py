@@ -280,7 +280,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         from gridemu.emulator.gate import gate
         from gridemu.emulator.limits import Limits
 
-        gate(scenario, Limits.here(args.force), warn=False, check=lambda est: _refuse_past_max(args, est))  # before any folder
+        # Before any folder is made.
+        gate(scenario, Limits.here(args.force), warn=False, check=lambda est: _refuse_past_max(args, est))
     reserved = args.out is None  # runs/NAME-TIME: two runs started in the same second get a folder each
     out = reserve_folder(_out_dir(args)) if reserved else check_out(args.out, args.overwrite)  # before the run
     for line in scenario.extra.get("scenario_warnings", []):
@@ -618,7 +619,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("sweep", help="run the cartesian product of settings and seeds in parallel (Ray tasks)")
     p.add_argument("scenario", help="a scenario file or the name of a shipped scenario")
-    p.add_argument("--grid", action="append", metavar="KEY=V1,V2,...", help="a swept key and its values (repeatable)")
+    p.add_argument(
+        "--grid",
+        action="append",
+        metavar="KEY=V1,V2,...",
+        help="a swept key and its values, TOML each (an array or table is one value); repeatable",
+    )
     p.add_argument("--repeat", type=int, default=1, help="seeds per setting: run.seed, run.seed+1, ...")
     p.add_argument("--out", help="result folder (default runs/sweep-<scenario>-<time>); written whole or not at all")
     p.add_argument("--overwrite", action="store_true", help="replace the results of an earlier sweep in --out")

@@ -73,10 +73,16 @@ def parse_grid(items: list[str]) -> list[tuple[str, list[Any]]]:
     for item in items:
         if "=" not in item:
             raise ScenarioError("--grid", f"{item!r} is not KEY=V1,V2,... (e.g. --grid protocol.name=local,random)")
-        key, raw = parse_override(item)[0], item.split("=", 1)[1]
+        name, raw = item.split("=", 1)
+        try:  # the key checked alone: the values are read one by one below
+            key = parse_override(f"{name}=0")[0]
+        except ScenarioError:
+            raise ScenarioError(
+                "--grid", f"{item!r}: {name.strip()!r} is not a dotted key path such as protocol.name"
+            ) from None
         if not raw.strip():
             raise ScenarioError(key, f"--grid {item!r} lists no values")
-        parts = raw.split(",")
+        parts = _top_level_split(raw)
         empty = [i for i, v in enumerate(parts, 1) if not v.strip()]
         if empty:  # "1,,2" or "1,2,": a value lost to a typo, not a shorter sweep
             raise ScenarioError(key, f"--grid {item!r}: value {empty[0]} of {len(parts)} is empty")
@@ -86,6 +92,32 @@ def parse_grid(items: list[str]) -> list[tuple[str, list[Any]]]:
     if len(set(keys)) != len(keys):
         raise ScenarioError("--grid", "a key is swept twice")
     return grid
+
+
+def _top_level_split(raw: str) -> list[str]:
+    """``raw`` cut at the commas outside brackets, braces and quotes: a TOML array or table
+    is one value (``[1,2],[3,4]``: two per-site rate lists, not four pieces)."""
+    parts, depth, quote, start = [], 0, "", 0
+    for i, c in enumerate(raw):
+        if quote:
+            if c == quote:
+                quote = ""
+        elif c in "\"'":
+            quote = c
+        elif c in "[{":
+            depth += 1
+        elif c in "]}":
+            depth = max(0, depth - 1)
+        elif c == "," and depth == 0:
+            parts.append(raw[start:i])
+            start = i + 1
+    return parts + [raw[start:]]
+
+
+def _cells(point: dict[str, Any]) -> dict[str, Any]:
+    """A point's settings as table cells: an array or table swept whole (per-site rates, a
+    processor distribution) as its JSON text, which pandas can group and sort."""
+    return {k: json.dumps(v) if isinstance(v, (list, dict)) else v for k, v in point.items()}
 
 
 def _setting(point: dict[str, Any]) -> str:
@@ -104,7 +136,7 @@ def run_one(
     sets.update({"run.backend": "inprocess", "run.shards": 1, "run.seed": seed})
     result = run(load_scenario(data, sets, source=source), force=force)
     g = result.summary["global"]
-    row = {**settings, "seed": seed, **{f: g.get(f) for f in GLOBAL_FIGURES}}
+    row = {**_cells(settings), "seed": seed, **{f: g.get(f) for f in GLOBAL_FIGURES}}
     states = g["jobs_by_state"]
     # Released before the end (not pending) and not finished: what the report warns about.
     row["jobs_released"] = g["jobs"] - states.get("pending", 0)
@@ -124,7 +156,7 @@ def run_one(
         row["score_min"] = min(scores)
         row["score_max"] = max(scores)
     orgs = [
-        {**settings, "seed": seed, "organization": name, **{f: o.get(f) for f in ORG_FIGURES if f in o}}
+        {**_cells(settings), "seed": seed, "organization": name, **{f: o.get(f) for f in ORG_FIGURES if f in o}}
         for name, o in result.summary["organizations"].items()
     ]
     return row, orgs
@@ -234,7 +266,7 @@ def sweep(  # noqa: C901
 
     def record(point: dict[str, Any], seed: int, outcome: tuple | BaseException) -> None:
         if isinstance(outcome, BaseException):
-            failed.append({**point, "seed": seed, "error": f"{type(outcome).__name__}: {first_line(outcome)}"})
+            failed.append({**_cells(point), "seed": seed, "error": f"{type(outcome).__name__}: {first_line(outcome)}"})
         else:
             rows.append(outcome[0])
             org_rows.extend(outcome[1])

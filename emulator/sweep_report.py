@@ -13,6 +13,7 @@ which ``report.report`` calls after this module's report).
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -104,6 +105,30 @@ def _text(value: object) -> str:
     return str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
 
 
+#: A tick label longer than this is shortened (a swept per-site list is its JSON text).
+TICK_CHARS = 14
+
+
+def _ticks(values: list[object]) -> tuple[list[str], str]:
+    """The x tick labels of swept settings, and a note for under the axis where they had to be
+    numbered: a list of one value repeated reads ``[0.1]×8``; a longer text is cut, and where
+    cut texts would look alike the settings are numbered #1, #2... and the note lists them."""
+    texts = [_text(v) for v in values]
+    short = []
+    for t in texts:
+        try:
+            items = json.loads(t) if t.startswith("[") else None
+        except ValueError:
+            items = None
+        if isinstance(items, list) and items and all(x == items[0] for x in items):
+            t = f"[{_text(items[0])}]×{len(items)}"
+        short.append(t if len(t) <= TICK_CHARS else t[: TICK_CHARS - 1] + "…")
+    if len(set(short)) == len(short):
+        return short, ""
+    numbered = [f"#{i}" for i in range(1, len(texts) + 1)]
+    return numbered, "; ".join(f"#{i}: {t if len(t) <= 60 else t[:59] + '…'}" for i, t in enumerate(texts, 1))
+
+
 def report_sweep_folder(sweep_dir: Path, plot: bool = True, fmt: str = "png", dpi: float = DEFAULT_DPI) -> Path:
     """Print and write a sweep's statistics (and figures); returns the stats.csv written."""
     from rich.table import Table
@@ -165,6 +190,7 @@ def plot_sweep(
     x_key = keys[0] if keys else "setting"
     others = keys[1:]
     xs = list(dict.fromkeys(flat[x_key]))
+    ticks, tick_note = _ticks(xs)
     series = [((), flat)] if not others else list(flat.groupby(others, sort=True))
     cols = min(3, len(figures))
     rows = -(-len(figures) // cols)
@@ -182,7 +208,7 @@ def plot_sweep(
             label = label if isinstance(label, tuple) else (label,)
             name = ", ".join(f"{k}={_text(v)}" for k, v in zip(others, label)) or None
             ax.errorbar(pos, mean, yerr=half, fmt="o", capsize=3, label=name)
-        ax.set_xticks(range(len(xs)), [_text(v) for v in xs])
+        ax.set_xticks(range(len(xs)), ticks)
         ax.set_xlabel(x_key)
         means = flat[f"{f}_mean"].to_numpy(dtype=float)
         means = means[np.isfinite(means)]
@@ -200,7 +226,9 @@ def plot_sweep(
         axes.flat[0].legend(fontsize=7)
     n = int(table["runs"].min())
     fig.suptitle(f"{sweep_dir.name}: mean and 95 % confidence interval over seeds (n ≥ {n}; no bar: n = 1)")
-    fig.tight_layout()
+    if tick_note:
+        fig.text(0.5, 0.005, f"{x_key}: {tick_note}", ha="center", va="bottom", fontsize=7, wrap=True)
+    fig.tight_layout(rect=(0, 0.04 if tick_note else 0, 1, 1))
     path = sweep_dir / f"sweep.{fmt}"
     save_figure(fig, path, fmt, dpi)
     return path

@@ -141,3 +141,45 @@ def test_a_malformed_override_key_from_python_is_named(key):
     # "sites..count" was reported as "sites.: unknown key"; 5 was an AttributeError
     with pytest.raises(ScenarioError, match="dotted key path"):
         run("quickstart", backend="inprocess", overrides={key: 3})
+
+
+def test_a_grid_sweeps_arrays_and_tables_whole():
+    # --grid 'workload.rate=[1,2],[3,4]' was cut at every comma ("'[1' is not a TOML value"):
+    # commas inside brackets, braces and quotes belong to one value.
+    from gridemu.emulator.sweep import parse_grid
+
+    grid = parse_grid(
+        ['workload.rate=[1, 2],[3,4]', 'sites.procs={dist="uniform", low=1, high=4},2', 'run.name="a,b",c']
+    )
+    assert grid == [
+        ("workload.rate", [[1, 2], [3, 4]]),
+        ("sites.procs", [{"dist": "uniform", "low": 1, "high": 4}, 2]),
+        ("run.name", ["a,b", "c"]),
+    ]
+
+
+def test_a_grid_of_per_site_rate_lists_runs(tmp_path):
+    from gridemu.emulator.sweep import sweep
+
+    out = tmp_path / "s"
+    sweep(
+        "quickstart",
+        [("workload.rate", [[0.1] * 8, [0.2] * 8])],
+        overrides={"workload.jobs": 40, "metrics.counterfactual": "none"},
+        out=out,
+        backend="inprocess",
+        quiet=True,
+    )
+    import pandas as pd
+
+    runs = pd.read_parquet(out / "runs.parquet")
+    assert len(runs) == 2 and runs["jobs"].tolist() == [40, 40]
+
+
+def test_sweep_ticks_of_long_settings_are_short_and_told_apart():
+    from gridemu.emulator.sweep_report import _ticks
+
+    assert _ticks([1.0, 5.0, "local"]) == (["1", "5", "local"], "")
+    assert _ticks(["[0.1, 0.1, 0.1]", "[0.3, 0.3, 0.3]"]) == (["[0.1]×3", "[0.3]×3"], "")
+    ticks, note = _ticks(["[0.1, 0.1, 0.1, 0.5]", "[0.1, 0.1, 0.1, 0.9]"])  # alike once cut
+    assert ticks == ["#1", "#2"] and note == "#1: [0.1, 0.1, 0.1, 0.5]; #2: [0.1, 0.1, 0.1, 0.9]"
