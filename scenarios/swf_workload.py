@@ -88,10 +88,22 @@ def swf_jobs(scenario: "WorkloadSource") -> tuple[np.ndarray, list[str]]:
     scenario.extra["swf_skipped"] = dict(out.skipped)
     if warm:
         scenario.extra["swf_warm_jobs"] = out.warm
-    scenario.extra["workload_warnings"] = skip_warnings(wl["path"], out.skipped, len(jobs)) + org_warnings(
-        jobs, org_procs, scenario.orgs, wl.get("orgs_by", "random")
+    scenario.extra["workload_warnings"] = (
+        skip_warnings(wl["path"], out.skipped, len(jobs))
+        + map_warnings(wl["path"], user_map, trace.records["user_id"])
+        + org_warnings(jobs, org_procs, scenario.orgs, wl.get("orgs_by", "random"))
     )
     return jobs, list(out.group_names)
+
+
+def map_warnings(path: str, user_map: dict[int, int], users: np.ndarray) -> list[str]:
+    """``workload.user_map`` entries for users who submit nothing in the whole trace (a typo,
+    or the map of another trace): they place nobody."""
+    absent = sorted(set(user_map) - set(np.unique(users).tolist()))
+    if not absent:
+        return []
+    shown = ", ".join(map(str, absent[:10])) + (f" and {len(absent) - 10} more" if len(absent) > 10 else "")
+    return [f"workload.user_map: user(s) {shown} submit no job in {path}: their entries place nobody"]
 
 
 def skip_warnings(path: str, skipped: dict[str, int], kept: int) -> list[str]:

@@ -183,3 +183,14 @@ def test_sweep_ticks_of_long_settings_are_short_and_told_apart():
     assert _ticks(["[0.1, 0.1, 0.1]", "[0.3, 0.3, 0.3]"]) == (["[0.1]×3", "[0.3]×3"], "")
     ticks, note = _ticks(["[0.1, 0.1, 0.1, 0.5]", "[0.1, 0.1, 0.1, 0.9]"])  # alike once cut
     assert ticks == ["#1", "#2"] and note == "#1: [0.1, 0.1, 0.1, 0.5]; #2: [0.1, 0.1, 0.1, 0.9]"
+
+
+def test_a_user_map_entry_for_a_user_the_trace_lacks_is_said(capsys):
+    # It placed nobody, without a word: a typo or another trace's map.
+    from gridemu.emulator.cli import main
+
+    assert main(["validate", "shapley", "--set", "workload.user_map={1=0, 99999=2, 88888=1}"]) == 0
+    err = capsys.readouterr().err
+    assert "gridemu: warning: workload.user_map: user(s) 88888, 99999 submit no job in " in err
+    assert main(["validate", "shapley", "--set", "workload.user_map={1=0}"]) == 0
+    assert "user_map" not in capsys.readouterr().err
