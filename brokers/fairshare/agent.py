@@ -11,9 +11,11 @@ its own usage, always fresh, and a cached grid-wide view. This agent keeps that 
     each (its global view is those plus its own fresh usage);
   * ``exchange = "service"``: reports go to the usage service of the entry's top-level
     entry (a VO), hosted by the site ``services`` names (default: VO i of the policy at
-    site i mod N); each service sends, every ``refresh``, the sum of the last reports it
-    holds to every site. A site subtracts what it last reported itself and adds its fresh
-    usage, so its own work is not counted twice; the view is one hop staler than "all";
+    site i mod N); each service sends, every ``refresh``, one ``max_latency`` after the
+    reports (when the round's have all arrived), the sum of the last reports it holds to
+    every site. A site subtracts what it last reported itself and adds its fresh usage, so
+    its own work is not counted twice; the view is one hop and ``max_latency`` staler than
+    "all";
   * ``exchange = "tree"``: usage is summed up an aggregation tree and the grid's total
     pushed back down: site i's parent is (i - 1) // F (``fanout`` F, or the F of a
     ``tree:F`` network topology). Each round, a site adds its children's subtree sums to its
@@ -155,6 +157,9 @@ class FairshareAgent(Agent):
         return min(d for d in nb[me] if dist.get(d) == dist[me] - 1)
 
     def on_timer(self, now: float, tag: Any) -> None:
+        if tag == "publish":  # at a usage service, once the round's reports are all in
+            self._publish(now)
+            return
         if tag == "fetch":
             for point in self.hop:
                 self._ask(now, point)
@@ -189,7 +194,13 @@ class FairshareAgent(Agent):
                     self.collected.setdefault(me, {})[entry] = u
                 else:
                     site.send(now, dst, "usage", usage=u, mode=REPORT, entry=self.index[entry])
-            self._publish(now)
+            if any(k == me for k in self.service_of.values()):
+                # Published when this round's reports have arrived (a report due at that very
+                # instant is handled first: messages come before timers). Published at once,
+                # the sum held the others' reports of the round before, from which each site
+                # took its report of this round: the others' usage a refresh staler, and
+                # short by the site's own growth over it.
+                site.set_timer(now + self.grid.max_latency, "publish")
         site.set_timer(now + self.refresh, "report")
 
     def _publish(self, now: float) -> None:
