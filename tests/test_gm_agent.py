@@ -305,3 +305,21 @@ def test_sampled_gm_with_no_samples_sends_nothing():
     r = emulator.run(grid(jobs=200, latency=0.05, mode="sampled", samples=0))
     assert r.summary["global"]["messages_total"] == 0
     assert (r.jobs["migrations"] == r.jobs["migrations"]).all() and (r.jobs["exec_site"] == r.jobs["submit_site"]).all()
+
+
+@pytest.mark.parametrize("seed", [3, 4, 5])
+def test_sampled_gm_without_samples_is_each_site_s_own_gm_by_the_reference(seed):
+    # With d = 0 a site asks nobody: it runs GM on its own processors over its own jobs, which
+    # the centralized reference (simulate, written apart from the agents' ranking) computes
+    # site by site. The hand tests cover placing and stealing; this covers the local GM the
+    # sampled agent runs between them, on every job of random mixed grids.
+    data = grid(jobs=300, latency=0.05, seed=seed, mode="sampled", samples=0)
+    got = ends(emulator.run(data))
+    sc = load_scenario(data)
+    submitted = generate_jobs(sc)[0]
+    want: dict[int, float] = {}
+    for k, site in enumerate(sc.sites):
+        own = instance(submitted[submitted["submit_site"] == k])
+        want.update(simulate(own, list(site.speeds), "gm").completion)
+    assert len(want) == 300 and got.keys() == want.keys()
+    assert all(got[j] == pytest.approx(want[j], rel=1e-12, abs=1e-9) for j in want)
