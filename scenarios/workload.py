@@ -318,8 +318,8 @@ def _rows_to_jobs(rows: list[dict[str, Any]], sites: list["SiteSpec"], where: st
             jobs[i]["target_site"] = _site_named(row["target"], sites, by_name, f"{label}.target").site_id
         if procs > site.procs:
             raise ScenarioError(
-                f"{label}.procs", f"needs {int(procs)} processors but site {site.name} has {site.procs}"
-            )
+                f"{label}.procs", f"needs {procs:.15g} processors but site {site.name} has {site.procs}"
+            )  # %g: 1e+300, not its 301 digits
         group = str(row.get("group", "") or site.org)
         if group not in group_index:
             group_index[group] = len(groups)

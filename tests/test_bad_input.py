@@ -194,3 +194,11 @@ def test_a_user_map_entry_for_a_user_the_trace_lacks_is_said(capsys):
     assert "gridemu: warning: workload.user_map: user(s) 88888, 99999 submit no job in " in err
     assert main(["validate", "shapley", "--set", "workload.user_map={1=0}"]) == 0
     assert "user_map" not in capsys.readouterr().err
+
+
+def test_a_job_list_s_huge_processor_count_is_one_short_number(tmp_path, capsys):
+    # procs = 1e300 printed all 301 digits of int(1e300)
+    (tmp_path / "big.csv").write_text("release,size,site,procs\n0,1,0,1e300\n")
+    scenario = tmp_path / "s.toml"
+    scenario.write_text('[sites]\ncount = 2\n[workload]\nkind = "csv"\npath = "big.csv"\n')
+    expect_error(capsys, ["validate", scenario], "big.csv:2.procs", "needs 1e+300 processors but site site0 has 1")
