@@ -528,10 +528,11 @@ def _build_sites(data: dict[str, Any], default_scheduler: str, seed: int) -> lis
     speeds = per_site_values("sites.speed", raw.get("speed", 1.0), count, positive=True, finite=True)
     scheduler = choice("sites.scheduler", raw.get("scheduler", default_scheduler), SCHEDULERS)
     width = len(str(count - 1))
-    return [
-        SiteSpec(i, f"site{i:0{width}d}", f"org{i:0{width}d}", (float(speeds[i]),) * procs[i], scheduler)
-        for i in range(count)
-    ]
+    # The names' format made once and the speeds as Python floats at once: half of the
+    # sites' 5 s at a million (the rest is the frozen dataclass's own __init__).
+    site_name, org_name = f"site{{:0{width}d}}".format, f"org{{:0{width}d}}".format
+    speed = np.asarray(speeds, dtype=float).tolist()
+    return [SiteSpec(i, site_name(i), org_name(i), (speed[i],) * procs[i], scheduler) for i in range(count)]
 
 
 def _latency(data: dict[str, Any], n: int, seed: int) -> tuple[float | np.ndarray, float]:
