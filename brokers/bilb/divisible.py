@@ -103,8 +103,12 @@ GRANT = message("grant", slot=int, finish=float)
 REFUSE = message("refuse", slot=int)
 #: Gossip: a site's offer to the neighbor it drew this round, which answers with its own ``offer``.
 PAIR = message("pair", load=float, level=float, movable=float)
+#: To a job's submitter, from a site that had granted it a piece of the job and has now had
+#: it granted onward: the piece now finishes by ``finish`` (which may be later than the
+#: finish granted before: the new receiver is held to the job's deadline only).
+MOVED = message("moved", job_id=int, finish=float)
 #: Pieces travel as the kernel's ``fragment`` kind (job, ``slot`` at the sender, ``tag``).
-MESSAGES = (OFFER, GRANT, REFUSE, PAIR)
+MESSAGES = (OFFER, GRANT, REFUSE, PAIR, MOVED)
 
 QUEUED, RUNNING = STATE_CODE["queued"], STATE_CODE["running"]  # SiteView.state codes (an offered piece is neither)
 #: ``tag`` of the last piece (or the empty marker, a fragment with no job) of a transfer.
@@ -314,11 +318,20 @@ class DivisibleAgent(PeriodLedger, Agent):
 
     def on_grant(self, now: float, msg) -> None:
         slot = int(msg.slot)
-        self.site.withdraw(slot)
+        site = self.site
+        site.withdraw(slot)
         j = self.local_job(slot)
         if j >= 0:
             self.heard(j, float(msg.finish))
+        elif site.submit_site(slot) in self.members:
+            # Another organization's piece, granted onward: its submitter counts the new finish.
+            # Over a topology only a neighbor submitter hears it (no relay back along the
+            # piece's path: its F_k may then count the earlier promise; docs/results/bilb.md).
+            site.send(now, site.submit_site(slot), "moved", job_id=site.job_id(slot), finish=float(msg.finish))
         self._answered(now, slot)
+
+    def on_moved(self, now: float, msg) -> None:
+        self.moved(int(msg.job_id), float(msg.finish))
 
     def on_refuse(self, now: float, msg) -> None:
         slot = int(msg.slot)

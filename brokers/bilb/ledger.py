@@ -1,8 +1,9 @@
 """What a divisible-load site knows of its own jobs, and its periods (thesis Algorithm 4.2).
 
-A site learns its local jobs' finish times from its own completions and from grants (the
-finish time a receiver promised; a piece forwarded again only finishes earlier), and uses
-the announced time for a piece it has no news of. At the first round of each period it
+A site learns its local jobs' finish times from its own completions, from grants (the
+finish time a receiver promised) and from ``moved`` (a receiver that granted a piece onward
+passes the new finish on: the next receiver is held to the job's deadline, not to the
+earlier promise), and uses the announced time for a piece it has no news of. At the first round of each period it
 evaluates the periods since the last one (the flow ratio R_k of the jobs submitted in the
 period's ``window``), lets the strategy learn from it, and records one row per period.
 Mixed into ``brokers/bilb/divisible.py``'s agent, which supplies ``site``, ``start``,
@@ -46,6 +47,15 @@ class PeriodLedger:
         if finish > self.known_end[job]:
             self.known_end[job] = finish
         self.open_pieces[job] -= 1
+
+    def moved(self, job_id: int, finish: float) -> None:
+        """A piece of local job ``job_id``, heard of before, was granted onward and now
+        finishes by ``finish`` (no piece more to hear of)."""
+        if self.local_slot is None:
+            self.local_slot = {job: k for k, job in enumerate(self.site.local_jobs["job_id"].tolist())}
+        j = self.local_slot[job_id]
+        if finish > self.known_end[j]:
+            self.known_end[j] = finish
 
     def settle_periods(self, now: float) -> None:
         current = math.floor((now - self.start) / self.period)
