@@ -359,3 +359,31 @@ def test_warm_start_job_table_is_the_same_on_any_shard_count():
     two = emulator.run("shapley", seed=3, backend="inprocess", shards=2, overrides=over)
     assert one.summary["global"]["warm_start_jobs"] > 0
     pd.testing.assert_frame_equal(one.jobs, two.jobs)
+
+
+@pytest.mark.parametrize("make", [hand, trace])
+def test_sampled_directcontr_without_choices_is_each_organization_first_come_first_served(make):
+    # choices = 0: no message; each organization's site starts its own jobs in submission order
+    # on its own identical processors, a job as soon as one is free (written here, apart from
+    # the agent: a heap of processor free times per site).
+    import heapq
+
+    data = make(mode="sampled", choices=0)
+    r = emulator.run(data)
+    sc = load_scenario(data)
+    jobs = generate_jobs(sc)[0]
+    horizon = sc.horizon
+    want = {}
+    for k, site in enumerate(sc.sites):
+        free = [0.0] * site.procs
+        mine = jobs[jobs["submit_site"] == k]
+        for j in mine[pd.Series(mine["release"]).argsort(kind="stable").to_numpy()]:
+            start = max(float(j["release"]), heapq.heappop(free))
+            heapq.heappush(free, start + float(j["size"]))
+            want[int(j["job_id"])] = (k, start)
+    got = r.jobs.set_index("job_id")
+    started = got[got["start"] < horizon]
+    assert len(started) > 40 and r.summary["global"]["messages_total"] == 0
+    for j, row in started.iterrows():
+        assert (int(row["exec_site"]), row["start"]) == pytest.approx(want[j]), j
+    assert all(want[j][1] >= horizon for j in got.index.difference(started.index))
