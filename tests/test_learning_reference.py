@@ -133,6 +133,20 @@ RUNS: dict[str, tuple[str, dict, list[float]]] = {
         },
         [1000.0] * 3,
     ),
+    # Over a ring a piece granted onward is often 2 hops from its owner: ``moved`` goes hop by hop.
+    "bilb-ring": (
+        "bilb-learning",
+        {
+            "sites.count": 8,
+            "network.topology": "ring",
+            "workload.until": 3000.0,
+            "run.seed": 3,
+            "protocol.period": 300.0,
+            "protocol.eta": 1.0,
+            "protocol.limit": 1000.0,
+        },
+        [1000.0] * 8,
+    ),
     "bilb-former-period": (
         "bilb-learning",
         {

@@ -103,10 +103,11 @@ GRANT = message("grant", slot=int, finish=float)
 REFUSE = message("refuse", slot=int)
 #: Gossip: a site's offer to the neighbor it drew this round, which answers with its own ``offer``.
 PAIR = message("pair", load=float, level=float, movable=float)
-#: To a job's submitter, from a site that had granted it a piece of the job and has now had
-#: it granted onward: the piece now finishes by ``finish`` (which may be later than the
-#: finish granted before: the new receiver is held to the job's deadline only).
-MOVED = message("moved", job_id=int, finish=float)
+#: To a job's submitter (``owner``; over a topology hop by hop), from a site that had granted
+#: it a piece of the job and has now had it granted onward: the piece now finishes by
+#: ``finish`` (which may be later than the finish granted before: the new receiver is held to
+#: the job's deadline only).
+MOVED = message("moved", job_id=int, owner=int, finish=float)
 #: Pieces travel as the kernel's ``fragment`` kind (job, ``slot`` at the sender, ``tag``).
 MESSAGES = (OFFER, GRANT, REFUSE, PAIR, MOVED)
 
@@ -208,6 +209,9 @@ class DivisibleAgent(PeriodLedger, Agent):
         self.inbox: dict[int, list[tuple]] = {}  # pieces received this round, by sender
         self.complete: set[int] = set()  # senders whose transfer has fully arrived
         self.queued_at: dict[int, float] = {}  # slot -> when it was queued here (slots past the local jobs)
+        # Over a topology, the neighbor on a shortest path to a submitter that is not a neighbor
+        # (``moved`` goes hop by hop), by submitter: routing from the network's shape.
+        self.hop: dict[int, int] = {}
         self.init_ledger(site)
 
     # ---------------------------------------------------------------- strategy (subclasses)
@@ -323,15 +327,40 @@ class DivisibleAgent(PeriodLedger, Agent):
         j = self.local_job(slot)
         if j >= 0:
             self.heard(j, float(msg.finish))
-        elif site.submit_site(slot) in self.members:
+        else:
             # Another organization's piece, granted onward: its submitter counts the new finish.
-            # Over a topology only a neighbor submitter hears it (no relay back along the
-            # piece's path: its F_k may then count the earlier promise; docs/results/bilb.md).
-            site.send(now, site.submit_site(slot), "moved", job_id=site.job_id(slot), finish=float(msg.finish))
+            # Over a topology a submitter that is not a neighbor hears it back along the path
+            # the piece came (each site passes it to the neighbor it had the piece from).
+            owner = site.submit_site(slot)
+            site.send(
+                now, self._toward(owner), "moved", job_id=site.job_id(slot), owner=owner, finish=float(msg.finish)
+            )
         self._answered(now, slot)
 
     def on_moved(self, now: float, msg) -> None:
-        self.moved(int(msg.job_id), float(msg.finish))
+        owner = int(msg.owner)
+        if owner == self.site.site_id:
+            self.moved(int(msg.job_id), float(msg.finish))
+        else:  # a hop on the way to a submitter that is not a neighbor of the sender
+            self.site.send(now, self._toward(owner), "moved", job_id=msg.job_id, owner=owner, finish=msg.finish)
+
+    def _toward(self, dst: int) -> int:
+        """``dst`` itself if this site may send to it, else the neighbor on a shortest path to
+        it (lowest id among equals): each hop is nearer, so news reaches it."""
+        if dst in self.members:
+            return dst
+        if dst not in self.hop:
+            nb, me, dist, frontier = self.grid.neighbors, self.site.site_id, {dst: 0}, [dst]
+            while me not in dist:  # breadth-first from dst until this site (pieces go a few hops)
+                nxt = []
+                for k in frontier:
+                    for m in nb[k]:
+                        if m not in dist:
+                            dist[m] = dist[k] + 1
+                            nxt.append(m)
+                frontier = nxt
+            self.hop[dst] = min(m for m in nb[me] if dist.get(m) == dist[me] - 1)
+        return self.hop[dst]
 
     def on_refuse(self, now: float, msg) -> None:
         slot = int(msg.slot)
