@@ -329,8 +329,7 @@ class DivisibleAgent(PeriodLedger, Agent):
             self.heard(j, float(msg.finish))
         else:
             # Another organization's piece, granted onward: its submitter counts the new finish.
-            # Over a topology a submitter that is not a neighbor hears it back along the path
-            # the piece came (each site passes it to the neighbor it had the piece from).
+            # Over a topology a submitter that is not a neighbor hears it hop by hop (_toward).
             owner = site.submit_site(slot)
             site.send(
                 now, self._toward(owner), "moved", job_id=site.job_id(slot), owner=owner, finish=float(msg.finish)
