@@ -103,7 +103,206 @@ class _Site:
     records: dict = field(default_factory=dict)  # job -> (sign, start, units or None)
 
 
-def simulate(  # noqa: C901
+class _Grid:
+    """The whole grid's state while it runs: the event heap, each site's state, the counters;
+    one method per event kind (``simulate`` pops the events and dispatches to them)."""
+
+    def __init__(
+        self,
+        jobs: dict[int, tuple[float, float, int]],
+        procs: Sequence[int],
+        choices: int,
+        latency: float,
+        seed: int,
+        neighbors: "Sequence[Sequence[int]] | None",
+    ) -> None:
+        n = len(procs)
+        self.n = n
+        self.d = choices if n > 1 else 0
+        self.latency = latency
+        self.neighbors = neighbors
+        self.jobs = jobs
+        self.sites = [_Site(int(k)) for k in procs]
+        self.rngs = [site_rng(seed, s, PURPOSE_DC_SAMPLE) for s in range(n)]
+        self.seq = [0] * n
+        self.messages = {k: 0 for k in ("probe", "report", "need", "ask", "refuse", "job", "finished")}
+        self.start: dict[int, float] = {}
+        self.end: dict[int, float] = {}
+        self.where: dict[int, int] = {}
+        self.moved = 0
+        self.pushed = 0
+        self.ties = 0
+        self.heap: list[tuple] = []
+        self.counter = 0
+        self.on_message = {
+            "probe": self.on_probe,
+            "report": self.on_report,
+            "need": self.on_need,
+            "ask": self.on_ask,
+            "refuse": self.on_refuse,
+            "job": self.on_job,
+            "finished": self.on_finished,
+        }
+
+        per_site: list[list[int]] = [[] for _ in range(n)]
+        for j in sorted(jobs, key=lambda j: (jobs[j][0], j)):
+            per_site[jobs[j][2]].append(j)
+        for s in range(n):
+            for i, j in enumerate(per_site[s]):
+                self.heap.append((jobs[j][0], ARRIVAL, s, i, 0, j))
+        heapq.heapify(self.heap)
+
+    def schedule(self) -> Schedule:
+        return Schedule(
+            self.where,
+            self.start,
+            self.end,
+            self.messages,
+            self.moved,
+            self.pushed,
+            self.messages["refuse"],
+            self.ties,
+        )
+
+    # -- helpers ------------------------------------------------------------------------------
+
+    def draw(self, s: int) -> list[int]:
+        if self.neighbors is None:
+            others = [k for k in range(self.n) if k != s]
+        else:
+            others = list(self.neighbors[s])
+        return [others[i] for i in self.rngs[s].integers(len(others), size=self.d).tolist()]
+
+    def send(self, t: float, src: int, dst: int, kind: str, *payload) -> None:
+        self.seq[src] += 1
+        self.messages[kind] += 1
+        heapq.heappush(self.heap, (t + self.latency, MESSAGE, dst, src, self.seq[src], (kind,) + payload))
+
+    def free(self, s: int) -> int:
+        st = self.sites[s]
+        return st.m - st.busy - st.held
+
+    def state(self, s: int) -> tuple:
+        st = self.sites[s]
+        return (tuple(st.records.values()), len(st.waiting))
+
+    def run(self, t: float, s: int, j: int) -> None:
+        st = self.sites[s]
+        st.busy += 1
+        self.start[j], self.where[j] = t, s
+        self.counter += 1
+        heapq.heappush(self.heap, (t + self.jobs[j][1], COMPLETE, s, self.counter, 0, j))
+
+    def probe(self, t: float, s: int) -> None:
+        st = self.sites[s]
+        if st.due:
+            return
+        if not self.d:
+            st.due = 1
+            self.counter += 1
+            heapq.heappush(self.heap, (t, TIMER, s, self.counter, 0, None))
+            return
+        st.heard = {}
+        targets = self.draw(s)
+        st.due = len(targets)
+        for k in targets:
+            self.send(t, s, k, "probe")
+
+    def decide(self, t: float, s: int) -> None:
+        st = self.sites[s]
+        left = self.free(s)
+        ranked = [(-key_of(st.records.values(), t), s, len(st.waiting))] if st.waiting else []
+        for u, (records, waiting) in st.heard.items():
+            if waiting > 0:
+                ranked.append((-key_of(records, t), u, waiting))
+        st.heard = {}
+        ranked.sort()
+        if left < sum(w for _, _, w in ranked):  # not all served: the order matters
+            self.ties += any(a[0] == b[0] for a, b in zip(ranked, ranked[1:]))
+        for _, u, waiting in ranked:
+            if left <= 0:
+                break
+            k = min(left, waiting)
+            left -= k
+            if u == s:
+                for _ in range(k):
+                    self.run(t, s, st.waiting.popleft())
+            else:
+                st.held += k
+                self.send(t, s, u, "ask", k)
+
+    # -- events -------------------------------------------------------------------------------
+
+    def on_arrival(self, t: float, s: int, j: int) -> None:
+        st = self.sites[s]
+        st.waiting.append(j)
+        if self.free(s) > 0:
+            self.probe(t, s)
+        if len(st.waiting) > self.free(s) and self.d:
+            snap = self.state(s)
+            for k in self.draw(s):
+                self.send(t, s, k, "need", snap)
+
+    def on_complete(self, t: float, s: int, j: int) -> None:
+        st = self.sites[s]
+        self.end[j] = t
+        st.busy -= 1
+        owner = self.jobs[j][2]
+        if owner != s:
+            st.records[j] = (1, self.start[j], self.jobs[j][1])
+            self.send(t, s, owner, "finished", j, self.start[j], t)
+        self.probe(t, s)
+
+    def on_timer(self, t: float, s: int) -> None:
+        self.sites[s].due = 0
+        self.decide(t, s)
+
+    def on_probe(self, t: float, s: int, src: int) -> None:
+        self.send(t, s, src, "report", self.state(s))
+
+    def on_report(self, t: float, s: int, src: int, report: tuple) -> None:
+        st = self.sites[s]
+        st.heard[src] = report
+        st.due -= 1
+        if not st.due:
+            self.decide(t, s)
+
+    def on_need(self, t: float, s: int, src: int, report: tuple) -> None:
+        st = self.sites[s]
+        if st.due:
+            st.heard.setdefault(src, report)
+        elif self.free(s) > 0:
+            st.heard = {src: report}
+            self.pushed += 1
+            self.decide(t, s)
+
+    def on_ask(self, t: float, s: int, src: int, asked: int) -> None:
+        st = self.sites[s]
+        give = min(asked, len(st.waiting))
+        for _ in range(give):
+            j = st.waiting.popleft()
+            st.records[j] = (-1, t, None)  # counted from the instant it leaves
+            self.send(t, s, src, "job", j)
+        if give < asked:
+            self.send(t, s, src, "refuse", asked - give)
+
+    def on_refuse(self, t: float, s: int, src: int, count: int) -> None:
+        self.sites[s].held -= count
+        self.probe(t, s)
+
+    def on_job(self, t: float, s: int, src: int, j: int) -> None:
+        st = self.sites[s]
+        st.held -= 1
+        self.run(t, s, j)
+        self.moved += 1
+        st.records[j] = (1, t, None)
+
+    def on_finished(self, t: float, s: int, src: int, j: int, s0: float, _end: float) -> None:
+        # finished: the job's real start and end replace the instant it left
+        self.sites[s].records[j] = (-1, s0, self.jobs[j][1])
+
+
+def simulate(
     job_id: Sequence[int],
     release: Sequence[float],
     size: Sequence[float],
@@ -119,159 +318,23 @@ def simulate(  # noqa: C901
     ``neighbors``: each site's neighbors, None for the full graph."""
     if latency <= 0:
         raise ValueError("the latency must be > 0")
-    n = len(procs)
-    d = choices if n > 1 else 0
     jobs = {int(j): (float(r), float(p), int(s)) for j, r, p, s in zip(job_id, release, size, site)}
-    sites = [_Site(int(k)) for k in procs]
-    rngs = [site_rng(seed, s, PURPOSE_DC_SAMPLE) for s in range(n)]
-    seq = [0] * n
-    messages = {k: 0 for k in ("probe", "report", "need", "ask", "refuse", "job", "finished")}
-    start: dict[int, float] = {}
-    end: dict[int, float] = {}
-    where: dict[int, int] = {}
-    stats = {"moved": 0, "pushed": 0, "ties": 0}
-    heap: list[tuple] = []
-    counter = 0
-
-    per_site: list[list[int]] = [[] for _ in range(n)]
-    for j in sorted(jobs, key=lambda j: (jobs[j][0], j)):
-        per_site[jobs[j][2]].append(j)
-    for s in range(n):
-        for i, j in enumerate(per_site[s]):
-            heap.append((jobs[j][0], ARRIVAL, s, i, 0, j))
-    heapq.heapify(heap)
-
-    def draw(s: int) -> list[int]:
-        if neighbors is None:
-            others = [k for k in range(n) if k != s]
-        else:
-            others = list(neighbors[s])
-        return [others[i] for i in rngs[s].integers(len(others), size=d).tolist()]
-
-    def send(t: float, src: int, dst: int, kind: str, *payload) -> None:
-        seq[src] += 1
-        messages[kind] += 1
-        heapq.heappush(heap, (t + latency, MESSAGE, dst, src, seq[src], (kind,) + payload))
-
-    def free(s: int) -> int:
-        st = sites[s]
-        return st.m - st.busy - st.held
-
-    def state(s: int) -> tuple:
-        st = sites[s]
-        return (tuple(st.records.values()), len(st.waiting))
-
-    def run(t: float, s: int, j: int) -> None:
-        nonlocal counter
-        st = sites[s]
-        st.busy += 1
-        start[j], where[j] = t, s
-        counter += 1
-        heapq.heappush(heap, (t + jobs[j][1], COMPLETE, s, counter, 0, j))
-
-    def probe(t: float, s: int) -> None:
-        nonlocal counter
-        st = sites[s]
-        if st.due:
-            return
-        if not d:
-            st.due = 1
-            counter += 1
-            heapq.heappush(heap, (t, TIMER, s, counter, 0, None))
-            return
-        st.heard = {}
-        targets = draw(s)
-        st.due = len(targets)
-        for k in targets:
-            send(t, s, k, "probe")
-
-    def decide(t: float, s: int) -> None:
-        st = sites[s]
-        left = free(s)
-        ranked = [(-key_of(st.records.values(), t), s, len(st.waiting))] if st.waiting else []
-        for u, (records, waiting) in st.heard.items():
-            if waiting > 0:
-                ranked.append((-key_of(records, t), u, waiting))
-        st.heard = {}
-        ranked.sort()
-        if left < sum(w for _, _, w in ranked):  # not all served: the order matters
-            stats["ties"] += any(a[0] == b[0] for a, b in zip(ranked, ranked[1:]))
-        for _, u, waiting in ranked:
-            if left <= 0:
-                break
-            k = min(left, waiting)
-            left -= k
-            if u == s:
-                for _ in range(k):
-                    run(t, s, st.waiting.popleft())
-            else:
-                st.held += k
-                send(t, s, u, "ask", k)
-
+    grid = _Grid(jobs, procs, choices, latency, seed, neighbors)
+    heap = grid.heap
     while heap:
         t, kind, s, key, _, payload = heapq.heappop(heap)
         if t >= horizon:
             break
-        st = sites[s]
         if kind == ARRIVAL:
-            st.waiting.append(payload)
-            if free(s) > 0:
-                probe(t, s)
-            if len(st.waiting) > free(s) and d:
-                snap = state(s)
-                for k in draw(s):
-                    send(t, s, k, "need", snap)
+            grid.on_arrival(t, s, payload)
         elif kind == COMPLETE:
-            j = payload
-            end[j] = t
-            st.busy -= 1
-            owner = jobs[j][2]
-            if owner != s:
-                st.records[j] = (1, start[j], jobs[j][1])
-                send(t, s, owner, "finished", j, start[j], t)
-            probe(t, s)
+            grid.on_complete(t, s, payload)
         elif kind == TIMER:
-            st.due = 0
-            decide(t, s)
+            grid.on_timer(t, s)
         else:
             what, *rest = payload
-            src = key
-            if what == "probe":
-                send(t, s, src, "report", state(s))
-            elif what == "report":
-                st.heard[src] = rest[0]
-                st.due -= 1
-                if not st.due:
-                    decide(t, s)
-            elif what == "need":
-                if st.due:
-                    st.heard.setdefault(src, rest[0])
-                elif free(s) > 0:
-                    st.heard = {src: rest[0]}
-                    stats["pushed"] += 1
-                    decide(t, s)
-            elif what == "ask":
-                asked = rest[0]
-                give = min(asked, len(st.waiting))
-                for _ in range(give):
-                    j = st.waiting.popleft()
-                    st.records[j] = (-1, t, None)  # counted from the instant it leaves
-                    send(t, s, src, "job", j)
-                if give < asked:
-                    send(t, s, src, "refuse", asked - give)
-            elif what == "refuse":
-                st.held -= rest[0]
-                probe(t, s)
-            elif what == "job":
-                st.held -= 1
-                j = rest[0]
-                run(t, s, j)
-                stats["moved"] += 1
-                st.records[j] = (1, t, None)
-            else:  # finished: the job's real start and end replace the instant it left
-                j, s0, _ = rest
-                st.records[j] = (-1, s0, jobs[j][1])
-    return Schedule(where, start, end, messages, stats["moved"], stats["pushed"], messages["refuse"], stats["ties"])
+            grid.on_message[what](t, s, key, *rest)  # key: the source site
+    return grid.schedule()
 
 
 def as_arrays(schedule: Schedule, job_ids: Sequence[int]) -> dict[str, np.ndarray]:
