@@ -67,7 +67,7 @@ class Schedule:
     stolen: int = 0  # job transfers that answered a steal
 
 
-def simulate(  # noqa: C901
+def simulate(
     job_id: Sequence[int],
     release: Sequence[float],
     size: Sequence[float],
@@ -85,198 +85,266 @@ def simulate(  # noqa: C901
     site's sorted neighbors, None for the full graph (module doc)."""
     if latency <= 0:
         raise ValueError("the latency must be > 0")
-    n_sites = len(speeds)
-    spd = [[float(v) for v in sp] for sp in speeds]
-    m = [len(sp) for sp in spd]
-    # Step 2: processors by descending speed, ties by index.
-    order = [sorted(range(len(sp)), key=lambda p, sp=sp: (-sp[p], p)) for sp in spd]
     jobs = {
         int(j): (float(r), float(t), float(v), int(s)) for j, r, t, v, s in zip(job_id, release, size, priority, site)
     }
+    sim = _Grid(jobs, speeds, samples, latency, seed, neighbors, migration_cost, remote_cost)
+    sim.run()
+    return sim.schedule()
 
-    def rank_key(j: int) -> tuple:  # step 1: descending v0, earlier release, lower id
-        r, _, v0, _ = jobs[j]
+
+class _Grid:
+    """The whole grid's state: the event heap, each site's GM state and the tallies."""
+
+    def __init__(
+        self,
+        jobs: dict[int, tuple[float, float, float, int]],
+        speeds: Sequence[Sequence[float]],
+        samples: int,
+        latency: float,
+        seed: int,
+        neighbors: "Sequence[Sequence[int]] | None",
+        migration_cost: float,
+        remote_cost: float,
+    ) -> None:
+        self.jobs = jobs  # job -> (release, size, v0, submit site)
+        self.samples = samples
+        self.latency = latency
+        self.neighbors = neighbors
+        self.migration_cost = migration_cost
+        self.remote_cost = remote_cost
+        n_sites = self.n_sites = len(speeds)
+        spd = self.spd = [[float(v) for v in sp] for sp in speeds]
+        m = self.m = [len(sp) for sp in spd]
+        # Step 2: processors by descending speed, ties by index.
+        self.order = [sorted(range(len(sp)), key=lambda p, sp=sp: (-sp[p], p)) for sp in spd]
+        self.rngs = [site_rng(seed, s, PURPOSE_GM_SAMPLE) for s in range(n_sites)]
+        # Per site: the ranked keys of the jobs it holds (waiting or running), what waits
+        # (job -> piece [size, ran before]), the agent's running jobs (job -> processor, in
+        # start order), processor occupancy, where each job last ran here and setup it owes.
+        self.ranked: list[list[tuple]] = [[] for _ in range(n_sites)]
+        self.waiting: list[dict[int, list]] = [{} for _ in range(n_sites)]
+        self.running: list[dict[int, int]] = [{} for _ in range(n_sites)]
+        self.busy: list[list[int | None]] = [[None] * k for k in m]
+        self.last_proc: list[dict[int, int]] = [{} for _ in range(n_sites)]
+        self.owed: list[dict[int, float]] = [{} for _ in range(n_sites)]
+        self.timer_at: list[float | None] = [None] * n_sites
+        self.bids: list[dict[int, list]] = [{} for _ in range(n_sites)]
+        self.sent_seq = [0] * n_sites
+        # Physically running pieces: job -> [site, proc, start, setup, size, speed, end, token].
+        self.live: dict[int, list] = {}
+        self.pieces: dict[int, list] = {j: [] for j in jobs}
+        self.moves = {j: 0 for j in jobs}
+        self.messages = {"probe": 0, "bid": 0, "steal": 0, "job": 0}
+        self.placed = self.stolen = 0
+
+        self.heap: list[tuple] = []
+        self.counter = 0  # completions and timers at a site: in the order they were set
+        per_site: list[list[int]] = [[] for _ in range(n_sites)]
+        for j in sorted(jobs, key=lambda j: (jobs[j][0], j)):
+            per_site[jobs[j][3]].append(j)
+        for s in range(n_sites):
+            for i, j in enumerate(per_site[s]):
+                self.heap.append((jobs[j][0], ARRIVAL, s, i, 0, j))
+        heapq.heapify(self.heap)
+
+    # -- helpers ---------------------------------------------------------------------------
+
+    def rank_key(self, j: int) -> tuple:  # step 1: descending v0, earlier release, lower id
+        r, _, v0, _ = self.jobs[j]
         return (-v0, r, j)
 
-    rngs = [site_rng(seed, s, PURPOSE_GM_SAMPLE) for s in range(n_sites)]
-
-    def draw(s: int) -> list[int]:
+    def draw(self, s: int) -> list[int]:
         """d sites among the others (or the neighbors), uniformly, with replacement."""
-        if neighbors is None:
-            others = [k for k in range(n_sites) if k != s]
+        if self.neighbors is None:
+            others = [k for k in range(self.n_sites) if k != s]
         else:
-            others = list(neighbors[s])
-        return [others[i] for i in rngs[s].integers(len(others), size=samples).tolist()]
+            others = list(self.neighbors[s])
+        return [others[i] for i in self.rngs[s].integers(len(others), size=self.samples).tolist()]
 
-    # Per site: the ranked keys of the jobs it holds (waiting or running), what waits
-    # (job -> piece [size, ran before]), the agent's running jobs (job -> processor, in
-    # start order), processor occupancy, where each job last ran here and setup it owes.
-    ranked: list[list[tuple]] = [[] for _ in range(n_sites)]
-    waiting: list[dict[int, list]] = [{} for _ in range(n_sites)]
-    running: list[dict[int, int]] = [{} for _ in range(n_sites)]
-    busy: list[list[int | None]] = [[None] * k for k in m]
-    last_proc: list[dict[int, int]] = [{} for _ in range(n_sites)]
-    owed: list[dict[int, float]] = [{} for _ in range(n_sites)]
-    timer_at: list[float | None] = [None] * n_sites
-    bids: list[dict[int, list]] = [{} for _ in range(n_sites)]
-    sent_seq = [0] * n_sites
-    # Physically running pieces: job -> [site, proc, start, setup, size, speed, end, token].
-    live: dict[int, list] = {}
-    pieces: dict[int, list] = {j: [] for j in jobs}
-    moves = {j: 0 for j in jobs}
-    messages = {"probe": 0, "bid": 0, "steal": 0, "job": 0}
-    placed = stolen = 0
+    def samples_others(self) -> bool:
+        """Whether a site draws sites at all (other sites exist and d > 0)."""
+        return self.n_sites > 1 and bool(self.samples)
 
-    heap: list[tuple] = []
-    counter = 0  # completions and timers at a site: in the order they were set
-    per_site: list[list[int]] = [[] for _ in range(n_sites)]
-    for j in sorted(jobs, key=lambda j: (jobs[j][0], j)):
-        per_site[jobs[j][3]].append(j)
-    for s in range(n_sites):
-        for i, j in enumerate(per_site[s]):
-            heap.append((jobs[j][0], ARRIVAL, s, i, 0, j))
-    heapq.heapify(heap)
+    def send(self, t: float, src: int, dst: int, kind: str, *payload) -> None:
+        self.sent_seq[src] += 1
+        self.messages[kind] += 1
+        heapq.heappush(self.heap, (t + self.latency, MESSAGE, dst, src, self.sent_seq[src], (kind,) + payload))
 
-    def send(t: float, src: int, dst: int, kind: str, *payload) -> None:
-        sent_seq[src] += 1
-        messages[kind] += 1
-        heapq.heappush(heap, (t + latency, MESSAGE, dst, src, sent_seq[src], (kind,) + payload))
+    def position(self, s: int, j: int) -> int:
+        return bisect.bisect_left(self.ranked[s], self.rank_key(j))
 
-    def position(s: int, j: int) -> int:
-        return bisect.bisect_left(ranked[s], rank_key(j))
+    def processor_of(self, s: int, j: int) -> int | None:
+        k = self.position(s, j)
+        return self.order[s][k] if k < self.m[s] else None
 
-    def processor_of(s: int, j: int) -> int | None:
-        k = position(s, j)
-        return order[s][k] if k < m[s] else None
+    def hold(self, s: int, j: int, piece: list) -> None:
+        bisect.insort(self.ranked[s], self.rank_key(j))
+        self.waiting[s][j] = piece
 
-    def hold(s: int, j: int, piece: list) -> None:
-        bisect.insort(ranked[s], rank_key(j))
-        waiting[s][j] = piece
+    def unrank(self, s: int, j: int) -> None:
+        del self.ranked[s][self.position(s, j)]
 
-    def unrank(s: int, j: int) -> None:
-        del ranked[s][position(s, j)]
+    def decide(self, t: float, s: int) -> None:
+        if self.timer_at[s] != t:
+            self.timer_at[s] = t
+            self.counter += 1
+            heapq.heappush(self.heap, (t, TIMER, s, self.counter, 0, None))
 
-    def decide(t: float, s: int) -> None:
-        nonlocal counter
-        if timer_at[s] != t:
-            timer_at[s] = t
-            counter += 1
-            heapq.heappush(heap, (t, TIMER, s, counter, 0, None))
+    def move_away(self, t: float, s: int, j: int, dst: int) -> None:
+        piece = self.waiting[s].pop(j)
+        self.last_proc[s].pop(j, None)
+        self.owed[s].pop(j, None)
+        self.unrank(s, j)
+        self.moves[j] += 1
+        self.send(t, s, dst, "job", j, piece)
 
-    def move_away(t: float, s: int, j: int, dst: int) -> None:
-        piece = waiting[s].pop(j)
-        last_proc[s].pop(j, None)
-        owed[s].pop(j, None)
-        unrank(s, j)
-        moves[j] += 1
-        send(t, s, dst, "job", j, piece)
+    # -- acting (the decision timer) -------------------------------------------------------
 
-    def act(t: float, s: int) -> None:
-        nonlocal counter
-        for j, p in list(running[s].items()):
-            if processor_of(s, j) == p:
+    def act(self, t: float, s: int) -> None:
+        self.stop_moved(t, s)
+        self.start_waiting(t, s)
+
+    def stop_moved(self, t: float, s: int) -> None:
+        """Stop every running job whose processor changed: the rest waits here."""
+        running = self.running[s]
+        for j, p in list(running.items()):
+            if self.processor_of(s, j) == p:
                 continue
-            _, _, start, setup, sz, speed, end, _ = live[j]
+            _, _, start, setup, sz, speed, end, _ = self.live[j]
             rest = sz - max(0.0, t - (start + setup)) * speed
-            del running[s][j]
+            del running[j]
             if rest <= 1e-12 * max(1.0, sz) or end <= t:
                 continue  # it completes now anyway: left to run out
-            pieces[j].append((start, t, s, p, sz - rest))
-            del live[j]
-            busy[s][p] = None
-            waiting[s][j] = [rest, True]
-            owed[s][j] = max(0.0, start + setup - t)
-        for j in sorted(waiting[s]):
-            p = processor_of(s, j)
-            if p is None or busy[s][p] is not None:
+            self.pieces[j].append((start, t, s, p, sz - rest))
+            del self.live[j]
+            self.busy[s][p] = None
+            self.waiting[s][j] = [rest, True]
+            self.owed[s][j] = max(0.0, start + setup - t)
+
+    def setup_for(self, s: int, j: int, p: int, ran: bool) -> float:
+        """The setup a job pays to start on processor ``p`` (counts a move between
+        processors of the site)."""
+        if not ran:
+            return 0.0
+        prev = self.last_proc[s].get(j)
+        if prev is None:
+            return self.migration_cost + self.remote_cost
+        if prev != p:
+            self.moves[j] += 1
+            return self.migration_cost
+        return self.owed[s].get(j, 0.0)
+
+    def start_waiting(self, t: float, s: int) -> None:
+        """Start each waiting job that has a free processor, in job-id order."""
+        for j in sorted(self.waiting[s]):
+            p = self.processor_of(s, j)
+            if p is None or self.busy[s][p] is not None:
                 continue
-            sz, ran = waiting[s].pop(j)
-            setup = 0.0
-            if ran:
-                prev = last_proc[s].get(j)
-                if prev is None:
-                    setup = migration_cost + remote_cost
-                elif prev != p:
-                    setup = migration_cost
-                    moves[j] += 1
-                else:
-                    setup = owed[s].get(j, 0.0)
-            speed = spd[s][p]
+            sz, ran = self.waiting[s].pop(j)
+            setup = self.setup_for(s, j, p, ran)
+            speed = self.spd[s][p]
             end = t + setup + sz / speed
-            counter += 1
-            live[j] = [s, p, t, setup, sz, speed, end, counter]
-            heapq.heappush(heap, (end, COMPLETE, s, counter, 0, j))
-            busy[s][p] = j
-            running[s][j] = p
-            last_proc[s][j] = p
+            self.counter += 1
+            self.live[j] = [s, p, t, setup, sz, speed, end, self.counter]
+            heapq.heappush(self.heap, (end, COMPLETE, s, self.counter, 0, j))
+            self.busy[s][p] = j
+            self.running[s][j] = p
+            self.last_proc[s][j] = p
 
-    while heap:
-        t, kind, s, key, _, payload = heapq.heappop(heap)
-        if kind == COMPLETE:
-            j = payload
-            if j not in live or live[j][7] != key:
-                continue  # a piece stopped before its end
-            _, p, start, _, sz, _, _, _ = live.pop(j)
-            pieces[j].append((start, t, s, p, sz))
-            busy[s][p] = None
-            unrank(s, j)
-            running[s].pop(j, None)
-            if len(ranked[s]) < m[s] and n_sites > 1 and samples:
-                for k in draw(s):
-                    send(t, s, k, "steal")
-            decide(t, s)
-        elif kind == TIMER:
-            timer_at[s] = None
-            act(t, s)
-        elif kind == ARRIVAL:
-            j = payload
-            hold(s, j, [jobs[j][1], False])
-            if processor_of(s, j) is None and n_sites > 1 and samples:
-                targets = draw(s)
-                bids[s][j] = [len(targets), []]
-                for k in targets:
-                    send(t, s, k, "probe", j)
-            decide(t, s)
-        else:  # a message from site ``key``
-            what, *rest = payload
-            src = key
-            if what == "probe":
-                (j,) = rest
-                k = bisect.bisect_left(ranked[s], rank_key(j))  # where the job would rank here
-                send(t, s, src, "bid", spd[s][order[s][k]] if k < m[s] else 0.0, j)
-            elif what == "bid":
-                speed, j = rest
-                entry = bids[s][j]
-                entry[0] -= 1
-                entry[1].append((speed, src))
-                if entry[0] == 0:
-                    del bids[s][j]
-                    best = max(entry[1], key=lambda b: (b[0], -b[1]))
-                    if best[0] > 0 and j in waiting[s] and processor_of(s, j) is None:
-                        move_away(t, s, j, best[1])
-                        placed += 1
-            elif what == "steal":
-                for key_ in ranked[s][m[s] :]:
-                    if key_[2] in waiting[s]:
-                        move_away(t, s, key_[2], src)
-                        stolen += 1
-                        decide(t, s)
-                        break
-            else:  # a job
-                j, piece = rest
-                hold(s, j, piece)
-                decide(t, s)
+    # -- events ----------------------------------------------------------------------------
 
-    starts, ends, execs = {}, {}, {}
-    for j, ps in pieces.items():
-        ps.sort(key=lambda x: (x[0], x[1]))
-        starts[j] = min(x[0] for x in ps)
-        ends[j] = max(x[1] for x in ps)
-        share: dict[int, float] = {}
-        for x in ps:
-            share[x[2]] = share.get(x[2], 0.0) + x[4]
-        execs[j] = min(share, key=lambda k: (-share[k], k))
-    return Schedule(pieces, starts, ends, execs, moves, messages, placed, stolen)
+    def run(self) -> None:
+        heap = self.heap
+        while heap:
+            t, kind, s, key, _, payload = heapq.heappop(heap)
+            if kind == COMPLETE:
+                self.on_complete(t, s, key, payload)
+            elif kind == TIMER:
+                self.on_timer(t, s)
+            elif kind == ARRIVAL:
+                self.on_arrival(t, s, payload)
+            else:  # a message from site ``key``
+                self.on_message(t, s, key, payload)
+
+    def on_complete(self, t: float, s: int, token: int, j: int) -> None:
+        if j not in self.live or self.live[j][7] != token:
+            return  # a piece stopped before its end
+        _, p, start, _, sz, _, _, _ = self.live.pop(j)
+        self.pieces[j].append((start, t, s, p, sz))
+        self.busy[s][p] = None
+        self.unrank(s, j)
+        self.running[s].pop(j, None)
+        if len(self.ranked[s]) < self.m[s] and self.samples_others():
+            for k in self.draw(s):
+                self.send(t, s, k, "steal")
+        self.decide(t, s)
+
+    def on_timer(self, t: float, s: int) -> None:
+        self.timer_at[s] = None
+        self.act(t, s)
+
+    def on_arrival(self, t: float, s: int, j: int) -> None:
+        self.hold(s, j, [self.jobs[j][1], False])
+        if self.processor_of(s, j) is None and self.samples_others():
+            targets = self.draw(s)
+            self.bids[s][j] = [len(targets), []]
+            for k in targets:
+                self.send(t, s, k, "probe", j)
+        self.decide(t, s)
+
+    def on_message(self, t: float, s: int, src: int, payload: tuple) -> None:
+        what, *rest = payload
+        if what == "probe":
+            self.on_probe(t, s, src, *rest)
+        elif what == "bid":
+            self.on_bid(t, s, src, *rest)
+        elif what == "steal":
+            self.on_steal(t, s, src)
+        else:  # a job
+            self.on_job(t, s, *rest)
+
+    def on_probe(self, t: float, s: int, src: int, j: int) -> None:
+        k = bisect.bisect_left(self.ranked[s], self.rank_key(j))  # where the job would rank here
+        self.send(t, s, src, "bid", self.spd[s][self.order[s][k]] if k < self.m[s] else 0.0, j)
+
+    def on_bid(self, t: float, s: int, src: int, speed: float, j: int) -> None:
+        entry = self.bids[s][j]
+        entry[0] -= 1
+        entry[1].append((speed, src))
+        if entry[0] != 0:
+            return
+        del self.bids[s][j]
+        best = max(entry[1], key=lambda b: (b[0], -b[1]))
+        if best[0] > 0 and j in self.waiting[s] and self.processor_of(s, j) is None:
+            self.move_away(t, s, j, best[1])
+            self.placed += 1
+
+    def on_steal(self, t: float, s: int, src: int) -> None:
+        for key_ in self.ranked[s][self.m[s] :]:
+            if key_[2] in self.waiting[s]:
+                self.move_away(t, s, key_[2], src)
+                self.stolen += 1
+                self.decide(t, s)
+                break
+
+    def on_job(self, t: float, s: int, j: int, piece: list) -> None:
+        self.hold(s, j, piece)
+        self.decide(t, s)
+
+    # -- result ----------------------------------------------------------------------------
+
+    def schedule(self) -> Schedule:
+        starts, ends, execs = {}, {}, {}
+        for j, ps in self.pieces.items():
+            ps.sort(key=lambda x: (x[0], x[1]))
+            starts[j] = min(x[0] for x in ps)
+            ends[j] = max(x[1] for x in ps)
+            share: dict[int, float] = {}
+            for x in ps:
+                share[x[2]] = share.get(x[2], 0.0) + x[4]
+            execs[j] = min(share, key=lambda k: (-share[k], k))
+        return Schedule(self.pieces, starts, ends, execs, self.moves, self.messages, self.placed, self.stolen)
 
 
 def as_arrays(schedule: Schedule) -> dict[str, np.ndarray]:
