@@ -212,6 +212,9 @@ class DivisibleAgent(PeriodLedger, Agent):
         # Over a topology, the neighbor on a shortest path to a submitter that is not a neighbor
         # (``moved`` goes hop by hop), by submitter: routing from the network's shape.
         self.hop: dict[int, int] = {}
+        # The finish this site granted for a received piece (slot -> time): a piece granted
+        # onward that will finish later is the only news its submitter lacks.
+        self.promised: dict[int, float] = {}
         self.init_ledger(site)
 
     # ---------------------------------------------------------------- strategy (subclasses)
@@ -327,9 +330,9 @@ class DivisibleAgent(PeriodLedger, Agent):
         j = self.local_job(slot)
         if j >= 0:
             self.heard(j, float(msg.finish))
-        else:
-            # Another organization's piece, granted onward: its submitter counts the new finish.
-            # Over a topology a submitter that is not a neighbor hears it hop by hop (_toward).
+        elif float(msg.finish) > (promised := self.promised.get(slot, -math.inf)) + TOL * max(1.0, abs(promised)):
+            # Another organization's piece, granted onward to finish later than this site had
+            # promised: its submitter counts the new finish (hop by hop over a topology, _toward).
             owner = site.submit_site(slot)
             site.send(
                 now, self._toward(owner), "moved", job_id=site.job_id(slot), owner=owner, finish=float(msg.finish)
@@ -616,6 +619,8 @@ class DivisibleAgent(PeriodLedger, Agent):
         """Cut the last ``take`` time units off a piece into a new one (``site.split``), kept in the books."""
         piece = self.site.split(slot, take * self.speed, now)
         self.queued_at[piece] = self._queued_at(slot)
+        if slot in self.promised:  # the cut-off part ends by the whole piece's promised finish
+            self.promised[piece] = self.promised[slot]
         j = self.local_job(slot)
         if j >= 0:
             self.open_pieces[j] += 1
@@ -644,6 +649,7 @@ class DivisibleAgent(PeriodLedger, Agent):
             return
         slot = site.receive_job(now, msg)
         self.queued_at[slot] = now
+        self.promised[slot] = finish
         self.counts[2] += size
         site.send(now, int(msg.src), "grant", slot=msg.slot, finish=finish)
 
