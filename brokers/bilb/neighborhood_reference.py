@@ -130,11 +130,8 @@ class Grid:
         self.gossip = cfg["exchange"] == "gossip"
         self.gap = max(cfg["min_gap"], (4 if self.gossip else 3) * self.lat)
         self.rngs = [site_rng(cfg["seed"], k, PURPOSE_GOSSIP) for k in range(n)]
-        self.coalition = (
-            _Coalition(cfg["p"], cfg["start"], cfg["period"], cfg["seed"])
-            if cfg["protocol"] == "averaging_game"
-            else None
-        )
+        averaging = cfg["protocol"] == "averaging_game"
+        self.coalition = _Coalition(cfg["p"], cfg["start"], cfg["period"], cfg["seed"]) if averaging else None
 
     # ------------------------------------------------------------------ events
     def push(self, t: float, rank: int, site: int, sub: float, payload: Any) -> None:
