@@ -99,8 +99,13 @@ class Site:
     busy_until: float = math.nan
 
     def finish(self, now: float) -> float:
-        base = self.busy_until if self.running is not None else now
-        return base + sum(p.size for p in self.queue)
+        """Q_k(now), summed as now + (queued sizes in queue order + what the running piece has
+        left): loads are rounded to a grid of 2e-6 (``Grid.plan``) and averaging plans put them
+        on its midpoints, where the last bit decides; the sites sum their work this way."""
+        work = sum(p.size for p in self.queue)
+        if self.running is not None and self.busy_until > now:
+            work += self.busy_until - now
+        return now + work
 
 
 @dataclass
@@ -135,7 +140,7 @@ class Grid:
 
     # ------------------------------------------------------------------ events
     def push(self, t: float, rank: int, site: int, sub: float, payload: Any) -> None:
-        heapq.heappush(self.heap, (t, site, rank, sub, next(self.seq), payload))
+        heapq.heappush(self.heap, (t, rank, site, sub, next(self.seq), payload))
 
     def send(self, now: float, src: int, dst: int, kind: str, **body: Any) -> None:
         self.push(now + self.lat, _MESSAGE, dst, src, (kind, src, body))
@@ -359,9 +364,7 @@ class Grid:
                 self.on_answer(k, t, kind, body["piece"])
 
     def busy(self) -> bool:
-        return any(s.running is not None or s.queue for s in self.sites) or any(
-            r.expect is not None or r.offered for r in self.rounds
-        )
+        return any(s.running is not None or s.queue for s in self.sites)
 
     def run(self, jobs: np.ndarray) -> None:
         for row in jobs:
@@ -369,10 +372,13 @@ class Grid:
         left = len(jobs)
         for k in range(self.n):
             self.push(self.cfg["start"], _TIMER, k, 0, "round")
+        stop = math.inf
         while self.heap:
-            t, k, rank, _, _, payload = heapq.heappop(self.heap)
-            if rank == _TIMER and left == 0 and not self.busy():
-                continue  # nothing to balance any more: the clock stops
+            t, rank, k, _, _, payload = heapq.heappop(self.heap)
+            if rank == _TIMER and stop == math.inf and left == 0 and not self.busy():
+                stop = t  # nothing to balance any more: the clock stops for every site
+            if rank == _TIMER and t >= stop:
+                continue
             if rank == _RELEASE:
                 left -= 1
             self.handle(t, k, rank, payload)
