@@ -13,10 +13,12 @@ from gridemu.emulator.scenario import load_scenario
 from gridemu.scenarios.workload import generate_jobs
 
 
-def scenario(protocol: str, n: int, topology: str, exchange: str, seed: int, latency: float = 1e-3) -> dict:
+def scenario(
+    protocol: str, n: int, topology: str, exchange: str, seed: int, latency: float = 1e-3, limit: float = 1000.0
+) -> dict:
     """``bilb-topology``'s defaults on a small grid: λ = 0.2, gamma(2, 2), site 0 heavier."""
     topology = f"random:{3 if n % 2 == 0 else 2}" if topology == "random:3" else topology  # odd K: even n
-    proto = {"limit": 1000.0} if protocol == "bilb" else {"join": 0.7}
+    proto = {"limit": limit} if protocol == "bilb" else {"join": 0.7}
     return {
         "run": {"seed": seed, "backend": "inprocess"},
         "network": {"latency": latency, "topology": topology},
@@ -92,3 +94,18 @@ def test_neighborhood_rounds_equal_the_reference(protocol, topology, n, seed):
 @pytest.mark.parametrize("n,seed", CASES)
 def test_gossip_rounds_equal_the_reference(protocol, topology, n, seed):
     assert_equal_runs(scenario(protocol, n, topology, "gossip", seed))
+
+
+@pytest.mark.parametrize("exchange", ["neighbors", "gossip"])
+@pytest.mark.parametrize("topology", ["ring", "random:3"])
+@pytest.mark.parametrize("n,seed", CASES[1:4])
+def test_bounded_levels_and_long_latencies_equal_the_reference(exchange, topology, n, seed):
+    """BILB with l_k = 3 (receivers refuse what would pass it) at latency 0.3: with gossip the
+    rounds are then four latencies apart, so a round's answers come at the next round's instant."""
+    assert_equal_runs(scenario("bilb", n, topology, exchange, seed, latency=0.3, limit=3.0))
+
+
+@pytest.mark.parametrize("exchange", ["neighbors", "gossip"])
+@pytest.mark.parametrize("n,seed", CASES[1:4])
+def test_averaging_game_at_long_latencies_equals_the_reference(exchange, n, seed):
+    assert_equal_runs(scenario("averaging_game", n, "random:3", exchange, seed, latency=0.3))

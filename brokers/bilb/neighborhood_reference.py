@@ -19,7 +19,8 @@ Rules modelled (speed 1, one processor, FCFS):
 * At a round time t every site offers (L_k = Q_k(t) - t, its level, m_k): bilb's level is
   l_k; the averaging game's is 1 or 0, in or out of the period's coalition (``_Coalition``).
   m_k is what lies, in the queue from its tail back to the running piece, past
-  t + (2|N[k]| + 3) latencies (N[k]: the closed neighborhood).
+  t + (2|N[k]| + 3) latencies (N[k]: the closed neighborhood), less the pieces still offered
+  in the last round (where the gap is four latencies, its answers may come just after t).
 * ``neighbors``: offers go to every neighbor; a site holding its closed neighborhood's offers
   (one latency later) plans over it. ``gossip``: each site draws one neighbor from its own
   stream and sends it its offer; the drawn site answers with its own (as of t); a site plans
@@ -188,7 +189,8 @@ class Grid:
         earliest = t + (2 * (len(self.nb[k]) + 1) + 3) * self.lat
         end, total = site.finish(t), 0.0
         for piece in reversed(site.queue):
-            total += max(0.0, end - max(end - piece.size, earliest))
+            if not piece.offered:  # a piece still offered in the last round is not this one's
+                total += max(0.0, end - max(end - piece.size, earliest))
             end -= piece.size
         if site.running is not None:
             total += max(0.0, end - max(t, earliest))
