@@ -47,7 +47,11 @@ Rules modelled (speed 1, one processor, FCFS):
 Covered settings (others raise ``NotCovered``): both protocols without learning, a
 topology (``neighbors`` or ``gossip`` exchange), ``discrete = false``, ``send = "tail"``,
 ``cut_running = true``, ``starting = "queued"``, identical speed-1 sites, one constant
-latency, no release within 1e-6 of a round time (the agents hold such releases).
+latency, no release within 1e-6 of a round time (the agents hold such releases). The
+topology (neighbor lists) and the random streams (``site_rng``: gossip draws, coalitions)
+come from the caller and ``model/rng.py``. tests/test_bilb_neighborhood_reference.py compares
+it with the agents at latencies 1e-3 and 0.3 (where gossip rounds are four latencies apart:
+a round's answers come at the next round's instant).
 """
 
 from __future__ import annotations
