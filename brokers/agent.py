@@ -112,6 +112,26 @@ class Agent:
             return [k + (k >= me) for k in rng.integers(self.grid.n_sites - 1, size=d).tolist()]
         return [nb[me][i] for i in rng.integers(len(nb[me]), size=d).tolist()]
 
+    def next_hop(self, dst: int) -> int:
+        """Where to send a message bound for site ``dst``: ``dst`` itself on the full graph or
+        when it is a neighbor, else the neighbor on a shortest path to it (lowest id among
+        equals), from the network's shape: a breadth-first search from ``dst`` that stops at
+        this site, so a destination a few hops away costs a few neighborhoods. Each hop is
+        nearer, so a message forwarded this way arrives."""
+        nb, me = self.grid.neighbors, self.site.site_id
+        if nb is None or dst == me:
+            return dst
+        dist, frontier = {dst: 0}, [dst]
+        while me not in dist:
+            nxt = []
+            for k in frontier:
+                for m in nb[k]:
+                    if m not in dist:
+                        dist[m] = dist[k] + 1
+                        nxt.append(m)
+            frontier = nxt
+        return min(m for m in nb[me] if dist.get(m) == dist[me] - 1)
+
     def broadcast(self, now: float, kind: str, job: tuple = (), **fields: Any) -> None:
         """Send the same message to every neighbor (every other site on the full graph)."""
         self.site.send_all(now, self.neighbors(), kind, job, **fields)

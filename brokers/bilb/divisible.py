@@ -347,21 +347,11 @@ class DivisibleAgent(PeriodLedger, Agent):
             self.site.send(now, self._toward(owner), "moved", job_id=msg.job_id, owner=owner, finish=msg.finish)
 
     def _toward(self, dst: int) -> int:
-        """``dst`` itself if this site may send to it, else the neighbor on a shortest path to
-        it (lowest id among equals): each hop is nearer, so news reaches it."""
+        """``dst`` itself if this site may send to it, else its next hop (cached by submitter)."""
         if dst in self.members:
             return dst
         if dst not in self.hop:
-            nb, me, dist, frontier = self.grid.neighbors, self.site.site_id, {dst: 0}, [dst]
-            while me not in dist:  # breadth-first from dst until this site (pieces go a few hops)
-                nxt = []
-                for k in frontier:
-                    for m in nb[k]:
-                        if m not in dist:
-                            dist[m] = dist[k] + 1
-                            nxt.append(m)
-                frontier = nxt
-            self.hop[dst] = min(m for m in nb[me] if dist.get(m) == dist[me] - 1)
+            self.hop[dst] = self.next_hop(dst)
         return self.hop[dst]
 
     def on_refuse(self, now: float, msg) -> None:

@@ -114,7 +114,7 @@ class FairshareAgent(Agent):
         site.await_subpolicies({m for m, k in self.served.items() if k != site.site_id})
         # Where a site asks for a subpolicy: its provider on the full graph, else the first
         # hop of a shortest path to it (routing from the network's shape, not its state).
-        self.hop = {m: self._next_hop(k) for m, k in self.served.items() if k != site.site_id}
+        self.hop = {m: self.next_hop(k) for m, k in self.served.items() if k != site.site_id}
         self.copies: dict[str, dict[str, float]] = {}  # mount point -> the subpolicy as received
         self.pending: dict[str, list[int]] = {}  # mount point asked for -> neighbors waiting for this site's copy
         # The aggregation tree (exchange = "tree").
@@ -139,22 +139,6 @@ class FairshareAgent(Agent):
             self.site.set_timer(0.0, "report")
         if any(k != self.site.site_id for k in self.served.values()):
             self.site.set_timer(0.0, "fetch")
-
-    def _next_hop(self, provider: int) -> int:
-        nb, me = self.grid.neighbors, self.site.site_id
-        if nb is None:
-            return provider
-        dist = {provider: 0}
-        frontier = [provider]
-        while me not in dist:  # breadth-first from the provider, until this site is reached
-            nxt = []
-            for k in frontier:
-                for d in nb[k]:
-                    if d not in dist:
-                        dist[d] = dist[k] + 1
-                        nxt.append(d)
-            frontier = nxt
-        return min(d for d in nb[me] if dist.get(d) == dist[me] - 1)
 
     def on_timer(self, now: float, tag: Any) -> None:
         if tag == "publish":  # at a usage service, once the round's reports are all in
