@@ -347,9 +347,7 @@ class DivisibleAgent(PeriodLedger, Agent):
             self.site.send(now, self._toward(owner), "moved", job_id=msg.job_id, owner=owner, finish=msg.finish)
 
     def _toward(self, dst: int) -> int:
-        """``dst`` itself if this site may send to it, else its next hop (cached by submitter)."""
-        if dst in self.members:
-            return dst
+        """Where a message bound for ``dst`` goes from here (Agent.next_hop, cached by submitter)."""
         if dst not in self.hop:
             self.hop[dst] = self.next_hop(dst)
         return self.hop[dst]

@@ -39,9 +39,13 @@ class PeriodLedger:
             return slot
         if site.submit_site(slot) != site.site_id:
             return -1
+        return self._local_index(site.job_id(slot))
+
+    def _local_index(self, job_id: int) -> int:
+        """Index of local job ``job_id`` among the submitted jobs (the map built when first needed)."""
         if self.local_slot is None:
-            self.local_slot = {job: k for k, job in enumerate(site.local_jobs["job_id"].tolist())}
-        return self.local_slot[site.job_id(slot)]
+            self.local_slot = {job: k for k, job in enumerate(self.site.local_jobs["job_id"].tolist())}
+        return self.local_slot[job_id]
 
     def heard(self, job: int, finish: float) -> None:
         if finish > self.known_end[job]:
@@ -51,9 +55,7 @@ class PeriodLedger:
     def moved(self, job_id: int, finish: float) -> None:
         """A piece of local job ``job_id``, heard of before, was granted onward and now
         finishes by ``finish`` (no piece more to hear of)."""
-        if self.local_slot is None:
-            self.local_slot = {job: k for k, job in enumerate(self.site.local_jobs["job_id"].tolist())}
-        j = self.local_slot[job_id]
+        j = self._local_index(job_id)
         if finish > self.known_end[j]:
             self.known_end[j] = finish
 

@@ -106,6 +106,8 @@ class FairshareAgent(Agent):
         for e in self.entries:
             top = e.split("/")[0]
             self.service_of[e] = int(services.get(top, tops.index(top) % grid.n_sites))
+        #: The entries whose usage service this site hosts (``exchange = "service"``).
+        self.serving = [e for e in self.entries if self.service_of[e] == site.site_id]
         self.collected: dict[int, dict[str, float]] = {}  # at a service: site -> its last report
         self.last_sent: dict[str, float] = {}
         self.policy_refresh = params.policy_refresh
@@ -178,7 +180,7 @@ class FairshareAgent(Agent):
                     self.collected.setdefault(me, {})[entry] = u
                 else:
                     site.send(now, dst, "usage", usage=u, mode=REPORT, entry=self.index[entry])
-            if any(k == me for k in self.service_of.values()):
+            if self.serving:
                 # Published when this round's reports have arrived (a report due at that very
                 # instant is handled first: messages come before timers). Published at once,
                 # the sum held the others' reports of the round before, from which each site
@@ -190,10 +192,7 @@ class FairshareAgent(Agent):
     def _publish(self, now: float) -> None:
         """At a usage service: send the sum of the last reports for the entries it serves."""
         me = self.site.site_id
-        mine = [e for e in self.entries if self.service_of[e] == me]
-        if not mine:
-            return
-        sums = {e: sum(r.get(e, 0.0) for r in self.collected.values()) for e in mine}
+        sums = {e: sum(r.get(e, 0.0) for r in self.collected.values()) for e in self.serving}
         for dst in range(self.grid.n_sites):
             if dst == me:
                 self._aggregate(me, sums)
