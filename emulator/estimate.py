@@ -75,6 +75,9 @@ class Estimate:
     wall_terms: dict[str, float] | None = None
     work: Work = Work()  # the protocol's own computation (``Protocol.work``)
     longest_end: float = 0.0  # its longest job on the fastest processor ends at least this late
+    #: That job where the jobs are drawn already (a trace, a list): its id, release and size,
+    #: for an error to name it.
+    longest_job: tuple[int, float, float] | None = None
     #: The key behind the protocol's traffic where it is not the protocol's own: a latency
     #: that outlasts the jobs (network.latency = 1e9: the reports of a billion time units are
     #: the latency's doing) or a full graph of many sites (n^2 reports a round). A refusal
@@ -313,6 +316,7 @@ def estimate(sc: Scenario, table: np.ndarray | None = None, checkpoint: bool = F
     # A run ends when its last job does: a short stream of releases lasts as long as its
     # longest job (20,000 gamma(2, 2) jobs released over 0.3 time units end near t = 25).
     fastest = max((max(s.speeds) for s in sites), default=1.0)
+    longest_job = None
     if wl["kind"] == "poisson":
         jobs = poisson_size(wl, len(sites))
         rates = per_site_array("workload.rate", wl.get("rate", 1.0), len(sites))
@@ -331,7 +335,12 @@ def estimate(sc: Scenario, table: np.ndarray | None = None, checkpoint: bool = F
         jobs = float(len(table))
         span = float(table["release"].max()) if len(table) else 0.0
         work = float((table["size"] * table["procs"]).sum())
-        last_end = float((table["release"] + table["size"] / fastest).max()) if len(table) else 0.0
+        ends = table["release"] + table["size"] / fastest
+        last_end = 0.0
+        if len(table):
+            i = int(np.argmax(ends))
+            last_end = float(ends[i])
+            longest_job = (int(table["job_id"][i]), float(table["release"][i]), float(table["size"][i]))
     mean_size = work / jobs if jobs else 0.0
     duration = max(span, work / capacity, last_end)
     n = len(sites)
@@ -418,6 +427,7 @@ def estimate(sc: Scenario, table: np.ndarray | None = None, checkpoint: bool = F
         wall_terms,
         own,
         last_end,
+        longest_job,
         long_because,
     )
 
@@ -434,6 +444,8 @@ def check_resolution(est: Estimate) -> None:
             what = "its releases"
         elif est.longest_end >= est.duration:
             what = "its longest job"
+            if est.longest_job is not None:
+                what += ", job {}, released at {:g} with size {:g}".format(*est.longest_job)
         else:
             what = "its work spread over the processors"
         raise ScenarioError(

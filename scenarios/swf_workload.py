@@ -91,6 +91,7 @@ def swf_jobs(scenario: "WorkloadSource") -> tuple[np.ndarray, list[str]]:
     scenario.extra["workload_warnings"] = (
         skip_warnings(wl["path"], out.skipped, len(jobs))
         + map_warnings(wl["path"], user_map, trace.records["user_id"])
+        + number_warnings(wl["path"], trace.records["job_number"])
         + org_warnings(jobs, org_procs, scenario.orgs, wl.get("orgs_by", "random"))
     )
     return jobs, list(out.group_names)
@@ -104,6 +105,23 @@ def map_warnings(path: str, user_map: dict[int, int], users: np.ndarray) -> list
         return []
     shown = ", ".join(map(str, absent[:10])) + (f" and {len(absent) - 10} more" if len(absent) > 10 else "")
     return [f"workload.user_map: user(s) {shown} submit no job in {path}: their entries place nobody"]
+
+
+def number_warnings(path: str, numbers: np.ndarray) -> list[str]:
+    """Job numbers (SWF field 1, a counter in the format) that more than one line gives: two
+    traces joined, or a log cut and pasted. The run takes every line (its own job ids are its
+    own), but a message naming a job of the trace by its number may mean either."""
+    values, counts = np.unique(numbers, return_counts=True)
+    repeated = values[counts > 1]
+    if not len(repeated):
+        return []
+    shown = ", ".join(map(str, repeated[:5].tolist())) + (", ..." if len(repeated) > 5 else "")
+    lines = int(counts[counts > 1].sum())
+    return [
+        f"{Path(path).name}: {len(repeated):,} job numbers appear on more than one line ({shown}; "
+        f"{lines:,} lines in all): every line is a job of the run, but a job named by its trace number "
+        "may be either"
+    ]
 
 
 def skip_warnings(path: str, skipped: dict[str, int], kept: int) -> list[str]:
@@ -151,7 +169,7 @@ def org_warnings(jobs: np.ndarray, procs: np.ndarray, orgs: list[str], rule: str
             f"{100 * top:.0f} % of the work: fewer organizations or a longer window even it out"
         )
         out.append(
-            f"workload.orgs_by = {rule!r}: work per processor differs {busy.max() / busy.min():.0f}x between "
+            f"workload.orgs_by = {rule!r}: work per processor differs {busy.max() / busy.min():.3g}x between "
             f"organizations ({orgs[hi]}: {work[hi]:.3g} s, {orgs[lo]}: {work[lo]:.3g} s a processor); {hint}"
         )
     return out

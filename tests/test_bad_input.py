@@ -196,6 +196,22 @@ def test_a_user_map_entry_for_a_user_the_trace_lacks_is_said(capsys):
     assert "user_map" not in capsys.readouterr().err
 
 
+def test_a_trace_s_repeated_job_numbers_are_said(tmp_path, capsys):
+    # Two traces joined: every line still runs, but "job 2 of the trace" could be either.
+    from gridemu.emulator.cli import main
+
+    line = "{n} {t} 0 10 1 -1 -1 1 20 -1 1 {n} 1 1 1 1 -1 -1\n"
+    trace = tmp_path / "joined.swf"
+    trace.write_text("".join(line.format(n=n, t=t) for n, t in [(1, 0), (2, 5), (3, 6), (1, 7), (2, 8)]))
+    wl = f'workload={{kind="swf", path="{trace}", orgs=2}}'
+    assert main(["validate", "quickstart", "--set", "sites.count=2", "--set", wl]) == 0
+    err = capsys.readouterr().err
+    assert "joined.swf: 2 job numbers appear on more than one line (1, 2; 4 lines in all)" in err
+    trace.write_text("".join(line.format(n=n, t=t) for n, t in [(1, 0), (2, 5), (3, 6)]))
+    assert main(["validate", "quickstart", "--set", "sites.count=2", "--set", wl]) == 0
+    assert "more than one line" not in capsys.readouterr().err
+
+
 def test_a_job_list_s_huge_processor_count_is_one_short_number(tmp_path, capsys):
     # procs = 1e300 printed all 301 digits of int(1e300)
     (tmp_path / "big.csv").write_text("release,size,site,procs\n0,1,0,1e300\n")

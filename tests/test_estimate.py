@@ -117,11 +117,33 @@ def test_a_short_stream_of_releases_lasts_as_long_as_its_longest_job():
 def test_a_clock_past_float_resolution_names_what_takes_it_there(capsys):
     from gridemu.emulator import cli
 
-    one_job = 'workload={kind="jobs", list=[{release=0.0, size=1e300, site=0}]}'
-    assert cli.main(["validate", "quickstart", "--set", one_job]) == 2
-    assert "(its longest job; float resolution)" in capsys.readouterr().err
+    jobs = 'workload={kind="jobs", list=[{release=0.0, size=2.0, site=0}, {release=0.5, size=1e300, site=0}]}'
+    assert cli.main(["validate", "quickstart", "--set", jobs]) == 2
+    assert "(its longest job, job 1, released at 0.5 with size 1e+300; float resolution)" in capsys.readouterr().err
     assert cli.main(["validate", "quickstart", "--set", "workload.rate=1e-300"]) == 2
     assert "(its releases; float resolution)" in capsys.readouterr().err
+
+
+def test_a_trace_job_past_float_resolution_is_named(tmp_path, capsys):
+    from gridemu.emulator import cli
+
+    line = "{n} {t} 0 {run} 1 -1 -1 1 20 -1 1 {n} 1 1 1 1 -1 -1\n"
+    trace = tmp_path / "big.swf"
+    trace.write_text(line.format(n=1, t=0, run=10) + line.format(n=2, t=5, run="1e300") + line.format(n=3, t=6, run=10))
+    wl = f'workload={{kind="swf", path="{trace}", orgs=2}}'
+    assert cli.main(["validate", "quickstart", "--set", "sites.count=2", "--set", wl]) == 2
+    err = capsys.readouterr().err
+    assert "job 1, released at 5 with size 1e+300" in err
+
+
+def test_an_organizations_imbalance_is_a_readable_ratio():
+    from gridemu.model.jobs import empty_jobs
+    from gridemu.scenarios.swf_workload import org_warnings
+
+    jobs = empty_jobs(2)
+    jobs["owner"], jobs["group"], jobs["size"], jobs["procs"] = [0, 1], [0, 1], [1e300, 10.0], [1, 1]
+    (warning,) = org_warnings(jobs, np.array([4, 4]), ["org0", "org1"], "random")
+    assert "differs 1e+299x between organizations" in warning  # not the ratio's 300 digits
 
 
 def test_a_job_list_lasts_until_its_last_job_can_end():
