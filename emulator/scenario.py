@@ -697,6 +697,9 @@ def _validate(data: dict[str, Any], source: str) -> Scenario:  # noqa: C901
     if not isinstance(unit, str) or not unit.strip():
         raise ScenarioError("run.time_unit", f"must be a name such as \"s\" or \"time units\", got {unit!r}")
     run["time_unit"] = unit
+    for key in ("name", "description"):  # labels of the user's, written to scenario.toml and listed
+        if key in run and not isinstance(run[key], str):
+            raise ScenarioError(f"run.{key}", f"must be a string, got {run[key]!r}")
     # A trace path relative to the scenario file (shipped scenarios name their trace so), made
     # absolute: the saved scenario.toml runs from any folder.
     path = wl.get("path")

@@ -218,3 +218,14 @@ def test_a_job_list_s_huge_processor_count_is_one_short_number(tmp_path, capsys)
     scenario = tmp_path / "s.toml"
     scenario.write_text('[sites]\ncount = 2\n[workload]\nkind = "csv"\npath = "big.csv"\n')
     expect_error(capsys, ["validate", scenario], "big.csv:2.procs", "needs 1e+300 processors but site site0 has 1")
+
+
+@pytest.mark.parametrize("key", ["name", "description"])
+def test_run_labels_must_be_strings(key):
+    # A list or a number was kept and written to scenario.toml as it came.
+    from gridemu.emulator.scenario import load_scenario
+    from gridemu.model.errors import ScenarioError
+
+    with pytest.raises(ScenarioError, match=f"run.{key}: must be a string, got \\[1, 2\\]"):
+        load_scenario("quickstart", {f"run.{key}": [1, 2]})
+    assert load_scenario("quickstart", {f"run.{key}": "mine"}).data["run"][key].startswith("mine")
