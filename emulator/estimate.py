@@ -32,7 +32,7 @@ from gridemu.scenarios.workload import generate_jobs, poisson_size, streams_exte
 #: protocol's traffic names (network.topology), not the protocol.
 FULL_GRAPH_BLAME = 1000
 #: How a refusal says it can be overridden.
-FORCE_HINT = "--force runs it anyway"
+FORCE_HINT = "--force (force=True in Python) runs it anyway"
 #: Past these a run is refused (``--force`` goes on): it would not end in practice.
 MAX_ROUNDS = 1e8
 MAX_MESSAGES = 1e10

@@ -161,7 +161,7 @@ def test_a_forced_run_is_told_it_goes_on_not_how_to_force_it():
 
     est = estimate(load_scenario("faults", {"faults.mtbf": 1e-9}))
     (told,) = est.warnings()  # validate's: how to run it anyway
-    assert "never finish" in told and "--force runs it anyway" in told
+    assert "never finish" in told and "--force (force=True in Python) runs it anyway" in told
     (forced,) = est.warnings(forced=True)  # run --force's
     assert "never finish" in forced and "running it anyway (--force)" in forced and "--force runs" not in forced
 
