@@ -165,7 +165,8 @@ def test_validate_estimates_the_run_without_drawing_it(capsys):
     # refused (issue 45), or said before the run with --force.
     assert run_cli("validate", "averaging-game", "--set", "workload.alpha=2e7") == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith("gridemu: error: ") and "--force (force=True in Python) runs it anyway" in err[0]
+    assert len(err) == 1 and err[0].startswith("gridemu: error: ")
+    assert "--force (force=True in Python) runs it anyway" in err[0]
     assert run_cli("validate", "averaging-game", "--set", "workload.alpha=2e7", "--force") == 0
     assert "gridemu: warning: " in capsys.readouterr().err
     # At 4e12 a window of the lookahead no longer advances the clock: no --force helps.
