@@ -138,6 +138,11 @@ def skip_warnings(path: str, skipped: dict[str, int], kept: int) -> list[str]:
     ]
 
 
+def _ratio(r: float) -> str:
+    """A ratio as people read it: 2,398, not 2.4e+03; 1e+299, not its 300 digits."""
+    return f"{r:,.0f}" if r < 1e6 else f"{r:.3g}"
+
+
 def org_warnings(jobs: np.ndarray, procs: np.ndarray, orgs: list[str], rule: str) -> list[str]:
     """What a trace study should hear about how its users fell on the organizations (``procs``:
     each one's processors): one with no job, or work per processor 10 times apart (a site of
@@ -169,7 +174,7 @@ def org_warnings(jobs: np.ndarray, procs: np.ndarray, orgs: list[str], rule: str
             f"{100 * top:.0f} % of the work: fewer organizations or a longer window even it out"
         )
         out.append(
-            f"workload.orgs_by = {rule!r}: work per processor differs {busy.max() / busy.min():.3g}x between "
+            f"workload.orgs_by = {rule!r}: work per processor differs {_ratio(busy.max() / busy.min())}x between "
             f"organizations ({orgs[hi]}: {work[hi]:.3g} s, {orgs[lo]}: {work[lo]:.3g} s a processor); {hint}"
         )
     return out

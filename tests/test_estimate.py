@@ -144,6 +144,9 @@ def test_an_organizations_imbalance_is_a_readable_ratio():
     jobs["owner"], jobs["group"], jobs["size"], jobs["procs"] = [0, 1], [0, 1], [1e300, 10.0], [1, 1]
     (warning,) = org_warnings(jobs, np.array([4, 4]), ["org0", "org1"], "random")
     assert "differs 1e+299x between organizations" in warning  # not the ratio's 300 digits
+    jobs["size"] = [23_980.0, 10.0]
+    (warning,) = org_warnings(jobs, np.array([4, 4]), ["org0", "org1"], "random")
+    assert "differs 2,398x between organizations" in warning  # not 2.4e+03
 
 
 def test_a_job_list_lasts_until_its_last_job_can_end():
