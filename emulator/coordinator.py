@@ -128,7 +128,12 @@ class Coordinator:
             if not n_jobs:
                 raise no_jobs_error(scenario.workload)
             rule = WindowRule.for_run(
-                scenario.lookahead, horizon, max(i.last_release for i in status), periodic, self.on_progress is not None
+                scenario.lookahead,
+                horizon,
+                max(i.last_release for i in status),
+                periodic,
+                self.on_progress is not None,
+                any(i.answers for i in status),
             )
             self._first_barrier(status, stop)
             setup = time.perf_counter() - t0  # building shards (Ray: starting actors)

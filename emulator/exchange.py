@@ -70,10 +70,11 @@ def window_after(rule: WindowRule, infos: Sequence[Any], in_min: float, n_jobs: 
     forever; a job inside a message is not finished, so only reports may still be in flight)."""
     if math.isinf(rule.horizon) and sum(i.done for i in infos) == n_jobs:
         return None
+    bound = min(i.bound for i in infos)
     return next_window(
         rule,
         min(min(i.next_time for i in infos), in_min),
-        min(min(i.bound for i in infos), in_min),
+        min(bound, in_min) if rule.answers else bound,
     )
 
 

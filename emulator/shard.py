@@ -102,6 +102,11 @@ class StepInfo:
     #: where shards draw their jobs, the coordinator learns the run's size from them).
     submitted: int = 0
     last_release: float = -math.inf
+    #: Whether a message delivered to one of the shard's sites may make it send (``status()``
+    #: only): False where every agent sends only at arrivals and timers, without faults
+    #: (``SiteEngine``'s waiting sites); the window rule then counts no message in flight as a
+    #: send bound (``WindowRule.answers``).
+    answers: bool = True
 
 
 class Shard:
@@ -126,7 +131,15 @@ class Shard:
     def status(self) -> StepInfo:
         e = self.engine
         return StepInfo(
-            e.next_time(), e.send_bound(), {}, e.events, e.done, e.live(), self.n_submitted, self.last_release
+            e.next_time(),
+            e.send_bound(),
+            {},
+            e.events,
+            e.done,
+            e.live(),
+            self.n_submitted,
+            self.last_release,
+            e.answers,
         )
 
     def step(self, until: float, *batches: "np.ndarray | list[tuple]", span: float = -math.inf) -> tuple:
@@ -192,6 +205,8 @@ class ShardEngine(ABC):
     is the run's last release cut at its horizon, as the last step gave it."""
 
     span = -math.inf
+    #: Whether a received message may make a hosted site send (StepInfo.answers).
+    answers = True
 
     def __init__(self, spec: ShardSpec, kinds: MessageKinds, local_of: np.ndarray):
         self.shard_id, self.n_shards, self.site_to_shard = spec.shard_id, spec.n_shards, spec.site_to_shard
@@ -322,6 +337,9 @@ class SiteEngine(ShardEngine):
         # visit per arrival or timer 1.1 (docs/benchmarks.md).
         lazy = self.faultless and all(s.agent.sends_only_on_arrival_and_timer for s in self.sites)
         self.wake = np.array([s.next_arrival_or_timer() for s in self.sites], dtype=float) if lazy else None
+        # Nor does a message make such a site send after the span: its bound is its arrivals' and
+        # timers' (a send before it fails the causality check).
+        self.answers = not lazy
         self.events, self.done = self.tally.events, self.tally.done
 
     def next_time(self) -> float:

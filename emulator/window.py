@@ -42,15 +42,26 @@ class WindowRule:
     periodic: bool = False
     #: Progress is shown: a run whose sites never talk gets capped windows too (else one).
     progress: bool = False
+    #: A message in flight counts as a send bound of its destination, whose agent may answer
+    #: it; False where no agent answers (every one sends only at its arrivals and timers, and
+    #: no site crashes: ``Agent.sends_only_on_arrival_and_timer``), so that a message crossing
+    #: to another shard shortens no window, as one delivered within a shard does not.
+    answers: bool = True
 
     @classmethod
     def for_run(
-        cls, lookahead: float, horizon: float, last_release: float, periodic: bool = False, progress: bool = False
+        cls,
+        lookahead: float,
+        horizon: float,
+        last_release: float,
+        periodic: bool = False,
+        progress: bool = False,
+        answers: bool = True,
     ) -> WindowRule:
         span = last_release
         if math.isfinite(horizon):
             span = min(span, horizon) if span > 0 else horizon
-        return cls(lookahead, horizon, span, periodic, progress)
+        return cls(lookahead, horizon, span, periodic, progress, answers)
 
     @property
     def slice(self) -> float:
