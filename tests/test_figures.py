@@ -348,6 +348,7 @@ def flow_cdf_lines(folder: Path, jobs: pd.DataFrame, summary: dict) -> dict:
     def spy(fig, *args, **kwargs):
         ax = fig.axes[0]
         seen["labels"] = [t.get_text() for t in ax.get_legend().get_texts()]
+        seen["legend_title"] = ax.get_legend().get_title().get_text()
         seen["markers"] = {line.get_label().split()[0]: line.get_marker() for line in ax.get_lines()}
         seen["styles"] = {line.get_label().split()[0]: line.get_linestyle() for line in ax.get_lines()}
         seen["title"] = ax.get_title()
@@ -381,6 +382,22 @@ def test_flow_cdf_of_a_run_with_a_warmup_cut_draws_the_jobs_its_figures_count(tm
     seen = flow_cdf_lines(tmp_path, few_jobs(), summary)
     assert seen["labels"] == ["org1 (2 jobs)", "org10 (20 jobs)"]  # org2's jobs all came before t=10
     assert "released from t=10 s on" in seen["title"]
+
+
+def test_flow_cdf_of_many_organizations_says_which_it_draws(tmp_path):
+    # Past MAX_LINES organizations, the grid's distribution and the three of highest mean
+    # flow time: the legend said only their names, not why those three.
+    rows = [
+        {"owner": f"org{k}", "release": 0.0, "end": float(k + 1 + i), "state": "done"}
+        for k in range(14)
+        for i in range(12)
+    ]
+    summary = {"global": {"protocol": "local", "sites": 14, "seed": 1, "time_unit": "s"}}
+    seen = flow_cdf_lines(tmp_path, pd.DataFrame(rows), summary)
+    assert seen["labels"] == ["all organizations (168 jobs)", "org13 (12 jobs)", "org12 (12 jobs)", "org11 (12 jobs)"]
+    assert seen["legend_title"] == "of 14 organizations: all, and\nthe 3 of highest mean flow time"
+    few = flow_cdf_lines(tmp_path, few_jobs(), {"global": {**summary["global"], "sites": 3}})
+    assert few["legend_title"] == ""  # each organization drawn: nothing to explain
 
 
 # --------------------------------------------------------------------------- fairshare policy table
