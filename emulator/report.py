@@ -42,6 +42,7 @@ import pandas as pd
 from gridemu.brokers import registry
 from gridemu.emulator.figures import (
     DEFAULT_DPI,
+    MORE_TEN,
     TimeAxis,
     duration_text,
     mark_durations,
@@ -351,13 +352,15 @@ def plot_run(
     for ax in timed[:-1]:
         ax.tick_params(labelbottom=False)
     timed[-1].set_xlabel(f"virtual time ({axis.label})")
-    if "level" in axes:
-        _plot_levels(axes["level"], ts, g["protocol"])
+    level_title = _plot_levels(axes["level"], ts, g["protocol"]) if "level" in axes else None
     # After every panel is drawn: the strategy panel's lines did not exist yet, so it got an
     # empty legend and matplotlib's "No artists with labels" warning on every report.
     for name, ax in axes.items():
         if name != "util" and ax.get_legend_handles_labels()[0]:
-            ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
+            title = level_title if name == "level" else None
+            ax.legend(
+                fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0, title=title, title_fontsize=7
+            )
     fig.suptitle(run_title(g))
     if dropped:
         fig.text(0.01, 0.0, "not drawn, constant: " + "; ".join(dropped), fontsize=7, va="top", color="0.3")
@@ -553,15 +556,27 @@ def plot_shares(
     return save_figure(fig, run_dir / "shares.png", fmt, dpi)
 
 
-def _plot_levels(ax: Any, ts: pd.DataFrame, protocol: str) -> None:
-    """Each organization's strategy at the end of every period (thesis Figs. 4.3-4.5)."""
+#: The strategy panel's colour for site 11 (sites 1 to 10 take tab10's, as before): the
+#: first of MORE_TEN that is not near black (site 0's line).
+LEVEL_EXTRA = MORE_TEN[1]
+
+
+def _plot_levels(ax: Any, ts: pd.DataFrame, protocol: str) -> str | None:
+    """Each organization's strategy at the end of every period (thesis Figs. 4.3-4.5): site 0
+    in black, the next MAX_LINES - 1 sites each in a colour of its own (matplotlib's cycle of
+    ten gave sites 1 and 11 the same blue). Returns the title of the panel's legend: past
+    MAX_LINES sites, which of them are drawn (else None)."""
+    import matplotlib
+
+    palette = [matplotlib.colormaps["tab10"](i) for i in range(10)] + [matplotlib.colors.to_rgba(LEVEL_EXTRA)]
+    sites = sorted(ts["site"].unique())
     for site_id, part in ts.groupby("site"):
         if site_id < MAX_LINES:
             ax.plot(
                 part["period"] + 1,
                 part["level"],
                 lw=2.2 if site_id == 0 else 1,
-                color="black" if site_id == 0 else None,
+                color="black" if site_id == 0 else palette[(site_id - 1) % len(palette)],
                 label=f"site {site_id}",
             )
     look = registry.report_of(protocol)
@@ -576,6 +591,7 @@ def _plot_levels(ax: Any, ts: pd.DataFrame, protocol: str) -> None:
     else:
         ax.axhline(0.0, color="grey", lw=0.8, ls=":")
     ax.set_xlabel("round (period T)")
+    return f"sites 0-{MAX_LINES - 1} of {len(sites):,}" if len(sites) > MAX_LINES else None
 
 
 def sweep_scores(orgs: pd.DataFrame, settings: list[str]) -> pd.DataFrame:

@@ -336,6 +336,31 @@ def test_constant_panels_are_left_out_and_named():
     assert run_panels(waiting, backlog, levels, "l_k") == (["util", "waiting", "backlog", "level"], [])
 
 
+@pytest.mark.parametrize("sites, title", [(10, None), (20, "sites 0-11 of 20")])
+def test_the_strategy_panel_gives_each_site_drawn_its_own_colour_and_says_how_many(sites, title):
+    # matplotlib's cycle of ten colours gave sites 1 and 11 the same blue, and past 12 sites
+    # the panel drew the first 12 without saying so.
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from gridemu.emulator.report import _plot_levels
+
+    ts = pd.DataFrame(
+        [{"site": k, "period": p, "level": 10.0 + k + p} for k in range(sites) for p in range(3)],
+    )
+    fig, ax = plt.subplots()
+    try:
+        assert _plot_levels(ax, ts, "bilb") == title
+        colours = {line.get_label(): matplotlib.colors.to_hex(line.get_color()) for line in ax.get_lines()}
+    finally:
+        plt.close(fig)
+    assert len(colours) == min(sites, 12)
+    assert len(set(colours.values())) == len(colours), colours
+    assert colours["site 0"] == "#000000" and colours["site 1"] == "#1f77b4"  # as before: black, then tab10
+
+
 def flow_cdf_lines(folder: Path, jobs: pd.DataFrame, summary: dict) -> dict:
     """What plot_flow_cdf draws: its legend's labels, each line's marker and style."""
     import matplotlib.figure
