@@ -592,7 +592,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--gantt-sites",
         metavar="SITES",
-        help='the sites the Gantt chart draws: "all", or ids and ranges like 0-3,7 (default: the first 16)',
+        help='the sites the Gantt chart draws: "all", or ids and ranges like 0-3,7 '
+        "(default: the first 16; at most 200)",
     )
     p.add_argument(
         "--window",

@@ -138,6 +138,23 @@ def check_format(fmt: str, dpi: float) -> None:
         raise GridemuError(f"--dpi: must be between 10 and 2400, got {dpi!r}")
 
 
+#: Bytes a PNG's pixel takes while matplotlib draws and writes it: the RGBA canvas and the
+#: copy the PNG writer makes of it.
+PNG_BYTES_PER_PIXEL = 8
+
+
+def check_canvas(name: str, width: float, height: float, fmt: str, dpi: float) -> None:
+    """Refuse, before drawing, a PNG whose pixels cannot fit in this machine's memory (a
+    1,000-panel Gantt chart at 2400 dpi was 28,800 x 97,440 pixels: 22 GB); ``width`` and
+    ``height`` in inches. PDF and SVG hold no pixels."""
+    if fmt != "png":
+        return
+    from gridemu.model.inputs import check_allocation
+
+    w, h = round(width * dpi), round(height * dpi)
+    check_allocation("--dpi", w * h * PNG_BYTES_PER_PIXEL, f"{name} at {dpi:g} dpi, {w:,} x {h:,} pixels,")
+
+
 def figure_options(parser: Any, dpi: float = DEFAULT_DPI) -> None:
     """``--format`` and ``--dpi`` on an argparse parser: ``gridemu report`` and the scripts of
     docs/results that draw figures take the same two options."""
@@ -153,6 +170,7 @@ def save_figure(fig: Any, path: Path, fmt: str = "png", dpi: float = DEFAULT_DPI
 
     check_format(fmt, dpi)
     out = Path(path).with_suffix(f".{fmt}")
+    check_canvas(out.name, *fig.get_size_inches(), fmt, dpi)
     metadata = {"png": None, "pdf": {"CreationDate": None}, "svg": {"Date": None}}[fmt]
     # SVG ids are random unless salted: a fixed salt keeps them the same from one save to the next.
     with plt.rc_context({"svg.hashsalt": "gridemu"}):

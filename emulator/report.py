@@ -44,6 +44,7 @@ from gridemu.emulator.figures import (
     DEFAULT_DPI,
     MORE_TEN,
     TimeAxis,
+    check_canvas,
     duration_text,
     mark_durations,
     org_colors,
@@ -731,7 +732,8 @@ def parse_sites(text: str | None, known: list[int] | None) -> list[int]:
     """``--gantt-sites``: "all", or site ids and ranges ("0-3,7"); None: the first 16 sites.
     ``known``: the sites that ran a job (None: check the syntax only, before any work)."""
     if text is None or text == "all":
-        return [] if known is None else known[: GANTT_SITES if text is None else len(known)]
+        chosen = [] if known is None else known[: GANTT_SITES if text is None else len(known)]
+        return _few_enough(chosen)
     chosen: list[int] = []
     for part in text.split(","):
         a, dash, b = part.strip().partition("-")
@@ -744,17 +746,30 @@ def parse_sites(text: str | None, known: list[int] | None) -> list[int]:
             raise GridemuError(f"--gantt-sites: {part.strip()!r} is a range that goes down: write {hi}-{lo}")
         chosen.extend(range(lo, hi + 1))
     if known is None:
-        return sorted(set(chosen))
+        return _few_enough(sorted(set(chosen)))
     missing = sorted(set(chosen) - set(known))
     if missing:
         raise GridemuError(
             f"--gantt-sites: no started job ran on site {missing[0]} (sites with jobs: {known[0]}..{known[-1]})"
         )
-    return sorted(set(chosen))
+    return _few_enough(sorted(set(chosen)))
 
 
-#: Sites drawn by default (``--gantt-sites all`` draws every one).
+def _few_enough(chosen: list[int]) -> list[int]:
+    if len(chosen) > GANTT_MAX_SITES:
+        first = chosen[0]
+        raise GridemuError(
+            f"--gantt-sites: {len(chosen):,} sites in one chart, more than the {GANTT_MAX_SITES} it draws "
+            f"(a panel each): name some by ids and ranges, e.g. {first}-{first + GANTT_MAX_SITES - 1}"
+        )
+    return chosen
+
+
+#: Sites drawn by default (``--gantt-sites all`` draws every one, up to GANTT_MAX_SITES).
 GANTT_SITES = 16
+#: The most sites one Gantt chart draws: a panel each, 1.3 inches high (200: 262 inches,
+#: about 20 s to lay out; a thousand did not finish in 5 minutes).
+GANTT_MAX_SITES = 200
 
 
 def plot_gantt(
@@ -794,10 +809,12 @@ def plot_gantt(
         if not any(len(b) for _, b in boxes):
             raise GridemuError(f"--window: no job ran between {t0:g} and {t1:g}")
     chosen = parse_sites(shown, sorted(set().union(*(b["site"].unique() for _, b in boxes))))
+    size = (10 * len(boxes) ** 0.5 + 2, 1.6 + 1.3 * len(chosen))
+    check_canvas("gantt." + fmt, *size, fmt, dpi)  # before the panels are laid out: that takes the time
     fig, axes = plt.subplots(
         len(chosen),
         len(boxes),
-        figsize=(10 * len(boxes) ** 0.5 + 2, 1.6 + 1.3 * len(chosen)),
+        figsize=size,
         sharex=True,
         squeeze=False,
         layout="constrained",

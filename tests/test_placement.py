@@ -109,6 +109,21 @@ def test_gantt_sites_option_checks_its_input(tmp_path, capsys):
     assert "--gantt-sites: no started job ran on site 40" in capsys.readouterr().err
     assert main(["report", str(tmp_path / "q"), "--window", "1e9:2e9"]) == 2
     assert "--window: no job ran between" in capsys.readouterr().err
+    # A chart of more panels than it draws, or of more pixels than memory holds: one line
+    # before the panels are laid out (a thousand sites did not finish in 5 minutes).
+    import gridemu.emulator.report as report_module
+    from gridemu.model import inputs
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(report_module, "GANTT_MAX_SITES", 4)
+        assert main(["report", str(tmp_path / "q"), "--gantt-sites", "all"]) == 2
+        assert "--gantt-sites: 8 sites in one chart, more than the 4 it draws (a panel each)" in (
+            capsys.readouterr().err
+        )
+        mp.setattr(inputs, "available_memory", lambda: 2**30)
+        assert main(["report", str(tmp_path / "q"), "--gantt-sites", "0-3", "--dpi", "2400"]) == 2
+        err = capsys.readouterr().err
+        assert "--dpi: gantt.png at 2400 dpi, 28,800 x 16,320 pixels, would take about" in err, err
     # Refused before any figure: a failed report leaves the folder as the run wrote it.
     assert not list((tmp_path / "q").glob("*.png"))
     assert main(["report", str(tmp_path / "q"), "--gantt-sites", "all"]) == 0
