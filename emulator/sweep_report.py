@@ -163,6 +163,18 @@ def report_sweep_folder(sweep_dir: Path, plot: bool = True, fmt: str = "png", dp
     return path
 
 
+def _bars_note(table: pd.DataFrame, figures: list[str]) -> str:
+    """The runs behind each point, and why a point may have no bar: one run, or seeds that
+    all gave the same value (an interval of 0, which "n = 1" alone would misname)."""
+    runs = table["runs"].astype(int)
+    note = [f"n = {runs.min()}" if runs.min() == runs.max() else f"n = {runs.min()} to {runs.max()}"]
+    if (runs == 1).any():
+        note.append("no bar: one run")
+    if any(((table[f"{f}_ci95"] == 0) & (runs > 1)).any() for f in figures):
+        note.append("no bar: every seed gave the same value")
+    return "; ".join(note)
+
+
 def has_period_scores(sweep_dir: Path) -> bool:
     """Whether the sweep's runs scored each period (thesis ch. 4 protocols: ``report.report_sweep``)."""
     orgs = sweep_dir / "orgs.parquet"
@@ -224,8 +236,7 @@ def plot_sweep(
         ax.set_visible(False)
     if others:
         axes.flat[0].legend(fontsize=7)
-    n = int(table["runs"].min())
-    fig.suptitle(f"{sweep_dir.name}: mean and 95 % confidence interval over seeds (n ≥ {n}; no bar: n = 1)")
+    fig.suptitle(f"{sweep_dir.name}: mean and 95 % confidence interval over seeds ({_bars_note(table, figures)})")
     if tick_note:
         fig.text(0.5, 0.005, f"{x_key}: {tick_note}", ha="center", va="bottom", fontsize=7, wrap=True)
     fig.tight_layout(rect=(0, 0.04 if tick_note else 0, 1, 1))

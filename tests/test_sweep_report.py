@@ -266,3 +266,17 @@ def test_sweep_holds_every_setting_to_the_max_limits_before_any_run(tmp_path, ca
     err = capsys.readouterr().err
     assert "at sites.count=1000: estimate: about 3,756 jobs, more than --max-jobs 1,000" in err
     assert "no run was started" in err and not out.exists()
+
+
+def test_the_sweep_figure_says_why_a_point_has_no_bar():
+    # "no bar: n = 1" was the only reason given, where a bar of 0 came from seeds that agreed
+    # (the local protocol's score is 0 in every run).
+    import pandas as pd
+
+    from gridemu.emulator.sweep_report import _bars_note
+
+    agreed = pd.DataFrame({"runs": [3, 3], "score_mean_ci95": [0.04, 0.0], "makespan_ci95": [60.0, 80.0]})
+    assert _bars_note(agreed, ["score_mean", "makespan"]) == "n = 3; no bar: every seed gave the same value"
+    assert _bars_note(agreed, ["makespan"]) == "n = 3"
+    one = pd.DataFrame({"runs": [1, 4], "makespan_ci95": [float("nan"), 9.0]})
+    assert _bars_note(one, ["makespan"]) == "n = 1 to 4; no bar: one run"
