@@ -246,7 +246,7 @@ def figure(
     ax.set_xticklabels([f"{p:g}" for p in periods])
     ax.set_xlabel("report period T (mean service times)")
     ax.set_ylabel("mean flow time (mean service times)")
-    ax.set_title(f"{setting.title} ({len(seeds)} seeds)", fontsize=10)
+    ax.set_title(f"{setting.title} ({len(seeds)} seed{'' if len(seeds) == 1 else 's'})", fontsize=10)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=7, ncol=2, loc="upper left")
     fig.tight_layout()
