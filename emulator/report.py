@@ -547,7 +547,7 @@ def plot_shares(
             part = ts[ts["entry"] == entry]
             line = ax.plot(axis(part["time"]), 100 * part["share"], lw=1.3, label=entry.rsplit("/", 1)[-1])[0]
             ax.axhline(100 * part["target"].iloc[0], color=line.get_color(), ls="--", lw=0.9)
-        ax.set_ylabel("% of " + (parent.rsplit("/", 1)[-1] if parent else "total"))
+        ax.set_ylabel("usage share, % of\n" + (parent.rsplit("/", 1)[-1] + "'s" if parent else "the grid's"))
         ax.set_ylim(0, 100)
         ax.legend(fontsize=7, ncol=len(kids), loc="upper right")
     axes[-1, 0].set_xlabel(f"virtual time ({axis.label}); dashed: target")
