@@ -47,8 +47,9 @@ OLD_FILE = "checkpoint.pkl"
 # 2: shards keep the jobs they drew and report them in status; 3: sites hold received messages
 # in an inbox, not their heap; 4: typed payload slots in message rows; 5: a shard holds its
 # sites behind an engine; 6: no pickle: a header line with the payload's SHA-256, then an
-# .npz of the arrays and the plain-data node table (emulator/plain.py).
-FORMAT = 6
+# .npz of the arrays and the plain-data node table (emulator/plain.py); 7: a site's faults keep
+# its outages (outages.parquet), which a state of format 6 lacks.
+FORMAT = 7
 MAGIC = "gridemu-checkpoint"
 #: The header line is read before anything else; a longer first line is no checkpoint's.
 HEADER_MAX = 1024

@@ -222,6 +222,8 @@ def load_run(
                 file=sys.stderr,
             )
         summary = with_warmup(summary, jobs, result.scenario["metrics"], warmup)
+    if len(result.outages):  # the heatmap marks the processors that were down (_heatmap)
+        result.sites.attrs["outages"] = result.outages
     return jobs, result.sites, result.timeseries if len(result.timeseries) else None, summary
 
 
@@ -234,9 +236,7 @@ def curves(
     level rather than every start and end. All organizations at once (a pass over the jobs
     per organization took 223 s at 10,000 of them): rows of one array, by organization.
     """
-    end = float(np.nanmax(jobs["end"].to_numpy())) if jobs["end"].notna().any() else float(jobs["release"].max())
-    edges = np.linspace(0.0, max(end, 1e-9), bins + 1)
-    t = np.linspace(0.0, edges[-1], bins * per_bin, endpoint=False) + edges[-1] / (2 * bins * per_bin)
+    edges, t = _sample_times(jobs, bins, per_bin)
     procs_by_org = sites.groupby("owner")["procs"].sum()
     orgs = procs_by_org.index
     row_of_org = pd.Series(np.arange(len(orgs)), index=orgs)
@@ -261,6 +261,33 @@ def curves(
         {org: util[i] for i, org in enumerate(orgs)},
         {org: waiting[i] for i, org in enumerate(orgs)},
     )
+
+
+def _sample_times(jobs: pd.DataFrame, bins: int, per_bin: int) -> tuple[np.ndarray, np.ndarray]:
+    """The bins' edges from 0 to the run's last end (or release) and ``per_bin`` sample times in each."""
+    end = float(np.nanmax(jobs["end"].to_numpy())) if jobs["end"].notna().any() else float(jobs["release"].max())
+    edges = np.linspace(0.0, max(end, 1e-9), bins + 1)
+    return edges, np.linspace(0.0, edges[-1], bins * per_bin, endpoint=False) + edges[-1] / (2 * bins * per_bin)
+
+
+def down_shares(
+    jobs: pd.DataFrame, sites: pd.DataFrame, outages: pd.DataFrame, bins: int = 200, per_bin: int = 20
+) -> np.ndarray:
+    """The share of each organization's processors down (crashed sites, outages.parquet) in
+    the bins of :func:`curves`, rows in its order of organizations."""
+    _, t = _sample_times(jobs, bins, per_bin)
+    procs_by_org = sites.groupby("owner")["procs"].sum()
+    row_of_org = pd.Series(np.arange(len(procs_by_org)), index=procs_by_org.index)
+    site = sites.set_index("site_id")
+    row = site["owner"].map(row_of_org).reindex(outages["site_id"]).to_numpy(dtype=float)
+    q = site["procs"].reindex(outages["site_id"]).to_numpy(dtype=float)
+    down = _binned_steps(
+        len(procs_by_org),
+        t,
+        per_bin,
+        [(row, outages["down"].to_numpy(float), q), (row, outages["up"].to_numpy(float), -q)],
+    )
+    return down / procs_by_org.to_numpy(dtype=float)[:, None]
 
 
 def _binned_steps(
@@ -319,6 +346,8 @@ def plot_run(
     g = summary["global"]
     axis = axis or time_axis(run_span(jobs), g.get("time_unit", "time units"))
     t, util, waiting = curves(jobs, sites)
+    outages = sites.attrs.get("outages")
+    down = down_shares(jobs, sites, outages) if outages is not None and len(outages) else None
     backlog = None
     if ts is not None and "load" in ts.columns:
         # Sites report at the same round times: the band over sites at each balanced round.
@@ -335,7 +364,7 @@ def plot_run(
     )
     axes = dict(zip(draw, axes[:, 0]))
     width_text = duration_text(float(t[1] - t[0]) if len(t) > 1 else 0.0, g.get("time_unit", "time units"))
-    _heatmap(axes["util"], axis(t), util, sites, width_text)
+    _heatmap(axes["util"], axis(t), util, sites, width_text, down)
     if "waiting" in axes:
         # Per organization, lines overlap into a tangle past two or three: the organizations'
         # mean, the band from the lowest to the highest, and the one that stands out most.
@@ -392,10 +421,19 @@ def run_panels(
     return draw, dropped
 
 
-def _heatmap(ax: Any, t: np.ndarray, util: dict[str, np.ndarray], sites: pd.DataFrame, width_text: str) -> None:
+def _heatmap(
+    ax: Any,
+    t: np.ndarray,
+    util: dict[str, np.ndarray],
+    sites: pd.DataFrame,
+    width_text: str,
+    down: np.ndarray | None = None,
+) -> None:
     """Each organization's utilization over time as a row of colour (0 white, 1 dark blue),
     the grid's processor-weighted mean in the title: where a band from the least to the most
-    used organization would span 0 to 1 all along, this shows which one was busy when."""
+    used organization would span 0 to 1 all along, this shows which one was busy when.
+    ``down``: the share of each one's processors down in each bin (:func:`down_shares`), in red
+    over it, so that a crashed site does not read as an idle one."""
     orgs = list(util)
     values = np.array([util[o] for o in orgs], dtype=float)
     procs = sites.groupby("owner")["procs"].sum().reindex(orgs).to_numpy(dtype=float)
@@ -410,6 +448,12 @@ def _heatmap(ax: Any, t: np.ndarray, util: dict[str, np.ndarray], sites: pd.Data
         vmax=1.0,
         extent=(t[0] - half, t[-1] + half, len(orgs) - 0.5, -0.5),
     )
+    marked = down is not None and bool((down > 0).any())
+    if marked:
+        red = np.zeros(down.shape + (4,))
+        red[..., 0], red[..., 1], red[..., 2] = 0.84, 0.15, 0.16
+        red[..., 3] = 0.9 * np.clip(down, 0.0, 1.0)
+        ax.imshow(red, aspect="auto", interpolation="nearest", extent=image.get_extent())
     if len(orgs) <= 24:
         ax.set_yticks(range(len(orgs)), orgs, fontsize=7 if len(orgs) > 10 else 8)
     else:
@@ -421,7 +465,8 @@ def _heatmap(ax: Any, t: np.ndarray, util: dict[str, np.ndarray], sites: pd.Data
         )
     ax.set_ylabel("organization")
     ax.set_title(
-        f"utilization of each organization's processors, means over {width_text} (whole grid, whole run: {grid:.2f})",
+        f"utilization of each organization's processors, means over {width_text} (whole grid, whole run: {grid:.2f})"
+        + ("; red: the share of them down (crashed)" if marked else ""),
         fontsize=9,
     )
     bar = ax.figure.colorbar(image, cax=ax.inset_axes([1.01, 0.0, 0.015, 1.0]))

@@ -9,6 +9,7 @@ messages_received, sent_<kind> for every message kind of the protocol, jobs_exec
 busy, utilization.
 ``timeseries.parquet``: what the protocol records (averaging: one row per site and round).
 ``usage.parquet``: each site's usage ledger: processor-time of finished jobs per group.
+``outages.parquet``: with ``[faults]``, one row per crash: site_id, down, up.
 ``summary.json``: ``organizations`` (per organization) and ``global`` figures, and for some
 protocols a ``protocol`` section; ``fairness`` and a scheduler section's (``policy``) where they apply.
 ``scenario.toml``: the resolved scenario, every default filled in (a ``[sites]`` table kept as one).
@@ -94,6 +95,8 @@ class RunResult:
     #: What ``scenario.toml`` holds, where it differs from ``scenario`` (every site listed):
     #: sites drawn from a ``[sites]`` table are kept as that table (``Scenario.saved_data``).
     saved_scenario: dict[str, Any] | None = None
+    #: One row per crash (``[faults]`` runs: outages.parquet), else empty.
+    outages: pd.DataFrame = field(default_factory=pd.DataFrame)
     #: Where ``emulator.run(..., out=...)`` wrote the files: ``out``, or the folder beside it
     #: that took them when ``out`` gained files of someone else's during the run.
     folder: Path | None = None
@@ -111,6 +114,8 @@ class RunResult:
         if len(self.timeseries):
             self.timeseries.to_parquet(folder / "timeseries.parquet", index=False)
         self.usage.to_parquet(folder / "usage.parquet", index=False)
+        if "down" in self.outages:  # a run with faults, even one without a crash
+            self.outages.to_parquet(folder / "outages.parquet", index=False)
         if len(self.pieces) != len(self.jobs):
             self.pieces.to_parquet(folder / "fragments.parquet", index=False)
         (folder / "summary.json").write_text(summary_text(self.summary))
@@ -206,7 +211,7 @@ def load(folder: str | Path) -> RunResult:
     check_summary(summary, folder / "summary.json")
     optional = {
         name: read_table(folder / f"{name}.parquet") if (folder / f"{name}.parquet").exists() else pd.DataFrame()
-        for name in ("timeseries", "usage", "fragments")
+        for name in ("timeseries", "usage", "fragments", "outages")
     }
     scenario = read_scenario_file(folder / "scenario.toml")[0] if (folder / "scenario.toml").exists() else {}
     return RunResult(
@@ -217,6 +222,7 @@ def load(folder: str | Path) -> RunResult:
         summary=summary,
         scenario=scenario,
         pieces=optional["fragments"] if len(optional["fragments"]) else whole_pieces(jobs),
+        outages=optional["outages"],
     )
 
 
@@ -271,6 +277,7 @@ OWN_FILES = frozenset(
         "fragments.parquet",
         "timeseries.parquet",
         "usage.parquet",
+        "outages.parquet",
         "checkpoint.gridemu",
         LOCK,
         "jobs.swf",
@@ -599,6 +606,16 @@ def timeseries_table(raw: RawRun) -> pd.DataFrame:
         return pd.DataFrame()
     df = pd.concat(parts, ignore_index=True)
     return df.sort_values([c for c in ("time", "site") if c in df]).reset_index(drop=True)
+
+
+def outage_table(raw: RawRun) -> pd.DataFrame:
+    """Every crash of the run's sites (``[faults]``): ``site_id``, ``down``, ``up`` (the
+    repair, inf where none comes), by site and time; empty without faults."""
+    parts = [r["outages"] for r in raw.shard_results if "outages" in r]
+    if not parts:
+        return pd.DataFrame()
+    df = pd.DataFrame({k: np.concatenate([p[k] for p in parts]) for k in ("site_id", "down", "up")})
+    return df.sort_values(["site_id", "down"], kind="stable").reset_index(drop=True)
 
 
 def usage_table(raw: RawRun) -> pd.DataFrame:

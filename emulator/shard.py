@@ -546,7 +546,10 @@ class SiteEngine(ShardEngine):
         cols = job_columns(self.sites, horizon)
         usage = usage_ledger(cols)
         ts_cols = {k: np.concatenate([t[k] for t in series]) for k in series[0]} if series else {}
-        return {"jobs": cols, "sites": sites, "timeseries": ts_cols, "usage": usage}
+        out = {"jobs": cols, "sites": sites, "timeseries": ts_cols, "usage": usage}
+        if not self.faultless:
+            out["outages"] = faults.outage_columns(self.sites)
+        return out
 
 
 class ColumnEngine(ShardEngine):

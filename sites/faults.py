@@ -125,6 +125,8 @@ class SiteFaults:
     jobs_killed: int = 0  # running jobs killed by a crash and requeued
     jobs_lost: int = 0  # running jobs killed by a crash and lost (on_crash = "lose")
     work_lost: float = 0.0  # processor-time the killed jobs had done
+    #: Each crash's (down, up) times, up its repair (inf: none): outages.parquet.
+    outages: list[tuple[float, float]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         # Listed crashes are sorted by site: this site's are found by bisection, not by a scan
@@ -300,6 +302,7 @@ def crash(site: Any, now: float, until: float) -> None:
     f = site.faults
     f.crashes_count += 1
     f.down_since = now
+    f.outages.append((now, until))
     running = sorted(site.running_slots(), key=lambda slot: (site.r_start[slot], slot))
     requeue = f.plan.on_crash == "requeue"
     for slot in running:
@@ -376,6 +379,18 @@ def settle_held(site: Any) -> None:
         else:
             site._add_slot(item[N_ROUTING:])
     site.held = []
+
+
+def outage_columns(sites: list[Any]) -> dict[str, np.ndarray]:
+    """Every crash of ``sites`` (those with faults), in site order then time: ``site_id``,
+    ``down`` (the crash) and ``up`` (its repair, inf where none comes)."""
+    rows = [(site.site_id, down, up) for site in sites if site.faults is not None for down, up in site.faults.outages]
+    site_id, down, up = zip(*rows) if rows else ((), (), ())
+    return {
+        "site_id": np.array(site_id, dtype=np.int64),
+        "down": np.array(down, dtype=float),
+        "up": np.array(up, dtype=float),
+    }
 
 
 def site_counts(site: Any, horizon: float) -> dict[str, Any]:

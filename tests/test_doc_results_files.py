@@ -1,5 +1,5 @@
 """docs/results-files.md against the files a run writes: the columns of jobs.parquet,
-fragments.parquet, sites.parquet, averaging's timeseries.parquet and usage.parquet are the
+fragments.parquet, sites.parquet, averaging's timeseries.parquet, usage.parquet and outages.parquet are the
 ones the page lists (both ways), and every key summary.json holds (global, per organization,
 provenance, faults, the protocol and policy sections) is named on the page. A column or key
 added, renamed or dropped in the code without the page fails here."""
@@ -114,6 +114,10 @@ def test_policy_timeseries_columns_are_the_documented_ones(runs):
 
 def test_usage_columns_are_the_documented_ones(runs):
     assert columns(runs, "usage.parquet") == listed("usage.parquet", "usage ledger:")
+
+
+def test_outages_columns_are_the_documented_ones(runs):
+    assert columns(runs, "outages.parquet") == listed("outages.parquet", "one row per crash:", ", by site and time")
 
 
 def test_policy_csv_columns_are_the_documented_ones(runs):

@@ -46,6 +46,7 @@ def test_a_crash_requeues_the_running_jobs_by_hand():
     assert by_id(r) == {0: ("done", 5.0, 15.0), 1: ("done", 5.0, 9.0), 2: ("done", 9.0, 12.0)}
     site = r.sites.iloc[0]
     assert (site.crashes, site.downtime, site.jobs_killed, site.jobs_lost, site.work_lost) == (1, 3.0, 2, 0, 4.0)
+    assert r.outages.to_dict("list") == {"site_id": [0], "down": [2.0], "up": [5.0]}
     assert r.summary["global"]["faults"]["jobs_killed"] == 2
 
 
@@ -158,7 +159,46 @@ def test_faults_give_one_job_table_for_any_shard_count(protocol):
 
 def test_faults_give_the_same_job_table_on_ray(ray_session):
     data = small_grid("averaging", jobs=500, sites=5, faults=FAULTS)
-    assert digest(emulator.run(data, backend="ray", shards=2).jobs) == digest(emulator.run(data).jobs)
+    ray, here = emulator.run(data, backend="ray", shards=2), emulator.run(data)
+    assert digest(ray.jobs) == digest(here.jobs)
+    assert ray.outages.equals(here.outages) and len(here.outages) > 1
+
+
+def test_the_outages_are_the_sites_crashes_and_downtime(tmp_path):
+    # outages.parquet: one row per crash, by site and time; the sites' crashes count them and
+    # their downtime sums them up to the horizon (none here: every repair comes).
+    data = small_grid("averaging", jobs=500, sites=5, faults=FAULTS)
+    r = emulator.run(data, backend="inprocess", shards=2, out=tmp_path / "r")
+    out = r.outages
+    assert list(out.columns) == ["site_id", "down", "up"] and len(out) == r.sites["crashes"].sum() > 1
+    assert (out["up"] > out["down"]).all() and np.isfinite(out["up"]).all()
+    assert out.sort_values(["site_id", "down"]).index.tolist() == list(range(len(out)))
+    per_site = (out["up"] - out["down"]).groupby(out["site_id"]).sum()
+    downtime = r.sites.set_index("site_id")["downtime"]
+    assert np.allclose(per_site.reindex(downtime.index, fill_value=0.0), downtime)
+    assert (1, 40.0, 65.0) in set(out.itertuples(index=False, name=None))  # the listed crash
+    from gridemu.emulator.results import load
+
+    assert load(tmp_path / "r").outages.equals(out)
+    # Without [faults] there is no such file.
+    plain = emulator.run(small_grid("averaging", jobs=100, sites=3), out=tmp_path / "p")
+    assert plain.outages.empty and not (tmp_path / "p" / "outages.parquet").exists()
+
+
+def test_the_report_marks_the_processors_down():
+    import pandas as pd
+
+    from gridemu.emulator.report import down_shares
+
+    # Two sites of org0 (2 and 6 processors) and one of org1; site 1 down over [25, 75) of a
+    # run of 100: in those bins 6 of org0's 8 processors are down, none of org1's.
+    sites = pd.DataFrame({"site_id": [0, 1, 2], "owner": ["org0", "org0", "org1"], "procs": [2, 6, 4]})
+    jobs = pd.DataFrame({"release": [0.0], "end": [100.0]})
+    outages = pd.DataFrame({"site_id": [1], "down": [25.0], "up": [75.0]})
+    down = down_shares(jobs, sites, outages, bins=4, per_bin=10)
+    assert np.allclose(down, [[0.0, 0.75, 0.75, 0.0], [0.0, 0.0, 0.0, 0.0]])
+    never = down_shares(jobs, sites, outages.assign(up=math.inf), bins=4, per_bin=10)  # never repaired
+    assert np.allclose(never[0], [0.0, 0.75, 0.75, 0.75])
 
 
 @pytest.mark.parametrize(

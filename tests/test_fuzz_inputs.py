@@ -384,7 +384,7 @@ def resealed(graph: bytes, arrays: dict[str, bytes]) -> bytes:
         for name, member in arrays.items():
             zf.writestr(name, member)
     payload = buf.getvalue()
-    header = {"magic": "gridemu-checkpoint", "format": 6, "sha256": hashlib.sha256(payload).hexdigest()}
+    header = {"magic": "gridemu-checkpoint", "format": 7, "sha256": hashlib.sha256(payload).hexdigest()}
     return json.dumps(header | {"bytes": len(payload)}).encode() + b"\n" + payload
 
 

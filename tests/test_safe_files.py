@@ -223,7 +223,7 @@ def damage(kind: str, path: Path) -> None:
         cut = len(data) - 100
         path.write_bytes(data[:cut] + bytes([data[cut] ^ 1]) + data[cut + 1 :])
     elif kind == "old-version":
-        rewrite(path, payload_of(path), format=5)
+        rewrite(path, payload_of(path), format=ckpt.FORMAT - 1)
     elif kind == "missing":
         path.unlink()
     elif kind == "pickle-inside":  # a valid header over an .npz whose array is a pickle
@@ -252,7 +252,7 @@ def damage(kind: str, path: Path) -> None:
         ("foreign", "is not a gridemu checkpoint"),
         ("truncated", "truncated or damaged"),
         ("tampered", "its checksum does not match"),
-        ("old-version", "format 5, this gridemu reads 6"),
+        ("old-version", f"format {ckpt.FORMAT - 1}, this gridemu reads {ckpt.FORMAT}"),
         ("missing", "holds no checkpoint"),
         ("pickle-inside", "not a checkpoint this gridemu can read"),
         ("names-os-system", "not a class of gridemu"),
