@@ -179,10 +179,11 @@ def read_scenario_file(ref: str | Path) -> tuple[dict[str, Any], str]:
             )
         elif not path.exists():
             names = ", ".join(shipped) or "none"
-            raise ScenarioError(
-                "scenario",
-                f"no file or shipped scenario named {str(ref)!r}{did_you_mean(str(ref), shipped)} (shipped: {names})",
-            )
+            # A protocol's name where a scenario goes (gridemu show power_of_d): say where its keys are.
+            hint = did_you_mean(str(ref), shipped)
+            if str(ref) in registry.PROTOCOLS:
+                hint += f"{' ' if hint else '; '}{ref} is a protocol: gridemu list {ref} shows its keys"
+            raise ScenarioError("scenario", f"no file or shipped scenario named {str(ref)!r}{hint} (shipped: {names})")
     check_input_file(path, "scenario", "a scenario file")  # a FIFO or /dev/zero never ends
     try:
         text = path.read_bytes().decode("utf-8")

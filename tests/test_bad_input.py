@@ -229,3 +229,15 @@ def test_run_labels_must_be_strings(key):
     with pytest.raises(ScenarioError, match=f"run.{key}: must be a string, got \\[1, 2\\]"):
         load_scenario("quickstart", {f"run.{key}": [1, 2]})
     assert load_scenario("quickstart", {f"run.{key}": "mine"}).data["run"][key].startswith("mine")
+
+
+def test_a_protocol_named_where_a_scenario_goes_says_where_its_keys_are(capsys):
+    from gridemu.emulator.cli import main
+
+    assert main(["show", "power_of_d"]) == 2
+    err = capsys.readouterr().err
+    assert "did you mean 'power-of-d'? power_of_d is a protocol: gridemu list power_of_d shows its keys" in err
+    assert main(["run", "local"]) == 2
+    assert "named 'local'; local is a protocol: gridemu list local shows its keys" in capsys.readouterr().err
+    assert main(["show", "nothing"]) == 2
+    assert "is a protocol" not in capsys.readouterr().err
