@@ -111,8 +111,9 @@ TICK_CHARS = 14
 
 def _ticks(values: list[object]) -> tuple[list[str], str]:
     """The x tick labels of swept settings, and a note for under the axis where they had to be
-    numbered: a list of one value repeated reads ``[0.1]×8``; a longer text is cut, and where
-    cut texts would look alike the settings are numbered #1, #2... and the note lists them."""
+    cut or numbered: a list of one value repeated reads ``[0.1]×8``; a longer text is cut (the
+    note gives it whole), and where cut texts would look alike the settings are numbered #1,
+    #2... and the note lists them."""
     texts = [_text(v) for v in values]
     short = []
     for t in texts:
@@ -124,7 +125,9 @@ def _ticks(values: list[object]) -> tuple[list[str], str]:
             t = f"[{_text(items[0])}]×{len(items)}"
         short.append(t if len(t) <= TICK_CHARS else t[: TICK_CHARS - 1] + "…")
     if len(set(short)) == len(short):
-        return short, ""
+        # A cut label is told apart, but the reader still needs the value it stands for.
+        cut = [(s, t) for s, t in zip(short, texts) if s != t and s.endswith("…")]
+        return short, "; ".join(f"{s} = {t if len(t) <= 60 else t[:59] + '…'}" for s, t in cut)
     numbered = [f"#{i}" for i in range(1, len(texts) + 1)]
     return numbered, "; ".join(f"#{i}: {t if len(t) <= 60 else t[:59] + '…'}" for i, t in enumerate(texts, 1))
 

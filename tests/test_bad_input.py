@@ -183,6 +183,9 @@ def test_sweep_ticks_of_long_settings_are_short_and_told_apart():
     assert _ticks(["[0.1, 0.1, 0.1]", "[0.3, 0.3, 0.3]"]) == (["[0.1]×3", "[0.3]×3"], "")
     ticks, note = _ticks(["[0.1, 0.1, 0.1, 0.5]", "[0.1, 0.1, 0.1, 0.9]"])  # alike once cut
     assert ticks == ["#1", "#2"] and note == "#1: [0.1, 0.1, 0.1, 0.5]; #2: [0.1, 0.1, 0.1, 0.9]"
+    ticks, note = _ticks(["[1.6, 0.6, 0.6, 0.6]", "[0.6, 1.6, 0.6, 0.6]"])  # cut but told apart: given whole
+    assert ticks == ["[1.6, 0.6, 0.…", "[0.6, 1.6, 0.…"], ticks
+    assert note == "[1.6, 0.6, 0.… = [1.6, 0.6, 0.6, 0.6]; [0.6, 1.6, 0.… = [0.6, 1.6, 0.6, 0.6]"
 
 
 def test_a_user_map_entry_for_a_user_the_trace_lacks_is_said(capsys):
