@@ -52,7 +52,7 @@ from gridemu.emulator.figures import (
     save_figure,
     time_axis,
 )
-from gridemu.emulator.results import load, with_warmup
+from gridemu.emulator.results import load, read_table, with_warmup
 from gridemu.model.checks import parse_int
 from gridemu.model.errors import GridemuError, ScenarioError
 from gridemu.sites.results import interval_runs
@@ -222,8 +222,6 @@ def load_run(
                 file=sys.stderr,
             )
         summary = with_warmup(summary, jobs, result.scenario["metrics"], warmup)
-    if len(result.outages):  # the heatmap marks the processors that were down (_heatmap)
-        result.sites.attrs["outages"] = result.outages
     return jobs, result.sites, result.timeseries if len(result.timeseries) else None, summary
 
 
@@ -338,15 +336,16 @@ def plot_run(
     axis: TimeAxis | None = None,
     fmt: str = "png",
     dpi: float = DEFAULT_DPI,
+    outages: pd.DataFrame | None = None,
 ) -> Path:
-    """``DIR/report.<fmt>``: utilization per organization over time (a heatmap), jobs waiting,
-    the sites' backlog at balanced rounds and the strategies per period, where they were
-    recorded; a panel that would be a flat line is left out and named under the figure."""
+    """``DIR/report.<fmt>``: utilization per organization over time (a heatmap, ``outages``'
+    processors down marked on it), jobs waiting, the sites' backlog at balanced rounds and the
+    strategies per period, where they were recorded; a panel that would be a flat line is left
+    out and named under the figure."""
     plt = _pyplot()
     g = summary["global"]
     axis = axis or time_axis(run_span(jobs), g.get("time_unit", "time units"))
     t, util, waiting = curves(jobs, sites)
-    outages = sites.attrs.get("outages")
     down = down_shares(jobs, sites, outages) if outages is not None and len(outages) else None
     backlog = None
     if ts is not None and "load" in ts.columns:
@@ -990,7 +989,9 @@ def report(
             dpi=dpi,
             heading=f"{run_title(g)}: each job on the processors it ran on",
         )
-    path = plot_run(run_dir, jobs, sites, ts, summary, axis, fmt, dpi)
+    crashes = run_dir / "outages.parquet"  # a run with faults: the heatmap marks its sites down
+    outages = read_table(crashes) if crashes.is_file() else None
+    path = plot_run(run_dir, jobs, sites, ts, summary, axis, fmt, dpi, outages)
     print(f"plot written to {path}")
     print(f"flow-time distributions written to {plot_flow_cdf(run_dir, jobs, summary, axis, fmt, dpi)}")
     if ts is not None and "entry" in ts.columns:

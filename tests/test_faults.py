@@ -280,3 +280,18 @@ def test_a_listed_crash_that_began_during_another_starts_at_the_repair():
     assert f.next_crash(0.0) == (5.0, 20.0)
     assert f.next_crash(20.0) == (20.0, 50.0)  # [10, 50) from the repair at 20
     assert f.next_crash(50.0) is None  # [12, 15) ended while down
+
+
+def test_the_report_of_a_run_with_faults_reads_its_outages(tmp_path, monkeypatch):
+    import pandas as pd
+
+    import gridemu.emulator.report as report_module
+
+    data = small_grid("averaging", jobs=300, sites=5, faults=FAULTS)
+    emulator.run(data, out=tmp_path / "r")
+    seen = []
+    real = report_module.down_shares
+    monkeypatch.setattr(report_module, "down_shares", lambda *a, **k: seen.append(a[2]) or real(*a, **k))
+    report_module.report(tmp_path / "r")
+    assert len(seen) == 1 and seen[0].equals(pd.read_parquet(tmp_path / "r" / "outages.parquet"))
+    assert (tmp_path / "r" / "report.png").is_file()
