@@ -70,12 +70,14 @@ def window_after(rule: WindowRule, infos: Sequence[Any], in_min: float, n_jobs: 
     forever; a job inside a message is not finished, so only reports may still be in flight)."""
     if math.isinf(rule.horizon) and sum(i.done for i in infos) == n_jobs:
         return None
-    bound = min(i.bound for i in infos)
-    return next_window(
-        rule,
-        min(min(i.next_time for i in infos), in_min),
-        min(bound, in_min) if rule.answers else bound,
-    )
+    pending, bound = min(i.next_time for i in infos), min(i.bound for i in infos)
+    if rule.answers:
+        return next_window(rule, min(pending, in_min), min(bound, in_min))
+    # No agent answers a message (WindowRule.answers): one in flight is no send bound, and
+    # before the span, where sites wait for their next arrival or timer to handle what they
+    # received (SiteEngine.wake), no event either: a message within a shard is neither.
+    waiting = max(i.clock for i in infos) < rule.span
+    return next_window(rule, pending if waiting else min(pending, in_min), bound)
 
 
 def in_flight_min(infos: Sequence[Any], n_shards: int) -> list[float]:

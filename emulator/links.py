@@ -144,7 +144,7 @@ class Links:
         """Send every other shard this window's info, its batch and the cut flag (what the
         kernel does not take at once goes out in :meth:`collect`). A frame is its two sizes,
         a ``marshal`` header and the batch's bytes as they are (no copy on this side)."""
-        head = (info.next_time, info.bound, info.out_min, info.events, info.done)
+        head = (info.next_time, info.bound, info.out_min, info.events, info.done, info.clock)
         for j in self.out:
             kind, meta, payload = _encode(out[j] if j in info.out_min else None)
             header = marshal.dumps((window, head, kind, meta, cut))
@@ -208,7 +208,7 @@ class Links:
             elif r.got == len(r.frame):
                 window, head, kind, meta, cut = marshal.loads(memoryview(r.frame)[: r.header])
                 batch = _decode(kind, meta, r.frame, r.header)
-                self.mail.setdefault(window, {})[src] = (StepInfo(*head), batch, cut)
+                self.mail.setdefault(window, {})[src] = (StepInfo(*head[:5], clock=head[5]), batch, cut)
                 r.frame, r.got = None, 0
 
     def close(self) -> None:

@@ -107,6 +107,8 @@ class StepInfo:
     #: (``SiteEngine``'s waiting sites); the window rule then counts no message in flight as a
     #: send bound (``WindowRule.answers``).
     answers: bool = True
+    #: The end of the last window the shard ran (``step``): every event before it is handled.
+    clock: float = -math.inf
 
 
 class Shard:
@@ -155,7 +157,7 @@ class Shard:
             e.deliver(batch)
         out, out_min = e.advance(until)
         self._keep_own(out, out_min)
-        info = StepInfo(e.next_time(), e.send_bound(), out_min, e.events, e.done)
+        info = StepInfo(e.next_time(), e.send_bound(), out_min, e.events, e.done, clock=until)
         return (info, *out)
 
     def _keep_own(self, out: list[Any], out_min: dict[int, float]) -> None:

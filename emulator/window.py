@@ -44,8 +44,9 @@ class WindowRule:
     progress: bool = False
     #: A message in flight counts as a send bound of its destination, whose agent may answer
     #: it; False where no agent answers (every one sends only at its arrivals and timers, and
-    #: no site crashes: ``Agent.sends_only_on_arrival_and_timer``), so that a message crossing
-    #: to another shard shortens no window, as one delivered within a shard does not.
+    #: no site crashes: ``Agent.sends_only_on_arrival_and_timer``): then it is no bound, and
+    #: before the span no event (``exchange.window_after``), so that a message crossing to
+    #: another shard changes no window, as one delivered within a shard does not.
     answers: bool = True
 
     @classmethod
