@@ -134,6 +134,7 @@ class Coordinator:
                 periodic,
                 self.on_progress is not None,
                 any(i.answers for i in status),
+                all(i.waits for i in status),
             )
             self._first_barrier(status, stop)
             setup = time.perf_counter() - t0  # building shards (Ray: starting actors)

@@ -73,10 +73,12 @@ def window_after(rule: WindowRule, infos: Sequence[Any], in_min: float, n_jobs: 
     pending, bound = min(i.next_time for i in infos), min(i.bound for i in infos)
     if rule.answers:
         return next_window(rule, min(pending, in_min), min(bound, in_min))
-    # No agent answers a message (WindowRule.answers): one in flight is no send bound, and
+    # No agent answers a message (WindowRule.answers): one in flight is no send bound; and
     # before the span, where sites wait for their next arrival or timer to handle what they
-    # received (SiteEngine.wake), no event either: a message within a shard is neither.
-    waiting = max(i.clock for i in infos) < rule.span
+    # received (WindowRule.waits), no event either: a message within a shard is neither.
+    # Unless the run would end there (nothing else before its horizon): one shard handles what
+    # it received at the end (SiteEngine._catch_up), a message between shards needs a window.
+    waiting = rule.waits and max(i.clock for i in infos) < rule.span and pending < rule.horizon
     return next_window(rule, pending if waiting else min(pending, in_min), bound)
 
 

@@ -107,6 +107,10 @@ class StepInfo:
     #: (``SiteEngine``'s waiting sites); the window rule then counts no message in flight as a
     #: send bound (``WindowRule.answers``).
     answers: bool = True
+    #: Whether its sites handle a message delivered before the run's span only at their next
+    #: arrival or timer (``status()`` only; SiteEngine's waiting sites): then a message in
+    #: flight to it is no event there either (``WindowRule.waits``).
+    waits: bool = False
     #: The end of the last window the shard ran (``step``): every event before it is handled.
     clock: float = -math.inf
 
@@ -142,6 +146,7 @@ class Shard:
             self.n_submitted,
             self.last_release,
             e.answers,
+            e.waits,
         )
 
     def step(self, until: float, *batches: "np.ndarray | list[tuple]", span: float = -math.inf) -> tuple:
@@ -207,8 +212,10 @@ class ShardEngine(ABC):
     is the run's last release cut at its horizon, as the last step gave it."""
 
     span = -math.inf
-    #: Whether a received message may make a hosted site send (StepInfo.answers).
+    #: Whether a received message may make a hosted site send (StepInfo.answers), and whether
+    #: its sites wait for their next arrival or timer to handle one (StepInfo.waits).
     answers = True
+    waits = False
 
     def __init__(self, spec: ShardSpec, kinds: MessageKinds, local_of: np.ndarray):
         self.shard_id, self.n_shards, self.site_to_shard = spec.shard_id, spec.n_shards, spec.site_to_shard
@@ -341,7 +348,7 @@ class SiteEngine(ShardEngine):
         self.wake = np.array([s.next_arrival_or_timer() for s in self.sites], dtype=float) if lazy else None
         # Nor does a message make such a site send after the span: its bound is its arrivals' and
         # timers' (a send before it fails the causality check).
-        self.answers = not lazy
+        self.answers, self.waits = not lazy, lazy
         self.events, self.done = self.tally.events, self.tally.done
 
     def next_time(self) -> float:
@@ -557,6 +564,8 @@ class SiteEngine(ShardEngine):
 class ColumnEngine(ShardEngine):
     """Routing agents on FCFS sites with identical processors: the whole shard as numpy
     columns (``sites/fcfs_columns.py``), no per-site objects."""
+
+    answers = False  # a routing agent sends at its sites' arrivals only (FcfsColumns.send_bound)
 
     @staticmethod
     def serves(spec: ShardSpec, protocol: Any) -> bool:

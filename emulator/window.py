@@ -44,10 +44,14 @@ class WindowRule:
     progress: bool = False
     #: A message in flight counts as a send bound of its destination, whose agent may answer
     #: it; False where no agent answers (every one sends only at its arrivals and timers, and
-    #: no site crashes: ``Agent.sends_only_on_arrival_and_timer``): then it is no bound, and
-    #: before the span no event (``exchange.window_after``), so that a message crossing to
-    #: another shard changes no window, as one delivered within a shard does not.
+    #: no site crashes: ``Agent.sends_only_on_arrival_and_timer``; or routes jobs on the
+    #: route path): then it is no bound (``exchange.window_after``).
     answers: bool = True
+    #: Every shard's sites handle what they receive before the span at their next arrival or
+    #: timer (``SiteEngine.wake``): a message in flight is then no event before the span
+    #: either. With ``answers``, a message crossing to another shard changes no window, as one
+    #: delivered within a shard does not.
+    waits: bool = False
 
     @classmethod
     def for_run(
@@ -58,11 +62,12 @@ class WindowRule:
         periodic: bool = False,
         progress: bool = False,
         answers: bool = True,
+        waits: bool = False,
     ) -> WindowRule:
         span = last_release
         if math.isfinite(horizon):
             span = min(span, horizon) if span > 0 else horizon
-        return cls(lookahead, horizon, span, periodic, progress, answers)
+        return cls(lookahead, horizon, span, periodic, progress, answers, waits)
 
     @property
     def slice(self) -> float:

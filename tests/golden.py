@@ -60,15 +60,17 @@ def digest(jobs: pd.DataFrame) -> str:
     return h.hexdigest()
 
 
-def run_one(name: str, full: bool = False, **kwargs) -> dict:
-    """Run one golden scenario (small, or as shipped with ``full``) and digest its job table."""
+def run_one(name: str, full: bool = False, windows: bool = False, **kwargs) -> dict:
+    """Run one golden scenario (small, or as shipped with ``full``) and digest its job table;
+    ``windows``: with the run's count of windows too (not stored: a figure of the kernel's)."""
     from gridemu.emulator import api  # noqa: PLC0415  (import late: --help stays instant)
 
     scenario, overrides = EXTRA.get(name, (name, {}))
     if not full:
         overrides = {**OVERRIDES.get(name, {}), **overrides}
     res = api.run(scenario, backend=kwargs.pop("backend", "inprocess"), overrides=overrides, **kwargs)
-    return {"rows": len(res.jobs), "digest": digest(res.jobs)}
+    out = {"rows": len(res.jobs), "digest": digest(res.jobs)}
+    return out | ({"windows": res.summary["global"]["windows"]} if windows else {})
 
 
 def names() -> list[str]:

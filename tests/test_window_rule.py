@@ -116,14 +116,17 @@ def test_a_message_in_flight_bounds_the_window_only_where_an_agent_may_answer_it
     assert window_after(answers, infos, 6.0, n_jobs=1) == Window(5.0, 8.0)  # its receiver may send at 6
     # Agents that send only at arrivals and timers: the message is no bound; after the span
     # it is an event (T), before it no event either (its site handles it at its next arrival).
-    quiet = WindowRule(lookahead=2.0, span=10.0, answers=False)
+    quiet = WindowRule(lookahead=2.0, span=10.0, answers=False, waits=True)
     assert window_after(quiet, infos, 6.0, n_jobs=1) == Window(5.0, 22.0)
     assert window_after(quiet, infos, 4.0, n_jobs=1) == Window(5.0, 22.0)
     late = [StepInfo(12.0, 20.0, {}, 0, 0, clock=10.0), StepInfo(30.0, 40.0, {}, 0, 0, clock=10.0)]
     assert window_after(quiet, late, 11.0, n_jobs=1) == Window(11.0, 22.0)
+    # Routing agents on the route path handle a message when it is due: an event, no bound.
+    routing = WindowRule(lookahead=2.0, span=10.0, answers=False)
+    assert window_after(routing, infos, 4.0, n_jobs=1) == Window(4.0, 22.0)
 
 
-@pytest.mark.parametrize("scenario", ["power-of-d", "quickstart"])
+@pytest.mark.parametrize("scenario", ["power-of-d", "quickstart", "quickstart-random"])
 def test_a_run_s_windows_are_the_same_on_any_number_of_shards(scenario):
     # power_of_d's agents send only at arrivals and timers: a message crossing to another
     # shard used to shorten and add windows where a message within a shard does not (589
@@ -131,6 +134,8 @@ def test_a_run_s_windows_are_the_same_on_any_number_of_shards(scenario):
     from gridemu import emulator
 
     ov = {"sites.count": 100, "workload.jobs": 5000} if scenario == "power-of-d" else {"workload.until": 300}
+    if scenario == "quickstart-random":  # the route path: routing agents as columns
+        scenario, ov = "quickstart", ov | {"protocol.name": "random"}
     runs = [emulator.run(scenario, backend="inprocess", shards=k, overrides=ov) for k in (1, 2, 3)]
     windows = [r.summary["global"]["windows"] for r in runs]
     assert windows == [windows[0]] * 3, windows
