@@ -547,15 +547,32 @@ WALL_SLACK = 30.0
 MEMORY_FACTOR = 1.5
 MEMORY_SLACK = 256 * 2**20
 #: The child runs the command in its own process (``main`` with an argv runs in-process, not
-#: in the supervised grandchild of the ``gridemu`` command): its rusage is the run's.
-CHILD = "import sys; from gridemu.emulator.cli import main; sys.exit(main(sys.argv[1:]))"
+#: in the supervised grandchild of the ``gridemu`` command), and as it exits writes its own
+#: peak resident memory (VmHWM) where GRIDEMU_TEST_PEAK says. Not wait4's ru_maxrss: Linux
+#: carries a process's high-water mark across exec, and subprocess starts the child by
+#: vfork, on this test process's memory, so ru_maxrss was this process's peak when it was
+#: the larger (a 133 MB run read as 438 MB late in a test session).
+CHILD = """
+import atexit, os, sys
+
+def peak():
+    with open("/proc/self/status") as fh:
+        hwm = next(line.split()[1] for line in fh if line.startswith("VmHWM:"))
+    with open(os.environ["GRIDEMU_TEST_PEAK"], "w") as out:
+        out.write(hwm)
+
+atexit.register(peak)
+from gridemu.emulator.cli import main
+
+sys.exit(main(sys.argv[1:]))
+"""
 
 
 @dataclass
 class Bounded:
     code: int
     err: str
-    peak: int  # bytes: ru_maxrss of the child
+    peak: int  # bytes: the child's own peak resident memory (see CHILD), else wait4's ru_maxrss
     wall: float
     killed: str  # "", or the limit the child was killed at: "time" or "memory"
 
@@ -573,14 +590,22 @@ def _rss(pid: int) -> int:
 
 
 def run_bounded(argv: list[object], seconds: float, memory: float) -> Bounded:
-    """Run ``gridemu ARGV`` in a fresh interpreter, as :func:`bounded`."""
-    return bounded([sys.executable, "-c", CHILD, *map(str, argv)], seconds, memory)
+    """Run ``gridemu ARGV`` in a fresh interpreter, as :func:`bounded`, with the child's own peak."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "peak"
+        done = bounded(
+            [sys.executable, "-c", CHILD, *map(str, argv)], seconds, memory, {"GRIDEMU_TEST_PEAK": str(path)}
+        )
+        if path.exists():  # not where the child was killed: then wait4's figure stands
+            done.peak = int(path.read_text()) * 1024
+        return done
 
 
-def bounded(command: list[str], seconds: float, memory: float) -> Bounded:
-    """Run ``command``, killed past ``seconds`` of wall time or ``memory`` bytes resident
-    (looked at every 20 ms, so a bomb is stopped on its way up), and return its exit code,
-    standard error and exact peak (``os.wait4``'s ru_maxrss: resident, not virtual)."""
+def bounded(command: list[str], seconds: float, memory: float, env: dict[str, str] | None = None) -> Bounded:
+    """Run ``command`` (with ``env`` added to this process's environment), killed past
+    ``seconds`` of wall time or ``memory`` bytes resident (looked at every 20 ms, so a bomb is
+    stopped on its way up), and return its exit code, standard error and peak (``os.wait4``'s
+    ru_maxrss: resident, not virtual, and no less than this process's own; see CHILD)."""
     with tempfile.TemporaryFile() as err:
         proc = subprocess.Popen(
             command,
@@ -588,6 +613,7 @@ def bounded(command: list[str], seconds: float, memory: float) -> Bounded:
             stdout=subprocess.DEVNULL,
             stderr=err,
             start_new_session=True,
+            env=None if env is None else {**os.environ, **env},
         )
         start, killed = time.monotonic(), ""
         while True:
