@@ -204,6 +204,23 @@ def wait_quiet(max_wait: float, threshold: float = 0.25) -> float:
         time.sleep(2.0)
 
 
+def peak_rss_mib() -> float:
+    """This process's own peak resident memory, in MiB: VmHWM where Linux gives it. Not
+    ru_maxrss: Linux carries the parent's high-water mark across fork and exec, so a fresh
+    worker's ru_maxrss is at least its driver's (a bare child of a driver holding 104 MB read
+    101 MiB, its own peak 13 MB)."""
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
 def run_worker(
     cmd: list[str], base: dict[str, Any], is_ray: bool, out_dir: Path, tag: str, timeout: float
 ) -> dict[str, Any]:

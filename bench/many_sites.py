@@ -28,14 +28,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import statistics
 import subprocess
 import sys
 import time
 from typing import Any
 
-from harness import imported_run
+from harness import imported_run, peak_rss_mib
 
 PHASES = ("validate", "setup", "loop", "gather", "counterfactual")
 
@@ -90,7 +89,7 @@ def phases(sites: int, until: float) -> dict[str, Any]:
         ph["gather"] = t_end[k] - marks["window"][-1][k] - ph["counterfactual"]
         ph["total"] = t_end[k] - t0[k]
         out[clock] = ph
-    out["peak_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    out["peak_rss_mib"] = peak_rss_mib()
     return out
 
 
@@ -206,7 +205,7 @@ def main() -> None:
     result = run(scenario, backend=args.backend, shards=args.shards)
     call = time.perf_counter() - t0
     g = result.summary["global"]
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    rss = peak_rss_mib()
     print(
         f"{args.sites:,} sites, {g['jobs']:,} jobs, {args.backend} with {g['shards']} shard(s): "
         f"call {call:.1f} s, kernel {g['wall_seconds']:.1f} s, windows {g['windows']}, "

@@ -114,8 +114,9 @@ sites run as numpy columns, the CPU time of the windows' array work; elapsed tim
 6423060, which counted a shard waiting for a core); the
 rest of the loop is the kernel's per-window work (delivering batches, send bounds,
 next-event scans, batching messages, the coordinator). "peak MiB": in-process engines
-``ru_maxrss`` of the run's process; Ray: the driver and every process under it, PSS
-(shared pages split among the processes sharing them) summed every 250 ms
+the run's process's own peak resident memory (VmHWM: ``harness.peak_rss_mib``); Ray: the
+driver and every process under it, PSS (shared pages split among the processes sharing
+them) summed every 250 ms
 (bench/harness.py's TreeSampler; the JSON keeps the summed RSS too, which overstates).
 
 Agreement (part of every run): every engine must finish every job (conservation), and its
@@ -681,7 +682,7 @@ def _save(
     rec["mean_flow"] = float(flow[done].mean()) if done.any() else None
     rec["flow_se"] = float(flow[done].std(ddof=1) / math.sqrt(done.sum())) if done.sum() > 1 else None
     usage = resource.getrusage(resource.RUSAGE_SELF)
-    rec["maxrss_mib"] = usage.ru_maxrss / 1024  # KiB on Linux
+    rec["maxrss_mib"] = harness.peak_rss_mib()  # the worker's own peak (not its driver's)
     rec["self_cpu_s"] = usage.ru_utime + usage.ru_stime
     order = np.argsort(job_ids, kind="stable")
     np.save(

@@ -31,8 +31,8 @@ the heapq loop and SimPy, "wall s" covers building their structures from the job
 the simulation and the start/end arrays; workload generation is excluded everywhere.
 
 Memory: "peak MiB" is the peak resident set of everything the run involves. In-process
-engines: ``ru_maxrss`` of the fresh subprocess (exact). Ray: the subprocess (driver) and
-all its descendants (GCS, raylet, agents, worker and actor processes), proportional set
+engines: the fresh subprocess's own peak (VmHWM, ``harness.peak_rss_mib``). Ray: the
+subprocess (driver) and all its descendants (GCS, raylet, agents, worker and actor processes), proportional set
 sizes (PSS: a page shared by k processes counts 1/k in each) summed and sampled every
 250 ms by a thread of the parent (RSS every 50 ms), maximum of the sum ("tree pss"). The JSON also keeps the
 summed RSS (``tree_peak_mib``), which counts shared pages (libraries, the object store)
@@ -63,6 +63,7 @@ from collections import deque
 from pathlib import Path
 from typing import Any
 
+import harness
 import numpy as np
 from harness import (
     aggregate,
@@ -311,7 +312,7 @@ def worker(engine: str, n_jobs: int, out_dir: Path, tag: str) -> None:
 
             ray.shutdown()
     usage = resource.getrusage(resource.RUSAGE_SELF)
-    rec["maxrss_mib"] = usage.ru_maxrss / 1024  # KiB on Linux
+    rec["maxrss_mib"] = harness.peak_rss_mib()  # the worker's own peak (not its driver's)
     rec["self_cpu_s"] = usage.ru_utime + usage.ru_stime
     np.save(out_dir / f"{tag}.npy", np.stack([np.asarray(job_ids, dtype=float), start, end]))
     (out_dir / f"{tag}.json").write_text(json.dumps(rec))
@@ -659,7 +660,7 @@ def main(argv: list[str] | None = None) -> int:  # noqa: C901
         "simulation from the job arrays.\n"
         "startup s: shards built and answering (Ray: actors started); "
         "loop s: window loop; call s: whole emulator.run call.\n"
-        "peak MiB: maxrss = ru_maxrss of the fresh subprocess; tree = "
+        "peak MiB: maxrss = the fresh subprocess's own peak (VmHWM); tree = "
         "driver + every Ray process (GCS, raylet, agents, workers),\n"
         "RSS summed, sampled every 50 ms, max of the sum. events = arrivals + completions.\n"
         "other CPU: cores used by processes outside the benchmark while "
