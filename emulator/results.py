@@ -40,7 +40,7 @@ from gridemu.emulator.engine import RawRun
 from gridemu.emulator.provenance import toml_header
 from gridemu.emulator.scenario_toml import to_toml
 from gridemu.emulator.stats import tail
-from gridemu.model.errors import GridemuError
+from gridemu.model.errors import GridemuError, first_few
 from gridemu.model.jobs import JOB_DTYPE, STATE_CODE, STATES, columns_in_piece_order
 from gridemu.sites.faults import FAULT_COLUMNS
 from gridemu.sites.results import site_runs_in_order
@@ -373,10 +373,9 @@ def _check_own(out: Path, entries: list[str], overwrite: bool, results: tuple[st
         raise GridemuError(f"--out: {out} is a gridemu {found} folder, not a {kind} folder: name another folder")
     foreign = sorted(e for e in entries if not _own(e))
     if foreign:
-        shown = ", ".join(e + ("/" if (out / e).is_dir() else "") for e in foreign[:5])
-        more = f" and {len(foreign) - 5} more" if len(foreign) > 5 else ""
+        shown = first_few([e + ("/" if (out / e).is_dir() else "") for e in foreign])
         raise ForeignEntries(
-            f"--out: {out} holds what gridemu did not write ({shown}{more}): move it away or name another folder"
+            f"--out: {out} holds what gridemu did not write ({shown}): move it away or name another folder"
         )
     held = [f for f in results if f in entries]
     if held and not overwrite:

@@ -40,7 +40,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from gridemu.model.checks import duplicate, parse_int, parse_number
-from gridemu.model.errors import ScenarioError
+from gridemu.model.errors import ScenarioError, first_few
 from gridemu.model.inputs import CsvProblem, check_allocation, check_input_file, csv_table
 from gridemu.sites.spec import SiteSpec
 
@@ -211,10 +211,7 @@ def _check_connected(topo: Topology, sites: Sequence[SiteSpec], key: str) -> Non
                 todo.append(j)
     if not all(seen):
         cut = [sites[i].name for i in range(n) if not seen[i]]
-        more = f" and {len(cut) - 5} more" if len(cut) > 5 else ""
-        raise ScenarioError(
-            key, f"the network is not connected: no path from {sites[0].name} to {', '.join(cut[:5])}{more}"
-        )
+        raise ScenarioError(key, f"the network is not connected: no path from {sites[0].name} to {first_few(cut)}")
 
 
 def _edge_header(names: list[str], path: Path, key: str) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 
 class GridemuError(Exception):
     """Base class: anything raised as a GridemuError is the user's to fix, not a bug."""
@@ -31,3 +33,9 @@ def first_line(exc: BaseException, default: str = "") -> str:
     """The first line of an exception's message (Ray's errors carry whole tracebacks), or ``default``."""
     lines = str(exc).strip().splitlines()
     return lines[0] if lines else default
+
+
+def first_few(items: Sequence[object], most: int = 5) -> str:
+    """The first ``most`` of ``items`` for a message, and how many more: ``a, b and 7 more``."""
+    shown = ", ".join(map(str, items[:most]))
+    return shown + (f" and {len(items) - most:,} more" if len(items) > most else "")

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from gridemu.model.checks import check_number
-from gridemu.model.errors import ScenarioError, WorkloadError
+from gridemu.model.errors import ScenarioError, WorkloadError, first_few
 from gridemu.scenarios.swf import read_swf, swf_to_jobs
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -103,8 +103,7 @@ def map_warnings(path: str, user_map: dict[int, int], users: np.ndarray) -> list
     absent = sorted(set(user_map) - set(np.unique(users).tolist()))
     if not absent:
         return []
-    shown = ", ".join(map(str, absent[:10])) + (f" and {len(absent) - 10} more" if len(absent) > 10 else "")
-    return [f"workload.user_map: user(s) {shown} submit no job in {path}: their entries place nobody"]
+    return [f"workload.user_map: user(s) {first_few(absent, 10)} submit no job in {path}: their entries place nobody"]
 
 
 def number_warnings(path: str, numbers: np.ndarray) -> list[str]:
@@ -115,8 +114,7 @@ def number_warnings(path: str, numbers: np.ndarray) -> list[str]:
     repeated = values[counts > 1]
     if not len(repeated):
         return []
-    shown = ", ".join(map(str, repeated[:5].tolist())) + (", ..." if len(repeated) > 5 else "")
-    lines = int(counts[counts > 1].sum())
+    lines, shown = int(counts[counts > 1].sum()), first_few(repeated.tolist())
     return [
         f"{Path(path).name}: {len(repeated):,} job numbers appear on more than one line ({shown}; "
         f"{lines:,} lines in all): every line is a job of the run, but a job named by its trace number "
@@ -161,7 +159,7 @@ def org_warnings(jobs: np.ndarray, procs: np.ndarray, orgs: list[str], rule: str
         )
         out.append(
             f"workload.orgs_by = {rule!r}: {len(empty)} of {len(procs)} organizations got no job of the trace "
-            f"({', '.join(empty[:5])}{', ...' if len(empty) > 5 else ''}); {hint}"
+            f"({first_few(empty)}); {hint}"
         )
     busy = work[work > 0]
     if len(busy) > 1 and busy.max() > 10 * busy.min():

@@ -244,3 +244,11 @@ def test_a_protocol_named_where_a_scenario_goes_says_where_its_keys_are(capsys):
     assert "named 'local'; local is a protocol: gridemu list local shows its keys" in capsys.readouterr().err
     assert main(["show", "nothing"]) == 2
     assert "is a protocol" not in capsys.readouterr().err
+
+
+def test_a_long_list_in_a_message_names_the_first_and_counts_the_rest():
+    from gridemu.model.errors import first_few
+
+    assert first_few(["a", "b"]) == "a, b"
+    assert first_few(list(range(8))) == "0, 1, 2, 3, 4 and 3 more"
+    assert first_few(list(range(2000)), 2) == "0, 1 and 1,998 more"
