@@ -119,13 +119,12 @@ class SiteFaults:
     lost: int = 0  # messages without a job it sent that were lost (drawn or over a cut link)
     late: int = 0  # messages it sent that were delayed (drawn) or held over a cut link
     dropped: int = 0  # messages without a job that reached it while it was down
-    crashes_count: int = 0
-    downtime: float = 0.0
-    down_since: float = 0.0
+    downtime: float = 0.0  # time down, repairs done (site_counts adds a stretch still going)
     jobs_killed: int = 0  # running jobs killed by a crash and requeued
     jobs_lost: int = 0  # running jobs killed by a crash and lost (on_crash = "lose")
     work_lost: float = 0.0  # processor-time the killed jobs had done
-    #: Each crash's (down, up) times, up its repair (inf: none): outages.parquet.
+    #: Each crash's (down, up) times, up its repair (inf: none): outages.parquet, and the
+    #: site's count of crashes (site_counts).
     outages: list[tuple[float, float]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -300,8 +299,6 @@ def crash(site: Any, now: float, until: float) -> None:
     """The site goes down until ``until``: its running jobs are killed (requeued at the head of
     its queue in the order they started, or lost), its processors stop."""
     f = site.faults
-    f.crashes_count += 1
-    f.down_since = now
     f.outages.append((now, until))
     running = sorted(site.running_slots(), key=lambda slot: (site.r_start[slot], slot))
     requeue = f.plan.on_crash == "requeue"
@@ -337,7 +334,7 @@ def crash(site: Any, now: float, until: float) -> None:
 def recover(site: Any, now: float) -> None:
     """The site is repaired: it handles what it held while down, in order, at this instant."""
     f = site.faults
-    f.downtime += now - f.down_since
+    f.downtime += now - f.outages[-1][0]
     site.down = False
     site.up_at = -math.inf
     site.free_count = site.m
@@ -399,6 +396,6 @@ def site_counts(site: Any, horizon: float) -> dict[str, Any]:
     downtime = f.downtime
     end = min(site.up_at, horizon)
     if site.down and end < math.inf:  # down for good with no horizon: down_at_end says so
-        downtime += max(0.0, end - f.down_since)
-    values = (f.crashes_count, downtime, site.down, f.jobs_killed, f.jobs_lost, f.work_lost, f.lost, f.late, f.dropped)
+        downtime += max(0.0, end - f.outages[-1][0])
+    values = (len(f.outages), downtime, site.down, f.jobs_killed, f.jobs_lost, f.work_lost, f.lost, f.late, f.dropped)
     return dict(zip(FAULT_COLUMNS, values))
