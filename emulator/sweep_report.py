@@ -123,13 +123,18 @@ def _ticks(values: list[object]) -> tuple[list[str], str]:
             items = None
         if isinstance(items, list) and items and all(x == items[0] for x in items):
             t = f"[{_text(items[0])}]×{len(items)}"
-        short.append(t if len(t) <= TICK_CHARS else t[: TICK_CHARS - 1] + "…")
+        short.append(_cut(t, TICK_CHARS))
     if len(set(short)) == len(short):
         # A cut label is told apart, but the reader still needs the value it stands for.
         cut = [(s, t) for s, t in zip(short, texts) if s != t and s.endswith("…")]
-        return short, "; ".join(f"{s} = {t if len(t) <= 60 else t[:59] + '…'}" for s, t in cut)
+        return short, "; ".join(f"{s} = {_cut(t, 60)}" for s, t in cut)
     numbered = [f"#{i}" for i in range(1, len(texts) + 1)]
-    return numbered, "; ".join(f"#{i}: {t if len(t) <= 60 else t[:59] + '…'}" for i, t in enumerate(texts, 1))
+    return numbered, "; ".join(f"#{i}: {_cut(t, 60)}" for i, t in enumerate(texts, 1))
+
+
+def _cut(text: str, most: int) -> str:
+    """``text`` in at most ``most`` characters, its end an ellipsis where it was cut."""
+    return text if len(text) <= most else text[: most - 1] + "…"
 
 
 def report_sweep_folder(sweep_dir: Path, plot: bool = True, fmt: str = "png", dpi: float = DEFAULT_DPI) -> Path:
