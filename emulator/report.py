@@ -235,10 +235,8 @@ def curves(
     per organization took 223 s at 10,000 of them): rows of one array, by organization.
     """
     edges, t = _sample_times(jobs, bins, per_bin)
-    procs_by_org = sites.groupby("owner")["procs"].sum()
+    procs_by_org, row_of_org, row_of_site = _org_rows(sites)
     orgs = procs_by_org.index
-    row_of_org = pd.Series(np.arange(len(orgs)), index=orgs)
-    row_of_site = pd.Series(sites["owner"].map(row_of_org).to_numpy(), index=sites["site_id"].to_numpy())
     ran = jobs.attrs.get("pieces", jobs)
     ran_row = ran["exec_site"].map(row_of_site).to_numpy(dtype=float)
     q = ran["procs"].to_numpy(dtype=float)
@@ -261,6 +259,15 @@ def curves(
     )
 
 
+def _org_rows(sites: pd.DataFrame) -> tuple[pd.Series, pd.Series, pd.Series]:
+    """Each organization's processors (in the order of the figures' rows), its row by name,
+    and each site's row by site id."""
+    procs_by_org = sites.groupby("owner")["procs"].sum()
+    row_of_org = pd.Series(np.arange(len(procs_by_org)), index=procs_by_org.index)
+    row_of_site = pd.Series(sites["owner"].map(row_of_org).to_numpy(), index=sites["site_id"].to_numpy())
+    return procs_by_org, row_of_org, row_of_site
+
+
 def _sample_times(jobs: pd.DataFrame, bins: int, per_bin: int) -> tuple[np.ndarray, np.ndarray]:
     """The bins' edges from 0 to the run's last end (or release) and ``per_bin`` sample times in each."""
     end = float(np.nanmax(jobs["end"].to_numpy())) if jobs["end"].notna().any() else float(jobs["release"].max())
@@ -274,11 +281,9 @@ def down_shares(
     """The share of each organization's processors down (crashed sites, outages.parquet) in
     the bins of :func:`curves`, rows in its order of organizations."""
     _, t = _sample_times(jobs, bins, per_bin)
-    procs_by_org = sites.groupby("owner")["procs"].sum()
-    row_of_org = pd.Series(np.arange(len(procs_by_org)), index=procs_by_org.index)
-    site = sites.set_index("site_id")
-    row = site["owner"].map(row_of_org).reindex(outages["site_id"]).to_numpy(dtype=float)
-    q = site["procs"].reindex(outages["site_id"]).to_numpy(dtype=float)
+    procs_by_org, _, row_of_site = _org_rows(sites)
+    row = outages["site_id"].map(row_of_site).to_numpy(dtype=float)
+    q = outages["site_id"].map(pd.Series(sites["procs"].to_numpy(), index=sites["site_id"])).to_numpy(dtype=float)
     down = _binned_steps(
         len(procs_by_org),
         t,
