@@ -242,7 +242,7 @@ def _write(path: Path, text: str) -> None:
 
 def export(run_dir: Path, fmt: str, out: Path | None = None) -> Path:
     """Write the run's jobs as ``fmt`` (:data:`FORMATS`); returns the file written."""
-    jobs, sites, _ts, summary = load_run(run_dir)
+    jobs, sites, _ts, summary, _outages = load_run(run_dir)
     requested, why = requested_times(run_dir, jobs)
     if fmt == "swf":
         path = out or run_dir / "jobs.swf"

@@ -52,7 +52,7 @@ from gridemu.emulator.figures import (
     save_figure,
     time_axis,
 )
-from gridemu.emulator.results import load, read_table, with_warmup
+from gridemu.emulator.results import load, with_warmup
 from gridemu.model.checks import parse_int
 from gridemu.model.errors import GridemuError, ScenarioError
 from gridemu.sites.results import interval_runs
@@ -202,9 +202,10 @@ def _fmt(value: Any, digits: int = 2) -> str:
 
 def load_run(
     run_dir: Path, warmup: float | None = None
-) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame | None, dict[str, Any]]:
+) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame | None, dict[str, Any], pd.DataFrame | None]:
     """The tables the report draws: jobs (with ``attrs["pieces"]`` where jobs were split:
-    what each site ran is in the pieces, waiting is per job), sites, timeseries or None, summary;
+    what each site ran is in the pieces, waiting is per job), sites, timeseries or None,
+    summary, and the crashes (outages.parquet) or None;
     with ``warmup``, the summary's job figures over the jobs released from it on
     (:func:`with_warmup`, the run's own metric code)."""
     result = load(run_dir)
@@ -222,7 +223,8 @@ def load_run(
                 file=sys.stderr,
             )
         summary = with_warmup(summary, jobs, result.scenario["metrics"], warmup)
-    return jobs, result.sites, result.timeseries if len(result.timeseries) else None, summary
+    timeseries = result.timeseries if len(result.timeseries) else None
+    return jobs, result.sites, timeseries, summary, result.outages if "down" in result.outages else None
 
 
 def curves(
@@ -965,7 +967,7 @@ def report(
         if has_period_scores(run_dir):
             report_sweep(run_dir)
         return path
-    jobs, sites, ts, summary = load_run(run_dir, warmup)
+    jobs, sites, ts, summary, outages = load_run(run_dir, warmup)
     print_summary(summary)
     if not plot:
         return None
@@ -994,8 +996,6 @@ def report(
             dpi=dpi,
             heading=f"{run_title(g)}: each job on the processors it ran on",
         )
-    crashes = run_dir / "outages.parquet"  # a run with faults: the heatmap marks its sites down
-    outages = read_table(crashes) if crashes.is_file() else None
     path = plot_run(run_dir, jobs, sites, ts, summary, axis, fmt, dpi, outages)
     print(f"plot written to {path}")
     print(f"flow-time distributions written to {plot_flow_cdf(run_dir, jobs, summary, axis, fmt, dpi)}")

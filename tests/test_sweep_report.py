@@ -159,7 +159,7 @@ def test_report_warmup_counts_a_runs_figures_again_as_the_run_would(tmp_path, ca
     left out with a note; summary.json stays as the run wrote it."""
     full = emulator.run("quickstart", backend="inprocess", overrides=SMALL, out=tmp_path / "r")
     cut = emulator.run("quickstart", backend="inprocess", overrides={**SMALL, "metrics.warmup": 20.0})
-    _, _, _, again = load_run(tmp_path / "r", warmup=20.0)
+    _, _, _, again, _ = load_run(tmp_path / "r", warmup=20.0)
     g, want = again["global"], cut.summary["global"]
     assert g["warmup"] == 20.0 and g["jobs_measured"] == want["jobs_measured"] < g["jobs"]
     for key, value in want.items():
@@ -171,7 +171,7 @@ def test_report_warmup_counts_a_runs_figures_again_as_the_run_would(tmp_path, ca
             k: v for k, v in figures.items() if k not in ("score", "sum_flow_time_local")
         }
     # 0 takes the cut of a run that had one away.
-    _, _, _, none = load_run(tmp_path / "r", warmup=0.0)
+    _, _, _, none, _ = load_run(tmp_path / "r", warmup=0.0)
     assert (
         "warmup" not in none["global"] and none["global"]["mean_flow_time"] == full.summary["global"]["mean_flow_time"]
     )
