@@ -224,14 +224,17 @@ def test_a_job_list_s_huge_processor_count_is_one_short_number(tmp_path, capsys)
 
 
 @pytest.mark.parametrize("key", ["name", "description"])
-def test_run_labels_must_be_strings(key):
+def test_run_labels_must_be_strings(key, capsys):
     # A list or a number was kept and written to scenario.toml as it came.
+    from gridemu.emulator.cli import main
     from gridemu.emulator.scenario import load_scenario
     from gridemu.model.errors import ScenarioError
 
     with pytest.raises(ScenarioError, match=f"run.{key}: must be a string, got \\[1, 2\\]"):
         load_scenario("quickstart", {f"run.{key}": [1, 2]})
     assert load_scenario("quickstart", {f"run.{key}": "mine"}).data["run"][key].startswith("mine")
+    assert main(["validate", "quickstart", "--set", f"run.{key}=5"]) == 2
+    assert f"gridemu: error: run.{key}: must be a string, got 5" in capsys.readouterr().err
 
 
 def test_a_protocol_named_where_a_scenario_goes_says_where_its_keys_are(capsys):
