@@ -624,7 +624,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--grid",
         action="append",
         metavar="KEY=V1,V2,...",
-        help="a swept key and its values, TOML each (an array or table is one value); repeatable",
+        help="a swept key and its values, TOML each (an array or table is one value); repeatable; tables and "
+        "figures list the settings in this order",
     )
     p.add_argument("--repeat", type=int, default=1, help="seeds per setting: run.seed, run.seed+1, ...")
     p.add_argument("--out", help="result folder (default runs/sweep-<scenario>-<time>); written whole or not at all")

@@ -661,11 +661,11 @@ def sweep_scores(orgs: pd.DataFrame, settings: list[str]) -> pd.DataFrame:
     mean, std = orgs["score_period_mean"].astype(float), orgs["score_period_std"].astype(float)
     # Pool (count, mean, std) triples exactly: E[x] and E[x^2] weighted by counts.
     pooled = orgs[settings + ["organization"]].assign(n=n, s1=n * mean, s2=n * (std**2 + mean**2))
-    pooled = pooled.groupby(settings + ["organization"], sort=True)[["n", "s1", "s2"]].sum().reset_index()
+    pooled = pooled.groupby(settings + ["organization"], sort=False)[["n", "s1", "s2"]].sum().reset_index()
     pooled["score"] = pooled["s1"] / pooled["n"]
     pooled["std"] = np.sqrt(np.maximum(pooled["s2"] / pooled["n"] - pooled["score"] ** 2, 0.0))
     rows = []
-    groups = pooled.groupby(settings, sort=True) if settings else [((), pooled)]
+    groups = pooled.groupby(settings, sort=False) if settings else [((), pooled)]
     for key, part in groups:
         key = key if isinstance(key, tuple) else (key,)
         row = dict(zip(settings, key))

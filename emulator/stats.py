@@ -76,10 +76,11 @@ def tail(values: np.ndarray | pd.Series, name: str) -> dict[str, float | None]:
 
 
 def confidence(runs: pd.DataFrame, keys: list[str], figures: list[str]) -> pd.DataFrame:
-    """Per setting of ``keys`` (all runs when none), each figure's ``_mean``, ``_std``, ``_n``
+    """Per setting of ``keys`` (all runs when none; in the order the runs first give each:
+    a sweep's runs come in its grid's order), each figure's ``_mean``, ``_std``, ``_n``
     (runs with a value), ``_ci95`` (half-width: t_{0.975,n-1} · std / √n; NaN for n < 2) and
     ``_lo``/``_hi`` (mean ∓ half-width), with ``runs`` first."""
-    groups = runs.groupby(keys, sort=True) if keys else [((), runs)]
+    groups = runs.groupby(keys, sort=False) if keys else [((), runs)]
     rows, index = [], []
     for key, part in groups:
         row: dict[str, Any] = {"runs": len(part)}

@@ -120,6 +120,11 @@ def _cells(point: dict[str, Any]) -> dict[str, Any]:
     return {k: json.dumps(v) if isinstance(v, (list, dict)) else v for k, v in point.items()}
 
 
+def _in_task_order(ranked: list[tuple[int, str, dict[str, Any]]]) -> list[dict[str, Any]]:
+    """The rows of ``(task, organization, row)`` triples by task, then organization."""
+    return [row for _, _, row in sorted(ranked, key=lambda r: r[:2])]
+
+
 def _setting(point: dict[str, Any]) -> str:
     """Where in the grid: ``at protocol.name='local', ...``."""
     return f"at {', '.join(f'{k}={v!r}' for k, v in point.items())}"
@@ -263,13 +268,19 @@ def sweep(  # noqa: C901
 
     base_data = apply_overrides(data, overrides or {})
     rows, org_rows, failed = [], [], []
+    # Tables and figures list the settings in the order the grid gives them (``--grid
+    # faults.mtbf=1e12,400,100``: no faults first), seeds ascending: the tasks' order, which
+    # Ray's results come back out of.
+    rank = {(tuple(_cells(point).values()), seed): i for i, (point, seed) in enumerate(tasks)}
 
     def record(point: dict[str, Any], seed: int, outcome: tuple | BaseException) -> None:
+        at = rank[tuple(_cells(point).values()), seed]
         if isinstance(outcome, BaseException):
-            failed.append({**_cells(point), "seed": seed, "error": f"{type(outcome).__name__}: {first_line(outcome)}"})
+            error = f"{type(outcome).__name__}: {first_line(outcome)}"
+            failed.append((at, "", {**_cells(point), "seed": seed, "error": error}))
         else:
-            rows.append(outcome[0])
-            org_rows.extend(outcome[1])
+            rows.append((at, "", outcome[0]))
+            org_rows.extend((at, org["organization"], org) for org in outcome[1])
         if progress is not None:
             progress.advance(bar)
 
@@ -299,13 +310,9 @@ def sweep(  # noqa: C901
         if progress is not None:
             progress.stop()
     order = keys + ["seed"]
-    runs = pd.DataFrame(rows, columns=None if rows else order)
-    runs = runs.sort_values(order).reset_index(drop=True)
-    orgs_df = pd.DataFrame(org_rows, columns=None if org_rows else order + ["organization"])
-    orgs_df = orgs_df.sort_values(order + ["organization"]).reset_index(drop=True)
-    failures = (
-        pd.DataFrame(failed, columns=None if failed else order + ["error"]).sort_values(order).reset_index(drop=True)
-    )
+    runs = pd.DataFrame(_in_task_order(rows), columns=None if rows else order)
+    orgs_df = pd.DataFrame(_in_task_order(org_rows), columns=None if org_rows else order + ["organization"])
+    failures = pd.DataFrame(_in_task_order(failed), columns=None if failed else order + ["error"])
     table = aggregate(runs, keys) if rows else pd.DataFrame()
 
     def write(folder: Path) -> None:

@@ -81,7 +81,7 @@ def warnings_of(runs: pd.DataFrame, keys: list[str]) -> list[str]:
     """One line per setting with many unfinished jobs and per swept key that changed nothing."""
     lines = []
     if {"jobs_unfinished", "jobs_released"} <= set(runs.columns):
-        groups = runs.groupby(keys, sort=True) if keys else [((), runs)]
+        groups = runs.groupby(keys, sort=False) if keys else [((), runs)]
         for key, part in groups:
             left, released = int(part["jobs_unfinished"].sum()), int(part["jobs_released"].sum())
             if released and left > UNFINISHED_SHARE * released:
@@ -211,7 +211,7 @@ def plot_sweep(
     others = keys[1:]
     xs = list(dict.fromkeys(flat[x_key]))
     ticks, tick_note = _ticks(xs)
-    series = [((), flat)] if not others else list(flat.groupby(others, sort=True))
+    series = [((), flat)] if not others else list(flat.groupby(others, sort=False))
     cols = min(3, len(figures))
     rows = -(-len(figures) // cols)
     fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.2 * rows), squeeze=False)

@@ -463,11 +463,12 @@ def test_sweep_grid_and_repeat(ray_session, tmp_path, capsys):
 
     runs = pd.read_parquet(out / "runs.parquet")
     assert len(runs) == 4
-    assert sorted(zip(runs["protocol.name"], runs["seed"])) == [
-        ("averaging", 1),
-        ("averaging", 2),
+    # The settings as the grid gives them (local first), though Ray's runs end in any order.
+    assert list(zip(runs["protocol.name"], runs["seed"])) == [
         ("local", 1),
         ("local", 2),
+        ("averaging", 1),
+        ("averaging", 2),
     ]
     assert (runs["jobs"] == 200).all()
     assert (runs.loc[runs["protocol.name"] == "local", "messages_total"] == 0).all()
@@ -480,11 +481,13 @@ def test_sweep_grid_and_repeat(ray_session, tmp_path, capsys):
     orgs = pd.read_parquet(out / "orgs.parquet")
     assert len(orgs) == 4 * 8
     assert set(orgs["organization"]) == {f"org{k}" for k in range(8)}
+    assert list(orgs["protocol.name"]) == ["local"] * 16 + ["averaging"] * 16
+    assert list(orgs["organization"][:8]) == [f"org{k}" for k in range(8)]
     assert {"score", "sum_flow_time", "makespan"} <= set(orgs.columns)
     assert (orgs.loc[orgs["protocol.name"] == "local", "score"] == 0).all()
 
     table = pd.read_csv(out / "table.csv", index_col=0)
-    assert sorted(table.index) == ["averaging", "local"]
+    assert list(table.index) == ["local", "averaging"]
     assert (table["runs"] == 2).all()
     for figure in ("makespan", "mean_flow_time", "messages_total"):
         assert f"{figure}_mean" in table.columns and f"{figure}_std" in table.columns

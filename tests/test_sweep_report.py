@@ -101,10 +101,10 @@ def test_a_horizon_that_leaves_most_jobs_unfinished_is_named(tmp_path, capsys):
 
 
 def test_report_of_any_sweep_gives_intervals_figures_and_warnings(tmp_path, capsys):
-    grid = [("protocol.name", ["local", "averaging"]), ("protocol.period", [1.0, 2.0])]
+    grid = [("protocol.name", ["local", "averaging"]), ("protocol.period", [2.0, 1.0])]
     sweep("quickstart", grid, repeat=2, overrides=SMALL, out=tmp_path / "s", backend="inprocess", quiet=True)
     err = capsys.readouterr().err
-    assert "protocol.period: its values (1, 2) gave the same runs, seed for seed, where protocol.name=local" in err
+    assert "protocol.period: its values (2, 1) gave the same runs, seed for seed, where protocol.name=local" in err
     assert main(["report", str(tmp_path / "s")]) == 0
     out = capsys.readouterr()
     assert "95 % confidence" in out.out and "protocol.name=local" in out.err
@@ -117,6 +117,13 @@ def test_report_of_any_sweep_gives_intervals_figures_and_warnings(tmp_path, caps
     for figure in ("flow_time_p95", "wait_time_p99", "bounded_slowdown_max"):
         assert f"{figure}_ci95" in stats.columns
     assert (tmp_path / "s" / "sweep.png").stat().st_size > 10_000
+    # Every table lists the settings in the grid's order, not sorted: local first, period 2 before 1.
+    given = [("local", 2.0), ("local", 1.0), ("averaging", 2.0), ("averaging", 1.0)]
+    assert list(stats.index) == given
+    assert list(pd.read_csv(tmp_path / "s" / "table.csv", index_col=[0, 1]).index) == given
+    assert list(zip(runs["protocol.name"], runs["protocol.period"], runs["seed"])) == [
+        (*setting, seed) for setting in given for seed in (1, 2)
+    ]
 
 
 def test_a_key_ignored_everywhere_is_named_and_a_sweep_without_keys_reports(tmp_path, capsys):
@@ -221,7 +228,7 @@ def test_a_sweeps_time_figures_share_one_unit_chosen_by_their_span(tmp_path, mon
 
     runs = pd.DataFrame(
         {
-            "k": ["a", "a", "b", "b"],
+            "k": ["b", "b", "a", "a"],  # as a grid gave them: drawn in this order, not sorted
             "seed": [1, 2, 1, 2],
             "mean_flow_time": [3600.0, 7200.0, 1800.0, 1800.0],
             "makespan": [8 * 86400.0, 8 * 86400.0, 9 * 86400.0, 9 * 86400.0],
@@ -234,6 +241,7 @@ def test_a_sweeps_time_figures_share_one_unit_chosen_by_their_span(tmp_path, mon
     sweep_report.plot_sweep(tmp_path, table, ["k"], ["mean_flow_time", "makespan", "mean_bounded_slowdown"], unit="s")
     axes = drawn["fig"].axes
     assert [ax.get_title() for ax in axes[:3]] == ["mean_flow_time (days)", "makespan (days)", "mean_bounded_slowdown"]
+    assert [t.get_text() for t in axes[0].get_xticklabels()] == ["b", "a"]
     points = axes[1].lines[0].get_ydata()  # the errorbar's means
     assert list(points) == pytest.approx([8.0, 9.0])
     assert list(axes[2].lines[0].get_ydata()) == pytest.approx([2.5, 1.0])  # no unit: as it is
