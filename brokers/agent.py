@@ -85,8 +85,8 @@ class Agent:
 
     def _unhandled(self, now: float, msg: Any) -> None:
         raise InvariantError(
-            f"site {self.site.name} ({self.name} protocol) got a {msg.kind!r} message it cannot handle "
-            f"(from site {msg.src}, seq {msg.seq})"
+            f"site {self.site.name} ({self.name} protocol) at t={now}: got a {msg.kind!r} message it cannot handle "
+            f"(from site {msg.src}, seq {msg.seq}): its agent has no on_{msg.kind}(self, now, msg)"
         )
 
     def neighbors(self) -> "range | tuple[int, ...] | list[int]":

@@ -34,6 +34,7 @@ if TYPE_CHECKING:  # pragma: no cover
 #: (a pair of fractions, "meta" or a number); returns the value to keep.
 Check = Callable[[str, Any, "ScenarioFacts"], Any]
 _NUMBER_CHECKS = ("positive", "nonneg", "finite", "most")
+_NEEDS_CHECK = "{key}: a key of type {kind} needs a check of its own (param(..., check=...))"
 
 
 def param(
@@ -122,6 +123,19 @@ class Params:
             values[f.name] = None if value is None else _checked(f, hints[f.name], value, scenario)
         return cls(**values).validate(scenario)
 
+    @classmethod
+    def check_declaration(cls) -> None:
+        """Refuse, when the protocol is made, a key that no table could set: one whose type
+        none of ``from_table``'s checks reads and that has no ``check`` of its own (found
+        otherwise only when a scenario gives it, or at validate)."""
+        try:
+            hints = typing.get_type_hints(cls)
+        except Exception:  # annotations that cannot be resolved here: judged when a table is read
+            return
+        for f in dataclasses.fields(cls):
+            if not f.metadata.get("derived") and _needs_check(f, hints[f.name]):
+                raise TypeError(_NEEDS_CHECK.format(key=f.name, kind=hints[f.name]))
+
     def validate(self, scenario: ScenarioFacts) -> Self:
         """Rules across keys, and what the scenario must be for the protocol; raises
         ScenarioError naming the key. Returns the parameters, with the defaults that depend on
@@ -140,11 +154,30 @@ class Params:
         return out
 
 
-def _checked(f: dataclasses.Field, kind: Any, value: Any, scenario: ScenarioFacts) -> Any:
-    meta, key = f.metadata, f"protocol.{f.name}"
+def for_site(value: Any, site_id: int) -> Any:
+    """A ``per_site`` key's value at site ``site_id``: a key given as one value keeps it (the
+    resolved scenario says what was given), a list or ``{default = ...}`` table is a tuple of
+    one value per site."""
+    return value[site_id] if isinstance(value, tuple) else value
+
+
+def _needs_check(f: dataclasses.Field, kind: Any) -> bool:
+    """Whether no check of ``from_table``'s reads the key: a type other than bool, int, float
+    or str (or one of them ``| None``), neither per site nor with a ``check`` of its own."""
+    meta = f.metadata
+    return not (meta.get("check") is not None or meta.get("per_site") or _unwrapped(kind) in (bool, int, float, str))
+
+
+def _unwrapped(kind: Any) -> Any:
     args = typing.get_args(kind)
     if type(None) in args and len(args) == 2:  # ``float | None``: a default that validate fills
-        kind = next(a for a in args if a is not type(None))
+        return next(a for a in args if a is not type(None))
+    return kind
+
+
+def _checked(f: dataclasses.Field, kind: Any, value: Any, scenario: ScenarioFacts) -> Any:
+    meta, key = f.metadata, f"protocol.{f.name}"
+    kind = _unwrapped(kind)
     numbers, choices = meta.get("numbers", {}), meta.get("choices")
     if meta.get("check") is not None:
         return meta["check"](key, value, scenario)
@@ -167,7 +200,7 @@ def _checked(f: dataclasses.Field, kind: Any, value: Any, scenario: ScenarioFact
         if not isinstance(value, str):
             raise ScenarioError(key, f"must be a string, got {value!r}")
         return value
-    raise TypeError(f"{f.name}: a key of type {kind} needs a check (param(..., check=...))")
+    raise TypeError(_NEEDS_CHECK.format(key=f.name, kind=kind))
 
 
 def _plain(value: Any) -> Any:

@@ -20,7 +20,7 @@ import numpy as np
 
 from gridemu.brokers.params import Params
 from gridemu.model.errors import ScenarioError
-from gridemu.model.messages import KERNEL_KINDS, MessageKind
+from gridemu.model.messages import KERNEL_KINDS, MessageKind, MessageKinds
 from gridemu.sites.spec import SiteSpec
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -239,6 +239,21 @@ class Protocol:
                 f"protocol {self.name!r}: params must be a @dataclass(frozen=True) subclass of gridemu.plugin.Params, "
                 f"got {self.params!r}"
             )
+        try:
+            self.params.check_declaration()
+        except TypeError as exc:
+            raise ValueError(f"protocol {self.name!r}: params: {exc}") from None
+        if not all(isinstance(kind, MessageKind) for kind in self.messages):
+            raise ValueError(
+                f"protocol {self.name!r}: messages must be kinds made with message(...), got {self.messages!r}"
+            )
+        try:
+            MessageKinds(self.messages)
+        except ValueError as exc:
+            raise ValueError(
+                f"protocol {self.name!r}: {exc} (job and fragment are the kernel's own kinds, in every run: "
+                "a kind of the protocol's needs a name of its own)"
+            ) from None
         _check_hooks(self)
 
     def can(self, capability: str) -> bool:
@@ -261,6 +276,14 @@ _HOOKS = (
 def _check_hooks(protocol: Protocol) -> None:
     """An agent's hook that cannot take the kernel's call is refused when the protocol is
     made: at run time it is a TypeError deep in a site's event loop (or a RayTaskError)."""
+    # A kind of its own that no agent could take: a typo in its handler's name (an agent made
+    # by a function, one class per mode, is judged when a message comes).
+    for kind in protocol.messages if isinstance(protocol.agent, type) else ():
+        if getattr(protocol.agent, f"on_{kind.name}", None) is None:
+            raise ValueError(
+                f"protocol {protocol.name!r} declares the {kind.name!r} message kind, but "
+                f"{protocol.agent.__name__} has no on_{kind.name}(self, now, msg) to handle it"
+            )
     kinds = KERNEL_KINDS + tuple(protocol.messages)
     calls = list(_HOOKS) + [(f"on_{k.name}", ("now", "msg")) for k in kinds]
     for hook, args in calls:

@@ -36,7 +36,14 @@ import numpy as np
 from gridemu.brokers import registry
 from gridemu.brokers.protocol import Protocol
 from gridemu.emulator import plain
-from gridemu.emulator.plugins import _own_classes, _own_modules, dump_shard, load_shard, require_registered
+from gridemu.emulator.plugins import (
+    _own_classes,
+    _own_modules,
+    dump_shard,
+    load_shard,
+    require_registered,
+    unsaved_state,
+)
 from gridemu.emulator.results import marked
 from gridemu.emulator.shard import StepInfo
 from gridemu.model.errors import GridemuError, ScenarioError
@@ -106,7 +113,10 @@ def save(
         roots["shards"] = []
         for state in checkpoint.shards:
             shard = load_shard(state, protocol)
-            roots["shards"].append(enc.value(shard))
+            try:
+                roots["shards"].append(enc.value(shard))
+            except plain.PlainError as exc:
+                raise unsaved_state(protocol, exc) from None
             # Its sites and agents refer to each other, and a run pauses the cyclic collector
             # (coordinator.py): unbroken, every checkpoint's copy of the shards stayed until
             # the run's end (quickstart, 400,000 jobs on Ray, one every 2 s: +77 MiB each).

@@ -11,6 +11,7 @@ import contextlib
 import json
 import math
 import os
+import shlex
 import signal
 import sys
 import time
@@ -326,7 +327,7 @@ def _with_progress(args: argparse.Namespace, out: Path, go: Any, hint: Path | No
     try:
         result = go(bar)
     except (KeyboardInterrupt, Terminated, SystemError):
-        _resume_hint(hint or out)
+        _resume_hint(hint or out, getattr(args, "plugin", None) or [])
         raise
     finally:
         if bar is not None:
@@ -363,11 +364,14 @@ def barrier_note(summary: dict) -> str | None:
     )
 
 
-def _resume_hint(out: Path) -> None:
+def _resume_hint(out: Path, plugins: list[str]) -> None:
+    """The command that goes on from the checkpoint, with the plug-ins the run loaded (a resume
+    without them is refused)."""
     from gridemu.emulator.checkpoint import FILE
 
     if (out / FILE).is_file():
-        print(f"gridemu: the last checkpoint is in {out}/{FILE}: gridemu resume {out}", file=sys.stderr)
+        again = "".join(f" --plugin {shlex.quote(p)}" for p in plugins)
+        print(f"gridemu: the last checkpoint is in {out}/{FILE}: gridemu resume {out}{again}", file=sys.stderr)
 
 
 def cmd_resume(args: argparse.Namespace) -> int:
@@ -671,7 +675,7 @@ def _warmup_option(p: argparse.ArgumentParser) -> None:
 
 #: The commands that may load a protocol of the user's (``--plugin``); a Ray sweep's tasks
 #: run in other processes, which would not have it, so sweep takes it in-process only.
-PLUGIN_COMMANDS = ("list", "validate", "run", "resume", "sweep")
+PLUGIN_COMMANDS = ("list", "validate", "run", "resume", "report", "sweep")
 
 
 def _load_plugins(args: argparse.Namespace) -> None:

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Iterator
 
 from gridemu.brokers import registry
 from gridemu.brokers.protocol import Protocol
-from gridemu.model.errors import GridemuError, first_line
+from gridemu.model.errors import GridemuError, InvariantError, first_line
 
 if TYPE_CHECKING:  # pragma: no cover
     from gridemu.emulator.shard import Shard, ShardSpec
@@ -73,11 +73,23 @@ def dump_shard(shard: "Shard", protocol: Protocol) -> bytes:
     """A shard's state as bytes. The agent and parameter classes of a protocol that is not
     shipped are named, not pickled: a by-value class (Ray) cannot be found by its module, and a checkpoint
     must not import the user's module when it is read."""
-    if registry.is_shipped(protocol):
-        return pickle.dumps(shard, protocol=pickle.HIGHEST_PROTOCOL)
-    buf = io.BytesIO()
-    _NamingPickler(buf, protocol).dump(shard)
-    return buf.getvalue()
+    try:
+        if registry.is_shipped(protocol):
+            return pickle.dumps(shard, protocol=pickle.HIGHEST_PROTOCOL)
+        buf = io.BytesIO()
+        _NamingPickler(buf, protocol).dump(shard)
+        return buf.getvalue()
+    except (pickle.PicklingError, AttributeError, TypeError) as exc:  # a lambda, an open file...
+        raise unsaved_state(protocol, exc) from None
+
+
+def unsaved_state(protocol: Protocol, exc: Exception) -> InvariantError:
+    """The one-line error of a checkpoint that cannot hold an agent's state."""
+    return InvariantError(
+        f"checkpoint: the {protocol.name} protocol's agents hold state a checkpoint cannot save ({first_line(exc)}); "
+        "an agent keeps plain data only: numbers, strings, numpy arrays and generators, lists, tuples, dicts, "
+        "sets and objects of its own classes, no lambda, closure, function or open file"
+    )
 
 
 def load_shard(state: bytes, protocol: Protocol) -> "Shard":
@@ -121,7 +133,7 @@ def require_registered(name: str, what: str) -> None:
     if name not in registry.PROTOCOLS:
         raise GridemuError(
             f"{what}: the run's protocol {name!r} is not registered in this process: register it again "
-            f"(registry.register, or --plugin with the module that defines it) before resuming"
+            "(gridemu.plugin.register from Python, or --plugin with the file or module that defines it) before resuming"
         )
 
 
@@ -137,8 +149,15 @@ def load_plugin(target: str) -> list[str]:
         except GridemuError:
             raise
         except Exception as exc:  # its own code: a syntax error, a failed import, anything it raises
+            # The gridemu command's path does not hold the current folder (python -m's does).
+            here = isinstance(exc, ModuleNotFoundError) and exc.name == target and Path(f"{target}.py").is_file()
             raise GridemuError(
                 f"--plugin {target}: importing it failed ({type(exc).__name__}: {first_line(exc)})"
+                + (
+                    f"; a module name is looked up on Python's path, not in this folder: --plugin {target}.py"
+                    if here
+                    else ""
+                )
             ) from None
     if not path.is_file():
         raise GridemuError(f"--plugin {target}: no such file")

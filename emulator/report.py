@@ -968,6 +968,12 @@ def report(
             report_sweep(run_dir)
         return path
     jobs, sites, ts, summary, outages = load_run(run_dir, warmup)
+    if summary["global"]["protocol"] not in registry.PROTOCOLS:  # a plug-in's run: its Report is not here
+        print(
+            f"gridemu: note: the run's protocol {summary['global']['protocol']!r} is not registered here: its own "
+            "tables and figure settings are left out (--plugin FILE|MODULE loads it)",
+            file=sys.stderr,
+        )
     print_summary(summary)
     if not plot:
         return None

@@ -307,7 +307,7 @@ class SiteEngine(ShardEngine):
             site.agent.on_start(0.0)
             if site.outbox:  # windows are built on send bounds, which only timers and messages set
                 raise InvariantError(
-                    f"site {site.name}: the {site.agent.name} agent sent a "
+                    f"site {site.name} at t=0: the {site.agent.name} agent sent a "
                     "message from on_start; set a timer at 0 and send from it"
                 )
             if (

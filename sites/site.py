@@ -266,8 +266,8 @@ class Site:
             return self.kinds.code[kind]
         except KeyError:
             raise InvariantError(
-                f"site {self.name} sent a {kind!r} message, a kind its protocol does not declare (declared: "
-                f"{', '.join(self.kinds.names)})"
+                f"site {self.name} at t={now}: sent a {kind!r} message, a kind its protocol does not declare "
+                f"(declared: {', '.join(self.kinds.names)})"
             ) from None
 
     def _post(self, now: float, dsts: Iterable[int], code: int, payload: tuple) -> None:
@@ -281,7 +281,7 @@ class Site:
             for dst in dsts:
                 if dst not in links:
                     raise InvariantError(
-                        f"site {self.name} sent a {self.kinds.names[code]!r} message to site {dst}, "
+                        f"site {self.name} at t={now}: sent a {self.kinds.names[code]!r} message to site {dst}, "
                         "which is not one of its neighbors in the network topology"
                     )
         first = seq = self.msg_seq

@@ -28,7 +28,7 @@ fairshare paper; what the ``fairshare`` protocol keeps up to date; any other sch
 Acting: ``send``, ``send_all`` (one message to many sites), ``set_timer``, ``transfer``,
 ``receive_job``, ``enqueue``, ``dequeue``, ``dispatch``, ``start``, ``preempt``, ``split``,
 ``offer``, ``withdraw``, ``keep``, ``announce``, ``plan``, ``count_migration``. Time: ``next_event_time()``,
-``next_agent_event_time()``, ``next_message_time()``.
+``next_agent_event_time()``, ``next_message_time()``, ``next_arrival_or_timer()``.
 
 Random numbers: ``rng(purpose)``, the site's own stream for a purpose the protocol names
 (a string), the same generator at every call.
@@ -53,7 +53,7 @@ if TYPE_CHECKING:  # pragma: no cover
 FORWARDED = frozenset(
     "send send_all set_timer transfer receive_job enqueue start preempt split offer withdraw keep announce "
     "queued running_slots backlog load next_event_time next_agent_event_time next_message_time next_release "
-    "job_record".split()
+    "next_arrival_or_timer job_record".split()
 )
 
 

@@ -209,6 +209,11 @@ class _NotADataclass(Params):
     hops: int = 1
 
 
+@dataclass(frozen=True)
+class _TupleKey(Params):
+    weights: tuple = param((1.0, 2.0), "a key no check reads")
+
+
 @pytest.mark.parametrize(
     ("make", "error"),
     [
@@ -225,8 +230,34 @@ class _NotADataclass(Params):
             lambda: Protocol("w3", RelayAgent, "x", params=_NotADataclass, messages=(HELLO,)),
             "protocol 'w3': params must be a @dataclass(frozen=True) subclass of gridemu.plugin.Params",
         ),
+        (
+            # Each found only at run time before: a traceback at validate, one at the first run
+            # (kinds named twice), a one-line error at the first such message (no handler).
+            lambda: Protocol("w4", RelayAgent, "x", params=_TupleKey, messages=(HELLO,)),
+            "protocol 'w4': params: weights: a key of type <class 'tuple'> needs a check of its own",
+        ),
+        (
+            lambda: Protocol("w5", RelayAgent, "x", params=RelayParams, messages=(HELLO, message("job", n=int))),
+            "protocol 'w5': message kinds declared twice: job (job and fragment are the kernel's own kinds",
+        ),
+        (
+            lambda: Protocol("w6", RelayAgent, "x", params=RelayParams, messages=(HELLO, HELLO)),
+            "protocol 'w6': message kinds declared twice: hello",
+        ),
+        (
+            lambda: Protocol("w7", RelayAgent, "x", params=RelayParams, messages=(HELLO, message("ackx", n=int))),
+            "protocol 'w7' declares the 'ackx' message kind, but RelayAgent has no on_ackx(self, now, msg)",
+        ),
     ],
-    ids=["message-handler", "arrival", "params-not-a-dataclass"],
+    ids=[
+        "message-handler",
+        "arrival",
+        "params-not-a-dataclass",
+        "key-without-check",
+        "kernel-kind",
+        "kind-twice",
+        "no-handler",
+    ],
 )
 def test_an_authors_mistake_is_refused_when_the_protocol_is_made(make, error):
     # Found at run time, a wrong hook was a 58-line traceback from a site's event loop (a
@@ -321,6 +352,46 @@ def test_a_plugin_checkpoint_on_ray_names_the_protocol_and_resumes(ray_session, 
         assert digest(emulator.resume(out, backend=after).jobs) == digest(whole.jobs)
     finally:
         registry.unregister("relay")
+
+
+class _Unsaved(RelayAgent):
+    def on_hello(self, now: float, msg: Any) -> None:
+        self.key = lambda x: x  # no checkpoint can hold it
+
+
+@pytest.mark.parametrize("backend", ["inprocess", "ray"])
+def test_an_agent_state_no_checkpoint_holds_is_one_line(ray_session, tmp_path, capsys, backend):
+    # A traceback from the pickler (or plain's encoder) before: now one line naming the protocol, exit 3.
+    registry.register(Protocol("unsaved", _Unsaved, "x", params=RelayParams, messages=(HELLO,)))
+    try:
+        path = scenario_file(tmp_path, 1)
+        Path(path).write_text(Path(path).read_text().replace('name = "relay"', 'name = "unsaved"'))
+        argv = ["run", path, "--backend", backend, "--shards", "2", "--checkpoint", "0", "--quiet"]
+        assert main([*argv, "--out", str(tmp_path / "r")]) == 3
+    finally:
+        registry.unregister("unsaved")
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(
+        "gridemu: invariant violated: checkpoint: the unsaved protocol's agents hold state a checkpoint cannot save"
+    )
+    assert "lambda" in err[0]
+
+
+def test_report_takes_a_plugins_report_and_says_when_it_is_missing(doc_folder, capsys):
+    argv = ["run", "my.toml", "--plugin", "scatter.py", "--backend", "inprocess", "--out", "runs/r", "--quiet"]
+    assert main(argv) == 0
+    registry.unregister("scatter")  # a new process
+    capsys.readouterr()
+    assert main(["report", "runs/r", "--no-plot"]) == 0
+    assert "the run's protocol 'scatter' is not registered here" in capsys.readouterr().err
+    assert main(["report", "runs/r", "--no-plot", "--plugin", "scatter.py"]) == 0
+    assert "not registered here" not in capsys.readouterr().err
+
+
+def test_a_module_name_for_a_file_here_says_to_name_the_file(doc_folder, capsys):
+    assert main(["validate", "my.toml", "--plugin", "scatter"]) == 2
+    err = capsys.readouterr().err
+    assert "a module name is looked up on Python's path, not in this folder: --plugin scatter.py" in err
 
 
 def test_the_view_gives_each_site_its_own_named_streams(relay):
@@ -439,3 +510,15 @@ def test_the_plugin_module_exports_what_an_author_needs():
     for name in plugin.__all__:
         assert getattr(plugin, name) is not None
     assert plugin.register is registry.register and plugin.Protocol is Protocol
+
+
+def test_the_resume_hint_names_the_plugins_the_run_loaded(tmp_path, capsys):
+    from gridemu.emulator.checkpoint import FILE
+    from gridemu.emulator.cli import _resume_hint
+
+    (tmp_path / FILE).write_bytes(b"")
+    _resume_hint(tmp_path, ["scatter.py", "my plug.py"])
+    hint = capsys.readouterr().err.strip()
+    assert hint.endswith(f"gridemu resume {tmp_path} --plugin scatter.py --plugin 'my plug.py'")
+    _resume_hint(tmp_path, [])
+    assert capsys.readouterr().err.strip().endswith(f"gridemu resume {tmp_path}")

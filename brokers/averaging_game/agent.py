@@ -15,6 +15,7 @@ from gridemu.brokers.agent import GridInfo
 from gridemu.brokers.averaging.algorithm import averaging_plan
 from gridemu.brokers.bilb.divisible import DivisibleAgent, Plan
 from gridemu.brokers.bilb.strategies import adjust_join
+from gridemu.brokers.params import for_site
 from gridemu.model.rng import PURPOSE_COALITION, site_rng
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -38,8 +39,7 @@ class AveragingGameAgent(DivisibleAgent):
 
     def __init__(self, site, grid: GridInfo, params: AveragingGameParams):
         super().__init__(site, grid, params)
-        join = params.join
-        self.p = join[site.site_id] if isinstance(join, tuple) else join
+        self.p = for_site(params.join, site.site_id)
         self.rng = site_rng(grid.seed, site.site_id, PURPOSE_COALITION)
         self.member = False
 

@@ -15,6 +15,7 @@ from gridemu.brokers.bilb.algorithm import bilb_plan, next_round_time, tie_sorte
 from gridemu.brokers.bilb.divisible import DivisibleAgent, Plan
 from gridemu.brokers.bilb.params import BilbParams
 from gridemu.brokers.bilb.strategies import adjust_limit
+from gridemu.brokers.params import for_site
 
 
 class BilbAgent(DivisibleAgent):
@@ -25,8 +26,7 @@ class BilbAgent(DivisibleAgent):
 
     def __init__(self, site, grid: GridInfo, params: BilbParams):
         super().__init__(site, grid, params)
-        limit = params.limit
-        self.limit = limit[site.site_id] if isinstance(limit, tuple) else limit
+        self.limit = for_site(params.limit, site.site_id)
 
     def level(self) -> float:
         return self.limit

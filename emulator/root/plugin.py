@@ -13,7 +13,7 @@ in-process and on Ray shards alike. ``docs/adding-a-protocol.md`` walks through 
 from __future__ import annotations
 
 from gridemu.brokers.agent import Agent, GridInfo
-from gridemu.brokers.params import Params, param
+from gridemu.brokers.params import Params, for_site, param
 from gridemu.brokers.protocol import (
     CAPABILITIES,
     GanttCompare,
@@ -63,6 +63,7 @@ __all__ = [
     "check_flag",
     "check_number",
     "choice",
+    "for_site",
     "message",
     "named_rng",
     "named_rngs",
