@@ -124,6 +124,28 @@ def test_fcfs_recurrence_equals_event_loop(procs, horizon):
         assert {"done", "pending"} <= states
 
 
+def test_fcfs_recurrence_on_a_shard_with_another_scheduler_equals_event_loop(monkeypatch):
+    # A shard of local FCFS sites alone runs as columns (ColumnEngine, tests/test_fcfs_columns.py),
+    # so the test above never reaches the recurrence: with one SPT site the shard is a SiteEngine,
+    # whose FCFS sites take the recurrence and the SPT site the event loop.
+    from gridemu.sites import fcfs_recurrence
+
+    enabled, real = [], fcfs_recurrence.enable
+    monkeypatch.setattr(fcfs_recurrence, "enable", lambda site: (enabled.append(site.site_id), real(site))[1])
+    data = small_grid("local", jobs=1500, sites=4)
+    data["workload"]["procs"] = {"low": 1, "high": 4}
+    data["sites"] = [{"name": f"s{k}", "speeds": [1.0] * 4, "scheduler": "spt" if k == 3 else "fcfs"} for k in range(4)]
+    fast = emulator.run(data)
+    assert sorted(enabled) == [0, 1, 2]
+    slow = emulator.run(data, recurrence=False)
+    assert len(enabled) == 3
+    placement = ["proc", "proc_set"]  # the recurrence records none (sites/fcfs_recurrence.py)
+    pd.testing.assert_frame_equal(fast.jobs.drop(columns=placement), slow.jobs.drop(columns=placement))
+    on_fcfs = fast.jobs["exec_site"] < 3
+    assert (fast.jobs.loc[on_fcfs, "proc"] == -1).all() and (fast.jobs.loc[~on_fcfs, "proc"] >= 0).all()
+    assert fast.summary["global"]["events"] == slow.summary["global"]["events"]
+
+
 def test_horizon_cuts_the_run_and_every_job_keeps_one_state():
     data = small_grid("averaging", jobs=1000)
     data["run"]["horizon"] = 100.0
