@@ -25,7 +25,7 @@ from gridemu.emulator.limits import costs
 from gridemu.emulator.scenario_toml import copy_tree
 from gridemu.emulator.topology import Topology, build_topology, link_latency_matrix, smallest_link_latency
 from gridemu.model.checks import check_flag, check_number, choice, did_you_mean, largest_remainder, per_site_values
-from gridemu.model.errors import ScenarioError
+from gridemu.model.errors import ScenarioError, first_few
 from gridemu.model.inputs import check_allocation, check_input_file, check_toml_depth
 from gridemu.scenarios.workload import WORKLOAD_KEYS, check_workload
 from gridemu.sites.faults import FaultPlan, parse_faults
@@ -34,7 +34,7 @@ from gridemu.sites.spec import SiteSpec
 
 SHIPPED_DIR = Path(__file__).resolve().parent.parent / "scenarios" / "data"
 
-SCHEDULERS = ("fcfs", "spt", "list", "planned", "fcfs_any", "preempt", "fairshare")
+SCHEDULERS = ("fcfs", "spt", "list", "planned", "fcfs_any", "preempt", "fairshare", "easy")
 BACKENDS = ("inprocess", "ray")
 PACKINGS = ("block", "round_robin")
 WORKLOAD_KINDS = ("poisson", "jobs", "csv", "swf", "rigid", "proposition", "streams", "dedicated")
@@ -720,6 +720,13 @@ def _validate(data: dict[str, Any], source: str) -> Scenario:  # noqa: C901
     )
     resolved = params.table()
     data["protocol"] = {"name": proto["name"]} | {k: resolved[k] for k in proto if k in resolved} | resolved
+    mixed = [s.name for s in sites if s.scheduler == "easy" and len(set(s.speeds)) > 1]
+    if mixed:
+        raise ScenarioError(
+            "scheduler.name",
+            "the easy scheduler needs identical processors at a site (a job's estimate is at the site's speed); "
+            f"sites with several speeds: {first_few(mixed)}",
+        )
     if any(s.scheduler == "planned" for s in sites):
         registry.require(
             protocol, "starts_jobs", "scheduler.name", "the planned scheduler starts only what a protocol planned"
