@@ -120,6 +120,10 @@ class Params:
             if f.metadata.get("derived"):
                 continue
             value = table.get(f.name, f.default)
+            if value is None and f.default is not None:  # a dict's None (TOML has none): no value
+                raise ScenarioError(
+                    f"protocol.{f.name}", f"None is no value for this key: leave it out for its default, {f.default!r}"
+                )
             values[f.name] = None if value is None else _checked(f, hints[f.name], value, scenario)
         return cls(**values).validate(scenario)
 

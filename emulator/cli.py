@@ -177,7 +177,7 @@ def _refuse_past_max(args: argparse.Namespace, est: Any) -> None:
     ):
         if limit is not None and value is not None and value > limit:
             past = f"about {count_text(value)} {what}, more than --max-{what} {count_text(limit)}"
-            raise GridemuError(f"estimate: {past} ({est.describe()})")
+            raise GridemuError(f"--max-{what}: {past} ({est.describe()})")  # the flag first, as every key
 
 
 #: What a run does in each phase (engine.enter_phase), said where it takes long: from this

@@ -167,8 +167,12 @@ def evalys_frame(jobs: pd.DataFrame, sites: pd.DataFrame, requested: np.ndarray 
     # Pieces (fragments.parquet) carry no release: each takes its job's.
     wall = np.full(len(jobs), np.nan) if requested is None else requested
     per_job = pd.DataFrame({"release": jobs["release"].to_numpy(), "walltime": wall}, index=jobs["job_id"].to_numpy())
-    # Pieces numbered 1, 2, ... within their job (the fragment ids are run-unique numbers).
-    number = pieces.groupby("job_id", sort=False).cumcount() if "fragment" in pieces else None
+    # A split job's pieces numbered 1, 2, ... within it (the fragment ids are run-unique
+    # numbers); a whole job keeps its bare id.
+    number = None
+    if "fragment" in pieces:
+        by_job = pieces.groupby("job_id", sort=False)
+        number = (by_job.cumcount() + 1).where(by_job["job_id"].transform("size") > 1, 0)
     ran = pieces[pieces["start"].notna()].copy()
     ran["allocated_resources"] = [alloc[(j, s)] for j, s in zip(ran["job_id"], ran["start"])]
     ran["release"] = per_job["release"].reindex(ran["job_id"]).to_numpy()

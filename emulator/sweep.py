@@ -32,6 +32,7 @@ from gridemu.emulator.scenario import load_scenario, parse_override, read_scenar
 from gridemu.emulator.stats import QUANTILES, TAIL_FIGURES, confidence
 from gridemu.model.errors import GridemuError, ScenarioError, first_line
 from gridemu.model.inputs import gib
+from gridemu.scenarios.workload import generate_jobs
 from gridemu.sites.sections import SECTIONS
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -151,10 +152,13 @@ def run_one(
         row["jobs_measured"] = g["jobs_measured"]
     row.update({f"messages_{kind}": n for kind, n in g["messages"].items()})
     row.update({f"faults_{k}": v for k, v in g.get("faults", {}).items()})
-    # A protocol's own figures (e.g. molba's scores of local, MOLBA and MOLBA+ILBA).
+    # A protocol's own figures (e.g. molba's scores of local, MOLBA and MOLBA+ILBA); one named
+    # as a figure already in the row takes its section's name first (molba's makespan, from
+    # T0: protocol_makespan), so that it never replaces the run's.
     for section in ("protocol", "fairness", *(s.name for s in SECTIONS.values())):
-        figures = result.summary.get(section, {})
-        row.update({k: v for k, v in figures.items() if k != "name" and (v is None or isinstance(v, (int, float)))})
+        for k, v in result.summary.get(section, {}).items():
+            if k != "name" and (v is None or isinstance(v, (int, float))):
+                row[f"{section}_{k}" if k in row else k] = v
     scores = [o["score"] for o in result.summary["organizations"].values() if "score" in o]
     if scores:
         row["score_mean"] = sum(scores) / len(scores)
@@ -228,6 +232,7 @@ def sweep(  # noqa: C901
         )
     points = [dict(zip(keys, combo)) for combo in itertools.product(*[v for _, v in grid])] or [{}]
     limits, wall, biggest = Limits.here(force), 0.0, 0.0
+    tables: dict[str, Any] = {}  # the jobs of each distinct workload that is not sized
     for point in points:  # fail before launching anything: a value bad for some points is a typo
         try:
             sc = load_scenario(data, {**(overrides or {}), **point}, source=source)
@@ -235,9 +240,21 @@ def sweep(  # noqa: C901
             if not point:
                 raise
             raise ScenarioError(exc.key, f"{exc.problem} ({_setting(point)}; no run was started)") from None
-        if sc.workload["kind"] not in SIZED:
-            continue  # a job file is read by its run (a broken one fails that point alone), gated there
-        est = estimate(sc)
+        if sc.workload["kind"] in SIZED:
+            est = estimate(sc)
+        else:
+            # Jobs read or drawn: once per distinct workload (points that differ only in
+            # protocol keys share it), so that --max-* and the budgets hold them too. A file
+            # that does not read fails its own points when they run, not the sweep.
+            key = json.dumps([sc.workload, sc.sites_table or len(sc.sites), sc.seed], sort_keys=True, default=str)
+            if key not in tables:
+                try:
+                    tables[key] = generate_jobs(sc)[0]
+                except GridemuError:
+                    tables[key] = None
+            if tables[key] is None:
+                continue
+            est = estimate(sc, tables[key])
         check_resolution(est)
         refusal = est.refusal(limits)
         if refusal is not None:

@@ -255,3 +255,13 @@ def test_a_long_list_in_a_message_names_the_first_and_counts_the_rest():
     assert first_few(["a", "b"]) == "a, b"
     assert first_few(list(range(8))) == "0, 1, 2, 3, 4 and 3 more"
     assert first_few(list(range(2000)), 2) == "0, 1 and 1,998 more"
+
+
+def test_a_none_from_python_for_a_key_with_a_default_is_refused_by_key():
+    # The fuzzer (seed 7, 300 examples): None passed load_scenario as "not filled yet" and
+    # the estimate's traffic hook compared it with a float (a TypeError in gate).
+    from gridemu.emulator.scenario import load_scenario
+
+    with pytest.raises(ScenarioError, match="None is no value for this key") as exc:
+        load_scenario("averaging-game-learning", {"protocol.period": None})
+    assert exc.value.key == "protocol.period"

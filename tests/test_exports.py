@@ -53,8 +53,14 @@ def test_every_shipped_scenario_exports_in_both_formats(name, tmp_path):
     never = int(result.jobs["start"].isna().sum())
     assert len(csv) == started + never
     assert csv["job_id"].is_unique
-    # Every job is there, by its id (a piece's id is JOB.N).
+    # Every job is there, by its id (a piece's id is JOB.N, N = 1, 2, ... within a split job).
     assert set(csv["job_id"].str.split(".").str[0].astype(int)) == set(result.jobs["job_id"])
+    ids = csv["job_id"].str.split(".", expand=True).reindex(columns=[0, 1])
+    split = ids[1].notna()
+    if split.any():
+        numbers = ids[split].groupby(0)[1].apply(lambda n: sorted(map(int, n)))
+        assert all(n == list(range(1, len(n) + 1)) for n in numbers)
+        assert not set(ids.loc[split, 0]) & set(ids.loc[~split, 0])  # no bare id beside a split job's pieces
     assert (csv["submission_time"].notna()).all()
 
 

@@ -272,8 +272,24 @@ def test_sweep_holds_every_setting_to_the_max_limits_before_any_run(tmp_path, ca
     argv = ["sweep", "averaging-topology", "--grid", "sites.count=100,1000", "--set", "workload.until=5"]
     assert cli.main([*argv, "--max-jobs", "1000", "--backend", "inprocess", "--out", str(out)]) == 2
     err = capsys.readouterr().err
-    assert "at sites.count=1000: estimate: about 3,756 jobs, more than --max-jobs 1,000" in err
+    assert "at sites.count=1000: --max-jobs: about 3,756 jobs, more than --max-jobs 1,000" in err
     assert "no run was started" in err and not out.exists()
+    # A workload that is drawn or read, not sized (molba's rigid instances, a trace), is held
+    # to them too: it ran (100 jobs) past --max-jobs 10 before, and past the CPU budget.
+    molba = ["sweep", "molba", "--backend", "inprocess", "--out", str(out)]
+    assert cli.main([*molba, "--max-jobs", "10"]) == 2
+    assert "--max-jobs: about 100 jobs, more than --max-jobs 10" in capsys.readouterr().err
+    assert cli.main([*molba, "--set", "workload.jobs=20000", "--repeat", "60"]) == 2
+    assert "more than the 24 h budget" in capsys.readouterr().err and not out.exists()
+
+
+def test_a_protocol_figure_named_as_the_runs_own_keeps_both(tmp_path):
+    # molba's protocol section has a makespan of its own (from T0): it replaced the run's in
+    # runs.parquet (172.0 for 172.007).
+    runs, _, _ = sweep("molba", [], backend="inprocess", quiet=True)
+    row = runs.iloc[0]
+    assert row["makespan"] == pytest.approx(172.007) and row["protocol_makespan"] == 172.0
+    assert "jobs_migrated" in runs.columns  # a figure of the section alone keeps its name
 
 
 def test_the_sweep_figure_says_why_a_point_has_no_bar():
