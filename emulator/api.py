@@ -220,6 +220,11 @@ def resume(
     locked while it runs: a second resume of it is refused at once. A run of a protocol that
     is not shipped goes on only once that protocol is registered again (the checkpoint names it)."""
     folder = Path(folder)
+    if (folder / "summary.json").is_file() and not (folder / ckpt.FILE).exists() and not folder.is_symlink():
+        # The run went through (its results replaced the checkpoint); the CLI says so and exits 0.
+        raise GridemuError(
+            f"resume: {folder}: the run is complete (summary.json), nothing to resume: gridemu.load reads its results"
+        )
     if folder.is_symlink() or marked(folder) != "run":
         if not (folder / ckpt.FILE).exists():
             ckpt.load(folder)  # says what is missing: no checkpoint, or an older one
@@ -246,6 +251,7 @@ def resume(
         enter_phase("write")
         # Its own folder (or one it was allowed) is replaced, checkpoint and all.
         result.write(target, overwrite=target == folder or overwrite or checkpoint is not None)
+        result.folder = target
     return result
 
 

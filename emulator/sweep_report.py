@@ -6,7 +6,7 @@ printed and written to ``SWEEPDIR/stats.csv``; ``SWEEPDIR/sweep.png`` draws them
 ranges (the mean and its interval) per figure against the first swept key, one series per
 setting of the others, the figures of time in one unit (seconds, hours or days). Warnings
 name the settings where many jobs never finished and the swept keys that changed nothing
-(every value gave the same runs: a key the protocol ignores).
+(every value gave the same schedules: a key the protocol ignores).
 Sweeps of the thesis ch. 4 protocols also get their per-period scores (``report.report_sweep``,
 which ``report.report`` calls after this module's report).
 """
@@ -55,7 +55,7 @@ def sweep_statistics(runs: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
 
 
 def ignored_keys(runs: pd.DataFrame, keys: list[str]) -> list[tuple[str, list[str]]]:
-    """The swept keys (with more than one value) whose values all gave the same runs, seed for
+    """The swept keys (with more than one value) whose values all gave the same schedules, seed for
     seed: each with the settings of the other keys where that happened (empty: everywhere)."""
     figures = [f for f in SCHEDULE if f in runs.columns]
     out = []
@@ -94,9 +94,10 @@ def warnings_of(runs: pd.DataFrame, keys: list[str]) -> list[str]:
     for key, where in ignored_keys(runs, keys):
         values = ", ".join(map(_text, runs[key].unique()))
         lines.append(
-            f"{key}: its values ({values}) gave the same runs, seed for seed"
+            f"{key}: its values ({values}) gave the same schedules, seed for seed"
             + (f", where {'; '.join(where)}" if where else "")
-            + ": the protocol ignores this key, or it changes nothing there"
+            + " (jobs, makespan, mean flow time, events, messages): the protocol ignores this key, or it changes "
+            "nothing there but what the schedule does not show (a score's periods)"
         )
     return lines
 

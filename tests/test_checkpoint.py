@@ -72,6 +72,9 @@ def test_a_stopped_run_resumes_to_the_same_job_table(tmp_path, name):
     assert resumed.summary["global"]["mean_flow_time"] == whole.summary["global"]["mean_flow_time"]
     names = {p.name for p in out.iterdir()}
     assert "jobs.parquet" in names and "checkpoint.gridemu" not in names  # the results replaced the checkpoint
+    assert resumed.folder == out
+    with pytest.raises(GridemuError, match="the run is complete"):  # the CLI: a line and exit 0
+        emulator.resume(out)
 
 
 @pytest.mark.parametrize(("before", "after"), [("inprocess", "ray"), ("ray", "inprocess")])

@@ -104,7 +104,7 @@ def test_report_of_any_sweep_gives_intervals_figures_and_warnings(tmp_path, caps
     grid = [("protocol.name", ["local", "averaging"]), ("protocol.period", [2.0, 1.0])]
     sweep("quickstart", grid, repeat=2, overrides=SMALL, out=tmp_path / "s", backend="inprocess", quiet=True)
     err = capsys.readouterr().err
-    assert "protocol.period: its values (2, 1) gave the same runs, seed for seed, where protocol.name=local" in err
+    assert "protocol.period: its values (2, 1) gave the same schedules, seed for seed, where protocol.name=local" in err
     assert main(["report", str(tmp_path / "s")]) == 0
     out = capsys.readouterr()
     assert "95 % confidence" in out.out and "protocol.name=local" in out.err
@@ -136,7 +136,8 @@ def test_a_key_ignored_everywhere_is_named_and_a_sweep_without_keys_reports(tmp_
         backend="inprocess",
         quiet=True,
     )
-    assert "protocol.period: its values (1, 3) gave the same runs, seed for seed: " in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "protocol.period: its values (1, 3) gave the same schedules, seed for seed (jobs, makespan" in err
     sweep("quickstart", [], repeat=3, overrides=SMALL, out=tmp_path / "t", backend="inprocess", quiet=True)
     assert main(["report", str(tmp_path / "t")]) == 0
     assert (tmp_path / "t" / "sweep.png").is_file()
