@@ -69,6 +69,7 @@ def run(
     recurrence: bool = True,
     checkpoint: float | None = None,
     force: bool = False,
+    warn: bool = True,
 ) -> RunResult:
     """Run one emulation and return its tables (pandas) and summary (dict).
 
@@ -78,6 +79,8 @@ def run(
     ``ray://host:port``) and implies the Ray backend. ``out`` writes the result files (all
     or nothing; checked before any work: missing, empty or a gridemu run folder, one with an
     earlier run's results only with ``overwrite``; see results.check_out).
+    ``warn=False`` leaves the workload's warnings (summary.json keeps them) and the long-run
+    note unprinted (a sweep prints each once for all its runs).
     ``recurrence=False`` forces the event loop where the FCFS recurrence would apply.
     ``checkpoint``: seconds (of wall time) between checkpoints at barriers, written to
     ``out/checkpoint.gridemu`` for :func:`resume` (0: at every barrier; see emulator/checkpoint.py).
@@ -95,7 +98,7 @@ def run(
     ckpt.check_every(checkpoint)
     if out is not None:
         out = check_out(out, overwrite)  # before any work
-    _, work = gate(scenario, Limits.here(force), checkpoint=checkpoint is not None)
+    _, work = gate(scenario, Limits.here(force), warn, checkpoint=checkpoint is not None)
     if out is None:
         return _finish(_run_windows(scenario, address, on_progress, recurrence, checkpoint, None, work))
     # The folder is made (and marked) now and locked while the run goes, whether checkpoints

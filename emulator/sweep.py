@@ -133,14 +133,15 @@ def _setting(point: dict[str, Any]) -> str:
 
 def run_one(
     data: dict[str, Any], settings: dict[str, Any], seed: int, source: str | None = None, force: bool = False
-) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """One sweep point: (row for runs.parquet, rows for orgs.parquet). ``source``: the
-    scenario file ``data`` was read from (its relative file names are found beside it)."""
+) -> tuple[dict[str, Any], list[dict[str, Any]], list[str]]:
+    """One sweep point: (row for runs.parquet, rows for orgs.parquet, the run's workload
+    warnings). ``source``: the scenario file ``data`` was read from (its relative file names
+    are found beside it)."""
     from gridemu.emulator.api import run
 
     sets = dict(settings)
     sets.update({"run.backend": "inprocess", "run.shards": 1, "run.seed": seed})
-    result = run(load_scenario(data, sets, source=source), force=force)
+    result = run(load_scenario(data, sets, source=source), force=force, warn=False)
     g = result.summary["global"]
     row = {**_cells(settings), "seed": seed, **{f: g.get(f) for f in GLOBAL_FIGURES}}
     states = g["jobs_by_state"]
@@ -168,7 +169,7 @@ def run_one(
         {**_cells(settings), "seed": seed, "organization": name, **{f: o.get(f) for f in ORG_FIGURES if f in o}}
         for name, o in result.summary["organizations"].items()
     ]
-    return row, orgs
+    return row, orgs, g.get("workload_warnings", [])
 
 
 def _workers_that_fit(
@@ -285,6 +286,7 @@ def sweep(  # noqa: C901
 
     base_data = apply_overrides(data, overrides or {})
     rows, org_rows, failed = [], [], []
+    warned: dict[str, int] = {}  # each workload warning once, with how many runs gave it
     # Tables and figures list the settings in the order the grid gives them (``--grid
     # faults.mtbf=1e12,400,100``: no faults first), seeds ascending: the tasks' order, which
     # Ray's results come back out of.
@@ -298,6 +300,8 @@ def sweep(  # noqa: C901
         else:
             rows.append((at, "", outcome[0]))
             org_rows.extend((at, org["organization"], org) for org in outcome[1])
+            for line in outcome[2]:
+                warned[line] = warned.get(line, 0) + 1
         if progress is not None:
             progress.advance(bar)
 
@@ -326,6 +330,8 @@ def sweep(  # noqa: C901
     finally:
         if progress is not None:
             progress.stop()
+    for line, n in warned.items():  # on Ray the tasks' own printing would not reach this terminal
+        print(f"gridemu: warning: {line}" + (f" ({n} of the sweep's runs)" if n < len(tasks) else ""), file=sys.stderr)
     order = keys + ["seed"]
     runs = pd.DataFrame(_in_task_order(rows), columns=None if rows else order)
     orgs_df = pd.DataFrame(_in_task_order(org_rows), columns=None if org_rows else order + ["organization"])

@@ -284,6 +284,18 @@ def test_sweep_holds_every_setting_to_the_max_limits_before_any_run(tmp_path, ca
     assert "more than the 24 h budget" in capsys.readouterr().err and not out.exists()
 
 
+def test_a_sweep_says_each_workload_warning_once(tmp_path, capsys):
+    # Each run printed the trace's warnings (twice for two runs in-process; on Ray the tasks'
+    # printing never reached the terminal): the sweep says each once, with how many runs gave it.
+    from pathlib import Path
+
+    tiny = Path(__file__).resolve().parent.parent / "scenarios" / "data" / "tiny.swf"
+    data = {"sites": {"count": 3, "procs": 64}, "workload": {"kind": "swf", "path": str(tiny)}}
+    sweep(data, [("scheduler.name", ["fcfs", "easy"])], backend="inprocess", quiet=True)
+    lines = [line for line in capsys.readouterr().err.splitlines() if "cannot be emulated" in line]
+    assert len(lines) == 1 and lines[0].startswith("gridemu: warning: tiny.swf: ")
+
+
 def test_a_protocol_figure_named_as_the_runs_own_keeps_both(tmp_path):
     # molba's protocol section has a makespan of its own (from T0): it replaced the run's in
     # runs.parquet (172.0 for 172.007).
