@@ -233,7 +233,7 @@ def sweep(  # noqa: C901
         )
     points = [dict(zip(keys, combo)) for combo in itertools.product(*[v for _, v in grid])] or [{}]
     limits, wall, biggest = Limits.here(force), 0.0, 0.0
-    tables: dict[str, Any] = {}  # the jobs of each distinct workload that is not sized
+    table_of: tuple[str, Any] = ("", None)  # the last workload read or drawn, by key: one held at a time
     for point in points:  # fail before launching anything: a value bad for some points is a typo
         try:
             sc = load_scenario(data, {**(overrides or {}), **point}, source=source)
@@ -244,18 +244,19 @@ def sweep(  # noqa: C901
         if sc.workload["kind"] in SIZED:
             est = estimate(sc)
         else:
-            # Jobs read or drawn: once per distinct workload (points that differ only in
-            # protocol keys share it), so that --max-* and the budgets hold them too. A file
-            # that does not read fails its own points when they run, not the sweep.
+            # Jobs read or drawn, so that --max-* and the budgets hold them too: again only
+            # where the workload differs from the point before (points that differ in protocol
+            # keys share it), one set held at a time. A file that does not read fails its own
+            # points when they run, not the sweep.
             key = json.dumps([sc.workload, sc.sites_table or len(sc.sites), sc.seed], sort_keys=True, default=str)
-            if key not in tables:
+            if key != table_of[0]:
                 try:
-                    tables[key] = generate_jobs(sc)[0]
+                    table_of = (key, generate_jobs(sc)[0])
                 except GridemuError:
-                    tables[key] = None
-            if tables[key] is None:
+                    table_of = (key, None)
+            if table_of[1] is None:
                 continue
-            est = estimate(sc, tables[key])
+            est = estimate(sc, table_of[1])
         check_resolution(est)
         refusal = est.refusal(limits)
         if refusal is not None:
@@ -267,6 +268,7 @@ def sweep(  # noqa: C901
                 raise GridemuError(f"{_setting(point)}: {exc}; no run was started" if point else str(exc)) from None
         wall += est.wall * repeat
         biggest = max(biggest, est.memory)
+    table_of = ("", None)  # its jobs freed before the runs start
     workers = _workers_that_fit(workers, biggest, limits, backend, address, n_runs, quiet)
     if wall / (workers or os.cpu_count() or 1) > limits.wall_seconds and not force:
         raise ScenarioError(
