@@ -21,22 +21,24 @@ PERIOD, START = 7.3, 3.1
 
 def instance(seed: int) -> dict:
     """A small random grid: 2 to 5 sites of 1 to 3 processors whose speeds differ between sites
-    (a job's share is its work over the receiver's total speed), jobs of 1 or 2 processors
-    (never more than the smallest site has), uneven submission rates. Real-valued times, so
+    (a job's share is its work over the receiver's total speed), jobs of 1 to 3 processors,
+    never more than their own site has but often more than another (a sender keeps those),
+    uneven submission rates. Real-valued times, so
     no two events of a site fall on one instant by chance."""
     rng = np.random.default_rng(seed)
     n_sites = int(rng.integers(2, 6))
     m = rng.integers(1, 4, size=n_sites).tolist()
     speed = rng.choice([0.5, 1.0, 2.0], size=n_sites).tolist()
     n = int(rng.integers(10, 60))
-    return {
+    case = {
         "m": m,
         "speed": speed,
         "site": rng.choice(n_sites, size=n, p=rng.dirichlet(np.ones(n_sites))).tolist(),
         "release": np.sort(rng.uniform(0, 100, size=n)).tolist(),
         "size": rng.gamma(2.0, 4.0, size=n).tolist(),
-        "procs": rng.integers(1, min(min(m), 2) + 1, size=n).tolist(),
     }
+    case["procs"] = [int(rng.integers(1, m[k] + 1)) for k in case["site"]]
+    return case
 
 
 def scenario(case: dict, latency: float) -> dict:

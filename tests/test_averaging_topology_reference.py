@@ -25,7 +25,8 @@ TOPOLOGIES = ("ring", "random:3", "grid2d")
 
 def instance(seed: int, topology: str) -> dict:
     """A random grid of 4 to 16 sites (an even number for random:3) of 1 to 3 processors, speeds
-    differing between sites, jobs of 1 or 2 processors, uneven submission rates, real-valued
+    differing between sites, jobs of 1 to 3 processors (never more than their own site has, often more than another:
+    a sender keeps those), uneven submission rates, real-valued
     times (no two events of a site fall on one instant by chance)."""
     rng = np.random.default_rng([seed, len(topology)])
     n_sites = int(rng.integers(4, 17))
@@ -34,14 +35,15 @@ def instance(seed: int, topology: str) -> dict:
     m = rng.integers(1, 4, size=n_sites).tolist()
     speed = rng.choice([0.5, 1.0, 2.0], size=n_sites).tolist()
     n = int(rng.integers(8 * n_sites, 20 * n_sites))
-    return {
+    case = {
         "m": m,
         "speed": speed,
         "site": rng.choice(n_sites, size=n, p=rng.dirichlet(np.full(n_sites, 0.5))).tolist(),
         "release": np.sort(rng.uniform(0, 80, size=n)).tolist(),
         "size": rng.gamma(2.0, 4.0, size=n).tolist(),
-        "procs": rng.integers(1, min(min(m), 2) + 1, size=n).tolist(),
     }
+    case["procs"] = [int(rng.integers(1, m[k] + 1)) for k in case["site"]]
+    return case
 
 
 def scenario(case: dict, latency: float, topology: str, exchange: str, seed: int) -> dict:

@@ -26,6 +26,8 @@ Choices the thesis leaves open for whole (non-divisible) jobs, documented here:
     what it adds to the receiver's load L_l (until 2026-11-27 its size alone, so a job on
     q processors counted 1/q of what it adds, receivers ended above the mean and jobs went
     back and forth);
+  * a job wider than the receiver's processors is never sent to it (it could never start
+    there, and an FCFS queue would wait behind it for ever);
   * a receiver accepts every job (bounds on what a receiver takes come with BILB).
 The divisible-load version (thesis 4.5, pieces of jobs, announced finish times) is the
 ``averaging_game`` protocol (``brokers/averaging_game/agent.py``).
@@ -132,12 +134,12 @@ class AveragingAgent(Agent):
         queue = site.queued()[::-1]  # latest first
         sent_jobs, sent_work = 0, 0.0
         for dst, amount in mine:
-            capacity = self.grid_capacity(dst)
+            capacity, width = self.grid_capacity(dst), self.grid.info["procs"][dst]
             keep = []
             for slot in queue:
                 work = site.size(slot) * site.procs(slot)
                 share = work / capacity
-                if share <= amount:
+                if site.procs(slot) <= width and share <= amount:  # one wider than dst could never start there
                     site.transfer(now, slot, dst)
                     amount -= share
                     sent_jobs += 1

@@ -36,8 +36,12 @@ def traffic(params: AveragingParams, n: int, degree: float) -> Traffic:
 
 
 def grid_info(scenario: ScenarioFacts) -> dict[str, Any]:
-    # A receiver's share of a job is its size over the receiver's total speed.
-    return {"capacities": tuple(float(sum(s.speeds)) for s in scenario.sites)}
+    # A receiver's share of a job is its size over the receiver's total speed; a job wider
+    # than a receiver's processors is not sent to it.
+    return {
+        "capacities": tuple(float(sum(s.speeds)) for s in scenario.sites),
+        "procs": tuple(len(s.speeds) for s in scenario.sites),
+    }
 
 
 PROTOCOL = Protocol(

@@ -138,7 +138,7 @@ def simulate(  # noqa: C901
                 keep = []
                 for j in candidates:
                     share = size[j] * procs[j] / cap[dst]  # what it adds to the receiver's L_l
-                    if share <= amount:
+                    if procs[j] <= m[dst] and share <= amount:  # a job too wide for dst stays
                         amount -= share
                         queue[s].remove(j)
                         seq += 1
@@ -206,7 +206,7 @@ class Decentralized:
         if exchange not in ("neighbors", "gossip"):
             raise ValueError(f"unknown exchange {exchange!r}")
         n_sites = len(m)
-        self.size, self.procs, self.speed = size, procs, speed
+        self.size, self.procs, self.speed, self.m = size, procs, speed, m
         self.period, self.latency, self.gossip = period, latency, exchange == "gossip"
         self.cap = [m[k] * speed[k] for k in range(n_sites)]
         if neighbors is None:
@@ -313,7 +313,7 @@ class Decentralized:
             keep = []
             for j in candidates:
                 share = self.size[j] * self.procs[j] / self.cap[dst]  # what it adds to the receiver's L_l
-                if share <= amount:
+                if self.procs[j] <= self.m[dst] and share <= amount:  # a job too wide for dst stays
                     amount -= share
                     self.queue[k].remove(j)
                     self.transfers += 1
