@@ -218,6 +218,13 @@ def test_score_computed_by_hand_on_a_two_site_instance():
     # F = 2 + 4 + 4 = 10 against the local F~ = 2 + 4 + 6 = 12: S = 12/10 - 1
     assert org["sum_flow_time"] == 10.0 and org["sum_flow_time_local"] == 12.0
     assert org["score"] == pytest.approx(0.2)
+    # Cut at t = 5, alone the third job (4 to 6) does not finish: S_k compares the two jobs
+    # both runs finished (2 + 4 against 2 + 4: 0), not 10 against 6 (-0.67, a loss for the run
+    # that finished more).
+    data["run"] = {"horizon": 5.0}
+    org = emulator.run(data).summary["organizations"]["a"]
+    assert org["sum_flow_time"] == 10.0 and org["sum_flow_time_local"] == 6.0
+    assert org["score"] == 0.0
 
 
 @pytest.mark.parametrize("recurrence", [True, False])
