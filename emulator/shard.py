@@ -588,6 +588,8 @@ class ColumnEngine(ShardEngine):
                 jobs=spec.jobs,
                 routes=protocol.route(spec.grid, [s.site_id for s in spec.sites], counts.tolist(), params),
                 job_code=kinds.code["job"],
+                names=tuple(s.name for s in spec.sites),
+                protocol=protocol.name,
             )
         )
 

@@ -35,6 +35,7 @@ from gridemu.model.errors import InvariantError
 from gridemu.model.jobs import JOB_DTYPE, STATE_CODE, concat, radix_ids, take
 from gridemu.model.messages import MSG_DTYPE, empty_batch, job_block, jobs_in, to_batch
 from gridemu.sites.results import settle
+from gridemu.sites.site import too_wide
 
 PENDING, QUEUED, TRANSFERRED = STATE_CODE["pending"], STATE_CODE["queued"], STATE_CODE["transferred"]
 # Below this many queue arrivals per lockstep round, a plain loop over the arrivals is cheaper
@@ -74,6 +75,8 @@ class RoutedSites:
     jobs: np.ndarray  # the hosted sites' submitted jobs (JOB_DTYPE), best in job id order
     routes: list[np.ndarray]  # each hosted site's destination of each of its jobs, in (release, job id) order
     job_code: int  # the kind code of a job transfer
+    names: tuple[str, ...] = ()  # each hosted site's name (errors)
+    protocol: str = ""  # the routing protocol's name (errors)
 
 
 class FcfsColumns:
@@ -86,6 +89,7 @@ class FcfsColumns:
         self.procs = np.asarray(spec.procs, dtype=np.int64)
         self.speeds = np.asarray(spec.speeds, dtype=float)
         self.job_code = spec.job_code
+        self.names, self.protocol = spec.names, spec.protocol
         self.latency = spec.latency
         self.local_index = np.full(int(self.site_ids.max()) + 1 if n else 0, -1, dtype=np.int64)
         self.local_index[self.site_ids] = np.arange(n)
@@ -170,6 +174,15 @@ class FcfsColumns:
             raise InvariantError(
                 "a routing protocol's site got a message that is no job transfer (kinds "
                 f"{set(batch['mtype'].tolist())})"
+            )
+        at = self.local_index[batch["dst"]]
+        wide = batch["job_procs"] > self.procs[at]
+        if wide.any():
+            k = int(np.argmax(wide))
+            row, i = batch[k], int(at[k])
+            name = self.names[i] if self.names else str(int(row["dst"]))
+            raise too_wide(
+                name, int(self.procs[i]), int(row["job_job_id"]), int(row["job_procs"]), self.protocol, row["deliver"]
             )
         self.pending = concat([self.pending, batch]) if len(self.pending) else batch
 

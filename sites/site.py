@@ -65,6 +65,16 @@ class Tally:
         self.done = 0
 
 
+def too_wide(site: str, m: int, job: int, procs: int, protocol: str, now: float) -> InvariantError:
+    """A job sent to a site with fewer processors than it needs: it could never start there,
+    and an FCFS queue would wait behind it for ever (the run's figures would then be the few
+    jobs that finished): a protocol's fault, stopped where it shows."""
+    return InvariantError(
+        f"site {site} ({m} processors) at t={now}: received job {job}, which needs {procs}: the {protocol} "
+        "protocol sent a job to a site where it can never start"
+    )
+
+
 class Site:
     """State and event loop of one site. Agents act on it through the public methods."""
 
@@ -434,6 +444,8 @@ class Site:
     def receive_job(self, now: float, msg: tuple) -> int:
         """Take the job a message carries (its view or its row); returns its new slot, queued here."""
         slot = self._add_slot(msg[N_ROUTING:])
+        if self.c_procs[slot] > self.m:
+            raise too_wide(self.name, self.m, self.c_id[slot], self.c_procs[slot], self.agent.name, now)
         self._queue(slot, now)
         return slot
 

@@ -736,12 +736,14 @@ def test_ray_failing_to_start_is_one_line_and_exit_2(monkeypatch, tmp_path, caps
 
 
 def test_jobs_that_never_finish_are_reported_and_strict_fails(tmp_path, capsys):
-    # 4-processor jobs submitted at the 4-processor site; the random broker sends some to the
-    # 2-processor site, where they wait for ever (no horizon: the run ends when nothing is left).
-    (tmp_path / "jobs.csv").write_text("release,size,site,procs\n" + "".join(f"{i},5.0,0,4\n" for i in range(30)))
+    # Site 1 crashes at 10.5 and is never repaired: its jobs wait for ever (no horizon: the
+    # run ends when nothing is left). (A broker sending wide jobs to a small site did this
+    # before; that now stops the run: tests/test_route.py.)
+    (tmp_path / "jobs.csv").write_text("release,size,site,procs\n" + "".join(f"{i},5.0,1,1\n" for i in range(30)))
     scenario = tmp_path / "s.toml"
     scenario.write_text(
-        '[sites]\ncount = 2\nprocs = [4, 2]\n[workload]\nkind = "csv"\npath = "jobs.csv"\n[protocol]\nname = "random"\n'
+        '[sites]\ncount = 2\nprocs = [4, 2]\n[workload]\nkind = "csv"\npath = "jobs.csv"\n'
+        "[[faults.crash]]\nsite = 1\nat = 10.5\nduration = inf\n"
     )
     argv = ["run", scenario, "--backend", "inprocess", "--quiet"]
     assert run_cli(*argv, "--out", tmp_path / "a") == 0

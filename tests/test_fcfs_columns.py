@@ -15,6 +15,7 @@ import gridemu.emulator as emulator
 from gridemu.emulator.engine import build_shard_specs
 from gridemu.emulator.scenario import load_scenario
 from gridemu.emulator.shard import ColumnEngine, Shard
+from gridemu.model.errors import InvariantError
 from gridemu.scenarios.workload import generate_jobs
 from gridemu.sites import fcfs_columns
 from tests.conftest import small_grid
@@ -86,9 +87,10 @@ def test_same_job_table_as_the_event_loop(horizon, shards):
         assert states == {"done"}
 
 
-def test_rigid_jobs_wider_than_a_site_block_its_queue_as_in_the_event_loop():
+def test_a_rigid_job_wider_than_its_destination_stops_both_paths_alike():
     # Jobs of up to 5 processors submitted at the 5-processor sites; the random broker
-    # sends some to the sites of 2 and 3 processors, where they block the queue for ever.
+    # sends some to the sites of 2 and 3 processors, where they could never start (their
+    # queues blocked for ever, in both paths alike, before): both stop at the same one.
     rng = np.random.default_rng(3)
     jobs = [
         {"release": float(t), "size": float(z), "site": int(s), "procs": int(q)}
@@ -99,9 +101,14 @@ def test_rigid_jobs_wider_than_a_site_block_its_queue_as_in_the_event_loop():
     data = routed_grid()
     data["sites"]["procs"] = [5, 2, 6, 3, 5, 5]
     data["workload"] = {"kind": "jobs", "list": jobs}
-    res = assert_same_run(data)
-    blocked = res.jobs[res.jobs["state"] == "queued"]
-    assert len(blocked) and set(blocked["exec_site"]) <= {1, 3}
+    errors = []
+    for recurrence in (True, False):
+        with pytest.raises(
+            InvariantError, match="the random protocol sent a job to a site where it can never start"
+        ) as e:
+            emulator.run(data, recurrence=recurrence)
+        errors.append(str(e.value))
+    assert errors[0] == errors[1] and errors[0].startswith("site site1 (2 processors) at t=")
 
 
 def test_a_latency_matrix_and_other_speeds():
