@@ -697,6 +697,11 @@ def _validate(data: dict[str, Any], source: str) -> Scenario:  # noqa: C901
     unit = run.get("time_unit", "s" if wl["kind"] == "swf" else "time units")
     if not isinstance(unit, str) or not unit.strip():
         raise ScenarioError("run.time_unit", f"must be a name such as \"s\" or \"time units\", got {unit!r}")
+    if wl["kind"] == "swf" and unit != "s":  # a label, not a conversion: "h" put seconds under hours
+        raise ScenarioError(
+            "run.time_unit",
+            f"an SWF trace's times are seconds (\"s\"); time_unit names the unit, it converts nothing; got {unit!r}",
+        )
     run["time_unit"] = unit
     for key in ("name", "description"):  # labels of the user's, written to scenario.toml and listed
         if key in run and not isinstance(run[key], str):

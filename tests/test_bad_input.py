@@ -265,3 +265,19 @@ def test_a_none_from_python_for_a_key_with_a_default_is_refused_by_key():
     with pytest.raises(ScenarioError, match="None is no value for this key") as exc:
         load_scenario("averaging-game-learning", {"protocol.period": None})
     assert exc.value.key == "protocol.period"
+
+
+def test_an_swf_run_in_another_time_unit_is_refused(capsys):
+    # time_unit names the unit, it converts nothing: "h" put a trace's seconds under hours
+    # (flow times of "100 days" in flow_cdf.png).
+    from gridemu.emulator.scenario import load_scenario
+
+    with pytest.raises(ScenarioError, match="an SWF trace's times are seconds") as exc:
+        load_scenario(
+            {
+                "sites": {"count": 3, "procs": 64},
+                "workload": {"kind": "swf", "path": str(TINY_SWF)},
+                "run": {"time_unit": "h"},
+            }
+        )
+    assert exc.value.key == "run.time_unit"
