@@ -100,7 +100,12 @@ def did_you_mean(word: Any, known: Iterable[str]) -> str:
     """``: did you mean 'x'?`` for the known name closest to a misspelled ``word``, or ""."""
     if not isinstance(word, str):
         return ""
-    close = difflib.get_close_matches(word, list(known), n=1, cutoff=0.6)
+    known = list(known)
+    # Case apart ("EASY", "Quickstart"), then the spelling.
+    by_case = {k.casefold(): k for k in known}
+    if word.casefold() in by_case:
+        return f": did you mean {by_case[word.casefold()]!r}?"
+    close = difflib.get_close_matches(word, known, n=1, cutoff=0.6)
     return f": did you mean {close[0]!r}?" if close else ""
 
 

@@ -668,6 +668,9 @@ def test_a_failed_sweep_point_keeps_the_others(ray_session, tmp_path, capsys):
     assert len(runs) == 2 and set(runs["workload.path"]) == {str(good)}
     failures = pd.read_csv(out / "failures.csv")
     assert len(failures) == 2 and failures["error"].str.contains("bad.csv:3:").all()
+    # Its report says that runs are missing (their setting has no row and no point).
+    assert run_cli("report", out, "--no-plot") == 0
+    assert "2 runs of the sweep failed and are left out" in capsys.readouterr().err
     # An earlier sweep's folder is kept unless --overwrite; "good.csv" is found beside the scenario.
     code = run_cli("sweep", scenario, "--grid", "run.seed=1,2", "--quiet", "--out", out)
     assert code == 2 and "holds the results of an earlier sweep" in capsys.readouterr().err

@@ -246,6 +246,11 @@ def test_a_sweeps_time_figures_share_one_unit_chosen_by_their_span(tmp_path, mon
     points = axes[1].lines[0].get_ydata()  # the errorbar's means
     assert list(points) == pytest.approx([8.0, 9.0])
     assert list(axes[2].lines[0].get_ydata()) == pytest.approx([2.5, 1.0])  # no unit: as it is
+    # b's flow times (1 and 2 h) give a 95 % interval of +-6.4 h around 1.5 h: its bar stops at 0,
+    # as bounded slowdown's stops at 1, and the title says so.
+    assert min(seg[:, 1].min() for seg in axes[0].collections[0].get_segments()) == pytest.approx(0.0)
+    assert min(seg[:, 1].min() for seg in axes[2].collections[0].get_segments()) == pytest.approx(1.0)
+    assert "bars cut at the least value a figure can take" in drawn["fig"]._suptitle.get_text()
 
 
 def test_a_local_ray_sweep_runs_at_once_only_what_the_memory_holds(capsys):
@@ -312,8 +317,16 @@ def test_the_sweep_figure_says_why_a_point_has_no_bar():
 
     from gridemu.emulator.sweep_report import _bars_note
 
-    agreed = pd.DataFrame({"runs": [3, 3], "score_mean_ci95": [0.04, 0.0], "makespan_ci95": [60.0, 80.0]})
+    agreed = pd.DataFrame(
+        {
+            "runs": [3, 3],
+            "score_mean_mean": [-0.5, 0.0],
+            "score_mean_ci95": [0.04, 0.0],
+            "makespan_mean": [900.0, 950.0],
+            "makespan_ci95": [60.0, 80.0],
+        }
+    )
     assert _bars_note(agreed, ["score_mean", "makespan"]) == "n = 3; no bar: every seed gave the same value"
     assert _bars_note(agreed, ["makespan"]) == "n = 3"
-    one = pd.DataFrame({"runs": [1, 4], "makespan_ci95": [float("nan"), 9.0]})
-    assert _bars_note(one, ["makespan"]) == "n = 1 to 4; no bar: one run"
+    one = pd.DataFrame({"runs": [1, 4], "makespan_mean": [900.0, 5.0], "makespan_ci95": [float("nan"), 9.0]})
+    assert _bars_note(one, ["makespan"]) == "n = 1 to 4; no bar: one run; bars cut at the least value a figure can take"

@@ -72,6 +72,9 @@ def test_misspelled_names_get_a_suggestion(capsys):
     assert "protocol.limt: unknown key: did you mean 'limit'? (allowed: name, period," in err and "samples" not in err
     assert main(["validate", "quickstart", "--set", "workload.rat=2"]) == 2
     assert "workload.rat: unknown key: did you mean 'rate'?" in capsys.readouterr().err
+    # A name in other case: difflib saw nothing close in 'EASY' for 'easy' (an exploratory study).
+    assert main(["validate", "quickstart", "--set", "scheduler.name=EASY"]) == 2
+    assert "unknown value 'EASY': did you mean 'easy'?" in capsys.readouterr().err
 
 
 def test_a_folder_that_does_not_exist_is_named_so(tmp_path, capsys):
