@@ -531,9 +531,12 @@ def plot_flow_cdf(
     plt = _pyplot()
     g = summary["global"]
     axis = axis or time_axis(run_span(jobs), g.get("time_unit", "time units"))
-    done = jobs[jobs["state"] == "done"]
+    released = jobs[jobs["state"] != "pending"]
     if g.get("warmup"):  # the same jobs as the summary's flow-time figures
-        done = done[done["release"] >= g["warmup"]]
+        released = released[released["release"] >= g["warmup"]]
+    done = released[released["state"] == "done"]
+    # Jobs released and never finished have no flow time: the legend says how many there were.
+    owed = released["owner"].astype(str).value_counts()
     flow = pd.Series(axis(done["end"] - done["release"]), index=done.index).clip(lower=1e-12)
     owner = done["owner"].astype(str)
     fig, ax = plt.subplots(figsize=(9, 4.8))
@@ -553,7 +556,10 @@ def plot_flow_cdf(
             continue
         y = np.arange(1, len(x) + 1) / len(x)
         color = "black" if name == "all organizations" else colors[name]
-        label = f"{name} ({len(x):,} job{'s' if len(x) > 1 else ''})"
+        of = len(released) if name == "all organizations" else int(owed.get(name, 0))
+        label = (
+            f"{name} ({len(x):,} job{'s' if len(x) > 1 else ''}" + (f" of {of:,} released" if of > len(x) else "") + ")"
+        )
         if len(x) < DOTS_BELOW:
             ax.plot(x, y, ls="none", marker="o", ms=5, color=color, label=label)
         else:

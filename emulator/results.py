@@ -97,8 +97,9 @@ class RunResult:
     saved_scenario: dict[str, Any] | None = None
     #: One row per crash (``[faults]`` runs: outages.parquet), else empty.
     outages: pd.DataFrame = field(default_factory=pd.DataFrame)
-    #: Where ``emulator.run(..., out=...)`` wrote the files: ``out``, or the folder beside it
-    #: that took them when ``out`` gained files of someone else's during the run.
+    #: Where the files are: ``out`` of ``emulator.run(..., out=...)`` (or the folder beside
+    #: it that took them when ``out`` gained files of someone else's during the run), of
+    #: :meth:`write` and of :func:`resume`, or the folder :func:`load` read.
     folder: Path | None = None
 
     def write(self, out: str | Path, overwrite: bool = False) -> Path:
@@ -106,7 +107,8 @@ class RunResult:
         folder beside it and renamed to ``out`` once complete. A folder that already holds a
         run's results is refused unless ``overwrite`` (then it is replaced whole: no file of
         the old run stays beside the new ones)."""
-        return write_whole(out, self._write_files, overwrite)
+        self.folder = write_whole(out, self._write_files, overwrite)
+        return self.folder
 
     def _write_files(self, folder: Path) -> None:
         self.jobs.to_parquet(folder / "jobs.parquet", index=False)
@@ -223,6 +225,7 @@ def load(folder: str | Path) -> RunResult:
         scenario=scenario,
         pieces=optional["fragments"] if len(optional["fragments"]) else whole_pieces(jobs),
         outages=optional["outages"],
+        folder=folder,
     )
 
 

@@ -402,6 +402,16 @@ def test_flow_cdf_legend_is_sorted_and_few_points_are_dots(tmp_path):
     assert seen["styles"]["org10"] == "-"
 
 
+def test_flow_cdf_says_how_many_released_jobs_never_finished(tmp_path):
+    # A curve reaches 1 of the finished jobs: org0's 126 of 446 read as all of them (a study).
+    jobs = few_jobs()
+    jobs.loc[(jobs["owner"] == "org10") & (jobs["release"] >= 20), ["state", "end"]] = ["queued", float("nan")]
+    jobs.loc[len(jobs)] = {"owner": "org1", "release": 99.0, "end": float("nan"), "state": "pending"}  # not released
+    summary = {"global": {"protocol": "local", "sites": 3, "seed": 1, "time_unit": "s"}}
+    seen = flow_cdf_lines(tmp_path, jobs, summary)
+    assert seen["labels"] == ["org1 (12 jobs)", "org2 (3 jobs)", "org10 (20 jobs of 30 released)"]
+
+
 def test_flow_cdf_of_a_run_with_a_warmup_cut_draws_the_jobs_its_figures_count(tmp_path):
     summary = {"global": {"protocol": "local", "sites": 3, "seed": 1, "time_unit": "s", "warmup": 10.0}}
     seen = flow_cdf_lines(tmp_path, few_jobs(), summary)

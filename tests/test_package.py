@@ -10,9 +10,11 @@ import gridemu
 
 def test_run_write_and_load_give_the_same_tables(tmp_path):
     result = gridemu.run("quickstart", seed=4, backend="inprocess", overrides={"workload.jobs": 400})
+    assert result.folder is None
     result.write(tmp_path / "q")
     again = gridemu.load(tmp_path / "q")
     assert isinstance(again, gridemu.RunResult)
+    assert result.folder == again.folder == tmp_path / "q"  # where the files are (None before: a study)
     pd.testing.assert_frame_equal(again.jobs, result.jobs)
     pd.testing.assert_frame_equal(again.sites, result.sites)
     # No job split (no fragments.parquet): the pieces are the run's, not the 16-column job table.
