@@ -57,6 +57,8 @@ def cmd_list(args: argparse.Namespace) -> int:
             print(f"scenario\t{name}\t{raw.get('run', {}).get('description', '')}")
         for proto in registry.PROTOCOLS.values():
             print(f"protocol\t{proto.name}\t{proto.description}\t{','.join(proto.params.keys())}")
+        for name, what in _schedulers():
+            print(f"scheduler\t{name}\t{what}")
         return 0
     table = Table(title="shipped scenarios")
     table.add_column("name")
@@ -69,16 +71,40 @@ def cmd_list(args: argparse.Namespace) -> int:
         protocols.add_column(column)
     for proto in registry.PROTOCOLS.values():
         protocols.add_row(proto.name, ", ".join(proto.params.keys()), proto.description)
+    schedulers = Table(title="local schedulers (scheduler.name, or a site's scheduler)")
+    for column in ("name", "what it does"):
+        schedulers.add_column(column)
+    for name, what in _schedulers():
+        schedulers.add_row(name, what)
     console = stdout_console()
     console.print(table)
     console.print(protocols)
+    console.print(schedulers)
     return 0
+
+
+def _schedulers() -> list[tuple[str, str]]:
+    """Each local scheduler's name and the first paragraph of its class's documentation."""
+    import inspect
+
+    from gridemu.emulator.scenario import SCHEDULERS
+    from gridemu.sites.schedulers import SCHEDULERS as CLASSES
+
+    return [(name, " ".join(inspect.getdoc(CLASSES[name]).split("\n\n")[0].split())) for name in SCHEDULERS]
 
 
 def _list_keys(args: argparse.Namespace) -> int:
     """``gridemu list PROTOCOL``: its [protocol] keys, their types, defaults and documentation."""
     from gridemu.model.checks import choice
 
+    schedulers = dict(_schedulers())
+    if args.protocol in schedulers and args.protocol not in registry.PROTOCOLS:  # a local scheduler: what it does
+        import inspect
+
+        from gridemu.sites.schedulers import SCHEDULERS
+
+        print(f"local scheduler {args.protocol} (scheduler.name):\n{inspect.getdoc(SCHEDULERS[args.protocol])}")
+        return 0
     proto = registry.get(choice("protocol", args.protocol, tuple(registry.PROTOCOLS)))
     rows = [
         (key, kind, "(computed)" if default is None else json.dumps(default, ensure_ascii=False), doc)
@@ -514,7 +540,11 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("list", help="list shipped scenarios and the protocols they may name, or one protocol's keys")
-    p.add_argument("protocol", nargs="?", help="list this protocol's [protocol] keys: type, default and what each sets")
+    p.add_argument(
+        "protocol",
+        nargs="?",
+        help="list this protocol's [protocol] keys: type, default and what each sets (a local scheduler: what it does)",
+    )
     p.add_argument(
         "--plain",
         action="store_true",

@@ -126,6 +126,10 @@ def test_list_is_plain_lines_for_scripts(capsys):
     rows = [line.split("\t") for line in capsys.readouterr().out.splitlines()]
     assert {r[1] for r in rows if r[0] == "scenario"} == set(shipped_scenarios())
     assert {r[1] for r in rows if r[0] == "protocol"} == set(PROTOCOLS)
+    from gridemu.emulator.scenario import SCHEDULERS
+
+    assert [r[1] for r in rows if r[0] == "scheduler"] == list(SCHEDULERS)  # listed with what each does
+    assert run_cli("list", "easy") == 0 and "EASY backfilling" in capsys.readouterr().out
     assert all(len(r) == (4 if r[0] == "protocol" else 3) for r in rows)
     assert "┃" not in "".join(sum(rows, []))  # no box drawing
 
