@@ -13,7 +13,12 @@ def stderr_console() -> Any:
     return Console(stderr=True)
 
 
-def stdout_console(width: int = 160) -> Any:
+#: Columns of a console writing to a pipe or a file: wide enough that a table keeps its own
+#: width (at 160, a sweep's table lost its last column, "score_me"), lines unpadded.
+PIPE_WIDTH = 10_000
+
+
+def stdout_console(width: int = PIPE_WIDTH) -> Any:
     """A console for result tables: the terminal's width, or ``width`` columns in a pipe or a
     file. A reader that stops early (``gridemu report RUN | head``) ends the command with
     exit 0, as :func:`gridemu.emulator.cli.main` handles a broken pipe, where rich would exit 1."""

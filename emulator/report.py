@@ -65,8 +65,7 @@ def print_summary(summary: dict[str, Any]) -> None:
 
     from gridemu.emulator.console import stdout_console
 
-    # Piped output gets a readable width instead of the 80-column default.
-    console = stdout_console(120)
+    console = stdout_console()
     orgs = summary["organizations"]
     with_score = any("score" in v for v in orgs.values())
     unit = summary["global"].get("time_unit", "time units")

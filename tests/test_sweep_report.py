@@ -108,6 +108,19 @@ def test_report_of_any_sweep_gives_intervals_figures_and_warnings(tmp_path, caps
     assert main(["report", str(tmp_path / "s")]) == 0
     out = capsys.readouterr()
     assert "95 % confidence" in out.out and "protocol.name=local" in out.err
+    # In a pipe or a file a table keeps its own width: at 160 columns a wider one lost its
+    # last column's name ("score_me", an exploratory study's report > file).
+    from rich.table import Table
+
+    from gridemu.emulator.console import stdout_console
+
+    wide = Table()
+    for k in range(12):
+        wide.add_column(f"figure_number_{k:02d}")
+    wide.add_row(*(f"{k}" for k in range(12)))
+    stdout_console().print(wide)
+    lines = capsys.readouterr().out.splitlines()
+    assert max(map(len, lines)) > 160 and "figure_number_11" in lines[1]
     stats = pd.read_csv(tmp_path / "s" / "stats.csv", index_col=[0, 1])
     runs = pd.read_parquet(tmp_path / "s" / "runs.parquet")
     part = runs[(runs["protocol.name"] == "averaging") & (runs["protocol.period"] == 1.0)]["mean_flow_time"]
