@@ -54,7 +54,7 @@ from gridemu.emulator.figures import (
 )
 from gridemu.emulator.results import load, with_warmup
 from gridemu.model.checks import parse_int
-from gridemu.model.errors import GridemuError, ScenarioError
+from gridemu.model.errors import GridemuError, ScenarioError, first_few
 from gridemu.sites.results import interval_runs
 
 MAX_LINES = 12
@@ -806,7 +806,7 @@ def parse_sites(text: str | None, known: list[int] | None) -> list[int]:
     missing = sorted(set(chosen) - set(known))
     if missing:
         raise GridemuError(
-            f"--gantt-sites: no started job ran on site {missing[0]} (sites with jobs: {known[0]}..{known[-1]})"
+            f"--gantt-sites: no started job ran on site {missing[0]} (the sites where jobs ran: {first_few(known)})"
         )
     return _few_enough(sorted(set(chosen)))
 

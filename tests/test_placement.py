@@ -106,7 +106,10 @@ def test_gantt_sites_option_checks_its_input(tmp_path, capsys):
     assert main(["report", str(tmp_path / "q"), "--gantt-sites", "0-x"]) == 2
     assert "--gantt-sites: '0-x' is not a site id or a range like 0-3" in capsys.readouterr().err
     assert main(["report", str(tmp_path / "q"), "--gantt-sites", "40"]) == 2
-    assert "--gantt-sites: no started job ran on site 40" in capsys.readouterr().err
+    # The sites where jobs ran, named one by one: "0..3" read as if site 2 (without jobs) were one.
+    assert "--gantt-sites: no started job ran on site 40 (the sites where jobs ran: 0, 1, 2, 3, 4 and 3 more)" in (
+        capsys.readouterr().err
+    )
     assert main(["report", str(tmp_path / "q"), "--window", "1e9:2e9"]) == 2
     assert "--window: no job ran between" in capsys.readouterr().err
     # A chart of more panels than it draws, or of more pixels than memory holds: one line
