@@ -122,13 +122,11 @@ def run(
             enter_phase("write")
             try:
                 # Replaces the folder this run made or was allowed, checkpoint and all.
-                result.write(out, overwrite=True)
-                result.folder = out
+                result.write(out, overwrite=True)  # sets result.folder
             except ForeignEntries as exc:
                 # Someone put a file into the folder while the run went on: it is never
                 # replaced, and the run's work is not thrown away either.
-                result.folder = reserve_folder(out, "-results")
-                result.write(result.folder, overwrite=True)
+                result.write(reserve_folder(out, "-results"), overwrite=True)
                 print(f"gridemu: warning: {exc}; the results are in {result.folder}/ instead", file=sys.stderr)
         if result.folder != out:  # this run's lock and checkpoint there are superseded
             for name in (LOCK, ckpt.FILE):
@@ -253,8 +251,7 @@ def resume(
         result = _finish(raw)
         enter_phase("write")
         # Its own folder (or one it was allowed) is replaced, checkpoint and all.
-        result.write(target, overwrite=target == folder or overwrite or checkpoint is not None)
-        result.folder = target
+        result.write(target, overwrite=target == folder or overwrite or checkpoint is not None)  # sets result.folder
     return result
 
 

@@ -83,27 +83,28 @@ def cmd_list(args: argparse.Namespace) -> int:
     return 0
 
 
-def _schedulers() -> list[tuple[str, str]]:
-    """Each local scheduler's name and the first paragraph of its class's documentation."""
+def _scheduler_docs() -> dict[str, str]:
+    """Each local scheduler's name (in the order validation lists them) and its class's documentation."""
     import inspect
 
     from gridemu.emulator.scenario import SCHEDULERS
     from gridemu.sites.schedulers import SCHEDULERS as CLASSES
 
-    return [(name, " ".join(inspect.getdoc(CLASSES[name]).split("\n\n")[0].split())) for name in SCHEDULERS]
+    return {name: inspect.getdoc(CLASSES[name]) or "" for name in SCHEDULERS}
+
+
+def _schedulers() -> list[tuple[str, str]]:
+    """Each local scheduler's name and the first paragraph of its documentation, on one line."""
+    return [(name, " ".join(doc.split("\n\n")[0].split())) for name, doc in _scheduler_docs().items()]
 
 
 def _list_keys(args: argparse.Namespace) -> int:
     """``gridemu list PROTOCOL``: its [protocol] keys, their types, defaults and documentation."""
     from gridemu.model.checks import choice
 
-    schedulers = dict(_schedulers())
-    if args.protocol in schedulers and args.protocol not in registry.PROTOCOLS:  # a local scheduler: what it does
-        import inspect
-
-        from gridemu.sites.schedulers import SCHEDULERS
-
-        print(f"local scheduler {args.protocol} (scheduler.name):\n{inspect.getdoc(SCHEDULERS[args.protocol])}")
+    docs = _scheduler_docs()
+    if args.protocol in docs and args.protocol not in registry.PROTOCOLS:  # a local scheduler: what it does
+        print(f"local scheduler {args.protocol} (scheduler.name):\n{docs[args.protocol]}")
         return 0
     proto = registry.get(choice("protocol", args.protocol, tuple(registry.PROTOCOLS)))
     rows = [

@@ -111,7 +111,9 @@ class EasyBackfilling(FCFS):
         start, setup, wall, procs = site.r_start, site.setup, site.c_walltime, site.c_procs
         ends = sorted(
             (
-                max(now, start[s] + setup.get(s, 0.0) + wall[s] / site.speed if wall[s] == wall[s] else site.r_end[s]),
+                max(
+                    now, start[s] + setup.get(s, 0.0) + self._estimate(site, s) if wall[s] == wall[s] else site.r_end[s]
+                ),
                 s,
             )
             for s in site.running_slots()
