@@ -281,3 +281,20 @@ def test_an_swf_run_in_another_time_unit_is_refused(capsys):
             }
         )
     assert exc.value.key == "run.time_unit"
+
+
+def test_the_cli_refuses_an_swf_time_unit_and_easy_on_mixed_speeds_with_exit_2(tmp_path, capsys):
+    scenario = tmp_path / "s.toml"
+    scenario.write_text(f'[sites]\ncount = 3\nprocs = 64\n\n[workload]\nkind = "swf"\npath = "{TINY_SWF}"\n')
+    expect_error(capsys, ["validate", scenario, "--set", 'run.time_unit="h"'], "run.time_unit", "seconds", "'h'")
+    mixed = tmp_path / "m.toml"
+    mixed.write_text(
+        '[[sites]]\nname = "a"\nspeeds = [1.0, 2.0]\n\n[scheduler]\nname = "easy"\n\n[workload]\njobs = 10\n'
+    )
+    expect_error(
+        capsys,
+        ["validate", mixed],
+        "scheduler.name",
+        "the easy scheduler needs identical processors",
+        "sites with several speeds: a",
+    )
