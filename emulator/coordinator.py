@@ -181,6 +181,14 @@ class Coordinator:
         extra: dict[str, Any] = {"setup_seconds": setup}
         if stalled_at is not None:
             extra["stalled_at"] = stalled_at
+        if self.resume is not None:
+            # This process ran from the checkpoint on: its wall time covers what came after it.
+            c = self.resume
+            extra["resumed"] = {
+                "window": c.windows,
+                "events": sum(i.events for i in c.infos),
+                "jobs_done": max(0, sum(i.done for i in c.infos)),
+            }
         return RawRun(
             scenario,
             jobs,

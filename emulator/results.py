@@ -752,6 +752,20 @@ def with_warmup(summary: dict[str, Any], jobs: pd.DataFrame, metrics: dict[str, 
     return {**summary, "global": glob, "organizations": organizations}
 
 
+def _rates(raw: RawRun, jobs: int) -> dict[str, float | None]:
+    """Events and jobs a second of ``wall_seconds``. A resumed run's wall time is the resumed
+    process's: its rates count what it handled, the events after the checkpoint and the jobs
+    not finished at it (the whole run's over that time would be overstated)."""
+    events, before = raw.events, raw.extra.get("resumed")
+    if before is not None:
+        events, jobs = events - before["events"], jobs - before["jobs_done"]
+    wall = raw.wall_seconds
+    return {
+        "events_per_second": round(events / wall, 1) if wall > 0 else None,
+        "jobs_per_second": round(jobs / wall, 1) if wall > 0 else None,
+    }
+
+
 def summarize(
     raw: RawRun, table: pd.DataFrame, sites: pd.DataFrame, local_table: pd.DataFrame | None
 ) -> dict[str, Any]:
@@ -774,8 +788,7 @@ def summarize(
         # What the sites' own event loops took, added up (sites.parquet has each one's).
         "site_cpu_seconds": round(float(sites["cpu_seconds"].sum()), 6),
         "setup_seconds": round(raw.extra.get("setup_seconds", 0.0), 6),
-        "events_per_second": round(raw.events / raw.wall_seconds, 1) if raw.wall_seconds > 0 else None,
-        "jobs_per_second": round(len(table) / raw.wall_seconds, 1) if raw.wall_seconds > 0 else None,
+        **_rates(raw, len(table)),
         "backend": raw.backend,
         "shards": raw.shards,
         "sites": len(raw.scenario.sites),
@@ -784,6 +797,8 @@ def summarize(
         "protocol": raw.scenario.protocol["name"],
     }
     glob.update(cut)
+    if "resumed" in raw.extra:
+        glob["resumed_from_window"] = raw.extra["resumed"]["window"]
     if "stalled_at" in raw.extra:  # liveness: stopped with only timers left (coordinator.Coordinator)
         glob["stalled_at"] = raw.extra["stalled_at"]
     if raw.scenario.faults is not None:

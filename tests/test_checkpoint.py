@@ -77,6 +77,26 @@ def test_a_stopped_run_resumes_to_the_same_job_table(tmp_path, name):
         emulator.resume(out)
 
 
+def test_a_resumed_runs_rates_count_what_it_handled(tmp_path):
+    # Its wall_seconds are the resumed process's: the rates over them count the events after
+    # the checkpoint, not the whole run's (overstated by what the stopped run had done).
+    kw = {"backend": "inprocess", "overrides": {"workload.jobs": 3000}}
+    whole = emulator.run("quickstart", **kw).summary["global"]
+    out = tmp_path / "r"
+    with pytest.raises(KeyboardInterrupt):
+        emulator.run("quickstart", **kw, out=out, checkpoint=0, on_progress=stop_at(40))
+    saved = ckpt.load(out)["checkpoint"]
+    before = sum(i.events for i in saved.infos)
+    done = sum(i.done for i in saved.infos)
+    assert 0 < before < whole["events"] and 0 < done < whole["jobs"]
+    glob = emulator.resume(out).summary["global"]
+    assert glob["events"] == whole["events"] and "resumed_from_window" not in whole
+    assert glob["resumed_from_window"] == saved.windows > 0
+    wall = glob["wall_seconds"]
+    assert glob["events_per_second"] == pytest.approx((glob["events"] - before) / wall, rel=1e-3, abs=0.1)
+    assert glob["jobs_per_second"] == pytest.approx((glob["jobs"] - done) / wall, rel=1e-3, abs=0.1)
+
+
 @pytest.mark.parametrize(("before", "after"), [("inprocess", "ray"), ("ray", "inprocess")])
 def test_a_checkpoint_resumes_on_the_other_backend(ray_session, tmp_path, before, after):
     kw = {"shards": 2, "overrides": SMALL["quickstart"]}
