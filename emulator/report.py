@@ -129,7 +129,9 @@ def print_summary(summary: dict[str, Any]) -> None:
         "wall_seconds",
         "events_per_second",
     ):
-        gt.add_row(key, _fmt(g.get(key)) if isinstance(g.get(key), float) else f"{g.get(key)}")
+        value = g.get(key)
+        # Counts with thousands separators, as the rows below and the organizations' table give them.
+        gt.add_row(key, f"{value:,}" if type(value) is int else _fmt(value))
     _tail_rows(gt, g)
     gt.add_row("jobs by state", ", ".join(f"{k} {v:,}" for k, v in g["jobs_by_state"].items()))
     if "warm_start_jobs" in g:
@@ -942,8 +944,11 @@ def plot_gantt(
 
 
 def run_title(g: dict[str, Any]) -> str:
-    """Which run a figure shows, from ``summary.json``'s global section."""
-    return f"{g['protocol']} protocol, {g['sites']} sites, {g['jobs']:,} jobs, seed {g['seed']}"
+    """Which run a figure shows, from ``summary.json``'s global section; where jobs did not
+    finish (a horizon, a stalled run), how many did: the figure covers the run's span only."""
+    jobs, done = g["jobs"], g.get("jobs_by_state", {}).get("done", g["jobs"])
+    finished = f" ({done:,} finished)" if done < jobs else ""
+    return f"{g['protocol']} protocol, {g['sites']} sites, {jobs:,} jobs{finished}, seed {g['seed']}"
 
 
 def report(

@@ -22,7 +22,7 @@ from gridemu.emulator.figures import (
     parse_window,
     time_axis,
 )
-from gridemu.emulator.report import run_panels
+from gridemu.emulator.report import run_panels, run_title
 from gridemu.emulator.scenario_toml import to_toml
 from gridemu.experiments.fairshare_grid import grid
 from gridemu.model.errors import GridemuError
@@ -410,6 +410,15 @@ def test_flow_cdf_says_how_many_released_jobs_never_finished(tmp_path):
     summary = {"global": {"protocol": "local", "sites": 3, "seed": 1, "time_unit": "s"}}
     seen = flow_cdf_lines(tmp_path, jobs, summary)
     assert seen["labels"] == ["org1 (12 jobs)", "org2 (3 jobs)", "org10 (20 jobs of 30 released)"]
+
+
+def test_a_figures_title_says_how_many_jobs_finished_where_not_all_did():
+    # A horizon cut at t = 300 finished 1,667 of quickstart's 20,000: "20,000 jobs" alone
+    # read as a run of all of them.
+    g = {"protocol": "averaging", "sites": 8, "jobs": 20000, "seed": 1}
+    cut = {**g, "jobs_by_state": {"pending": 18279, "done": 1667, "queued": 34, "running": 20}}
+    assert run_title(cut) == "averaging protocol, 8 sites, 20,000 jobs (1,667 finished), seed 1"
+    assert run_title({**g, "jobs_by_state": {"done": 20000}}) == "averaging protocol, 8 sites, 20,000 jobs, seed 1"
 
 
 def test_flow_cdf_of_a_run_with_a_warmup_cut_draws_the_jobs_its_figures_count(tmp_path):
