@@ -125,13 +125,26 @@ def _ticks(values: list[object]) -> tuple[list[str], str]:
             items = None
         if isinstance(items, list) and items and all(x == items[0] for x in items):
             t = f"[{_text(items[0])}]×{len(items)}"
-        short.append(_cut(t, TICK_CHARS))
+        short.append(_cut(_short(t), TICK_CHARS))
     if len(set(short)) == len(short):
         # A cut label is told apart, but the reader still needs the value it stands for.
         cut = [(s, t) for s, t in zip(short, texts) if s != t and s.endswith("…")]
         return short, "; ".join(f"{s} = {_cut(t, 60)}" for s, t in cut)
     numbered = [f"#{i}" for i in range(1, len(texts) + 1)]
     return numbered, "; ".join(f"#{i}: {_cut(t, 60)}" for i, t in enumerate(texts, 1))
+
+
+def _short(value: object) -> str:
+    """A setting as a label: a file's path by its name (which tells the settings apart, not
+    its folder), anything else as it is."""
+    t = _text(value)
+    return "…/" + t.rsplit("/", 1)[1] if "/" in t and len(t) > TICK_CHARS else t
+
+
+def _same(label: object, values: tuple) -> bool:
+    """Whether a series' label (a groupby key of the other swept keys) names ``values``."""
+    label = label if isinstance(label, tuple) else (label,)
+    return [_text(v) for v in label] == [_text(v) for v in values]
 
 
 def _cut(text: str, most: int) -> str:
@@ -177,8 +190,27 @@ def report_sweep_folder(sweep_dir: Path, plot: bool = True, fmt: str = "png", dp
     if plot and len(table):
         units = runs["time_unit"].dropna().unique() if "time_unit" in runs else []
         unit = str(units[0]) if len(units) == 1 else "time units"  # sweeps written before it was kept: as they were
-        print(f"figure written to {plot_sweep(sweep_dir, table, keys, shown, fmt, dpi, unit)}")
+        failed = failed_settings(sweep_dir, table, keys)
+        print(f"figure written to {plot_sweep(sweep_dir, table, keys, shown, fmt, dpi, unit, failed)}")
     return path
+
+
+def failed_settings(sweep_dir: Path, table: pd.DataFrame, keys: list[str]) -> list[tuple]:
+    """The settings (values of ``keys``, in failures.csv's order) whose every run failed: they
+    have no row in ``table`` and would have no point in the figure."""
+    path = sweep_dir / "failures.csv"
+    if not keys or not path.is_file():
+        return []
+    failed = pd.read_csv(path)
+    if not set(keys) <= set(failed.columns):
+        return []
+    done = {tuple(_text(v) for v in (i if isinstance(i, tuple) else (i,))) for i in table.index}
+    out = []
+    for row in failed[keys].itertuples(index=False):
+        setting = tuple(row)
+        if tuple(_text(v) for v in setting) not in done and setting not in out:
+            out.append(setting)
+    return out
 
 
 #: The least value a figure can take: a bar is drawn down to it at most (a 95 % interval of a
@@ -214,10 +246,12 @@ def plot_sweep(
     fmt: str = "png",
     dpi: float = DEFAULT_DPI,
     unit: str = "time units",
+    failed: list[tuple] = (),
 ) -> Path:
     """Point ranges (mean, 95 % interval) of each figure against the first swept key; figures
     of time in one unit for all panels, chosen from the longest (:func:`time_axis`; ``unit``:
-    the runs' ``run.time_unit``), and named in each panel's title."""
+    the runs' ``run.time_unit``), and named in each panel's title. ``failed``: settings whose
+    every run failed (:func:`failed_settings`), marked "failed" where their point would be."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -227,6 +261,8 @@ def plot_sweep(
     x_key = keys[0] if keys else "setting"
     others = keys[1:]
     xs = list(dict.fromkeys(flat[x_key]))
+    shown = {_text(x) for x in xs}
+    xs += [f[0] for f in failed if _text(f[0]) not in shown and not shown.add(_text(f[0]))]
     ticks, tick_note = _ticks(xs)
     series = [((), flat)] if not others else list(flat.groupby(others, sort=False))
     cols = min(3, len(figures))
@@ -246,7 +282,21 @@ def plot_sweep(
             label = label if isinstance(label, tuple) else (label,)
             name = ", ".join(f"{k}={_text(v)}" for k, v in zip(others, label)) or None
             ax.errorbar(pos, mean, yerr=[below, half], fmt="o", capsize=3, label=name)
+        for setting in failed:  # where the point would be: at the x tick, in the series' slot
+            i = next((j for j, (label, _) in enumerate(series) if _same(label, setting[1:])), 0)
+            pos = [_text(x) for x in xs].index(_text(setting[0])) + (i - (len(series) - 1) / 2) * width
+            ax.text(
+                pos,
+                0.04,
+                "×\nfailed",
+                transform=ax.get_xaxis_transform(),
+                ha="center",
+                va="bottom",
+                fontsize=7,
+                color=f"C{i}" if others else "0.35",  # the colour of the series whose runs failed
+            )
         ax.set_xticks(range(len(xs)), ticks)
+        ax.set_xlim(-0.5, len(xs) - 0.5)  # every setting's slot, a failed one's too
         ax.set_xlabel(x_key)
         means = flat[f"{f}_mean"].to_numpy(dtype=float)
         means = means[np.isfinite(means)]
@@ -263,9 +313,14 @@ def plot_sweep(
     if others:
         axes.flat[0].legend(fontsize=7)
     fig.suptitle(f"{sweep_dir.name}: mean and 95 % confidence interval over seeds ({_bars_note(table, figures)})")
-    if tick_note:
-        fig.text(0.5, 0.005, f"{x_key}: {tick_note}", ha="center", va="bottom", fontsize=7, wrap=True)
-    fig.tight_layout(rect=(0, 0.04 if tick_note else 0, 1, 1))
+    notes = [f"{x_key}: {tick_note}"] if tick_note else []
+    if failed:
+        listed = "; ".join(", ".join(f"{k}={_short(v)}" for k, v in zip(keys, f)) for f in failed[:4])
+        more = f" and {len(failed) - 4} more" if len(failed) > 4 else ""
+        notes.append(f"failed: every run of {listed}{more} (failures.csv: the errors)")
+    if notes:
+        fig.text(0.5, 0.005, "\n".join(notes), ha="center", va="bottom", fontsize=7, wrap=True)
+    fig.tight_layout(rect=(0, 0.04 * len(notes), 1, 1))
     path = sweep_dir / f"sweep.{fmt}"
     save_figure(fig, path, fmt, dpi)
     return path

@@ -266,6 +266,34 @@ def test_a_sweeps_time_figures_share_one_unit_chosen_by_their_span(tmp_path, mon
     assert "bars cut at the least value a figure can take" in drawn["fig"]._suptitle.get_text()
 
 
+def test_a_setting_whose_every_run_failed_is_marked_where_its_point_would_be(tmp_path, monkeypatch):
+    # Its setting has no row of statistics: the figure had no tick and no word of it.
+    from gridemu.emulator import sweep_report
+
+    good, bad = "/data/study/traces/good.csv", "/data/study/traces/bad.csv"
+    runs = pd.DataFrame(
+        {"workload.path": [good] * 4, "p": ["a", "a", "b", "b"], "seed": [1, 2, 1, 2], "makespan": [5.0, 6, 7, 8]}
+    )
+    pd.DataFrame(
+        {"workload.path": [bad, bad, good], "p": ["b", "b", "c"], "seed": [1, 2, 1], "error": ["WorkloadError: x"] * 3}
+    ).to_csv(tmp_path / "failures.csv", index=False)
+    keys = ["workload.path", "p"]
+    table = confidence(runs, keys, ["makespan"])
+    failed = sweep_report.failed_settings(tmp_path, table, keys)
+    assert failed == [(bad, "b"), (good, "c")]
+    drawn = {}
+    monkeypatch.setattr(sweep_report, "save_figure", lambda fig, *a, **k: drawn.setdefault("fig", fig))
+    sweep_report.plot_sweep(tmp_path, table, keys, ["makespan"], failed=failed)
+    fig = drawn["fig"]
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["…/good.csv", "…/bad.csv"]
+    marks = [(t.get_position()[0], t.get_text()) for t in ax.texts]
+    assert len(marks) == 2 and all(text == "×\nfailed" for _, text in marks)
+    assert marks[0][0] > 0.5 and marks[1][0] < 0.5  # bad.csv's slot (x = 1), then good.csv's (x = 0)
+    note = " ".join(t.get_text() for t in fig.texts)
+    assert "failed: every run of workload.path=…/bad.csv, p=b; workload.path=…/good.csv, p=c" in note
+
+
 def test_a_local_ray_sweep_runs_at_once_only_what_the_memory_holds(capsys):
     # Each run's estimate was held to the budget alone: two 13.9 GiB runs started together on
     # 22 GiB (scale audit, 2026-11-27).
