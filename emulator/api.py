@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any, Callable
 
@@ -36,6 +35,7 @@ from gridemu.emulator.results import (
     locked,
     marked,
     outage_table,
+    partial_folder,
     piece_table,
     site_table,
     summarize,
@@ -175,12 +175,12 @@ def reserve_folder(out: Path, suffix: str = "") -> Path:
 
 def make_run_folder(out: Path) -> None:
     """Make the run folder ``out`` with its marker, all at once (a hidden sibling renamed)."""
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
+    tmp = partial_folder(out)
     write_marker(tmp)
     try:
         os.rename(tmp, out)
     except OSError:
-        shutil.rmtree(tmp, ignore_errors=True)  # mkdtemp's, just made
+        shutil.rmtree(tmp, ignore_errors=True)  # partial_folder's, just made
         raise
 
 

@@ -748,7 +748,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"gridemu: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
-        print("gridemu: interrupted", file=sys.stderr)
+        lost = args.command == "run" and getattr(args, "checkpoint", None) is None
+        print(
+            "gridemu: interrupted"
+            + (
+                ": nothing was written (a run's results are written whole or not at all); "
+                "with --checkpoint SECONDS a run keeps its state to go on later (gridemu resume OUT)"
+                if lost
+                else ""
+            ),
+            file=sys.stderr,
+        )
         return 130
     except BrokenPipeError:  # the reader stopped early (gridemu list | head): not an error
         # Point stdout at devnull so the interpreter's last flush does not fail again.

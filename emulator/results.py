@@ -251,9 +251,8 @@ def write_whole(
     ``out`` (with the marker of a ``kind`` folder), which is then renamed to ``out`` (an
     earlier folder of that kind only with ``overwrite``; see :func:`check_out`)."""
     out = check_out(out, overwrite, results or RESULT_FILES, kind)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
+    tmp = partial_folder(out)
     try:
-        tmp.chmod(0o777 & ~_umask())  # mkdtemp makes it private (0700); a result folder is as any other
         write_marker(tmp, kind)
         write(tmp)
         _replace(tmp, out, kind)
@@ -346,6 +345,14 @@ def check_out(
     if not os.access(parent, os.W_OK | os.X_OK):
         raise GridemuError(f"--out: cannot write in {parent}")
     return out
+
+
+def partial_folder(out: Path) -> Path:
+    """A new hidden folder beside ``out`` to fill before it is renamed to ``out``, with the
+    permissions of any folder the user makes (mkdtemp makes it private, 0700)."""
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
+    tmp.chmod(0o777 & ~_umask())
+    return tmp
 
 
 def _umask() -> int:

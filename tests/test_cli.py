@@ -798,7 +798,12 @@ def test_sigint_and_sigterm_stop_a_run_cleanly(tmp_path, sig, code, word):
     proc.send_signal(sig)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == code, err
-    assert err.strip() == f"gridemu: {word}" + (" (SIGTERM)" if sig == signal.SIGTERM else "")
+    said = {
+        signal.SIGINT: ": nothing was written (a run's results are written whole or not at all); with --checkpoint "
+        "SECONDS a run keeps its state to go on later (gridemu resume OUT)",
+        signal.SIGTERM: " (SIGTERM)",
+    }
+    assert err.strip() == f"gridemu: {word}" + said[sig]
     assert list(tmp_path.iterdir()) == []  # no result folder, whole or partial
 
 

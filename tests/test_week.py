@@ -51,14 +51,17 @@ def test_result_folders_honour_the_umask(tmp_path):
     import os
     import stat
 
+    from gridemu.emulator.api import make_run_folder
     from gridemu.emulator.results import write_whole
 
     old = os.umask(0o027)
     try:
         write_whole(tmp_path / "r", lambda folder: (folder / "summary.json").write_text("{}"))
+        make_run_folder(tmp_path / "c")  # made at the start of a run with --checkpoint: was 0700
     finally:
         os.umask(old)
     assert stat.S_IMODE((tmp_path / "r").stat().st_mode) == 0o750
+    assert stat.S_IMODE((tmp_path / "c").stat().st_mode) == 0o750
 
 
 def test_misspelled_names_get_a_suggestion(capsys):
