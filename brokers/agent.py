@@ -53,6 +53,8 @@ class Agent:
     #: (completions, received messages) late, at the site's next arrival or timer, in the same
     #: order, and skips asking its bound when messages are delivered (a send from one of those
     #: events would come before the bound the agent declared: the causality check stops it).
+    #: Before the run's last release the kernel takes the site's next arrival or timer as the
+    #: agent's send bound, which the declaration makes one, and asks ``send_bound`` after it.
     sends_only_on_arrival_and_timer = False
 
     def __init__(self, site: SiteView, grid: GridInfo, params: Params):

@@ -385,10 +385,14 @@ class SiteEngine(ShardEngine):
         for i in active.tolist():
             site = sites[i]
             next_add(site.advance(until))
-            site.bound = bound = site.agent.send_bound() if faultless else site.send_bound()
-            bound_add(bound)
             if wake is not None:
-                wake_add(site.next_arrival_or_timer())
+                # A waiting site's agent sends only at its arrivals and timers (its declaration,
+                # and wake's condition): the next one is its send bound, one call for both.
+                site.bound = bound = site.next_arrival_or_timer()
+                wake_add(bound)
+            else:
+                site.bound = bound = site.agent.send_bound() if faultless else site.send_bound()
+            bound_add(bound)
             if site.outbox:
                 rows += site.outbox
                 site.outbox = []
