@@ -39,6 +39,7 @@ from gridemu.emulator.results import (
     piece_table,
     site_table,
     summarize,
+    take_back_parents,
     timeseries_table,
     usage_table,
     whole_pieces,
@@ -146,6 +147,7 @@ def undo_folder(out: Path, made: bool, marked_now: bool) -> None:
             return
         if made:
             shutil.rmtree(out, ignore_errors=True)
+            take_back_parents(out)  # runs/ of the default --out, where this run made it
         elif marked_now:
             for name in (MARKER, LOCK):
                 (out / name).unlink(missing_ok=True)

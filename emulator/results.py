@@ -443,10 +443,30 @@ def locked(folder: Path, what: str) -> Iterator[None]:
         os.close(fd)  # the lock goes with it
 
 
+#: The folders this process made above a result folder (``runs/`` of the default ``--out``):
+#: a run stopped before it wrote anything takes back the empty ones (:func:`take_back_parents`).
+MADE_PARENTS: set[Path] = set()
+
+
+def take_back_parents(out: Path) -> None:
+    """Remove the folders above ``out`` that this process made and that are empty again
+    (rmdir: never one that holds anything)."""
+    for parent in out.absolute().parents:
+        if parent not in MADE_PARENTS:
+            break
+        try:
+            parent.rmdir()
+        except OSError:
+            break
+        MADE_PARENTS.discard(parent)
+
+
 def _make_folder(folder: Path, out: Path) -> None:
     """Create ``folder`` (and its parents) for the result folder ``out``, or one clear error."""
+    missing = [p for p in (folder.absolute(), *folder.absolute().parents) if not p.exists()]
     try:
         folder.mkdir(parents=True, exist_ok=True)
+        MADE_PARENTS.update(missing)
     except (FileExistsError, NotADirectoryError):
         raise GridemuError(f"--out: cannot create {out}: {folder} or a folder above it is a file") from None
     except OSError as exc:

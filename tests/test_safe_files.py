@@ -113,6 +113,28 @@ def test_a_run_that_fails_takes_back_its_folder_or_marker(tmp_path, capsys, monk
     assert not made.exists() and empty.is_dir() and not any(empty.iterdir())
 
 
+def test_an_interrupted_run_takes_back_the_folders_it_made_above_its_own(tmp_path, monkeypatch):
+    # runs/ of the default --out, made for this run: an interrupt left it behind, empty.
+    kw = {"backend": "inprocess", "overrides": {"workload.jobs": 3000}}
+    with pytest.raises(KeyboardInterrupt):
+        emulator.run("quickstart", out=tmp_path / "runs" / "deep" / "r", on_progress=stop_at(3), **kw)
+    assert list(tmp_path.iterdir()) == []
+    # A folder that was there, or that gained a file meanwhile, stays.
+    (tmp_path / "runs").mkdir()
+    with pytest.raises(KeyboardInterrupt):
+        emulator.run("quickstart", out=tmp_path / "runs" / "r", on_progress=stop_at(3), **kw)
+    assert [p.name for p in tmp_path.iterdir()] == ["runs"] and not any((tmp_path / "runs").iterdir())
+    kept = tmp_path / "runs" / "a" / "b"
+
+    def interrupt(progress):
+        (tmp_path / "runs" / "a" / "note.txt").write_text("mine")
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        emulator.run("quickstart", out=kept / "r", on_progress=interrupt, **kw)
+    assert sorted(p.name for p in (tmp_path / "runs" / "a").iterdir()) == ["note.txt"]
+
+
 def test_results_that_came_while_a_run_waited_are_not_replaced(tmp_path, monkeypatch):
     """Checked again under the lock: another run may have written its results since."""
     out = tmp_path / "r"
