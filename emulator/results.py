@@ -840,6 +840,8 @@ def summarize(
         glob["workload_warnings"] = list(raw.scenario.extra["workload_warnings"])
     if "swf_skipped" in raw.scenario.extra:
         glob["trace_jobs_skipped"] = raw.scenario.extra["swf_skipped"]
+    if "swf_load" in raw.scenario.extra:  # workload.load: the trace's offered load and the scale that met it
+        glob["trace_load"] = {k: round(v, 6) for k, v in raw.scenario.extra["swf_load"].items()}
     if "swf_warm_jobs" in raw.scenario.extra:
         glob["warm_start_jobs"] = raw.scenario.extra["swf_warm_jobs"]
     return {"global": glob, "organizations": per_org}

@@ -367,6 +367,40 @@ def _orgs_balanced(users: np.ndarray, work: np.ndarray, capacity: list[int], fix
     return out
 
 
+def _window(
+    submit: np.ndarray, run_time: np.ndarray, procs: np.ndarray, t_start: float | None, t_end: float | None
+) -> tuple[np.ndarray, dict[str, int], np.ndarray]:
+    """Which records the window keeps, the others counted by reason, and which records are
+    usable at all (a warm start replays those before the window). Each job is counted under
+    the first reason that applies, so the counts plus the kept jobs add up to the number of
+    records: nothing vanishes silently."""
+    keep = np.ones(len(submit), dtype=bool)
+    skipped: dict[str, int] = {}
+
+    def drop(reason: str, bad: np.ndarray) -> None:
+        nonlocal keep
+        hit = keep & bad
+        if hit.any():
+            skipped[reason] = int(hit.sum())
+        keep &= ~bad
+
+    no_submit, no_run, zero_run, no_procs = submit < 0, run_time < 0, run_time == 0, procs <= 0
+    usable = ~(no_submit | no_run | zero_run | no_procs)
+    # A job with no submit time cannot be released at any defined moment.
+    drop("no_submit_time", no_submit)
+    # Window: keep t_start <= submit < t_end (half-open, so adjacent windows tile a trace).
+    if t_start is not None:
+        drop("before_window", submit < t_start)
+    if t_end is not None:
+        drop("after_window", submit >= t_end)
+    # size = run time; unknown (-1) or zero run time gives nothing to emulate.
+    drop("no_run_time", no_run)
+    drop("zero_run_time", zero_run)
+    # Neither the allocated nor the requested processor count is usable.
+    drop("no_procs", no_procs)
+    return keep, skipped, usable
+
+
 def swf_to_jobs(
     records: np.ndarray,
     *,
@@ -380,6 +414,7 @@ def swf_to_jobs(
     t_end: float | None = None,
     org_names: list[str] | None = None,
     warm_machines: int | None = None,
+    first: int | None = None,
 ) -> SwfJobs:
     """Convert ``SWF_DTYPE`` records to ``JOB_DTYPE`` jobs owned by ``n_orgs`` organizations
     (named ``org_names``, by default org0, org1, ...: the prefix of their users' group paths).
@@ -390,7 +425,10 @@ def swf_to_jobs(
     (:func:`~gridemu.sites.fcfs_replay.fcfs_backlog`); each copy still queued or running at
     ``t_start`` comes first in the window, released at ``t_start`` with the work it has left, in
     the replay's order (ids 0, 1, ...: ahead of every window job, as submission order would
-    put it). Their count is ``SwfJobs.warm``."""
+    put it). Their count is ``SwfJobs.warm``.
+
+    ``first``: only the window's first so many jobs, in release order (trace lines, before
+    ``split_parallel`` makes copies); the rest count as skipped (``after_first_jobs``)."""
     if isinstance(n_orgs, bool) or not isinstance(n_orgs, (int, np.integer)) or n_orgs <= 0:
         raise ScenarioError("workload.orgs", f"must be a positive integer, got {n_orgs!r}")
     if t_start is not None and t_end is not None and not t_end > t_start:
@@ -407,34 +445,7 @@ def swf_to_jobs(
     # a zero allocation (e.g. a job cancelled before start) also falls back.
     procs = np.where(allocated > 0, allocated, requested)
 
-    # Each job is counted under the first reason that applies, so the counts plus
-    # the kept jobs add up to the number of records: nothing vanishes silently.
-    keep = np.ones(len(records), dtype=bool)
-    skipped: dict[str, int] = {}
-
-    def drop(reason: str, bad: np.ndarray) -> None:
-        nonlocal keep
-        hit = keep & bad
-        if hit.any():
-            skipped[reason] = int(hit.sum())
-        keep &= ~bad
-
-    # The records' own faults, apart from the window: a warm start replays the usable ones
-    # before it (_with_backlog).
-    no_submit, no_run, zero_run, no_procs = submit < 0, run_time < 0, run_time == 0, procs <= 0
-    usable = ~(no_submit | no_run | zero_run | no_procs)
-    # A job with no submit time cannot be released at any defined moment.
-    drop("no_submit_time", no_submit)
-    # Window: keep t_start <= submit < t_end (half-open, so adjacent windows tile a trace).
-    if t_start is not None:
-        drop("before_window", submit < t_start)
-    if t_end is not None:
-        drop("after_window", submit >= t_end)
-    # size = run time; unknown (-1) or zero run time gives nothing to emulate.
-    drop("no_run_time", no_run)
-    drop("zero_run_time", zero_run)
-    # Neither the allocated nor the requested processor count is usable.
-    drop("no_procs", no_procs)
+    keep, skipped, usable = _window(submit, run_time, procs, t_start, t_end)
 
     # Organizations: drawn over every distinct user in the records, not just the
     # kept ones, so changing the window or skip rules never reshuffles the map.
@@ -461,6 +472,9 @@ def swf_to_jobs(
     # keeps the trace's own order among jobs submitted in the same second.
     kept_index = np.flatnonzero(keep)
     kept_index = kept_index[np.argsort(submit[kept_index], kind="stable")]
+    if first is not None and len(kept_index) > first:
+        skipped["after_first_jobs"] = len(kept_index) - first
+        kept_index = kept_index[:first]
     warm_left = np.zeros(0, dtype=np.int64)
     if warm_machines is not None:
         kept_index, warm_left = _with_backlog(
@@ -531,6 +545,24 @@ def swf_to_jobs(
         warm=len(warm_left),
         trace_numbers=np.repeat(kept["job_number"], repeat),
     )
+
+
+def scale_to_load(jobs: np.ndarray, capacity: float, load: float) -> tuple[float, float]:
+    """Stretch or compress the jobs' inter-arrival times, in place, so that their offered
+    load is ``load``: their work (run time x processors) over ``capacity`` (the sites'
+    processors x speed) times the span of their releases, which scaling the gaps between
+    releases by a factor scales alike (the first release stays where it is). Returns the
+    trace's own offered load and the factor (below 1: arrivals closer together, more load)."""
+    release = jobs["release"]
+    first, span = float(release.min()), float(release.max() - release.min())
+    if not span > 0:
+        raise ScenarioError(
+            "workload.load", "every job of the window is submitted at one instant: there are no gaps to scale"
+        )
+    offered = float((jobs["size"] * jobs["procs"]).sum()) / (capacity * span)
+    factor = offered / load
+    jobs["release"] = first + (release - first) * factor
+    return offered, factor
 
 
 def check_warm_start(t_start: object, split_parallel: bool) -> None:

@@ -12,7 +12,7 @@ import numpy as np
 
 from gridemu.model.checks import check_number
 from gridemu.model.errors import ScenarioError, WorkloadError, first_few
-from gridemu.scenarios.swf import read_swf, swf_to_jobs
+from gridemu.scenarios.swf import read_swf, scale_to_load, swf_to_jobs
 
 if TYPE_CHECKING:  # pragma: no cover
     from gridemu.scenarios.workload import WorkloadSource
@@ -70,7 +70,17 @@ def swf_jobs(scenario: "WorkloadSource") -> tuple[np.ndarray, list[str]]:
         org_names=list(scenario.orgs),  # group paths start with the organization's own name
         # A warm start replays the trace on the whole machine: every site's processors.
         warm_machines=int(org_procs.sum()) if warm else None,
+        first=int(wl["jobs"]) if "jobs" in wl else None,
     )
+    if not len(out.jobs) and len(trace.records):
+        raise WorkloadError(_empty_window(wl["path"], trace.records["submit_time"], t_start, t_end, out.skipped))
+    if "load" in wl:
+        # The window's own jobs: a warm start's backlog (released at t_start) is no arrival.
+        window = out.jobs[out.warm :]
+        capacity = float(sum(sum(s.speeds) for s in scenario.sites))
+        offered, factor = scale_to_load(window, capacity, float(wl["load"]))
+        out.jobs[out.warm :] = window
+        scenario.extra["swf_load"] = {"offered": offered, "target": float(wl["load"]), "arrival_scale": factor}
     first_site: dict[int, int] = {}
     for s, k in zip(scenario.sites, site_org):
         first_site.setdefault(k, s.site_id)
@@ -95,6 +105,23 @@ def swf_jobs(scenario: "WorkloadSource") -> tuple[np.ndarray, list[str]]:
         + org_warnings(jobs, org_procs, scenario.orgs, wl.get("orgs_by", "random"))
     )
     return jobs, list(out.group_names)
+
+
+def _empty_window(path: str, submit: np.ndarray, t_start: float | None, t_end: float | None, skipped: dict) -> str:
+    """Why a trace gave no job: the window against the span of its submit times, or its
+    jobs' faults."""
+    times = submit[submit >= 0]
+    span = (
+        f"its jobs are submitted from {float(times.min()):,.0f} to {float(times.max()):,.0f} s"
+        if len(times)
+        else ("no line has a submit time")
+    )
+    if skipped.keys() & {"before_window", "after_window"}:
+        lo = "the start" if t_start is None else f"{float(t_start):,.0f}"
+        hi = "the end" if t_end is None else f"{float(t_end):,.0f}"
+        return f"{path}: no job is submitted in the window [{lo}, {hi}) s: {span} (workload.t_start, t_end, duration)"
+    reasons = ", ".join(f"{n:,} {k.replace('_', ' ')}" for k, n in skipped.items())
+    return f"{path}: none of its jobs can be emulated ({reasons}); {span}"
 
 
 def map_warnings(path: str, user_map: dict[int, int], users: np.ndarray) -> list[str]:
@@ -125,8 +152,9 @@ def number_warnings(path: str, numbers: np.ndarray) -> list[str]:
 def skip_warnings(path: str, skipped: dict[str, int], kept: int) -> list[str]:
     """The trace's jobs that cannot be emulated (no run time, no processors, ...), which
     ``summary.json`` counts (``trace_jobs_skipped``), said at validation and at the run's
-    start too; the jobs outside the chosen window are left out on purpose and not named."""
-    faults = {k: n for k, n in skipped.items() if k not in ("before_window", "after_window")}
+    start too; the jobs outside the chosen window, or after its first ``workload.jobs``,
+    are left out on purpose and not named."""
+    faults = {k: n for k, n in skipped.items() if k not in ("before_window", "after_window", "after_first_jobs")}
     if not faults:
         return []
     reasons = ", ".join(f"{n:,} {k.replace('_', ' ')}" for k, n in faults.items())

@@ -61,7 +61,19 @@ WORKLOAD_KEYS: dict[str, frozenset[str]] = {
     "jobs": frozenset({"list", "warm_start"}),
     "csv": frozenset({"path", "warm_start"}),
     "swf": frozenset(
-        {"path", "orgs", "user_map", "t_start", "t_end", "duration", "warm_start", "orgs_by", "split_parallel"}
+        {
+            "path",
+            "orgs",
+            "user_map",
+            "t_start",
+            "t_end",
+            "duration",
+            "warm_start",
+            "orgs_by",
+            "split_parallel",
+            "jobs",
+            "load",
+        }
     ),
     "rigid": frozenset({"model", "jobs", "warm_start"}),
     "proposition": frozenset({"number", "variant", "X", "group", "warm_start"}),
@@ -163,6 +175,10 @@ def check_workload(wl: dict[str, Any], sites: list["SiteSpec"]) -> None:  # noqa
                 check_number("workload.duration", wl["duration"], positive=True)
             if "split_parallel" in wl:
                 check_flag("workload.split_parallel", wl["split_parallel"])
+            if "jobs" in wl:  # the window's first so many
+                check_number("workload.jobs", wl["jobs"], positive=True, integer=True, most=MAX_JOBS)
+            if "load" in wl:  # the offered load its inter-arrival times are scaled to
+                check_number("workload.load", wl["load"], positive=True, finite=True)
             choice("workload.orgs_by", wl.get("orgs_by", "random"), ORGS_BY)
             if choice("workload.warm_start", wl.get("warm_start", "cold"), WARM_STARTS) != "cold":
                 check_warm_start(wl.get("t_start"), wl.get("split_parallel") is True)

@@ -394,6 +394,64 @@ def test_time_window() -> None:
         swf_to_jobs(recs, n_orgs=2, seed=3, t_start=10, t_end=10)
 
 
+def test_the_first_jobs_of_a_window() -> None:
+    # workload.jobs: the window's first N usable jobs by submit time; the rest are counted.
+    recs = read_swf(TINY).records
+    usable = (recs["submit_time"] >= 0) & (recs["run_time"] > 0)
+    usable &= np.where(recs["allocated_procs"] > 0, recs["allocated_procs"], recs["requested_procs"]) > 0
+    order = np.argsort(recs["submit_time"][usable], kind="stable")
+    out = swf_to_jobs(recs, n_orgs=2, seed=3, first=5)
+    assert out.trace_numbers.tolist() == recs["job_number"][usable][order][:5].tolist()
+    assert out.skipped["after_first_jobs"] == TINY_KEPT - 5
+    assert len(out.jobs) + sum(out.skipped.values()) == TINY_JOBS
+    assert swf_to_jobs(recs, n_orgs=2, seed=3, first=1000).skipped.keys() == {
+        "no_run_time",
+        "zero_run_time",
+        "no_procs",
+    }
+
+
+def test_a_trace_scaled_to_an_offered_load() -> None:
+    # workload.load: the gaps between releases scaled so that work / (capacity x span) is the
+    # target, computed here from the trace's lines, not by the code that scales.
+    import gridemu.emulator as emulator
+
+    recs = read_swf(TINY).records
+    procs = np.where(recs["allocated_procs"] > 0, recs["allocated_procs"], recs["requested_procs"])
+    ok = (recs["submit_time"] >= 0) & (recs["run_time"] > 0) & (procs > 0)
+    submit, work = recs["submit_time"][ok].astype(float), float((recs["run_time"] * procs)[ok].sum())
+    capacity = 2 * 64 * 1.5  # two sites of 64 processors at speed 1.5
+    offered = work / (capacity * (submit.max() - submit.min()))
+    data = {
+        "sites": {"count": 2, "procs": 64, "speed": 1.5},
+        "workload": {"kind": "swf", "path": str(TINY), "load": 0.5},
+        "run": {"seed": 1},
+    }
+    r = emulator.run(data)
+    said = r.summary["global"]["trace_load"]
+    assert said["offered"] == pytest.approx(offered, rel=1e-5) and said["target"] == 0.5
+    assert said["arrival_scale"] == pytest.approx(offered / 0.5, rel=1e-5)
+    release = np.sort(r.jobs["release"].to_numpy())
+    assert release[0] == submit.min()  # the first release stays
+    assert release - release[0] == pytest.approx(np.sort(submit - submit.min()) * offered / 0.5)
+    jobs = r.jobs
+    assert float((jobs["size"] * jobs["procs"]).sum()) / (capacity * (release[-1] - release[0])) == pytest.approx(0.5)
+
+
+def test_an_empty_window_names_the_traces_span(tmp_path: Path, capsys) -> None:
+    from gridemu.emulator.cli import main
+
+    (tmp_path / "t.toml").write_text(
+        f'[sites]\ncount = 2\nprocs = 64\n[workload]\nkind = "swf"\npath = "{TINY}"\nt_start = 90000\nduration = 10\n'
+    )
+    assert main(["validate", str(tmp_path / "t.toml")]) == 2
+    err = capsys.readouterr().err
+    assert "no job is submitted in the window [90,000, 90,010) s: its jobs are submitted from" in err
+    for bad in ("workload.load=0", "workload.jobs=2.5", "workload.jobs=0"):
+        assert main(["validate", str(tmp_path / "t.toml"), "--set", bad]) == 2
+        assert f"gridemu: error: {bad.split('=')[0]}: must be" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("n_orgs", [0, -3])
 def test_bad_org_count(n_orgs: int) -> None:
     with pytest.raises(ScenarioError) as info:
