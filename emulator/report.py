@@ -272,10 +272,15 @@ def _org_rows(sites: pd.DataFrame) -> tuple[pd.Series, pd.Series, pd.Series]:
 
 
 def _sample_times(jobs: pd.DataFrame, bins: int, per_bin: int) -> tuple[np.ndarray, np.ndarray]:
-    """The bins' edges from 0 to the run's last end (or release) and ``per_bin`` sample times in each."""
+    """The bins' edges from the first release (0 where it is earlier) to the run's last end
+    (or release), and ``per_bin`` sample times in each. A trace read without a window keeps
+    its own times (KTH-SP2's first job comes at 599,850 s): a week of nothing at the start of
+    every panel, and in the whole run's utilization, said nothing about the run."""
     end = float(np.nanmax(jobs["end"].to_numpy())) if jobs["end"].notna().any() else float(jobs["release"].max())
-    edges = np.linspace(0.0, max(end, 1e-9), bins + 1)
-    return edges, np.linspace(0.0, edges[-1], bins * per_bin, endpoint=False) + edges[-1] / (2 * bins * per_bin)
+    start = max(0.0, float(jobs["release"].min())) if len(jobs) else 0.0
+    edges = np.linspace(start, max(end, start + 1e-9), bins + 1)
+    width = (edges[-1] - start) / (bins * per_bin)
+    return edges, start + np.arange(bins * per_bin) * width + width / 2
 
 
 def down_shares(
@@ -492,6 +497,10 @@ def _band(ax, t: np.ndarray, series: dict[str, np.ndarray], what: str, top: str 
         values = np.insert(values, cut, np.nan, axis=1)
         series = dict(zip(series, values))
     marker = "." if points else None
+    if len(series) == 1:  # one organization or site: its own line, no mean and band of one
+        name, line = next(iter(series.items()))
+        ax.plot(t, line, color="tab:blue", marker=marker, label=name)
+        return
     with warnings.catch_warnings():  # a round some site missed (lost reports, crashes) is NaN there
         warnings.simplefilter("ignore", RuntimeWarning)
         ax.plot(t, np.nanmean(values, axis=0), color="tab:blue", marker=marker, label=f"mean of {len(series)} {what}s")
@@ -578,7 +587,7 @@ def plot_flow_cdf(
     )
     cut = f", jobs released from t={g['warmup']:g} {g.get('time_unit', 'time units')} on" if g.get("warmup") else ""
     ax.set_title(
-        f"flow time per organization: {g['protocol']} protocol, {g['sites']} sites, seed {g['seed']}{cut}", fontsize=10
+        f"flow time per organization: {g['protocol']} protocol, {_sites(g)}, seed {g['seed']}{cut}", fontsize=10
     )
     return save_figure(fig, run_dir / "flow_cdf.png", fmt, dpi, tight=True)
 
@@ -943,12 +952,17 @@ def plot_gantt(
     return save_figure(fig, run_dir / "gantt.png", fmt, dpi)
 
 
+def _sites(g: dict[str, Any]) -> str:
+    """ "1 site", "8 sites": the run's site count as a title says it."""
+    return f"{g['sites']:,} site{'s' * (g['sites'] != 1)}"
+
+
 def run_title(g: dict[str, Any]) -> str:
     """Which run a figure shows, from ``summary.json``'s global section; where jobs did not
     finish (a horizon, a stalled run), how many did: the figure covers the run's span only."""
     jobs, done = g["jobs"], g.get("jobs_by_state", {}).get("done", g["jobs"])
     finished = f" ({done:,} finished)" if done < jobs else ""
-    return f"{g['protocol']} protocol, {g['sites']} sites, {jobs:,} jobs{finished}, seed {g['seed']}"
+    return f"{g['protocol']} protocol, {_sites(g)}, {jobs:,} job{'s' * (jobs != 1)}{finished}, seed {g['seed']}"
 
 
 def report(
@@ -1016,7 +1030,7 @@ def report(
     print(f"plot written to {path}")
     print(f"flow-time distributions written to {plot_flow_cdf(run_dir, jobs, summary, axis, fmt, dpi)}")
     if ts is not None and "entry" in ts.columns:
-        title = f"{g['protocol']} protocol, {g['sites']} sites, seed {g['seed']}"
+        title = f"{g['protocol']} protocol, {_sites(g)}, seed {g['seed']}"
         print(f"share plot written to {plot_shares(run_dir, ts, title, axis, fmt, dpi)}")
     if path_g is not None:
         print(f"Gantt chart written to {path_g}")

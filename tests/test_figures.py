@@ -412,6 +412,28 @@ def test_flow_cdf_says_how_many_released_jobs_never_finished(tmp_path):
     assert seen["labels"] == ["org1 (12 jobs)", "org2 (3 jobs)", "org10 (20 jobs of 30 released)"]
 
 
+def test_a_runs_curves_start_at_its_first_release():
+    # A trace read without a window keeps its times: KTH-SP2 starts at 599,850 s, and a week
+    # of nothing began every panel and diluted the whole run's utilization (0.59 for 0.82).
+    from gridemu.emulator.report import curves
+
+    jobs = pd.DataFrame(
+        {
+            "owner": ["org0"] * 2,
+            "exec_site": [0, 0],
+            "procs": [1, 1],
+            "release": [1000.0, 1000.0],
+            "start": [1000.0, 1050.0],
+            "end": [1050.0, 1100.0],
+        }
+    )
+    sites = pd.DataFrame({"site_id": [0], "owner": ["org0"], "procs": [1]})
+    t, util, waiting = curves(jobs, sites, bins=10, per_bin=4)
+    assert t[0] == pytest.approx(1005.0) and t[-1] == pytest.approx(1095.0)
+    assert util["org0"] == pytest.approx(np.ones(10))  # busy from the first release to the end
+    assert waiting["org0"][:5] == pytest.approx(np.ones(5)) and waiting["org0"][5:] == pytest.approx(np.zeros(5))
+
+
 def test_a_figures_title_says_how_many_jobs_finished_where_not_all_did():
     # A horizon cut at t = 300 finished 1,667 of quickstart's 20,000: "20,000 jobs" alone
     # read as a run of all of them.
@@ -419,6 +441,7 @@ def test_a_figures_title_says_how_many_jobs_finished_where_not_all_did():
     cut = {**g, "jobs_by_state": {"pending": 18279, "done": 1667, "queued": 34, "running": 20}}
     assert run_title(cut) == "averaging protocol, 8 sites, 20,000 jobs (1,667 finished), seed 1"
     assert run_title({**g, "jobs_by_state": {"done": 20000}}) == "averaging protocol, 8 sites, 20,000 jobs, seed 1"
+    assert run_title({**g, "sites": 1, "jobs": 1}) == "averaging protocol, 1 site, 1 job, seed 1"
 
 
 def test_flow_cdf_of_a_run_with_a_warmup_cut_draws_the_jobs_its_figures_count(tmp_path):
