@@ -43,6 +43,7 @@ SAMPLE = {
     "rounds": 3,
     "period": 9.0,
     "warm_start": "fcfs",
+    "load": 0.7,
 }
 
 
@@ -91,6 +92,6 @@ def test_a_key_its_kind_does_not_read_changes_no_job_and_is_said(kind, tmp_path)
 
 
 def test_the_cli_says_it(capsys):
-    assert main(["validate", "shapley", "--set", "workload.jobs=5"]) == 0
+    assert main(["validate", "shapley", "--set", "workload.rate=5"]) == 0
     err = capsys.readouterr().err
-    assert "gridemu: warning: workload.jobs is not read by a workload of kind 'swf'" in err
+    assert "gridemu: warning: workload.rate is not read by a workload of kind 'swf'" in err
