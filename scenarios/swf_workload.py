@@ -12,7 +12,7 @@ import numpy as np
 
 from gridemu.model.checks import check_number
 from gridemu.model.errors import ScenarioError, WorkloadError, first_few
-from gridemu.scenarios.swf import read_swf, scale_to_load, swf_to_jobs
+from gridemu.scenarios.swf import SwfJobs, read_swf, scale_to_load, swf_to_jobs
 
 if TYPE_CHECKING:  # pragma: no cover
     from gridemu.scenarios.workload import WorkloadSource
@@ -74,27 +74,17 @@ def swf_jobs(scenario: "WorkloadSource") -> tuple[np.ndarray, list[str]]:
     )
     if not len(out.jobs) and len(trace.records):
         raise WorkloadError(_empty_window(wl["path"], trace.records["submit_time"], t_start, t_end, out.skipped))
-    if "load" in wl:
-        # The window's own jobs: a warm start's backlog (released at t_start) is no arrival.
-        window = out.jobs[out.warm :]
-        capacity = float(sum(sum(s.speeds) for s in scenario.sites))
-        offered, factor = scale_to_load(window, capacity, float(wl["load"]))
-        out.jobs[out.warm :] = window
-        scenario.extra["swf_load"] = {"offered": offered, "target": float(wl["load"]), "arrival_scale": factor}
     first_site: dict[int, int] = {}
     for s, k in zip(scenario.sites, site_org):
         first_site.setdefault(k, s.site_id)
     jobs = out.jobs
     jobs["submit_site"] = np.array([first_site[o] for o in range(n_orgs)])[jobs["owner"]]
-    too_big = jobs["procs"] > np.array([s.procs for s in scenario.sites])[jobs["submit_site"]]
-    if too_big.any():
-        j = int(np.flatnonzero(too_big)[0])
-        raise WorkloadError(
-            f"{wl['path']}: job {int(out.trace_numbers[j])} of the trace needs {int(jobs['procs'][j])} processors, "
-            f"more than its organization's site "
-            f"{scenario.sites[int(jobs['submit_site'][j])].name} has ({int(too_big.sum())} such jobs); "
-            "give the sites more processors or set workload.split_parallel = true"
-        )
+    jobs = _too_wide(wl, scenario.sites, out)
+    if "load" in wl:
+        # The window's own jobs: a warm start's backlog (released at t_start) is no arrival.
+        capacity = float(sum(sum(s.speeds) for s in scenario.sites))
+        offered, factor = scale_to_load(jobs[out.warm :], capacity, float(wl["load"]))
+        scenario.extra["swf_load"] = {"offered": offered, "target": float(wl["load"]), "arrival_scale": factor}
     scenario.extra["swf_skipped"] = dict(out.skipped)
     if warm:
         scenario.extra["swf_warm_jobs"] = out.warm
@@ -105,6 +95,31 @@ def swf_jobs(scenario: "WorkloadSource") -> tuple[np.ndarray, list[str]]:
         + org_warnings(jobs, org_procs, scenario.orgs, wl.get("orgs_by", "random"))
     )
     return jobs, list(out.group_names)
+
+
+def _too_wide(wl: dict, sites: list, out: SwfJobs) -> np.ndarray:
+    """The jobs, where none is wider than its organization's site: one that is stops the run
+    with its trace number, or (``workload.too_wide = "skip"``) is left out and counted
+    (``too_wide``), the others numbered 0.. again."""
+    jobs = out.jobs
+    too_big = jobs["procs"] > np.array([s.procs for s in sites])[jobs["submit_site"]]
+    if not too_big.any():
+        return jobs
+    if wl.get("too_wide", "error") == "skip":
+        out.skipped["too_wide"] = int(too_big.sum())
+        jobs, out.trace_numbers = jobs[~too_big], out.trace_numbers[~too_big]
+        jobs["job_id"] = np.arange(len(jobs))
+        out.jobs = jobs
+        if not len(jobs):
+            raise WorkloadError(f"{wl['path']}: every job of the window is wider than its organization's site")
+        return jobs
+    j = int(np.flatnonzero(too_big)[0])
+    raise WorkloadError(
+        f"{wl['path']}: job {int(out.trace_numbers[j])} of the trace needs {int(jobs['procs'][j])} processors, "
+        f"more than its organization's site {sites[int(jobs['submit_site'][j])].name} has "
+        f"({int(too_big.sum())} such jobs); give the sites more processors, set workload.split_parallel = true, "
+        'or workload.too_wide = "skip"'
+    )
 
 
 def _empty_window(path: str, submit: np.ndarray, t_start: float | None, t_end: float | None, skipped: dict) -> str:

@@ -73,6 +73,7 @@ WORKLOAD_KEYS: dict[str, frozenset[str]] = {
             "split_parallel",
             "jobs",
             "load",
+            "too_wide",
         }
     ),
     "rigid": frozenset({"model", "jobs", "warm_start"}),
@@ -179,6 +180,7 @@ def check_workload(wl: dict[str, Any], sites: list["SiteSpec"]) -> None:  # noqa
                 check_number("workload.jobs", wl["jobs"], positive=True, integer=True, most=MAX_JOBS)
             if "load" in wl:  # the offered load its inter-arrival times are scaled to
                 check_number("workload.load", wl["load"], positive=True, finite=True)
+            choice("workload.too_wide", wl.get("too_wide", "error"), ("error", "skip"))
             choice("workload.orgs_by", wl.get("orgs_by", "random"), ORGS_BY)
             if choice("workload.warm_start", wl.get("warm_start", "cold"), WARM_STARTS) != "cold":
                 check_warm_start(wl.get("t_start"), wl.get("split_parallel") is True)

@@ -188,8 +188,18 @@ def test_a_job_too_wide_for_its_site_is_named_by_its_trace_number(capsys) -> Non
 
     # tiny.swf's first job (trace number 1) asks 8 processors; release order puts it first.
     data = {"sites": {"count": 2, "procs": 4}, "workload": {"kind": "swf", "path": str(TINY)}, "run": {"seed": 1}}
-    with pytest.raises(WorkloadError, match=r"tiny\.swf: job 1 of the trace needs 8 processors"):
+    with pytest.raises(WorkloadError, match=r"tiny\.swf: job 1 of the trace needs 8 processors.*too_wide = .skip."):
         emulator.run(data)
+    # Or left out and counted: the jobs of at most 4 processors run, numbered 0.. again.
+    recs = read_swf(TINY).records
+    procs = np.where(recs["allocated_procs"] > 0, recs["allocated_procs"], recs["requested_procs"])
+    ok = (recs["submit_time"] >= 0) & (recs["run_time"] > 0) & (procs > 0)
+    r = emulator.run({**data, "workload": {**data["workload"], "too_wide": "skip"}})
+    skipped = r.summary["global"]["trace_jobs_skipped"]
+    assert skipped["too_wide"] == int((ok & (procs > 4)).sum()) > 0
+    assert len(r.jobs) == int((ok & (procs <= 4)).sum()) and r.jobs["job_id"].tolist() == list(range(len(r.jobs)))
+    assert r.jobs["procs"].max() <= 4
+    assert any("too wide" in w for w in r.summary["global"]["workload_warnings"])
 
 
 def test_consistently_wrong_width_rejected(tmp_path: Path) -> None:

@@ -44,6 +44,7 @@ SAMPLE = {
     "period": 9.0,
     "warm_start": "fcfs",
     "load": 0.7,
+    "too_wide": "skip",
 }
 
 
