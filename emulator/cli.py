@@ -477,6 +477,13 @@ def cmd_report(args: argparse.Namespace) -> int:
     parse_sites(args.gantt_sites, None)  # a typo is one line before any work
     check_format(args.format, args.dpi)
     window = parse_window(args.window)
+    asked = [
+        flag
+        for flag, given in (("--gantt", args.gantt), ("--gantt-sites", args.gantt_sites), ("--window", window))
+        if given
+    ]
+    if args.no_plot and asked:
+        raise GridemuError(f"{asked[0]} draws the Gantt chart, a figure: leave out --no-plot")
     if args.warmup is not None:
         check_number("--warmup", args.warmup, nonneg=True, finite=True)
     report(

@@ -189,6 +189,10 @@ def test_dpi_sets_the_png_size(quick_run, tmp_path):
         (["--window", "10"], "--window: '10' is not T0:T1"),
         (["--window", "5:1"], "T0 must be less than T1"),
         (["--window", "a:b"], "is not T0:T1"),
+        # With --no-plot a Gantt chart's options drew nothing and said nothing.
+        (["--window", "0:10"], "--window draws the Gantt chart, a figure: leave out --no-plot"),
+        (["--gantt"], "--gantt draws the Gantt chart, a figure: leave out --no-plot"),
+        (["--gantt-sites", "0-3"], "--gantt-sites draws the Gantt chart"),
     ],
 )
 def test_bad_figure_options_are_one_line_and_exit_2(quick_run, argv, message, capsys):
