@@ -872,9 +872,15 @@ def plot_gantt(
     axis = axis or time_axis(max((float(b["end"].max()) for _, b in boxes if len(b)), default=0.0), unit)
     if window is not None:
         t0, t1 = window
+        ran = [b for _, b in boxes if len(b)]
         boxes = [(name, b[(b["end"] > t0) & (b["start"] < t1)]) for name, b in boxes]
         if not any(len(b) for _, b in boxes):
-            raise GridemuError(f"--window: no job ran between {t0:g} and {t1:g}")
+            # Its times are the run's unit, not the plot's (hours or days on a trace's axis).
+            lo, hi = (
+                (min(float(b["start"].min()) for b in ran), max(float(b["end"].max()) for b in ran)) if ran else (0, 0)
+            )
+            span = f": jobs ran from {_number(lo)} to {_number(hi)}" if ran else ""
+            raise GridemuError(f"--window: no job ran between {t0:g} and {t1:g} {unit}{span}")
     chosen = parse_sites(shown, sorted(set().union(*(b["site"].unique() for _, b in boxes))))
     size = (10 * len(boxes) ** 0.5 + 2, 1.6 + 1.3 * len(chosen))
     check_canvas("gantt." + fmt, *size, fmt, dpi)  # before the panels are laid out: that takes the time
@@ -952,6 +958,11 @@ def plot_gantt(
     return save_figure(fig, run_dir / "gantt.png", fmt, dpi)
 
 
+def _number(x: float) -> str:
+    """A time as people read it: 599,850 or 2,149,540, not 2.14954e+06; 12.5 as it is."""
+    return f"{x:,.0f}" if abs(x) >= 1000 else f"{x:g}"
+
+
 def _sites(g: dict[str, Any]) -> str:
     """ "1 site", "8 sites": the run's site count as a title says it."""
     return f"{g['sites']:,} site{'s' * (g['sites'] != 1)}"
@@ -1020,6 +1031,7 @@ def report(
             gantt_sites,
             compare=compare,
             title=title,
+            unit=g.get("time_unit", "time units"),
             axis=axis,
             window=window,
             fmt=fmt,

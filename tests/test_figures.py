@@ -251,8 +251,12 @@ def test_a_gantt_window_draws_only_its_jobs(quick_run, tmp_path):
         matplotlib.figure.Figure.savefig = original
     assert seen["xlim"] == (t0, t1)
     assert seen["boxes"] >= len(inside) > 0  # a job on several processor runs is several boxes
-    with pytest.raises(GridemuError, match="--window: no job ran between"):
-        plot_gantt(folder, jobs, sites, "0", window=(1e9, 2e9))
+    # Its times are the run's unit: the error says which, and when the jobs ran.
+    ran = jobs.attrs.get("pieces", jobs)
+    lo, hi = float(ran["start"].min()), float(ran["end"].max())
+    with pytest.raises(GridemuError, match=r"--window: no job ran between 1e\+09 and 2e\+09 s: jobs ran from ") as info:
+        plot_gantt(folder, jobs, sites, "0", unit="s", window=(1e9, 2e9))
+    assert str(info.value).endswith(f"{lo:g} to {hi:,.0f}" if hi >= 1000 else f"{lo:g} to {hi:g}")
 
 
 def test_an_organization_keeps_its_gantt_colour_whatever_the_window(quick_run, tmp_path):
