@@ -13,19 +13,22 @@ from gridemu.emulator.scenario import read_scenario_file
 from gridemu.experiments import bilb_n2
 
 
-def test_reference_scores_equal_the_emulators_under_the_tables_reading():
+@pytest.mark.parametrize("n", [2, 10])
+def test_reference_scores_equal_the_emulators_under_the_tables_reading(n):
     """The study's cells (reference run, scored by ``scores_of``) are what ``gridemu sweep`` gives
-    for the same seed under the tables' reading (latency 0.001 against none: within 1e-3)."""
+    for the same seed under the tables' reading (latency 0.001 against none: within 1e-3); at
+    N = 10 too, which ``--t43-n10`` runs 200 times."""
     data = copy.deepcopy(read_scenario_file("bilb")[0])
     data["run"]["seed"] = 3
-    data["sites"]["count"] = 2
+    data["sites"]["count"] = n
     data["workload"]["until"] = 1000.0
     data["protocol"] |= {"limit": 2.0, "send": "tail"}
     run = emulator.run(data)
-    ours = [run.summary["organizations"][org]["score_period_mean"] for org in sorted(run.summary["organizations"])]
-    jobs = bilb_n2.jobs_for(3, 2, {})
-    pieces = ref.reference_run(jobs, 2, protocol="bilb", limits=[2.0, 2.0], **bilb_n2.TABLES)
-    assert bilb_n2.scores_of(jobs, 2, pieces) == pytest.approx(ours, abs=1e-3)
+    orgs = sorted(run.summary["organizations"])
+    ours = [run.summary["organizations"][org]["score_period_mean"] for org in orgs]
+    jobs = bilb_n2.jobs_for(3, n, {})
+    pieces = ref.reference_run(jobs, n, protocol="bilb", limits=[2.0] * n, **bilb_n2.TABLES)
+    assert bilb_n2.scores_of(jobs, n, pieces) == pytest.approx(ours, abs=1e-3)
     assert max(abs(x) for x in ours) > 0.01  # a run where balancing did something
 
 
