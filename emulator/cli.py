@@ -111,7 +111,11 @@ def _list_keys(args: argparse.Namespace) -> int:
         (key, kind, "(computed)" if default is None else json.dumps(default, ensure_ascii=False), doc)
         for key, kind, default, doc in proto.params.docs()
     ]
-    if args.plain or not sys.stdout.isatty():
+    plain = args.plain or not sys.stdout.isatty()
+    if not rows:  # said, not an empty table (a script reading the keys still gets no line)
+        print(f"{proto.name}: {proto.description}; it has no [protocol] keys", file=sys.stderr if plain else sys.stdout)
+        return 0
+    if plain:
         for row in rows:  # key, type, default (JSON), documentation
             print("\t".join(row))
         return 0

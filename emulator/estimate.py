@@ -83,10 +83,11 @@ class Estimate:
     #: the latency's doing) or a full graph of many sites (n^2 reports a round). A refusal
     #: for that traffic names it.
     long_because: str | None = None
+    unit: str = "time units"  # run.time_unit: what span and duration count (s for a trace)
 
     def describe(self) -> str:
         text = (
-            f"about {self.jobs:,.0f} jobs released over {self.span:,.4g} time units; the run lasts at least "
+            f"about {self.jobs:,.0f} jobs released over {self.span:,.4g} {self.unit}; the run lasts at least "
             f"{self.duration:,.4g}; about {count_text(self.messages)} messages"
         )
         if self.traffic.what:
@@ -96,7 +97,7 @@ class Estimate:
             text += f"; about {rounds}, one every {self.traffic.round_every:g}"
         if self.crashes:
             text += f"; about {count_text(self.crashes)} crashes"
-        text += f"; about {count_text(self.windows)} windows"
+        text += f"; about {count_text(self.windows)} window{'s' * (count_text(self.windows) != '1')}"
         if self.work.what:
             text += f"; the protocol's own work: {self.work.what}"
         return text
@@ -429,6 +430,7 @@ def estimate(sc: Scenario, table: np.ndarray | None = None, checkpoint: bool = F
         last_end,
         longest_job,
         long_because,
+        sc.data["run"].get("time_unit", "time units"),
     )
 
 

@@ -185,7 +185,10 @@ def _tail_rows(table: Any, g: dict[str, Any]) -> None:
             tail = ", ".join(_fmt(g[f"{figure}_{q}"]) for q in ("p50", "p95", "p99", "max"))
             table.add_row(f"{figure} p50, p95, p99, max", tail)
     if g.get("warmup"):
-        table.add_row("warm-up cut", f"jobs released before {g['warmup']:g} left out: {g['jobs_measured']:,} measured")
+        none = " (no job is released before it: nothing is left out)" if g["jobs_measured"] == g["jobs"] else ""
+        table.add_row(
+            "warm-up cut", f"jobs released before {g['warmup']:g} left out: {g['jobs_measured']:,} measured{none}"
+        )
 
 
 def _setting(value: Any) -> str:
@@ -476,8 +479,10 @@ def _heatmap(
             matplotlib.ticker.FuncFormatter(lambda v, _: orgs[int(v)] if 0 <= v < len(orgs) else "")
         )
     ax.set_ylabel("organization")
+    # From the first release (a trace read without a window starts late: curves' bins do too).
+    since = "whole run" if t[0] - half <= 0 else "from the first release on"
     ax.set_title(
-        f"utilization of each organization's processors, means over {width_text} (whole grid, whole run: {grid:.2f})"
+        f"utilization of each organization's processors, means over {width_text} (whole grid, {since}: {grid:.2f})"
         + ("; red: the share of them down (crashed)" if marked else ""),
         fontsize=9,
     )

@@ -738,7 +738,10 @@ def job_figures(
         }
         if local_flows is not None:
             entry["sum_flow_time_local"] = float(local_flows[k])
-            entry["score"] = score(float(paired[0][k]), float(paired[1][k]))
+            # No job finished in both runs: nothing to compare (null, as its mean flow time), not
+            # a 0 that a mean over organizations would count as "no change".
+            both = paired[0][k] > 0 and paired[1][k] > 0
+            entry["score"] = score(float(paired[0][k]), float(paired[1][k])) if both else None
         per_org[org] = entry
     glob = {
         "makespan": float(table.loc[done_mask, "end"].max()) if done_mask.any() else None,

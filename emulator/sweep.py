@@ -160,7 +160,7 @@ def run_one(
         for k, v in result.summary.get(section, {}).items():
             if k != "name" and (v is None or isinstance(v, (int, float))):
                 row[f"{section}_{k}" if k in row else k] = v
-    scores = [o["score"] for o in result.summary["organizations"].values() if "score" in o]
+    scores = [o["score"] for o in result.summary["organizations"].values() if o.get("score") is not None]
     if scores:
         row["score_mean"] = sum(scores) / len(scores)
         row["score_min"] = min(scores)

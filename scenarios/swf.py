@@ -316,6 +316,8 @@ class SwfJobs:
     org_of_user: dict[int, int]
     skipped: dict[str, int] = field(default_factory=dict)
     warm: int = 0  # the first ``warm`` jobs are the backlog of a warm start
+    #: The work (run time x processors) of the jobs left out as too wide (``skipped["too_wide"]``).
+    wide_work: float = 0.0
     #: Each job's number in the trace (SWF field 1): what an error about a job names.
     trace_numbers: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
 
@@ -368,37 +370,59 @@ def _orgs_balanced(users: np.ndarray, work: np.ndarray, capacity: list[int], fix
 
 
 def _window(
-    submit: np.ndarray, run_time: np.ndarray, procs: np.ndarray, t_start: float | None, t_end: float | None
-) -> tuple[np.ndarray, dict[str, int], np.ndarray]:
-    """Which records the window keeps, the others counted by reason, and which records are
-    usable at all (a warm start replays those before the window). Each job is counted under
+    submit: np.ndarray,
+    run_time: np.ndarray,
+    procs: np.ndarray,
+    t_start: float | None,
+    t_end: float | None,
+    first: int | None = None,
+    widest: int | None = None,
+) -> tuple[np.ndarray, dict[str, int], np.ndarray, np.ndarray | None]:
+    """Which records the window keeps, the others counted by reason, which records are
+    usable at all (a warm start replays those before the window), and which it left out as
+    too wide (None without ``widest``). Each job is counted under
     the first reason that applies, so the counts plus the kept jobs add up to the number of
-    records: nothing vanishes silently."""
+    records: nothing vanishes silently. ``first``: the window ends after its first so many
+    jobs that can be emulated, in submission order (the records after the last of them count
+    as ``after_first_jobs``, whatever they lack: the counts are the part of the trace read);
+    ``widest``: jobs on more processors are left out (``too_wide``)."""
+    no_submit, no_run, zero_run, no_procs = submit < 0, run_time < 0, run_time == 0, procs <= 0
+    usable = ~(no_submit | no_run | zero_run | no_procs)
+    before = submit < t_start if t_start is not None else np.zeros(len(submit), dtype=bool)
+    after = submit >= t_end if t_end is not None else np.zeros(len(submit), dtype=bool)
+    wide = procs > widest if widest is not None else np.zeros(len(submit), dtype=bool)
+    late = np.zeros(len(submit), dtype=bool)
+    if first is not None:
+        ok = np.flatnonzero(usable & ~before & ~after & ~wide)
+        if len(ok) > first:
+            c = ok[np.argsort(submit[ok], kind="stable")][first]  # the first job past the cut
+            index = np.arange(len(submit))
+            late = ~no_submit & ((submit > submit[c]) | ((submit == submit[c]) & (index >= c)))
     keep = np.ones(len(submit), dtype=bool)
     skipped: dict[str, int] = {}
-
-    def drop(reason: str, bad: np.ndarray) -> None:
-        nonlocal keep
+    wide_kept: np.ndarray | None = None
+    # A job with no submit time cannot be released at any defined moment; then the window
+    # (t_start <= submit < t_end, half-open, so adjacent windows tile a trace, and its first
+    # jobs); then what a job lacks: a run time (unknown, -1, or 0: nothing to emulate),
+    # processors (neither the allocated nor the requested count is usable), or a site wide
+    # enough.
+    for reason, bad in (
+        ("no_submit_time", no_submit),
+        ("before_window", before),
+        ("after_window", after),
+        ("after_first_jobs", late),
+        ("no_run_time", no_run),
+        ("zero_run_time", zero_run),
+        ("no_procs", no_procs),
+        ("too_wide", wide),
+    ):
         hit = keep & bad
         if hit.any():
             skipped[reason] = int(hit.sum())
+        if reason == "too_wide":
+            wide_kept = hit
         keep &= ~bad
-
-    no_submit, no_run, zero_run, no_procs = submit < 0, run_time < 0, run_time == 0, procs <= 0
-    usable = ~(no_submit | no_run | zero_run | no_procs)
-    # A job with no submit time cannot be released at any defined moment.
-    drop("no_submit_time", no_submit)
-    # Window: keep t_start <= submit < t_end (half-open, so adjacent windows tile a trace).
-    if t_start is not None:
-        drop("before_window", submit < t_start)
-    if t_end is not None:
-        drop("after_window", submit >= t_end)
-    # size = run time; unknown (-1) or zero run time gives nothing to emulate.
-    drop("no_run_time", no_run)
-    drop("zero_run_time", zero_run)
-    # Neither the allocated nor the requested processor count is usable.
-    drop("no_procs", no_procs)
-    return keep, skipped, usable
+    return keep, skipped, usable, wide_kept
 
 
 def swf_to_jobs(
@@ -415,6 +439,7 @@ def swf_to_jobs(
     org_names: list[str] | None = None,
     warm_machines: int | None = None,
     first: int | None = None,
+    widest: int | None = None,
 ) -> SwfJobs:
     """Convert ``SWF_DTYPE`` records to ``JOB_DTYPE`` jobs owned by ``n_orgs`` organizations
     (named ``org_names``, by default org0, org1, ...: the prefix of their users' group paths).
@@ -427,8 +452,10 @@ def swf_to_jobs(
     the replay's order (ids 0, 1, ...: ahead of every window job, as submission order would
     put it). Their count is ``SwfJobs.warm``.
 
-    ``first``: only the window's first so many jobs, in release order (trace lines, before
-    ``split_parallel`` makes copies); the rest count as skipped (``after_first_jobs``)."""
+    ``first``: only the window's first so many jobs that can be emulated, in submission
+    order (before ``split_parallel`` makes copies); ``widest``: jobs on more processors are
+    left out (:func:`_window`). Both before users are mapped to organizations, so that
+    ``orgs_by = "balanced"`` balances the jobs that run."""
     if isinstance(n_orgs, bool) or not isinstance(n_orgs, (int, np.integer)) or n_orgs <= 0:
         raise ScenarioError("workload.orgs", f"must be a positive integer, got {n_orgs!r}")
     if t_start is not None and t_end is not None and not t_end > t_start:
@@ -445,7 +472,9 @@ def swf_to_jobs(
     # a zero allocation (e.g. a job cancelled before start) also falls back.
     procs = np.where(allocated > 0, allocated, requested)
 
-    keep, skipped, usable = _window(submit, run_time, procs, t_start, t_end)
+    keep, skipped, usable, wide = _window(submit, run_time, procs, t_start, t_end, first, widest)
+    # The work the run does not get for the jobs left out as too wide, said with their count.
+    wide_work = float((run_time * procs)[wide].sum()) if wide is not None else 0.0
 
     # Organizations: drawn over every distinct user in the records, not just the
     # kept ones, so changing the window or skip rules never reshuffles the map.
@@ -472,9 +501,6 @@ def swf_to_jobs(
     # keeps the trace's own order among jobs submitted in the same second.
     kept_index = np.flatnonzero(keep)
     kept_index = kept_index[np.argsort(submit[kept_index], kind="stable")]
-    if first is not None and len(kept_index) > first:
-        skipped["after_first_jobs"] = len(kept_index) - first
-        kept_index = kept_index[:first]
     warm_left = np.zeros(0, dtype=np.int64)
     if warm_machines is not None:
         kept_index, warm_left = _with_backlog(
@@ -543,6 +569,7 @@ def swf_to_jobs(
         org_of_user=org_of_user,
         skipped=skipped,
         warm=len(warm_left),
+        wide_work=wide_work,
         trace_numbers=np.repeat(kept["job_number"], repeat),
     )
 

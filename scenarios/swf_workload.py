@@ -57,6 +57,10 @@ def swf_jobs(scenario: "WorkloadSource") -> tuple[np.ndarray, list[str]]:
     site_org = [org_index[s.org] for s in scenario.sites]
     org_procs = np.bincount(site_org, weights=[s.procs for s in scenario.sites], minlength=len(scenario.orgs))
     warm = wl.get("warm_start") == "fcfs"
+    first_site: dict[int, int] = {}
+    for s, k in zip(scenario.sites, site_org):
+        first_site.setdefault(k, s.site_id)
+    first_procs = [scenario.sites[first_site[k]].procs for k in range(n_orgs) if k in first_site]
     out = swf_to_jobs(
         trace.records,
         n_orgs=n_orgs,
@@ -71,12 +75,12 @@ def swf_jobs(scenario: "WorkloadSource") -> tuple[np.ndarray, list[str]]:
         # A warm start replays the trace on the whole machine: every site's processors.
         warm_machines=int(org_procs.sum()) if warm else None,
         first=int(wl["jobs"]) if "jobs" in wl else None,
+        # Left out before users are mapped (a job wider than every organization's first site
+        # runs nowhere): "balanced" then balances the jobs that run. _too_wide does the rest.
+        widest=max(first_procs) if wl.get("too_wide", "error") == "skip" and not wl.get("split_parallel") else None,
     )
     if not len(out.jobs) and len(trace.records):
         raise WorkloadError(_empty_window(wl["path"], trace.records["submit_time"], t_start, t_end, out.skipped))
-    first_site: dict[int, int] = {}
-    for s, k in zip(scenario.sites, site_org):
-        first_site.setdefault(k, s.site_id)
     jobs = out.jobs
     jobs["submit_site"] = np.array([first_site[o] for o in range(n_orgs)])[jobs["owner"]]
     jobs = _too_wide(wl, scenario.sites, out)
@@ -89,7 +93,7 @@ def swf_jobs(scenario: "WorkloadSource") -> tuple[np.ndarray, list[str]]:
     if warm:
         scenario.extra["swf_warm_jobs"] = out.warm
     scenario.extra["workload_warnings"] = (
-        skip_warnings(wl["path"], out.skipped, len(jobs))
+        skip_warnings(wl["path"], out.skipped, len(jobs), out.wide_work / max(out.wide_work + _work(jobs), 1e-300))
         + map_warnings(wl["path"], user_map, trace.records["user_id"])
         + number_warnings(wl["path"], trace.records["job_number"])
         + org_warnings(jobs, org_procs, scenario.orgs, wl.get("orgs_by", "random"))
@@ -106,7 +110,8 @@ def _too_wide(wl: dict, sites: list, out: SwfJobs) -> np.ndarray:
     if not too_big.any():
         return jobs
     if wl.get("too_wide", "error") == "skip":
-        out.skipped["too_wide"] = int(too_big.sum())
+        out.skipped["too_wide"] = out.skipped.get("too_wide", 0) + int(too_big.sum())
+        out.wide_work += float((jobs["size"] * jobs["procs"])[too_big].sum())
         jobs, out.trace_numbers = jobs[~too_big], out.trace_numbers[~too_big]
         jobs["job_id"] = np.arange(len(jobs))
         out.jobs = jobs
@@ -164,7 +169,11 @@ def number_warnings(path: str, numbers: np.ndarray) -> list[str]:
     ]
 
 
-def skip_warnings(path: str, skipped: dict[str, int], kept: int) -> list[str]:
+def _work(jobs: np.ndarray) -> float:
+    return float((jobs["size"] * jobs["procs"]).sum())
+
+
+def skip_warnings(path: str, skipped: dict[str, int], kept: int, wide_share: float = 0.0) -> list[str]:
     """The trace's jobs that cannot be emulated (no run time, no processors, ...), which
     ``summary.json`` counts (``trace_jobs_skipped``), said at validation and at the run's
     start too; the jobs outside the chosen window, or after its first ``workload.jobs``,
@@ -172,7 +181,10 @@ def skip_warnings(path: str, skipped: dict[str, int], kept: int) -> list[str]:
     faults = {k: n for k, n in skipped.items() if k not in ("before_window", "after_window", "after_first_jobs")}
     if not faults:
         return []
-    reasons = ", ".join(f"{n:,} {k.replace('_', ' ')}" for k, n in faults.items())
+    reasons = ", ".join(
+        f"{n:,} {k.replace('_', ' ')}" + (f": {100 * wide_share:.0f} % of the window's work" if k == "too_wide" else "")
+        for k, n in faults.items()
+    )
     return [
         f"{Path(path).name}: {sum(faults.values()):,} jobs skipped, which cannot be emulated ({reasons}); "
         f"{kept:,} jobs kept (summary.json: trace_jobs_skipped)"
@@ -194,12 +206,15 @@ def org_warnings(jobs: np.ndarray, procs: np.ndarray, orgs: list[str], rule: str
     out = []
     empty = [orgs[k] for k in np.flatnonzero(work == 0)]
     if empty:
-        hint = (
-            'try orgs_by = "balanced" or a user_map'
-            if rule != "balanced" or users >= len(procs)
-            else f"the trace has {users} users with jobs here for {len(procs)} "
-            "organizations: use fewer organizations or a longer window"
-        )
+        if rule != "balanced":
+            hint = 'try orgs_by = "balanced" or a user_map'
+        elif users < len(procs):
+            hint = (
+                f"the trace has {users} users with jobs here for {len(procs)} "
+                "organizations: use fewer organizations or a longer window"
+            )
+        else:  # balanced over the jobs that run: a map, or sites too narrow after it
+            hint = "the users workload.user_map pins, or jobs too wide for a site after the mapping, left it none"
         out.append(
             f"workload.orgs_by = {rule!r}: {len(empty)} of {len(procs)} organizations got no job of the trace "
             f"({first_few(empty)}); {hint}"

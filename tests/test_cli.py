@@ -130,6 +130,10 @@ def test_list_is_plain_lines_for_scripts(capsys):
 
     assert [r[1] for r in rows if r[0] == "scheduler"] == list(SCHEDULERS)  # listed with what each does
     assert run_cli("list", "easy") == 0 and "EASY backfilling" in capsys.readouterr().out
+    # A protocol without keys says so (it printed nothing at all); scripts still read no line.
+    assert run_cli("list", "random") == 0
+    said = capsys.readouterr()
+    assert said.out == "" and said.err.startswith("random: each new job goes to") and "no [protocol] keys" in said.err
     assert all(len(r) == (4 if r[0] == "protocol" else 3) for r in rows)
     assert "┃" not in "".join(sum(rows, []))  # no box drawing
 

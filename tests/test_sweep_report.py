@@ -91,6 +91,13 @@ def test_warmup_option_and_its_check(tmp_path, capsys):
     assert gridemu.load(tmp_path / "r").summary["global"]["warmup"] == 10.0
     assert main(["run", "quickstart", "--warmup", "-1", "--out", str(tmp_path / "x")]) == 2
     assert "metrics.warmup" in capsys.readouterr().err
+    # A cut before the first release leaves nothing out, and the table says so (a trace read
+    # without a window starts late: KTH-SP2 at 599,850 s, a cut at one day cut nothing).
+    first = float(gridemu.load(tmp_path / "r").jobs["release"].min())
+    assert main(["report", str(tmp_path / "r"), "--no-plot", "--warmup", f"{first / 2}"]) == 0
+    assert "measured (no job is released before it: nothing is left out)" in capsys.readouterr().out
+    assert main(["report", str(tmp_path / "r"), "--no-plot", "--warmup", "10"]) == 0
+    assert "nothing is left out" not in capsys.readouterr().out
 
 
 def test_a_horizon_that_leaves_most_jobs_unfinished_is_named(tmp_path, capsys):
