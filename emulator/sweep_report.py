@@ -16,7 +16,9 @@ from __future__ import annotations
 import json
 import math
 import sys
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -195,6 +197,57 @@ def report_sweep_folder(sweep_dir: Path, plot: bool = True, fmt: str = "png", dp
     return path
 
 
+@dataclass(frozen=True)
+class _XAxis:
+    """Where a sweep figure puts its settings: numbers (three or more) on a numeric axis,
+    logarithmic where they span 20 times or more (sites 100 to 20,000, a period 0.5 to 50),
+    so that a slope reads as one; anything else one slot per setting, in the grid's order.
+    A series is set off a little beside the others at each setting."""
+
+    values: tuple[float, ...] | None  # the settings as numbers, or None: slots
+    log: bool
+    series: int
+
+    @classmethod
+    def of(cls, xs: list[object], series: int) -> "_XAxis":
+        numbers = [v for v in xs if isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool)]
+        if len(numbers) < 3 or len(numbers) != len(xs) or not np.isfinite(np.array(numbers, dtype=float)).all():
+            return cls(None, False, series)
+        values = np.array(numbers, dtype=float)
+        return cls(tuple(values.tolist()), bool(values.min() > 0 and values.max() / values.min() >= 20), series)
+
+    @property
+    def numeric(self) -> bool:
+        return self.values is not None
+
+    def _u(self, v: float) -> float:
+        return math.log10(v) if self.log else v
+
+    def place(self, k: int, i: int) -> float:
+        """The x of setting ``k`` (its index among the settings) for series ``i``."""
+        off = i - (self.series - 1) / 2
+        if self.values is None:
+            return k + off * 0.5 / max(1, self.series)
+        u = [self._u(v) for v in self.values]
+        span = (max(u) - min(u)) or 1.0
+        w = self._u(self.values[k]) + off * 0.012 * span
+        return 10**w if self.log else w
+
+    def draw(self, ax: Any, ticks: list[str]) -> None:
+        if self.values is None:
+            ax.set_xticks(range(len(ticks)), ticks)
+            ax.set_xlim(-0.5, len(ticks) - 0.5)  # every setting's slot, a failed one's too
+            return
+        if self.log:
+            ax.set_xscale("log")
+            ax.minorticks_off()
+        ax.set_xticks(list(self.values), ticks)
+        u = [self._u(v) for v in self.values]
+        pad = 0.06 * ((max(u) - min(u)) or 1.0)
+        lo, hi = min(u) - pad, max(u) + pad
+        ax.set_xlim((10**lo, 10**hi) if self.log else (lo, hi))
+
+
 def failed_settings(sweep_dir: Path, table: pd.DataFrame, keys: list[str]) -> list[tuple]:
     """The settings (values of ``keys``, in failures.csv's order) whose every run failed: they
     have no row in ``table`` and would have no point in the figure."""
@@ -265,26 +318,28 @@ def plot_sweep(
     xs += [f[0] for f in failed if _text(f[0]) not in shown and not shown.add(_text(f[0]))]
     ticks, tick_note = _ticks(xs)
     series = [((), flat)] if not others else list(flat.groupby(others, sort=False))
+    x = _XAxis.of(xs, len(series))
     cols = min(3, len(figures))
     rows = -(-len(figures) // cols)
     fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.2 * rows), squeeze=False)
-    width = 0.5 / max(1, len(series))
     timed = [f for f in figures if f.startswith(TIME_FIGURES)]
     spans = flat[[f"{f}_mean" for f in timed]].to_numpy(dtype=float) if timed else np.zeros(0)
     axis = time_axis(float(np.nanmax(spans)) if np.isfinite(spans).any() else 0.0, unit)
     for ax, f in zip(axes.flat, figures):
         scale = axis.scale if f in timed else 1.0
         for i, (label, part) in enumerate(series):
-            pos = np.array([xs.index(v) for v in part[x_key]], dtype=float) + (i - (len(series) - 1) / 2) * width
+            if x.numeric:  # in the settings' order along the axis: the line joins neighbours
+                part = part.iloc[np.argsort(part[x_key].to_numpy(dtype=float), kind="stable")]
+            pos = np.array([x.place(xs.index(v), i) for v in part[x_key]], dtype=float)
             mean = part[f"{f}_mean"].to_numpy(dtype=float) / scale
             half = np.nan_to_num(part[f"{f}_ci95"].to_numpy(dtype=float)) / scale
             below = np.minimum(half, np.maximum(mean - FLOOR.get(f, 0.0) / scale, 0.0))
             label = label if isinstance(label, tuple) else (label,)
             name = ", ".join(f"{k}={_text(v)}" for k, v in zip(others, label)) or None
-            ax.errorbar(pos, mean, yerr=[below, half], fmt="o", capsize=3, label=name)
+            ax.errorbar(pos, mean, yerr=[below, half], fmt="o-" if x.numeric else "o", capsize=3, label=name)
         for setting in failed:  # where the point would be: at the x tick, in the series' slot
             i = next((j for j, (label, _) in enumerate(series) if _same(label, setting[1:])), 0)
-            pos = [_text(x) for x in xs].index(_text(setting[0])) + (i - (len(series) - 1) / 2) * width
+            pos = x.place([_text(v) for v in xs].index(_text(setting[0])), i)
             ax.text(
                 pos,
                 0.04,
@@ -295,9 +350,8 @@ def plot_sweep(
                 fontsize=7,
                 color=f"C{i}" if others else "0.35",  # the colour of the series whose runs failed
             )
-        ax.set_xticks(range(len(xs)), ticks)
-        ax.set_xlim(-0.5, len(xs) - 0.5)  # every setting's slot, a failed one's too
-        ax.set_xlabel(x_key)
+        x.draw(ax, ticks)
+        ax.set_xlabel(x_key + (" (log scale)" if x.log else ""))
         means = flat[f"{f}_mean"].to_numpy(dtype=float)
         means = means[np.isfinite(means)]
         # Settings an order of magnitude apart (local against any broker): on a linear axis

@@ -273,6 +273,32 @@ def test_a_sweeps_time_figures_share_one_unit_chosen_by_their_span(tmp_path, mon
     assert "bars cut at the least value a figure can take" in drawn["fig"]._suptitle.get_text()
 
 
+@pytest.mark.parametrize(
+    ("values", "scale", "line"),
+    [([20000, 100, 1000], "log", True), ([1.0, 3.0, 2.0], "linear", True), ([1.0, 2.0], "linear", False)],
+)
+def test_numbers_swept_are_drawn_on_a_numeric_axis(tmp_path, monkeypatch, values, scale, line):
+    # Settings 100, 1,000, 5,000, 20,000 sat evenly spaced in slots: a scaling slope bent.
+    from gridemu.emulator import sweep_report
+
+    runs = pd.DataFrame(
+        {"k": [v for v in values for _ in (1, 2)], "seed": [1, 2] * len(values), "makespan": range(2 * len(values))}
+    )
+    table = confidence(runs, ["k"], ["makespan"])
+    drawn = {}
+    monkeypatch.setattr(sweep_report, "save_figure", lambda fig, *a, **k: drawn.setdefault("fig", fig))
+    sweep_report.plot_sweep(tmp_path, table, ["k"], ["makespan"])
+    ax = drawn["fig"].axes[0]
+    assert ax.get_xscale() == scale
+    points = ax.lines[0]
+    if line:  # three numbers or more: at their values, joined in their order along the axis
+        assert list(points.get_xdata()) == pytest.approx(sorted(values))
+        assert points.get_linestyle() == "-"
+        assert [float(t) for t in ax.get_xticks()] == pytest.approx(values)
+    else:  # two: one slot each, as any other setting
+        assert list(points.get_xdata()) == [0.0, 1.0] and points.get_linestyle() == "None"
+
+
 def test_a_setting_whose_every_run_failed_is_marked_where_its_point_would_be(tmp_path, monkeypatch):
     # Its setting has no row of statistics: the figure had no tick and no word of it.
     from gridemu.emulator import sweep_report
