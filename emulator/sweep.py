@@ -149,6 +149,11 @@ def run_one(
     row["jobs_released"] = g["jobs"] - states.get("pending", 0)
     row["jobs_unfinished"] = row["jobs_released"] - states.get("done", 0)
     row["time_unit"] = g["time_unit"]  # what the time figures count in (the report's axes)
+    # The cost side of a protocol beside its figures (messages_total counts a run's every job).
+    row["messages_per_job"] = g["messages_total"] / g["jobs"] if g["jobs"] else None
+    if "trace_load" in g:  # workload.load: what the trace offered and the scale applied
+        row["trace_offered_load"] = g["trace_load"]["offered"]
+        row["arrival_scale"] = g["trace_load"]["arrival_scale"]
     if "jobs_measured" in g:  # metrics.warmup: the jobs the figures cover
         row["jobs_measured"] = g["jobs_measured"]
     row.update({f"messages_{kind}": n for kind, n in g["messages"].items()})
@@ -306,12 +311,22 @@ def sweep(  # noqa: C901
                 warned[line] = warned.get(line, 0) + 1
         if progress is not None:
             progress.advance(bar)
+        elif lines and (time.perf_counter() - said[0] >= LINE_EVERY or len(rows) + len(failed) == len(tasks)):
+            # Off a terminal (a log file, a batch job) a line every few seconds, as a run's.
+            said[0] = time.perf_counter()
+            bad = f" ({len(failed)} failed)" if failed else ""
+            print(
+                f"gridemu: sweep: {len(rows) + len(failed):,} / {len(tasks):,} runs done{bad}, {said[0] - t0:,.0f} s",
+                file=sys.stderr,
+                flush=True,
+            )
+
+    from gridemu.emulator.console import stderr_console
 
     progress = None
-    if not quiet:
+    lines = not quiet and not stderr_console().is_terminal
+    if not quiet and not lines:
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-        from gridemu.emulator.console import stderr_console
 
         progress = Progress(
             TextColumn("sweep"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=stderr_console()
@@ -319,6 +334,7 @@ def sweep(  # noqa: C901
         progress.start()
         bar = progress.add_task("runs", total=len(tasks))
     t0 = time.perf_counter()
+    said = [t0]
     try:
         if backend == "inprocess":
             for point, seed in tasks:
@@ -414,6 +430,8 @@ def _ray_tasks(
 
 
 #: A sweep's result files (an earlier sweep's are kept unless overwrite).
+#: Off a terminal, a sweep says how far it is at most this often (seconds), and at its end.
+LINE_EVERY = 5.0
 SWEEP_FILES = ("runs.parquet", "runs.csv", "orgs.parquet", "table.csv", "failures.csv", "sweep.json")
 
 
@@ -429,16 +447,17 @@ def aggregate(runs: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
 
 
 def _print_table(table: pd.DataFrame, n: int, wall: float, out: Path | None) -> None:
-    """The main figures per setting as ``mean ± std`` over seeds, headers never cut (the
+    """The main figures per setting as ``mean ± 95 % half-width`` over seeds, headers never cut (the
     full table, every figure's mean, std, n and 95 % interval in its own columns, is table.csv)."""
     from rich.table import Table
 
     from gridemu.emulator.console import stdout_console
 
     figures = [
-        f for f in ("mean_flow_time", "makespan", "messages_total", "score_mean") if f"{f}_mean" in table.columns
+        f for f in ("mean_flow_time", "makespan", "messages_per_job", "score_mean") if f"{f}_mean" in table.columns
     ]
-    t = Table(title=f"sweep: {n} runs in {wall:.1f} s (mean ± std over seeds)")
+    # The same ± as gridemu report's: a 95 % confidence half-width, not a standard deviation.
+    t = Table(title=f"sweep: {n} runs in {wall:.1f} s (mean ± 95 % confidence half-width over seeds)")
     index_names = [n for n in (table.index.names or []) if n]
     for name in index_names + ["runs"] * ("runs" in table.columns) + figures:
         t.add_column(str(name), justify="right", min_width=len(str(name)))
@@ -446,8 +465,8 @@ def _print_table(table: pd.DataFrame, n: int, wall: float, out: Path | None) -> 
         idx = idx if isinstance(idx, tuple) else (idx,)
         cells = [str(v) for v in idx][: len(index_names)] + ([str(int(row["runs"]))] if "runs" in table.columns else [])
         for f in figures:
-            mean, std = row[f"{f}_mean"], row[f"{f}_std"]
-            cells.append("-" if pd.isna(mean) else f"{mean:.4g}" + (f" ± {std:.2g}" if pd.notna(std) else ""))
+            mean, half = row[f"{f}_mean"], row[f"{f}_ci95"]
+            cells.append("-" if pd.isna(mean) else f"{mean:.4g}" + (f" ± {half:.2g}" if pd.notna(half) else ""))
         t.add_row(*cells)
     stdout_console().print(t)
     if out is not None:

@@ -36,9 +36,18 @@ HEADLINE = (
     *(f"{f}_{q}" for f in TAIL_FIGURES for q in ("p50", "p95", "p99", "max")),
     "score_mean",
     "messages_total",
+    "messages_per_job",
 )
 #: The ones drawn and printed (stats.csv has every headline figure).
-SHOWN = ("mean_flow_time", "flow_time_p95", "mean_wait_time", "mean_bounded_slowdown", "makespan", "score_mean")
+SHOWN = (
+    "mean_flow_time",
+    "flow_time_p95",
+    "mean_wait_time",
+    "mean_bounded_slowdown",
+    "makespan",
+    "messages_per_job",
+    "score_mean",
+)
 #: Figures that depend on the schedule only (not on timing): equal in two runs of the same schedule.
 SCHEDULE = ("jobs", "makespan", "mean_flow_time", "events", "messages_total")
 #: The figures that are lengths of virtual time (drawn in the run's time unit).

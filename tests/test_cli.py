@@ -720,16 +720,24 @@ def test_a_sweep_table_shows_whole_column_names(tmp_path, capsys):
             "protocol.name=local,random",
             "--set",
             "workload.jobs=300",
+            "--repeat",
+            2,
             "--out",
             tmp_path / "s",
         )
         == 0
     )
-    out = capsys.readouterr().out
-    for name in ("protocol.name", "mean_flow_time", "makespan", "messages_total"):
+    said = capsys.readouterr()
+    out = said.out
+    for name in ("protocol.name", "mean_flow_time", "makespan", "messages_per_job"):
         assert name in out
-    assert "…" not in out and " ± " in out
-    assert {"mean_flow_time_mean", "mean_flow_time_std"} <= set(pd.read_csv(tmp_path / "s" / "table.csv").columns)
+    assert "…" not in out and " ± " in out and "(mean ± 95 % confidence half-width over seeds)" in out
+    table = pd.read_csv(tmp_path / "s" / "table.csv")
+    assert {"mean_flow_time_mean", "mean_flow_time_std"} <= set(table.columns)
+    row = table[table["protocol.name"] == "random"].iloc[0]  # the ± is report's: the interval's half
+    assert f"{row['mean_flow_time_mean']:.4g} ± {row['mean_flow_time_ci95']:.2g}" in out
+    # Off a terminal, lines instead of a bar (a log file got nothing until the end).
+    assert re.search(r"gridemu: sweep: (\d+) / \1 runs done, \d+ s", said.err), said.err
 
 
 def test_ray_failing_to_start_is_one_line_and_exit_2(monkeypatch, tmp_path, capsys):
