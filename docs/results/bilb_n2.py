@@ -448,19 +448,21 @@ def emulator_check(root: Path, cells: dict[str, dict[int, dict[str, Any]]]) -> l
     return lines if found else []
 
 
+#: The one-table modes: flag -> (table, runs by default, its markers in bilb.md).
+ONE_TABLE = {
+    "--t43-n10": (table43_n10, 200, T43_N10_MARKERS),
+    "--t44-n10": (table44_n10, 20, T44_N10_MARKERS),
+}
+
+
 def main(argv: list[str]) -> int:
-    if "--t43-n10" in argv:
-        text = table43_n10(int(argv[argv.index("--runs") + 1]) if "--runs" in argv else 200)
-        print(text)
-        if "--write" in argv:
-            write_between(*T43_N10_MARKERS, text, DOC)
-        return 0
-    if "--t44-n10" in argv:
-        text = table44_n10(int(argv[argv.index("--runs") + 1]) if "--runs" in argv else 20)
-        print(text)
-        if "--write" in argv:
-            write_between(*T44_N10_MARKERS, text, DOC)
-        return 0
+    for flag, (table, default, markers) in ONE_TABLE.items():
+        if flag in argv:
+            text = table(int(argv[argv.index("--runs") + 1]) if "--runs" in argv else default)
+            print(text)
+            if "--write" in argv:
+                write_between(*markers, text, DOC)
+            return 0
     runs = int(argv[argv.index("--runs") + 1]) if "--runs" in argv else 200
     runs10 = int(argv[argv.index("--runs10") + 1]) if "--runs10" in argv else 20
     root = Path(argv[argv.index("--emulator") + 1]) if "--emulator" in argv else Path("runs/bilb-n2")
