@@ -173,6 +173,9 @@ CAPABILITIES: dict[str, str] = {
     "targets": "run each job on the site its target_site names",
     # Required for ``route``: whatever the state of any site, the same destinations.
     "stateless": "route each new job from its site's own stream alone, whatever any site's state",
+    # Otherwise a job wider than some site may be sent there, which stops the run (the site
+    # could never start it): a scenario whose jobs are that wide is warned of before it runs.
+    "widths": "send a job only to a site with processors enough for it (or never move jobs)",
 }
 
 

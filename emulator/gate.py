@@ -17,6 +17,8 @@ import sys
 from collections.abc import Callable
 from dataclasses import replace
 
+import numpy as np
+
 from gridemu.brokers import registry
 from gridemu.brokers.protocol import ScenarioFacts
 from gridemu.emulator.engine import Workload, prepare_workload, scheduler_states
@@ -99,6 +101,7 @@ def gate(
         work = prepare_workload(scenario, warn)
         est = _checked(estimate(scenario, work.jobs, checkpoint), limits, check)
         _short_span(scenario, est, warn)
+    _too_wide_for_some(scenario, work, warn)
     if work.jobs is not None:
         scheduler_states(scenario, work.jobs, work.groups)
     elif est.jobs < FEW_JOBS:
@@ -139,6 +142,30 @@ def _short_span(scenario: Scenario, est: Estimate, say: bool) -> None:
             if "jobs" in scenario.workload and scenario.workload["kind"] == "poisson"
             else ""
         )
+    )
+    scenario.extra.setdefault("workload_warnings", []).append(line)
+    if say:
+        print(f"gridemu: warning: {line}", file=sys.stderr)
+
+
+def _too_wide_for_some(scenario: Scenario, work: Workload, say: bool) -> None:
+    """A protocol that may send a job to a site without looking at its processors (it does not
+    declare the ``widths`` capability), with jobs wider than the narrowest site: the run stops
+    the first time it sends one there (exit 3, mid-run), though validate said ok (a user
+    walk: a trace's machine split into sites of 12 and 13 processors under random)."""
+    # A workload the shards draw (Poisson) is refused at validation where a job may be wider
+    # than a site (scenarios/workload.py: _check_procs): only a job table can hold such jobs.
+    if scenario.plugin.can("widths") or work.jobs is None:
+        return
+    narrow = min(scenario.sites, key=lambda s: s.procs)
+    wide = int(np.count_nonzero(work.jobs["procs"] > narrow.procs))
+    if not wide:
+        return
+    line = (
+        f"workload: {wide:,} jobs need more processors than site {narrow.name} has ({narrow.procs}); the "
+        f"{scenario.protocol['name']} protocol chooses a job's site without looking at its processors "
+        "(it does not declare the widths capability), and the run stops if it sends one there: give "
+        "every site enough processors, or use a protocol that does (gridemu list)"
     )
     scenario.extra.setdefault("workload_warnings", []).append(line)
     if say:

@@ -66,3 +66,19 @@ def test_destinations_are_uniform_over_the_site_and_its_neighbors(ring):
         chi2 += sum((counts.get((k, d), 0) - expected) ** 2 / expected for d in choices)
         df += len(choices) - 1
     assert chi2 < df + 10 * math.sqrt(2 * df), (chi2, df)
+
+
+def test_jobs_wider_than_a_site_under_a_protocol_blind_to_widths_are_said_before_the_run(tmp_path, capsys):
+    # validate said ok; the run then stopped mid-way (exit 3) when random sent a 3-processor
+    # job to the 2-processor site. Protocols that declare the widths capability are not named.
+    from gridemu.emulator.cli import main
+
+    (tmp_path / "jobs.csv").write_text("release,size,site,procs\n" + "".join(f"{i},1.0,0,3\n" for i in range(5)))
+    base = '[sites]\ncount = 2\nprocs = [4, 2]\n[workload]\nkind = "csv"\npath = "jobs.csv"\n'
+    for protocol, said in (("random", True), ("power_of_d", True), ("averaging", False), ("local", False)):
+        path = tmp_path / f"{protocol}.toml"
+        path.write_text(base + f'[protocol]\nname = "{protocol}"\n')
+        assert main(["validate", str(path)]) == 0
+        err = capsys.readouterr().err
+        line = "5 jobs need more processors than site site1 has (2); the " + protocol
+        assert (line in err) == said, (protocol, err)

@@ -52,5 +52,5 @@ PROTOCOL = Protocol(
     messages=(LOAD, GOSSIP, GOSSIP_REPLY),
     grid_info=grid_info,
     traffic=traffic,
-    capabilities=frozenset({"periodic", "topologies", "faults"}),
+    capabilities=frozenset({"periodic", "topologies", "faults", "widths"}),
 )

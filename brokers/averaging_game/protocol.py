@@ -48,5 +48,5 @@ PROTOCOL = Protocol(
     traffic=traffic,
     work=work,
     report=Report(level_label="p_k (join coalition)"),
-    capabilities=frozenset({"periodic", "topologies"}),
+    capabilities=frozenset({"periodic", "topologies", "widths"}),
 )

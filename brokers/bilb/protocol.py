@@ -46,5 +46,5 @@ PROTOCOL = Protocol(
     traffic=traffic,
     work=work,
     report=Report(level_label="declared level l_k", level_log=True),
-    capabilities=frozenset({"periodic", "topologies"}),
+    capabilities=frozenset({"periodic", "topologies", "widths"}),
 )

@@ -227,7 +227,7 @@ PROTOCOL = Protocol(
     summary=summary,
     traffic=traffic,
     work=work,
-    capabilities=frozenset({"starts_jobs", "topologies"}),
+    capabilities=frozenset({"starts_jobs", "topologies", "widths"}),
 )
 
 if TYPE_CHECKING:  # pandas only for annotations: shard actors start without it

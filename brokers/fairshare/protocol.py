@@ -156,5 +156,5 @@ PROTOCOL = Protocol(
     messages=MESSAGES,
     traffic=traffic,
     report=Report(tables=policy_table),
-    capabilities=frozenset({"periodic", "topologies"}),
+    capabilities=frozenset({"periodic", "topologies", "widths"}),
 )

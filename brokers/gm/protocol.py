@@ -150,7 +150,7 @@ PROTOCOL = Protocol(
     grid_info=grid_info,
     summary=summary,
     traffic=traffic,
-    capabilities=frozenset({"starts_jobs", "topologies"}),
+    capabilities=frozenset({"starts_jobs", "topologies", "widths"}),
 )
 
 if TYPE_CHECKING:  # pandas only for annotations: shard actors start without it

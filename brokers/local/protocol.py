@@ -26,5 +26,5 @@ PROTOCOL = Protocol(
     LocalAgent,
     "no cooperation: every organization runs its own jobs",
     route=local_routes,
-    capabilities=frozenset({"topologies", "faults", "stateless"}),
+    capabilities=frozenset({"topologies", "faults", "stateless", "widths"}),
 )

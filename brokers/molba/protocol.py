@@ -271,7 +271,7 @@ PROTOCOL = Protocol(
     traffic=traffic,
     work=work,
     report=Report(gantt_compare=gantt_compare),
-    capabilities=frozenset({"starts_jobs"}),
+    capabilities=frozenset({"starts_jobs", "widths"}),
 )
 
 if TYPE_CHECKING:  # pandas only for annotations: shard actors start without it

@@ -282,5 +282,5 @@ PROTOCOL = Protocol(
     summary=summary,
     traffic=traffic,
     report=Report(level_label="payoff u_k = C_k(MJF) - C_k", level_range=None),
-    capabilities=frozenset({"starts_jobs", "targets"}),
+    capabilities=frozenset({"starts_jobs", "targets", "widths"}),
 )
