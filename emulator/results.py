@@ -291,6 +291,7 @@ OWN_FILES = frozenset(
         "failures.csv",
         "scores.csv",
         "stats.csv",
+        "paired.csv",
         "policy.csv",
         "sweep.json",
     )

@@ -104,3 +104,31 @@ def confidence(runs: pd.DataFrame, keys: list[str], figures: list[str]) -> pd.Da
             else pd.Index([i[0] for i in index], name=keys[0])
         )
     return table
+
+
+def paired(runs: pd.DataFrame, keys: list[str], figures: list[str]) -> tuple[str, object, pd.DataFrame] | None:
+    """Each setting against the first value of the last swept key, seed by seed (a sweep's
+    seeds are the same at every setting): per setting of ``keys`` but that baseline, the
+    :func:`confidence` of each figure's difference to the baseline run of the same seed and
+    other keys, and ``<figure>_below``, the seeds where it came out lower. Returns (key,
+    baseline value, table), or None where no setting has a baseline run of the same seed.
+    Two settings whose 95 % intervals overlap can still differ in every seed: this says so."""
+    if not keys or "seed" not in runs:
+        return None
+    key, others = keys[-1], keys[:-1]
+    first = runs[key].iloc[0]  # the grid's order: its first value
+    base = runs[runs[key] == first]
+    rest = runs[runs[key] != first]
+    if base.empty or rest.empty:
+        return None
+    joined = rest.merge(base[[*others, "seed", *figures]], on=[*others, "seed"], suffixes=("", "_base"))
+    if joined.empty:
+        return None
+    diff = joined[[*others, key, "seed"]].copy()
+    for f in figures:
+        diff[f] = pd.to_numeric(joined[f], errors="coerce") - pd.to_numeric(joined[f"{f}_base"], errors="coerce")
+    table = confidence(diff, [*others, key], figures)
+    groups = diff.groupby([*others, key], sort=False)
+    for f in figures:
+        table[f"{f}_below"] = groups[f].apply(lambda d: int((d < 0).sum())).to_numpy()
+    return key, first, table

@@ -25,7 +25,7 @@ import pandas as pd
 
 from gridemu.emulator.figures import DEFAULT_DPI, save_figure, time_axis
 from gridemu.emulator.results import read_table
-from gridemu.emulator.stats import TAIL_FIGURES, confidence
+from gridemu.emulator.stats import TAIL_FIGURES, confidence, paired
 
 #: The figures a sweep report gives per setting (those its runs have), in this order.
 HEADLINE = (
@@ -188,6 +188,7 @@ def report_sweep_folder(sweep_dir: Path, plot: bool = True, fmt: str = "png", dp
         out.add_row(*cells)
     console.print(out)
     print(f"statistics written to {path} (every headline figure's mean, std, n, ci95, lo, hi)")
+    _print_paired(sweep_dir, runs, keys, console)
     for line in warnings_of(runs, keys):
         print(f"gridemu: warning: {line}", file=sys.stderr)
     failures = sweep_dir / "failures.csv"
@@ -273,6 +274,47 @@ def failed_settings(sweep_dir: Path, table: pd.DataFrame, keys: list[str]) -> li
         if tuple(_text(v) for v in setting) not in done and setting not in out:
             out.append(setting)
     return out
+
+
+#: The figures the paired table prints (paired.csv has every headline figure).
+PAIRED_SHOWN = ("mean_flow_time", "makespan", "messages_per_job")
+
+
+def _print_paired(sweep_dir: Path, runs: pd.DataFrame, keys: list[str], console: Any) -> None:
+    """Every setting against the first value of the last swept key, seed by seed
+    (:func:`stats.paired`), printed and written to paired.csv: where intervals overlap in the
+    table above, the same seeds may still say which setting is lower."""
+    from rich.table import Table
+
+    found = paired(runs, keys, [f for f in HEADLINE if f in runs.columns])
+    if found is None:
+        return
+    key, first, table = found
+    path = sweep_dir / "paired.csv"
+    table.to_csv(path)
+    shown = [f for f in PAIRED_SHOWN if f"{f}_mean" in table.columns]
+    out = Table(
+        title=f"{sweep_dir}: against {key}={_text(first)}, seed by seed: the mean difference ± 95 % half-width, "
+        "and in how many seeds it was lower"
+    )
+    names = [n for n in table.index.names if n]
+    for col in names + ["n"] + shown:
+        out.add_column(col, justify="right", min_width=len(col))
+    for idx, row in table.iterrows():
+        idx = idx if isinstance(idx, tuple) else (idx,)
+        cells = [_text(v) for v in idx][: len(names)] + [str(int(row["runs"]))]
+        for f in shown:
+            mean, half, n = row[f"{f}_mean"], row[f"{f}_ci95"], int(row[f"{f}_n"])
+            cells.append(
+                "-"
+                if pd.isna(mean)
+                else f"{mean:+.4g}"
+                + (f" ± {half:.2g}" if pd.notna(half) else "")
+                + f" ({int(row[f'{f}_below'])} of {n} lower)"
+            )
+        out.add_row(*cells)
+    console.print(out)
+    print(f"paired differences written to {path}")
 
 
 #: The least value a figure can take: a bar is drawn down to it at most (a 95 % interval of a

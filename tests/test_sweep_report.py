@@ -404,3 +404,47 @@ def test_the_sweep_figure_says_why_a_point_has_no_bar():
     assert _bars_note(agreed, ["makespan"]) == "n = 3"
     one = pd.DataFrame({"runs": [1, 4], "makespan_mean": [900.0, 5.0], "makespan_ci95": [float("nan"), 9.0]})
     assert _bars_note(one, ["makespan"]) == "n = 1 to 4; no bar: one run; bars cut at the least value a figure can take"
+
+
+def test_settings_are_compared_seed_by_seed_against_the_first_value_of_the_last_key(tmp_path, capsys):
+    # d = 3 against d = 1 at period 10: intervals that overlap, though d = 3 was worse in every
+    # seed (a user walk computed that from runs.parquet by hand).
+    from gridemu.emulator.stats import paired
+
+    flow = {(10, 1): [3.5, 3.9, 3.2], (10, 3): [3.6, 4.1, 3.35], (20, 1): [4.0, 3.1, 3.6], (20, 3): [3.9, 3.3, 3.5]}
+    runs = pd.DataFrame(
+        [
+            {"period": p, "d": d, "seed": s, "mean_flow_time": v}
+            for (p, d), values in flow.items()
+            for s, v in zip((1, 2, 3), values)
+        ]
+    )
+    key, first, table = paired(runs, ["period", "d"], ["mean_flow_time"])
+    assert (key, first) == ("d", 1) and list(table.index) == [(10, 3), (20, 3)]
+    for p in (10, 20):
+        diff = np.array(flow[(p, 3)]) - np.array(flow[(p, 1)])  # seed by seed, written here
+        row = table.loc[(p, 3)]
+        assert row["mean_flow_time_mean"] == pytest.approx(diff.mean())
+        assert row["mean_flow_time_ci95"] == pytest.approx(4.3026527 * diff.std(ddof=1) / np.sqrt(3), rel=1e-4)
+        assert row["mean_flow_time_below"] == int((diff < 0).sum())
+    assert table.loc[(10, 3), "mean_flow_time_below"] == 0  # worse in every seed
+    assert paired(runs[runs["d"] == 1], ["period", "d"], ["mean_flow_time"]) is None  # nothing to compare
+    # gridemu report prints it and writes paired.csv.
+    grid = [("protocol.name", ["local", "averaging"])]
+    sweep("quickstart", grid, repeat=2, overrides=SMALL, out=tmp_path / "s", backend="inprocess", quiet=True)
+    assert main(["report", str(tmp_path / "s"), "--no-plot"]) == 0
+    out = capsys.readouterr().out
+    assert "against protocol.name=local, seed by seed" in out and "of 2 lower)" in out
+    assert (tmp_path / "s" / "paired.csv").is_file()
+    # It is gridemu's own file: the sweep folder is still replaced with --overwrite.
+    sweep(
+        "quickstart",
+        grid,
+        repeat=2,
+        overrides=SMALL,
+        out=tmp_path / "s",
+        backend="inprocess",
+        quiet=True,
+        overwrite=True,
+    )
+    assert not (tmp_path / "s" / "paired.csv").exists()
