@@ -107,15 +107,18 @@ def confidence(runs: pd.DataFrame, keys: list[str], figures: list[str]) -> pd.Da
 
 
 def paired(runs: pd.DataFrame, keys: list[str], figures: list[str]) -> tuple[str, object, pd.DataFrame] | None:
-    """Each setting against the first value of the last swept key, seed by seed (a sweep's
+    """Each setting against the first value of the last swept key (of those given more than one
+    value), seed by seed (a sweep's
     seeds are the same at every setting): per setting of ``keys`` but that baseline, the
     :func:`confidence` of each figure's difference to the baseline run of the same seed and
     other keys, and ``<figure>_below``, the seeds where it came out lower. Returns (key,
     baseline value, table), or None where no setting has a baseline run of the same seed.
     Two settings whose 95 % intervals overlap can still differ in every seed: this says so."""
-    if not keys or "seed" not in runs:
+    varied = [k for k in keys if runs[k].nunique(dropna=False) > 1]  # a key swept over one value compares nothing
+    if not varied or "seed" not in runs:
         return None
-    key, others = keys[-1], keys[:-1]
+    key = varied[-1]
+    others = [k for k in keys if k != key]
     first = runs[key].iloc[0]  # the grid's order: its first value
     base = runs[runs[key] == first]
     rest = runs[runs[key] != first]
