@@ -428,7 +428,10 @@ def test_settings_are_compared_seed_by_seed_against_the_first_value_of_the_last_
         assert row["mean_flow_time_ci95"] == pytest.approx(4.3026527 * diff.std(ddof=1) / np.sqrt(3), rel=1e-4)
         assert row["mean_flow_time_below"] == int((diff < 0).sum())
     assert table.loc[(10, 3), "mean_flow_time_below"] == 0  # worse in every seed
-    assert paired(runs[runs["d"] == 1], ["period", "d"], ["mean_flow_time"]) is None  # nothing to compare
+    # A key given one value compares nothing: the last key given more is compared instead.
+    assert paired(runs[runs["d"] == 1], ["period", "d"], ["mean_flow_time"])[:2] == ("period", 10)
+    one = runs[(runs["d"] == 1) & (runs["period"] == 10)]
+    assert paired(one, ["period", "d"], ["mean_flow_time"]) is None  # one setting: nothing to compare
     # gridemu report prints it and writes paired.csv.
     grid = [("protocol.name", ["local", "averaging"])]
     sweep("quickstart", grid, repeat=2, overrides=SMALL, out=tmp_path / "s", backend="inprocess", quiet=True)
