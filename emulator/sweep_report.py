@@ -293,10 +293,8 @@ def _print_paired(sweep_dir: Path, runs: pd.DataFrame, keys: list[str], console:
     path = sweep_dir / "paired.csv"
     table.to_csv(path)
     shown = [f for f in PAIRED_SHOWN if f"{f}_mean" in table.columns]
-    out = Table(
-        title=f"{sweep_dir}: against {key}={_text(first)}, seed by seed: the mean difference ± 95 % half-width, "
-        "and in how many seeds it was lower"
-    )
+    title = f"against {key}={_text(first)}, seed by seed: mean difference ± 95 % half-width (seeds lower)"
+    out = Table(title=title, min_width=len(title))  # a narrow table's title would wrap
     names = [n for n in table.index.names if n]
     for col in names + ["n"] + shown:
         out.add_column(col, justify="right", min_width=len(col))
