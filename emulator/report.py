@@ -281,6 +281,7 @@ def _sample_times(jobs: pd.DataFrame, bins: int, per_bin: int) -> tuple[np.ndarr
     every panel, and in the whole run's utilization, said nothing about the run."""
     end = float(np.nanmax(jobs["end"].to_numpy())) if jobs["end"].notna().any() else float(jobs["release"].max())
     start = max(0.0, float(jobs["release"].min())) if len(jobs) else 0.0
+    start = start if start > 0.01 * end else 0.0  # a first job a moment after 0 starts the run at 0
     edges = np.linspace(start, max(end, start + 1e-9), bins + 1)
     width = (edges[-1] - start) / (bins * per_bin)
     return edges, start + np.arange(bins * per_bin) * width + width / 2
@@ -973,12 +974,32 @@ def _sites(g: dict[str, Any]) -> str:
     return f"{g['sites']:,} site{'s' * (g['sites'] != 1)}"
 
 
+def _set_keys(run_dir: Path, name: str, most: int = 4) -> str:
+    """The run's [protocol] keys that differ from their defaults (scenario.toml), as a title
+    says them: "d = 3, period = 20"; the first ``most``, scalars only."""
+    from gridemu.emulator.scenario import read_scenario_file
+
+    proto = registry.PROTOCOLS.get(name)
+    path = run_dir / "scenario.toml"
+    if proto is None or not path.is_file():
+        return ""
+    table = read_scenario_file(path)[0].get("protocol", {})
+    defaults = {key: default for key, _, default, _ in proto.params.docs()}
+    changed = [
+        f"{k} = {_setting(v)}"
+        for k, v in table.items()
+        if k in defaults and defaults[k] is not None and isinstance(v, (int, float, str)) and v != defaults[k]
+    ]
+    return ", ".join(changed[:most]) + (", …" if len(changed) > most else "")
+
+
 def run_title(g: dict[str, Any]) -> str:
     """Which run a figure shows, from ``summary.json``'s global section; where jobs did not
     finish (a horizon, a stalled run), how many did: the figure covers the run's span only."""
     jobs, done = g["jobs"], g.get("jobs_by_state", {}).get("done", g["jobs"])
     finished = f" ({done:,} finished)" if done < jobs else ""
-    return f"{g['protocol']} protocol, {_sites(g)}, {jobs:,} job{'s' * (jobs != 1)}{finished}, seed {g['seed']}"
+    keys = f" ({g['protocol_keys']})" if g.get("protocol_keys") else ""
+    return f"{g['protocol']} protocol{keys}, {_sites(g)}, {jobs:,} job{'s' * (jobs != 1)}{finished}, seed {g['seed']}"
 
 
 def report(
@@ -1017,6 +1038,9 @@ def report(
     print_summary(summary)
     if not plot:
         return None
+    keys = _set_keys(run_dir, summary["global"]["protocol"])
+    if keys:  # the figures' titles name the protocol's settings (runs of another d look alike)
+        summary = {**summary, "global": {**summary["global"], "protocol_keys": keys}}
     g = summary["global"]
     axis = time_axis(run_span(jobs), g.get("time_unit", "time units"))
     path_g = None

@@ -442,6 +442,20 @@ def test_a_runs_curves_start_at_its_first_release():
     assert waiting["org0"][:5] == pytest.approx(np.ones(5)) and waiting["org0"][5:] == pytest.approx(np.zeros(5))
 
 
+def test_a_figures_title_names_the_protocol_keys_set_away_from_their_defaults(tmp_path):
+    # Runs of d = 2 and d = 3 had the same titles.
+    import gridemu.emulator as emulator
+    from gridemu.emulator.report import _set_keys
+
+    overrides = {"workload.jobs": 300, "protocol.period": 5.0, "metrics.counterfactual": "none"}
+    emulator.run("quickstart", backend="inprocess", overrides=overrides, out=tmp_path / "r")
+    assert _set_keys(tmp_path / "r", "averaging") == "period = 5"
+    emulator.run("quickstart", backend="inprocess", overrides={"workload.jobs": 300}, out=tmp_path / "q")
+    assert _set_keys(tmp_path / "q", "averaging") == "period = 50"  # quickstart's own, not the default 100
+    g = {"protocol": "averaging", "sites": 8, "jobs": 300, "seed": 1, "protocol_keys": "period = 5"}
+    assert run_title(g) == "averaging protocol (period = 5), 8 sites, 300 jobs, seed 1"
+
+
 def test_a_figures_title_says_how_many_jobs_finished_where_not_all_did():
     # A horizon cut at t = 300 finished 1,667 of quickstart's 20,000: "20,000 jobs" alone
     # read as a run of all of them.
