@@ -106,6 +106,14 @@ def confidence(runs: pd.DataFrame, keys: list[str], figures: list[str]) -> pd.Da
     return table
 
 
+def interval_text(mean: float, half: float, signed: bool = False) -> str:
+    """A figure as the sweep tables print it: ``mean ± half-width`` (``signed``: a difference,
+    its sign always shown), the mean alone where there is no interval, "-" where no value."""
+    if pd.isna(mean):
+        return "-"
+    return (f"{mean:+.4g}" if signed else f"{mean:.4g}") + (f" ± {half:.2g}" if pd.notna(half) else "")
+
+
 def paired(runs: pd.DataFrame, keys: list[str], figures: list[str]) -> tuple[str, object, pd.DataFrame] | None:
     """Each setting against the first value of the last swept key (of those given more than one
     value), seed by seed (a sweep's

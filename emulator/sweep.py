@@ -29,7 +29,7 @@ from gridemu.emulator.gate import SIZED
 from gridemu.emulator.limits import MAX_SWEEP_RUNS, Limits
 from gridemu.emulator.results import check_out, write_whole
 from gridemu.emulator.scenario import load_scenario, parse_override, read_scenario_file
-from gridemu.emulator.stats import QUANTILES, TAIL_FIGURES, confidence
+from gridemu.emulator.stats import QUANTILES, TAIL_FIGURES, confidence, interval_text
 from gridemu.model.errors import GridemuError, ScenarioError, first_line
 from gridemu.model.inputs import gib
 from gridemu.scenarios.workload import generate_jobs
@@ -464,9 +464,7 @@ def _print_table(table: pd.DataFrame, n: int, wall: float, out: Path | None) -> 
     for idx, row in table.iterrows():
         idx = idx if isinstance(idx, tuple) else (idx,)
         cells = [str(v) for v in idx][: len(index_names)] + ([str(int(row["runs"]))] if "runs" in table.columns else [])
-        for f in figures:
-            mean, half = row[f"{f}_mean"], row[f"{f}_ci95"]
-            cells.append("-" if pd.isna(mean) else f"{mean:.4g}" + (f" ± {half:.2g}" if pd.notna(half) else ""))
+        cells += [interval_text(row[f"{f}_mean"], row[f"{f}_ci95"]) for f in figures]
         t.add_row(*cells)
     stdout_console().print(t)
     if out is not None:

@@ -25,7 +25,7 @@ import pandas as pd
 
 from gridemu.emulator.figures import DEFAULT_DPI, save_figure, time_axis
 from gridemu.emulator.results import read_table
-from gridemu.emulator.stats import TAIL_FIGURES, confidence, paired
+from gridemu.emulator.stats import TAIL_FIGURES, confidence, interval_text, paired
 
 #: The figures a sweep report gives per setting (those its runs have), in this order.
 HEADLINE = (
@@ -165,8 +165,6 @@ def _cut(text: str, most: int) -> str:
 
 def report_sweep_folder(sweep_dir: Path, plot: bool = True, fmt: str = "png", dpi: float = DEFAULT_DPI) -> Path:
     """Print and write a sweep's statistics (and figures); returns the stats.csv written."""
-    from rich.table import Table
-
     from gridemu.emulator.console import stdout_console
 
     runs = read_table(sweep_dir / "runs.parquet")
@@ -176,35 +174,45 @@ def report_sweep_folder(sweep_dir: Path, plot: bool = True, fmt: str = "png", dp
     table.to_csv(path)
     console = stdout_console()
     shown = [f for f in SHOWN if f"{f}_mean" in table.columns]
-    out = Table(title=f"{sweep_dir}: mean ± 95 % confidence half-width (Student t) over n runs")
-    for col in keys + ["n"] + shown:
-        out.add_column(col, justify="right", min_width=len(col))
-    for idx, row in table.iterrows():
-        idx = idx if isinstance(idx, tuple) else (idx,)
-        cells = [_text(v) for v in idx][: len(keys)] + [str(int(row["runs"]))]
-        for f in shown:
-            mean, half = row[f"{f}_mean"], row[f"{f}_ci95"]
-            cells.append("-" if pd.isna(mean) else f"{mean:.4g}" + (f" ± {half:.2g}" if pd.notna(half) else ""))
-        out.add_row(*cells)
-    console.print(out)
+    title = f"{sweep_dir}: mean ± 95 % confidence half-width (Student t) over n runs"
+    console.print(
+        _interval_table(title, table, keys, shown, lambda row, f: interval_text(row[f"{f}_mean"], row[f"{f}_ci95"]))
+    )
     print(f"statistics written to {path} (every headline figure's mean, std, n, ci95, lo, hi)")
     _print_paired(sweep_dir, runs, keys, console)
     for line in warnings_of(runs, keys):
         print(f"gridemu: warning: {line}", file=sys.stderr)
     failures = sweep_dir / "failures.csv"
-    if failures.is_file():  # their settings have no row above and no point in the figure
-        failed = pd.read_csv(failures)
+    failed_runs = pd.read_csv(failures) if failures.is_file() else None
+    if failed_runs is not None:  # their settings have no row above and no point in the figure
+        n = len(failed_runs)
         print(
-            f"gridemu: warning: {len(failed):,} run{'s' * (len(failed) != 1)} of the sweep failed and "
-            f"{'are' if len(failed) != 1 else 'is'} left out ({failures}: the setting, seed and error of each)",
+            f"gridemu: warning: {n:,} run{'s' * (n != 1)} of the sweep failed and "
+            f"{'are' if n != 1 else 'is'} left out ({failures}: the setting, seed and error of each)",
             file=sys.stderr,
         )
     if plot and len(table):
         units = runs["time_unit"].dropna().unique() if "time_unit" in runs else []
         unit = str(units[0]) if len(units) == 1 else "time units"  # sweeps written before it was kept: as they were
-        failed = failed_settings(sweep_dir, table, keys)
+        failed = failed_settings(failed_runs, table, keys)
         print(f"figure written to {plot_sweep(sweep_dir, table, keys, shown, fmt, dpi, unit, failed)}")
     return path
+
+
+def _interval_table(
+    title: str, table: pd.DataFrame, keys: list[str], figures: list[str], cell: Any, min_width: int | None = None
+) -> Any:
+    """A rich table of a :func:`stats.confidence` table: the settings (``keys``), the runs
+    behind each row (``n``), and ``cell(row, figure)`` for each figure."""
+    from rich.table import Table
+
+    out = Table(title=title, min_width=min_width)
+    for col in keys + ["n"] + figures:
+        out.add_column(col, justify="right", min_width=len(col))
+    for idx, row in table.iterrows():
+        idx = idx if isinstance(idx, tuple) else (idx,)
+        out.add_row(*[_text(v) for v in idx][: len(keys)], str(int(row["runs"])), *(cell(row, f) for f in figures))
+    return out
 
 
 @dataclass(frozen=True)
@@ -258,14 +266,11 @@ class _XAxis:
         ax.set_xlim((10**lo, 10**hi) if self.log else (lo, hi))
 
 
-def failed_settings(sweep_dir: Path, table: pd.DataFrame, keys: list[str]) -> list[tuple]:
-    """The settings (values of ``keys``, in failures.csv's order) whose every run failed: they
-    have no row in ``table`` and would have no point in the figure."""
-    path = sweep_dir / "failures.csv"
-    if not keys or not path.is_file():
-        return []
-    failed = pd.read_csv(path)
-    if not set(keys) <= set(failed.columns):
+def failed_settings(failed: pd.DataFrame | None, table: pd.DataFrame, keys: list[str]) -> list[tuple]:
+    """The settings (values of ``keys``, in the order of ``failed``, failures.csv's rows, or
+    None where no run failed) whose every run failed: they have no row in ``table`` and would
+    have no point in the figure."""
+    if not keys or failed is None or not set(keys) <= set(failed.columns):
         return []
     done = {tuple(_text(v) for v in (i if isinstance(i, tuple) else (i,))) for i in table.index}
     out = []
@@ -284,8 +289,6 @@ def _print_paired(sweep_dir: Path, runs: pd.DataFrame, keys: list[str], console:
     """Every setting against the first value of the last swept key, seed by seed
     (:func:`stats.paired`), printed and written to paired.csv: where intervals overlap in the
     table above, the same seeds may still say which setting is lower."""
-    from rich.table import Table
-
     found = paired(runs, keys, [f for f in HEADLINE if f in runs.columns])
     if found is None:
         return
@@ -294,24 +297,13 @@ def _print_paired(sweep_dir: Path, runs: pd.DataFrame, keys: list[str], console:
     table.to_csv(path)
     shown = [f for f in PAIRED_SHOWN if f"{f}_mean" in table.columns]
     title = f"against {key}={_text(first)}, seed by seed: mean difference ± 95 % half-width (seeds lower)"
-    out = Table(title=title, min_width=len(title))  # a narrow table's title would wrap
+
+    def cell(row: pd.Series, f: str) -> str:
+        text = interval_text(row[f"{f}_mean"], row[f"{f}_ci95"], signed=True)
+        return text if text == "-" else f"{text} ({int(row[f'{f}_below'])} of {int(row[f'{f}_n'])} lower)"
+
     names = [n for n in table.index.names if n]
-    for col in names + ["n"] + shown:
-        out.add_column(col, justify="right", min_width=len(col))
-    for idx, row in table.iterrows():
-        idx = idx if isinstance(idx, tuple) else (idx,)
-        cells = [_text(v) for v in idx][: len(names)] + [str(int(row["runs"]))]
-        for f in shown:
-            mean, half, n = row[f"{f}_mean"], row[f"{f}_ci95"], int(row[f"{f}_n"])
-            cells.append(
-                "-"
-                if pd.isna(mean)
-                else f"{mean:+.4g}"
-                + (f" ± {half:.2g}" if pd.notna(half) else "")
-                + f" ({int(row[f'{f}_below'])} of {n} lower)"
-            )
-        out.add_row(*cells)
-    console.print(out)
+    console.print(_interval_table(title, table, names, shown, cell, min_width=len(title)))  # its title unwrapped
     print(f"paired differences written to {path}")
 
 

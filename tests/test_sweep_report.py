@@ -312,7 +312,7 @@ def test_a_setting_whose_every_run_failed_is_marked_where_its_point_would_be(tmp
     ).to_csv(tmp_path / "failures.csv", index=False)
     keys = ["workload.path", "p"]
     table = confidence(runs, keys, ["makespan"])
-    failed = sweep_report.failed_settings(tmp_path, table, keys)
+    failed = sweep_report.failed_settings(pd.read_csv(tmp_path / "failures.csv"), table, keys)
     assert failed == [(bad, "b"), (good, "c")]
     drawn = {}
     monkeypatch.setattr(sweep_report, "save_figure", lambda fig, *a, **k: drawn.setdefault("fig", fig))
