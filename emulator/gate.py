@@ -143,9 +143,7 @@ def _short_span(scenario: Scenario, est: Estimate, say: bool) -> None:
             else ""
         )
     )
-    scenario.extra.setdefault("workload_warnings", []).append(line)
-    if say:
-        print(f"gridemu: warning: {line}", file=sys.stderr)
+    _workload_warning(scenario, line, say)
 
 
 def _too_wide_for_some(scenario: Scenario, work: Workload, say: bool) -> None:
@@ -167,6 +165,12 @@ def _too_wide_for_some(scenario: Scenario, work: Workload, say: bool) -> None:
         "(it does not declare the widths capability), and the run stops if it sends one there: give "
         "every site enough processors, or use a protocol that does (gridemu list)"
     )
+    _workload_warning(scenario, line, say)
+
+
+def _workload_warning(scenario: Scenario, line: str, say: bool) -> None:
+    """A warning about the workload found at the gate: kept with the workload's own
+    (summary.json, a sweep's once-for-all), printed where those were printed already."""
     scenario.extra.setdefault("workload_warnings", []).append(line)
     if say:
         print(f"gridemu: warning: {line}", file=sys.stderr)
