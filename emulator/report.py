@@ -274,14 +274,19 @@ def _org_rows(sites: pd.DataFrame) -> tuple[pd.Series, pd.Series, pd.Series]:
     return procs_by_org, row_of_org, row_of_site
 
 
-def _sample_times(jobs: pd.DataFrame, bins: int, per_bin: int) -> tuple[np.ndarray, np.ndarray]:
-    """The bins' edges from the first release (0 where it is earlier) to the run's last end
-    (or release), and ``per_bin`` sample times in each. A trace read without a window keeps
-    its own times (KTH-SP2's first job comes at 599,850 s): a week of nothing at the start of
-    every panel, and in the whole run's utilization, said nothing about the run."""
+def _bins_span(jobs: pd.DataFrame) -> tuple[float, float]:
+    """Where the report's bins start and end: from the first release (0 where it comes in the
+    run's first hundredth) to the run's last end (or release). A trace read without a window
+    keeps its own times (KTH-SP2's first job comes at 599,850 s): a week of nothing at the
+    start of every panel, and in the whole run's utilization, said nothing about the run."""
     end = float(np.nanmax(jobs["end"].to_numpy())) if jobs["end"].notna().any() else float(jobs["release"].max())
     start = max(0.0, float(jobs["release"].min())) if len(jobs) else 0.0
-    start = start if start > 0.01 * end else 0.0  # a first job a moment after 0 starts the run at 0
+    return (start if start > 0.01 * end else 0.0), end  # a first job a moment after 0 starts the run at 0
+
+
+def _sample_times(jobs: pd.DataFrame, bins: int, per_bin: int) -> tuple[np.ndarray, np.ndarray]:
+    """The bins' edges over :func:`_bins_span` and ``per_bin`` sample times in each."""
+    start, end = _bins_span(jobs)
     edges = np.linspace(start, max(end, start + 1e-9), bins + 1)
     width = (edges[-1] - start) / (bins * per_bin)
     return edges, start + np.arange(bins * per_bin) * width + width / 2
@@ -380,7 +385,8 @@ def plot_run(
     )
     axes = dict(zip(draw, axes[:, 0]))
     width_text = duration_text(float(t[1] - t[0]) if len(t) > 1 else 0.0, g.get("time_unit", "time units"))
-    _heatmap(axes["util"], axis(t), util, sites, width_text, down)
+    since = "from the first release on" if _bins_span(jobs)[0] > 0 else "whole run"
+    _heatmap(axes["util"], axis(t), util, sites, width_text, down, since)
     if "waiting" in axes:
         # Per organization, lines overlap into a tangle past two or three: the organizations'
         # mean, the band from the lowest to the highest, and the one that stands out most.
@@ -444,12 +450,14 @@ def _heatmap(
     sites: pd.DataFrame,
     width_text: str,
     down: np.ndarray | None = None,
+    since: str = "whole run",
 ) -> None:
     """Each organization's utilization over time as a row of colour (0 white, 1 dark blue),
     the grid's processor-weighted mean in the title: where a band from the least to the most
     used organization would span 0 to 1 all along, this shows which one was busy when.
     ``down``: the share of each one's processors down in each bin (:func:`down_shares`), in red
-    over it, so that a crashed site does not read as an idle one."""
+    over it, so that a crashed site does not read as an idle one. ``since``: what the mean
+    covers (the bins', :func:`_bins_span`)."""
     orgs = list(util)
     values = np.array([util[o] for o in orgs], dtype=float)
     procs = sites.groupby("owner")["procs"].sum().reindex(orgs).to_numpy(dtype=float)
@@ -480,8 +488,6 @@ def _heatmap(
             matplotlib.ticker.FuncFormatter(lambda v, _: orgs[int(v)] if 0 <= v < len(orgs) else "")
         )
     ax.set_ylabel("organization")
-    # From the first release (a trace read without a window starts late: curves' bins do too).
-    since = "whole run" if t[0] - half <= 0 else "from the first release on"
     ax.set_title(
         f"utilization of each organization's processors, means over {width_text} (whole grid, {since}: {grid:.2f})"
         + ("; red: the share of them down (crashed)" if marked else ""),

@@ -442,6 +442,21 @@ def test_a_runs_curves_start_at_its_first_release():
     assert waiting["org0"][:5] == pytest.approx(np.ones(5)) and waiting["org0"][5:] == pytest.approx(np.zeros(5))
 
 
+def test_the_utilization_title_says_what_its_mean_covers(quick_run, tmp_path, monkeypatch):
+    # A run whose first job comes a moment after 0 read "from the first release on": the bins
+    # start at 0, but their first centre less half a bin came out 1e-16 above it.
+    from gridemu.emulator import report as report_module
+
+    titles = []
+    monkeypatch.setattr(report_module, "save_figure", lambda fig, *a, **k: titles.append(fig.axes[0].get_title()))
+    jobs, sites, ts, summary, outages = report_module.load_run(quick_run)
+    assert 0 < jobs["release"].min() < 0.01 * jobs["end"].max()
+    report_module.plot_run(tmp_path, jobs, sites, ts, summary)
+    later = jobs.assign(release=jobs["release"] + 1e6, start=jobs["start"] + 1e6, end=jobs["end"] + 1e6)
+    report_module.plot_run(tmp_path, later, sites, None, summary)  # a trace's own times
+    assert "(whole grid, whole run: " in titles[0] and "(whole grid, from the first release on: " in titles[1]
+
+
 def test_a_figures_title_names_the_protocol_keys_set_away_from_their_defaults(tmp_path):
     # Runs of d = 2 and d = 3 had the same titles.
     import gridemu.emulator as emulator
