@@ -209,7 +209,8 @@ def load_run(
 ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame | None, dict[str, Any], pd.DataFrame | None]:
     """The tables the report draws: jobs (with ``attrs["pieces"]`` where jobs were split:
     what each site ran is in the pieces, waiting is per job), sites, timeseries or None,
-    summary, and the crashes (outages.parquet) or None;
+    summary (with ``protocol_keys`` in its global section for the titles: :func:`_set_keys`),
+    and the crashes (outages.parquet) or None;
     with ``warmup``, the summary's job figures over the jobs released from it on
     (:func:`with_warmup`, the run's own metric code)."""
     result = load(run_dir)
@@ -227,6 +228,9 @@ def load_run(
                 file=sys.stderr,
             )
         summary = with_warmup(summary, jobs, result.scenario["metrics"], warmup)
+    keys = _set_keys(result.scenario.get("protocol", {}), summary["global"]["protocol"])
+    if keys:  # the figures' titles name the protocol's settings (runs of another d look alike)
+        summary = {**summary, "global": {**summary["global"], "protocol_keys": keys}}
     timeseries = result.timeseries if len(result.timeseries) else None
     return jobs, result.sites, timeseries, summary, result.outages if "down" in result.outages else None
 
@@ -980,16 +984,12 @@ def _sites(g: dict[str, Any]) -> str:
     return f"{g['sites']:,} site{'s' * (g['sites'] != 1)}"
 
 
-def _set_keys(run_dir: Path, name: str, most: int = 4) -> str:
-    """The run's [protocol] keys that differ from their defaults (scenario.toml), as a title
-    says them: "d = 3, period = 20"; the first ``most``, scalars only."""
-    from gridemu.emulator.scenario import read_scenario_file
-
+def _set_keys(table: dict[str, Any], name: str, most: int = 4) -> str:
+    """The run's [protocol] keys (``table``, scenario.toml's) that differ from their defaults,
+    as a title says them: "d = 3, period = 20"; the first ``most``, scalars only."""
     proto = registry.PROTOCOLS.get(name)
-    path = run_dir / "scenario.toml"
-    if proto is None or not path.is_file():
+    if proto is None:
         return ""
-    table = read_scenario_file(path)[0].get("protocol", {})
     defaults = {key: default for key, _, default, _ in proto.params.docs()}
     changed = [
         f"{k} = {_setting(v)}"
@@ -1044,9 +1044,6 @@ def report(
     print_summary(summary)
     if not plot:
         return None
-    keys = _set_keys(run_dir, summary["global"]["protocol"])
-    if keys:  # the figures' titles name the protocol's settings (runs of another d look alike)
-        summary = {**summary, "global": {**summary["global"], "protocol_keys": keys}}
     g = summary["global"]
     axis = time_axis(run_span(jobs), g.get("time_unit", "time units"))
     path_g = None

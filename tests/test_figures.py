@@ -460,13 +460,14 @@ def test_the_utilization_title_says_what_its_mean_covers(quick_run, tmp_path, mo
 def test_a_figures_title_names_the_protocol_keys_set_away_from_their_defaults(tmp_path):
     # Runs of d = 2 and d = 3 had the same titles.
     import gridemu.emulator as emulator
-    from gridemu.emulator.report import _set_keys
+    from gridemu.emulator.report import load_run
 
     overrides = {"workload.jobs": 300, "protocol.period": 5.0, "metrics.counterfactual": "none"}
     emulator.run("quickstart", backend="inprocess", overrides=overrides, out=tmp_path / "r")
-    assert _set_keys(tmp_path / "r", "averaging") == "period = 5"
+    assert load_run(tmp_path / "r")[3]["global"]["protocol_keys"] == "period = 5"
     emulator.run("quickstart", backend="inprocess", overrides={"workload.jobs": 300}, out=tmp_path / "q")
-    assert _set_keys(tmp_path / "q", "averaging") == "period = 50"  # quickstart's own, not the default 100
+    # quickstart's own, not the default 100
+    assert load_run(tmp_path / "q")[3]["global"]["protocol_keys"] == "period = 50"
     g = {"protocol": "averaging", "sites": 8, "jobs": 300, "seed": 1, "protocol_keys": "period = 5"}
     assert run_title(g) == "averaging protocol (period = 5), 8 sites, 300 jobs, seed 1"
 
