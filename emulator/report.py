@@ -892,10 +892,10 @@ def plot_gantt(
         boxes = [(name, b[(b["end"] > t0) & (b["start"] < t1)]) for name, b in boxes]
         if not any(len(b) for _, b in boxes):
             # Its times are the run's unit, not the plot's (hours or days on a trace's axis).
-            lo, hi = (
-                (min(float(b["start"].min()) for b in ran), max(float(b["end"].max()) for b in ran)) if ran else (0, 0)
-            )
-            span = f": jobs ran from {_number(lo)} to {_number(hi)}" if ran else ""
+            span = ""
+            if ran:
+                lo, hi = min(float(b["start"].min()) for b in ran), max(float(b["end"].max()) for b in ran)
+                span = f": jobs ran from {_number(lo)} to {_number(hi)}"
             raise GridemuError(f"--window: no job ran between {t0:g} and {t1:g} {unit}{span}")
     chosen = parse_sites(shown, sorted(set().union(*(b["site"].unique() for _, b in boxes))))
     size = (10 * len(boxes) ** 0.5 + 2, 1.6 + 1.3 * len(chosen))

@@ -111,7 +111,7 @@ def _too_wide(wl: dict, sites: list, out: SwfJobs) -> np.ndarray:
         return jobs
     if wl.get("too_wide", "error") == "skip":
         out.skipped["too_wide"] = out.skipped.get("too_wide", 0) + int(too_big.sum())
-        out.wide_work += float((jobs["size"] * jobs["procs"])[too_big].sum())
+        out.wide_work += _work(jobs[too_big])
         jobs, out.trace_numbers = jobs[~too_big], out.trace_numbers[~too_big]
         jobs["job_id"] = np.arange(len(jobs))
         out.jobs = jobs
@@ -134,7 +134,7 @@ def _empty_window(path: str, submit: np.ndarray, t_start: float | None, t_end: f
     span = (
         f"its jobs are submitted from {float(times.min()):,.0f} to {float(times.max()):,.0f} s"
         if len(times)
-        else ("no line has a submit time")
+        else "no line has a submit time"
     )
     if skipped.keys() & {"before_window", "after_window"}:
         lo = "the start" if t_start is None else f"{float(t_start):,.0f}"
@@ -170,6 +170,7 @@ def number_warnings(path: str, numbers: np.ndarray) -> list[str]:
 
 
 def _work(jobs: np.ndarray) -> float:
+    """The jobs' work: run time x processors."""
     return float((jobs["size"] * jobs["procs"]).sum())
 
 
