@@ -497,6 +497,8 @@ def test_an_empty_window_names_the_traces_span(tmp_path: Path, capsys) -> None:
     for bad in ("workload.load=0", "workload.jobs=2.5", "workload.jobs=0"):
         assert main(["validate", str(tmp_path / "t.toml"), "--set", bad]) == 2
         assert f"gridemu: error: {bad.split('=')[0]}: must be" in capsys.readouterr().err
+    assert main(["validate", str(tmp_path / "t.toml"), "--set", "workload.too_wide=maybe"]) == 2
+    assert "gridemu: error: workload.too_wide: unknown value 'maybe' (allowed: error, skip)" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("n_orgs", [0, -3])
