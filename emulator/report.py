@@ -602,9 +602,7 @@ def plot_flow_cdf(
         fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0, title=legend_title, title_fontsize=7
     )
     cut = f", jobs released from t={g['warmup']:g} {g.get('time_unit', 'time units')} on" if g.get("warmup") else ""
-    ax.set_title(
-        f"flow time per organization: {g['protocol']} protocol, {_sites(g)}, seed {g['seed']}{cut}", fontsize=10
-    )
+    ax.set_title(f"flow time per organization: {_protocol(g)}, {_sites(g)}, seed {g['seed']}{cut}", fontsize=10)
     return save_figure(fig, run_dir / "flow_cdf.png", fmt, dpi, tight=True)
 
 
@@ -979,6 +977,12 @@ def _number(x: float) -> str:
     return f"{x:,.0f}" if abs(x) >= 1000 else f"{x:g}"
 
 
+def _protocol(g: dict[str, Any]) -> str:
+    """ "power_of_d protocol (d = 3, period = 20)": the run's protocol and the keys it set away
+    from their defaults (``protocol_keys``, :func:`load_run`), as every figure's title says it."""
+    return f"{g['protocol']} protocol" + (f" ({g['protocol_keys']})" if g.get("protocol_keys") else "")
+
+
 def _sites(g: dict[str, Any]) -> str:
     """ "1 site", "8 sites": the run's site count as a title says it."""
     return f"{g['sites']:,} site{'s' * (g['sites'] != 1)}"
@@ -1004,8 +1008,7 @@ def run_title(g: dict[str, Any]) -> str:
     finish (a horizon, a stalled run), how many did: the figure covers the run's span only."""
     jobs, done = g["jobs"], g.get("jobs_by_state", {}).get("done", g["jobs"])
     finished = f" ({done:,} finished)" if done < jobs else ""
-    keys = f" ({g['protocol_keys']})" if g.get("protocol_keys") else ""
-    return f"{g['protocol']} protocol{keys}, {_sites(g)}, {jobs:,} job{'s' * (jobs != 1)}{finished}, seed {g['seed']}"
+    return f"{_protocol(g)}, {_sites(g)}, {jobs:,} job{'s' * (jobs != 1)}{finished}, seed {g['seed']}"
 
 
 def report(
@@ -1074,7 +1077,7 @@ def report(
     print(f"plot written to {path}")
     print(f"flow-time distributions written to {plot_flow_cdf(run_dir, jobs, summary, axis, fmt, dpi)}")
     if ts is not None and "entry" in ts.columns:
-        title = f"{g['protocol']} protocol, {_sites(g)}, seed {g['seed']}"
+        title = f"{_protocol(g)}, {_sites(g)}, seed {g['seed']}"
         print(f"share plot written to {plot_shares(run_dir, ts, title, axis, fmt, dpi)}")
     if path_g is not None:
         print(f"Gantt chart written to {path_g}")
